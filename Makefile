@@ -1,0 +1,29 @@
+# Two commands: `make run` serves the app on its embedded defaults, `make test` runs the suite.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 5000
+
+.PHONY: run test venv migrate clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	@touch $(STAMP)
+
+migrate: $(STAMP)
+	$(BIN)/flask --app app db upgrade
+
+run: migrate
+	HOST=$(HOST) PORT=$(PORT) PATH="$(CURDIR)/$(BIN):$$PATH" ./bin/serve
+
+test: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,94 @@
+"""Application factory for the extra-work ticket service."""
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+from flask import Flask
+from flask_migrate import Migrate
+
+from models import db
+from services.database import configure_engine, normalise_database_url
+from services.ratelimit import limiter
+
+migrate = Migrate(render_as_batch=True, compare_type=True)
+
+MiB = 1024 * 1024
+
+
+def default_config(instance_path: str) -> dict[str, Any]:
+    """Embedded defaults: a SQLite file and photos under instance/, the built-in sandbox."""
+    return {
+        "SQLALCHEMY_DATABASE_URI": "sqlite:///" + os.path.join(instance_path, "tickets.sqlite3"),
+        "SQLALCHEMY_ENGINE_OPTIONS": {"pool_pre_ping": True},
+        "SQLITE_BUSY_TIMEOUT_MS": 30_000,
+        "SQLITE_SYNCHRONOUS": "FULL",
+        # 12 photos of up to 2 MiB each, base64-encoded, plus the signature and text.
+        "MAX_CONTENT_LENGTH": 34 * MiB,
+        "API_RATE_LIMIT": "120 per minute",
+        "API_KEY_TOUCH_INTERVAL_S": 60,
+        "RATELIMIT_STORAGE_URI": "memory://",
+        "RATELIMIT_STRATEGY": "moving-window",
+        "RATELIMIT_HEADERS_ENABLED": True,
+        "RATELIMIT_KEY_PREFIX": "ewt",
+        "PASSWORD_HASH_PROFILE": "default",
+        "JSON_SORT_KEYS": False,
+    }
+
+
+def load_configuration(app: Flask, test_config: dict[str, Any] | None) -> None:
+    """Layer configuration: defaults, instance/config.py, EWT_* environment, test mapping."""
+    app.config.from_mapping(default_config(app.instance_path))
+    app.config.from_pyfile("config.py", silent=True)
+    app.config.from_prefixed_env("EWT")
+    if os.environ.get("DATABASE_URL"):
+        app.config["DATABASE_URL"] = os.environ["DATABASE_URL"]
+    if test_config is not None:
+        app.config.from_mapping(test_config)
+    if app.config.get("DATABASE_URL"):
+        app.config["SQLALCHEMY_DATABASE_URI"] = normalise_database_url(app.config["DATABASE_URL"])
+    app.json.sort_keys = bool(app.config["JSON_SORT_KEYS"])
+    if not app.config.get("SECRET_KEY"):
+        app.config["SECRET_KEY"] = instance_secret(Path(app.instance_path) / "secret_key")
+
+
+def instance_secret(path: Path) -> str:
+    """Read the instance's secret key, creating it once with 256 random bits."""
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        pass
+    secret = secrets.token_hex(32)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path.read_text().strip()  # another worker created it first
+    with os.fdopen(fd, "w") as handle:
+        handle.write(secret + "\n")
+    return secret
+
+
+def create_app(test_config: dict[str, Any] | None = None) -> Flask:
+    """Build the Flask app: configuration, extensions, blueprints, errors, commands."""
+    instance_path = (test_config or {}).get("INSTANCE_PATH") or os.environ.get("EWT_INSTANCE_PATH")
+    app = Flask(__name__, instance_relative_config=True,
+                instance_path=os.path.abspath(instance_path) if instance_path else None)
+    os.makedirs(app.instance_path, exist_ok=True)
+    load_configuration(app, test_config)
+
+    db.init_app(app)
+    configure_engine(app)
+    migrate.init_app(app, db, directory=str(Path(app.root_path) / "migrations"))
+    limiter.init_app(app)
+
+    from blueprints import home, me, openapi
+    from blueprints.cli import register_commands
+    from blueprints.errors import register_error_handlers
+
+    for blueprint in (home.bp, me.bp, openapi.bp):
+        app.register_blueprint(blueprint)
+    register_error_handlers(app)
+    register_commands(app)
+    return app

@@ -1,0 +1,167 @@
+"""The /v1 route decorator: authentication, input parsing, output shaping, OpenAPI registry.
+
+Every JSON route is declared with `api_route`, naming the Pydantic models of its
+body, query and response. The same declaration drives request validation and
+the OpenAPI document, so the two cannot drift apart.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from flask import Blueprint, Response, g, jsonify, request
+from pydantic import BaseModel, ValidationError
+
+from services import keys
+from services.errors import ServiceError, ValidationFailed, field_problem
+from services.ratelimit import api_limit, presented_api_key
+
+API_PREFIX = "/v1"
+
+
+@dataclass
+class Operation:
+    """One documented /v1 operation."""
+
+    rule: str
+    method: str
+    endpoint: str
+    summary: str
+    tag: str
+    body: type[BaseModel] | None
+    query: type[BaseModel] | None
+    response: type[BaseModel] | None
+    errors: tuple[int, ...]
+    public: bool
+    body_required: bool
+    description: str | None = None
+    extra_responses: dict[int, str] = field(default_factory=dict)
+
+
+OPERATIONS: list[Operation] = []
+
+
+class BadBody(ServiceError):
+    """The request body is not a JSON object we can read."""
+
+    status = 400
+    code = "invalid_json"
+
+
+def _reject_constant(name: str) -> None:
+    """Refuse NaN and Infinity, which JSON does not allow."""
+    raise ValueError(f"{name} is not a valid JSON number")
+
+
+def error_path(location: tuple[Any, ...]) -> str:
+    """Render a Pydantic error location as a path such as 'labor[2].hours'."""
+    path = ""
+    for part in location:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += ("." if path else "") + str(part)
+    return path or "body"
+
+
+def validation_details(error: ValidationError) -> list[dict[str, str]]:
+    """Turn a Pydantic ValidationError into the details list of a 400."""
+    problems = []
+    for item in error.errors(include_url=False, include_input=False):
+        location = tuple(p for p in item["loc"] if p not in ("function-after", "function-before"))
+        message = item["msg"]
+        if message.startswith("Value error, "):
+            message = message[len("Value error, "):]
+        problems.append(field_problem(error_path(location), message))
+    return problems
+
+
+def validate_model(model: type[BaseModel], data: Any) -> BaseModel:
+    """Validate data against a model, raising a 400 that lists every problem."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as error:
+        raise ValidationFailed("the request has problems; see details", details=validation_details(error))
+
+
+def read_json_object(required: bool = True) -> dict[str, Any]:
+    """Read the request body as a JSON object, refusing anything else with a clear 4xx."""
+    raw = request.get_data(cache=True)
+    if not raw.strip():
+        if required:
+            raise BadBody("a JSON object body is required", code="body_required")
+        return {}
+    if request.mimetype != "application/json":
+        raise ServiceError("send the body as application/json", status=415,
+                           code="unsupported_media_type")
+    try:
+        data = json.loads(raw, parse_constant=_reject_constant)
+    except RecursionError:
+        raise BadBody("the JSON body is nested too deeply")
+    except ValueError as error:
+        raise BadBody(f"the body is not valid JSON: {error}")
+    if not isinstance(data, dict):
+        raise BadBody("the body must be a JSON object", code="invalid_body")
+    return data
+
+
+def authenticate_request() -> None:
+    """Resolve the request's API key and remember the caller on flask.g."""
+    secret, malformed = presented_api_key()
+    record = keys.authenticate(secret, malformed_header=malformed)
+    g.api_key = record
+    g.company_id = record.company_id
+    g.actor = record.actor
+
+
+def to_json(result: Any) -> Response:
+    """Serialise a view's return value: a model, a dict, or a ready Response."""
+    if isinstance(result, Response):
+        return result
+    if isinstance(result, BaseModel):
+        return jsonify(result.model_dump(mode="json", exclude_none=False))
+    return jsonify(result)
+
+
+def api_route(bp: Blueprint, rule: str, *, method: str = "GET", tag: str,
+              body: type[BaseModel] | None = None, query: type[BaseModel] | None = None,
+              response: type[BaseModel] | None = None, errors: tuple[int, ...] = (),
+              public: bool = False, body_required: bool = True,
+              extra_responses: dict[int, str] | None = None) -> Callable:
+    """Register a /v1 route and document it; the view receives parsed `body` and `query`."""
+
+    def decorator(view: Callable) -> Callable:
+        @functools.wraps(view)
+        def handler(**path_args: Any) -> Response:
+            if not public:
+                authenticate_request()
+            kwargs: dict[str, Any] = dict(path_args)
+            if query is not None:
+                kwargs["query"] = validate_model(query, request.args.to_dict(flat=True))
+            if body is not None:
+                kwargs["body"] = validate_model(body, read_json_object(required=body_required))
+            return to_json(view(**kwargs))
+
+        registered = handler if public else api_limit(handler)
+        bp.add_url_rule(API_PREFIX + rule, endpoint=view.__name__, view_func=registered,
+                        methods=[method])
+        doc = (view.__doc__ or "").strip().splitlines()
+        OPERATIONS.append(Operation(
+            rule=rule, method=method.lower(), endpoint=f"{bp.name}.{view.__name__}",
+            summary=doc[0] if doc else view.__name__, tag=tag, body=body, query=query,
+            response=response, errors=errors, public=public, body_required=body_required,
+            description="\n".join(doc[1:]).strip() or None,
+            extra_responses=extra_responses or {},
+        ))
+        return registered
+
+    return decorator
+
+
+def openapi_path(rule: str) -> str:
+    """Convert a Flask rule such as '/tickets/<ticket_id>' to '/tickets/{ticket_id}'."""
+    return re.sub(r"<(?:[^:<>]+:)?([^<>]+)>", r"{\1}", rule)

@@ -1,0 +1,163 @@
+"""GET /v1/openapi.json: the OpenAPI 3.1 document, generated from the route declarations."""
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, current_app, jsonify
+from pydantic import BaseModel
+from pydantic.json_schema import models_json_schema
+
+from blueprints.api import OPERATIONS, Operation, api_route, openapi_path
+from models.schemas import ErrorBody
+
+bp = Blueprint("openapi", __name__)
+
+REF = "#/components/schemas/{model}"
+
+ERROR_TEXT = {
+    400: "The request has problems; `details` lists every one of them.",
+    401: "Missing, malformed, unknown or revoked API key.",
+    404: "No such resource on this company (another company's resources look the same).",
+    409: "The resource's state forbids this request.",
+    413: "The body is larger than the configured limit.",
+    415: "The body is not application/json.",
+    429: "More than the allowed requests per minute on this key; see Retry-After.",
+    502: "The project system refused or could not take the call; its message is passed on.",
+}
+
+API_DESCRIPTION = """\
+Record claims of out-of-scope construction work and write approved ones into the
+project system (Procore) as change events or daily-log entries.
+
+Decisions where the contract left the shape open:
+
+* Every list response is an object with a `data` array; GET /tickets adds `total`,
+  `limit` and `offset`.
+* Every error is `{"error": {"code", "message", "details"}}` with a stable `code`;
+  validation errors (400, code `validation_failed`) list each problem in `details`
+  as `{"field", "message"}`.
+* Authentication: `Authorization: Bearer <key>` or `X-API-Key: <key>`; 401 codes are
+  `api_key_missing`, `api_key_malformed`, `api_key_invalid`, `api_key_revoked`.
+* Rate limit: one shared bucket of 120 requests per minute per key across all /v1
+  routes; 429 (`rate_limited`) carries `Retry-After` in seconds.
+* Body limit: 413 (`payload_too_large`) above the configured maximum (34 MiB by default,
+  room for 12 photos of up to 2 MiB each in base64).
+"""
+
+
+def _schema_models() -> list[type[BaseModel]]:
+    """Every model that appears in a documented operation, plus the error body."""
+    models: list[type[BaseModel]] = [ErrorBody]
+    for operation in OPERATIONS:
+        for model in (operation.body, operation.response):
+            if model is not None and model not in models:
+                models.append(model)
+    return models
+
+
+def _query_parameters(model: type[BaseModel]) -> list[dict[str, Any]]:
+    """Expand a query model into OpenAPI parameters."""
+    schema = model.model_json_schema(ref_template=REF)
+    required = set(schema.get("required", []))
+    parameters = []
+    for name, prop in schema.get("properties", {}).items():
+        prop = {k: v for k, v in prop.items() if k != "title"}
+        description = prop.pop("description", None)
+        parameter = {"name": name, "in": "query", "required": name in required, "schema": prop}
+        if description:
+            parameter["description"] = description
+        parameters.append(parameter)
+    return parameters
+
+
+def _path_parameters(rule: str) -> list[dict[str, Any]]:
+    """Document every path variable of a rule as a required string."""
+    import re
+
+    return [{"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+            for name in re.findall(r"<(?:[^:<>]+:)?([^<>]+)>", rule)]
+
+
+def _error_response(status: int, text: str | None = None) -> dict[str, Any]:
+    """An error response object pointing at the shared error schema."""
+    response: dict[str, Any] = {
+        "description": text or ERROR_TEXT.get(status, "Error."),
+        "content": {"application/json": {"schema": {"$ref": REF.format(model="ErrorBody")}}},
+    }
+    if status == 429:
+        response["headers"] = {"Retry-After": {
+            "description": "Seconds until the key may call again.",
+            "schema": {"type": "integer"}}}
+    return response
+
+
+def _operation_object(operation: Operation, refs: dict) -> dict[str, Any]:
+    """Build the OpenAPI operation object for one route."""
+    parameters = _path_parameters(operation.rule)
+    if operation.query is not None:
+        parameters += _query_parameters(operation.query)
+    result: dict[str, Any] = {
+        "operationId": operation.endpoint.replace(".", "_"),
+        "summary": operation.summary,
+        "tags": [operation.tag],
+    }
+    if operation.description:
+        result["description"] = operation.description
+    if parameters:
+        result["parameters"] = parameters
+    if operation.body is not None:
+        result["requestBody"] = {
+            "required": operation.body_required,
+            "content": {"application/json": {"schema": refs[(operation.body, "validation")]}},
+        }
+    ok: dict[str, Any] = {"description": "Success."}
+    if operation.response is not None:
+        ok["content"] = {"application/json": {"schema": refs[(operation.response, "serialization")]}}
+    responses: dict[str, Any] = {"200": ok}
+    statuses = set(operation.errors)
+    if operation.body is not None or operation.query is not None:
+        statuses.add(400)
+    if operation.body is not None:
+        statuses |= {413, 415}
+    if not operation.public:
+        statuses |= {401, 429}
+    for status in sorted(statuses):
+        responses[str(status)] = _error_response(status, operation.extra_responses.get(status))
+    result["responses"] = responses
+    result["security"] = [] if operation.public else [{"bearerAuth": []}, {"apiKeyHeader": []}]
+    return result
+
+
+def build_openapi_document() -> dict[str, Any]:
+    """Assemble the whole OpenAPI 3.1.0 document from the registered operations."""
+    models = _schema_models()
+    pairs = [(m, "validation") for m in models] + [(m, "serialization") for m in models]
+    refs, definitions = models_json_schema(pairs, ref_template=REF)
+    paths: dict[str, dict[str, Any]] = {}
+    for operation in OPERATIONS:
+        paths.setdefault(openapi_path(operation.rule), {})[operation.method] = \
+            _operation_object(operation, refs)
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "Extra-Work Ticket API", "version": "1.0.0",
+                 "description": API_DESCRIPTION},
+        "servers": [{"url": "/v1"}],
+        "paths": paths,
+        "components": {
+            "schemas": definitions.get("$defs", {}),
+            "securitySchemes": {
+                "bearerAuth": {"type": "http", "scheme": "bearer",
+                               "description": "Authorization: Bearer <API key>"},
+                "apiKeyHeader": {"type": "apiKey", "in": "header", "name": "X-API-Key"},
+            },
+        },
+    }
+
+
+@api_route(bp, "/openapi.json", tag="meta", public=True)
+def get_openapi_document():
+    """Read the OpenAPI 3.1 description of this API; no key needed."""
+    document = current_app.extensions.get("openapi_document")
+    if document is None:
+        document = current_app.extensions["openapi_document"] = build_openapi_document()
+    return jsonify(document)

@@ -1,0 +1,55 @@
+"""Companies, their API keys and their reviewers."""
+from __future__ import annotations
+
+import datetime as dt
+
+from sqlalchemy import ForeignKey, String
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from models.base import db, utcnow
+
+
+class Company(db.Model):
+    """A subcontractor firm: the unit of tenancy. Every other record belongs to one."""
+
+    __tablename__ = "companies"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+
+    api_keys: Mapped[list[ApiKey]] = relationship(back_populates="company")
+
+
+class ApiKey(db.Model):
+    """A program's credential. Only a SHA-256 digest and a short display prefix are kept."""
+
+    __tablename__ = "api_keys"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    company_id: Mapped[int] = mapped_column(ForeignKey("companies.id"), index=True)
+    name: Mapped[str] = mapped_column(String(100))
+    prefix: Mapped[str] = mapped_column(String(16), unique=True)
+    digest: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    last_used_at: Mapped[dt.datetime | None]
+    revoked_at: Mapped[dt.datetime | None]
+
+    company: Mapped[Company] = relationship(back_populates="api_keys")
+
+    @property
+    def actor(self) -> str:
+        """How this key is named in audit fields such as approved_by."""
+        return f"key:{self.name} ({self.prefix})"
+
+
+class Reviewer(db.Model):
+    """A project manager who works the review queue in the browser."""
+
+    __tablename__ = "reviewers"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    company_id: Mapped[int] = mapped_column(ForeignKey("companies.id"), index=True)
+    email: Mapped[str] = mapped_column(String(254), unique=True)
+    password_hash: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)

@@ -1,0 +1,31 @@
+"""Companies and the description of the caller."""
+from __future__ import annotations
+
+from models import ApiKey, Company, db
+from models.schemas import CompanyRef, KeyRef, Me
+from services.database import write_transaction
+from services.errors import ValidationFailed, field_problem
+
+
+def create_company(name: str) -> Company:
+    """Create a company with the given display name."""
+    name = (name or "").strip()
+    if not name or len(name) > 200:
+        raise ValidationFailed("a company needs a name of 1 to 200 characters",
+                               details=[field_problem("name", "1 to 200 characters")])
+    with write_transaction() as session:
+        company = Company(name=name)
+        session.add(company)
+    return company
+
+
+def get_company(company_id: int) -> Company | None:
+    """Return a company by id, or None."""
+    return db.session.get(Company, company_id)
+
+
+def describe_caller(api_key: ApiKey) -> Me:
+    """Describe the company and key behind an authenticated request."""
+    company = db.session.get(Company, api_key.company_id)
+    return Me(company=CompanyRef(id=company.id, name=company.name),
+              key=KeyRef(name=api_key.name, prefix=api_key.prefix))

@@ -1,0 +1,115 @@
+"""API keys: issue, authenticate, list and revoke.
+
+A key is `ewt_` followed by 43 URL-safe characters (256 random bits). Only its
+SHA-256 digest and a short display prefix are stored; a fast hash is enough
+because the secret is long and random, and it keeps every request cheap.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import re
+import secrets
+from dataclasses import dataclass
+
+from flask import current_app
+from sqlalchemy import select
+
+from models import ApiKey, Company, db, utcnow
+from services.database import write_transaction
+from services.errors import NotFound, Unauthorized, ValidationFailed, field_problem
+
+KEY_PREFIX = "ewt_"
+KEY_PATTERN = re.compile(r"^ewt_[A-Za-z0-9_-]{43}$")
+DISPLAY_PREFIX_LENGTH = 12
+
+
+@dataclass(frozen=True)
+class IssuedKey:
+    """A freshly created key: the secret is only ever available here."""
+
+    secret: str
+    record: ApiKey
+
+
+def key_digest(secret: str) -> str:
+    """Return the hex SHA-256 digest under which a key is stored."""
+    return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def rate_limit_bucket(secret: str) -> str:
+    """A non-secret bucket id for the rate limiter, derived from the key's digest."""
+    return "key:" + key_digest(secret)[:32]
+
+
+def issue_key(company_id: int, name: str) -> IssuedKey:
+    """Create a key for a company and return it with its secret, shown once."""
+    name = (name or "").strip()
+    if not name or len(name) > 100:
+        raise ValidationFailed("the key needs a name of 1 to 100 characters",
+                               details=[field_problem("name", "1 to 100 characters")])
+    with write_transaction() as session:
+        if session.get(Company, company_id) is None:
+            raise NotFound(f"no company with id {company_id}", code="company_not_found")
+        while True:
+            secret = KEY_PREFIX + secrets.token_urlsafe(32)
+            prefix = secret[:DISPLAY_PREFIX_LENGTH]
+            if session.scalar(select(ApiKey.id).where(ApiKey.prefix == prefix)) is None:
+                break
+        record = ApiKey(company_id=company_id, name=name, prefix=prefix, digest=key_digest(secret))
+        session.add(record)
+    return IssuedKey(secret=secret, record=record)
+
+
+def authenticate(secret: str | None, *, malformed_header: bool = False) -> ApiKey:
+    """Resolve a presented key to its live record, or raise 401 with a precise code."""
+    if malformed_header:
+        raise Unauthorized("the Authorization header must be 'Bearer <API key>'",
+                           code="api_key_malformed")
+    if not secret:
+        raise Unauthorized("an API key is required: send 'Authorization: Bearer <key>' "
+                           "or 'X-API-Key: <key>'", code="api_key_missing")
+    if not KEY_PATTERN.match(secret):
+        raise Unauthorized("the API key is malformed", code="api_key_malformed")
+    record = db.session.scalar(select(ApiKey).where(ApiKey.digest == key_digest(secret)))
+    if record is None:
+        raise Unauthorized("the API key is not valid", code="api_key_invalid")
+    if record.revoked_at is not None:
+        raise Unauthorized("the API key has been revoked", code="api_key_revoked")
+    _touch(record)
+    return record
+
+
+def _touch(record: ApiKey) -> None:
+    """Record last use, at most once per configured interval to spare the write lock."""
+    now = utcnow()
+    interval = dt.timedelta(seconds=current_app.config["API_KEY_TOUCH_INTERVAL_S"])
+    if record.last_used_at is not None and now - record.last_used_at < interval:
+        return
+    with write_transaction() as session:
+        session.execute(
+            ApiKey.__table__.update().where(ApiKey.id == record.id).values(last_used_at=now)
+        )
+    record.last_used_at = now
+
+
+def list_keys(company_id: int | None = None) -> list[ApiKey]:
+    """List keys, newest first, for one company or for all."""
+    query = select(ApiKey).order_by(ApiKey.created_at.desc(), ApiKey.id.desc())
+    if company_id is not None:
+        query = query.where(ApiKey.company_id == company_id)
+    return list(db.session.scalars(query))
+
+
+def revoke_key(prefix: str, company_id: int | None = None) -> ApiKey:
+    """Revoke the key with this display prefix; revoking twice is harmless."""
+    with write_transaction() as session:
+        query = select(ApiKey).where(ApiKey.prefix == prefix)
+        if company_id is not None:
+            query = query.where(ApiKey.company_id == company_id)
+        record = session.scalar(query)
+        if record is None:
+            raise NotFound(f"no key with prefix {prefix}", code="key_not_found")
+        if record.revoked_at is None:
+            record.revoked_at = utcnow()
+    return record

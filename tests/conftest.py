@@ -1,0 +1,103 @@
+"""Shared fixtures: an app with a fresh migrated database per test, clients and helpers."""
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+
+from app import create_app
+
+
+@pytest.fixture(scope="session")
+def migrated_template(tmp_path_factory) -> Path:
+    """A database file with every migration applied, copied for each test."""
+    from flask_migrate import upgrade
+
+    folder = tmp_path_factory.mktemp("template")
+    path = folder / "template.sqlite3"
+    app = create_app({"TESTING": True, "INSTANCE_PATH": str(folder / "instance"),
+                      "SQLALCHEMY_DATABASE_URI": f"sqlite:///{path}", "SECRET_KEY": "t"})
+    with app.app_context():
+        upgrade()
+        from models import db
+        db.engine.dispose()
+    return path
+
+
+def app_config(tmp_path: Path, template: Path, **overrides) -> dict:
+    """Test configuration on a private copy of the migrated database."""
+    database = tmp_path / "tickets.sqlite3"
+    if not database.exists():
+        shutil.copyfile(template, database)
+    config = {
+        "TESTING": True,
+        "INSTANCE_PATH": str(tmp_path / "instance"),
+        "SQLALCHEMY_DATABASE_URI": f"sqlite:///{database}",
+        "SECRET_KEY": "test-secret-not-used-outside-tests",
+        "PASSWORD_HASH_PROFILE": "cheapest",
+        "SQLITE_SYNCHRONOUS": "NORMAL",
+    }
+    config.update(overrides)
+    return config
+
+
+@pytest.fixture
+def app(tmp_path, migrated_template) -> Flask:
+    """A fresh app on its own migrated database."""
+    application = create_app(app_config(tmp_path, migrated_template))
+    yield application
+    with application.app_context():
+        from models import db
+        db.engine.dispose()
+
+
+@pytest.fixture
+def client(app) -> FlaskClient:
+    """A test client for the app."""
+    return app.test_client()
+
+
+@pytest.fixture
+def runner(app):
+    """A CLI runner for the app's commands."""
+    return app.test_cli_runner()
+
+
+@dataclass
+class Tenant:
+    """A company with one working API key, as tests use it."""
+
+    company_id: int
+    key: str
+    prefix: str
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """Authorization headers for this tenant's key."""
+        return {"Authorization": f"Bearer {self.key}"}
+
+
+def make_tenant(app: Flask, name: str = "Acme Mechanical", key_name: str = "tests") -> Tenant:
+    """Create a company and a key for it."""
+    from services import companies, keys
+
+    with app.app_context():
+        company = companies.create_company(name)
+        issued = keys.issue_key(company.id, key_name)
+        return Tenant(company_id=company.id, key=issued.secret, prefix=issued.record.prefix)
+
+
+@pytest.fixture
+def tenant(app) -> Tenant:
+    """A company with an API key."""
+    return make_tenant(app)
+
+
+@pytest.fixture
+def other_tenant(app) -> Tenant:
+    """A second, unrelated company with its own key."""
+    return make_tenant(app, name="Other Electric", key_name="other")

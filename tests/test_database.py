@@ -1,0 +1,72 @@
+"""SQLite tuning, write transactions and migrations."""
+from __future__ import annotations
+
+import threading
+
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from sqlalchemy import text
+
+from models import Company, db
+from services.database import write_transaction
+
+
+def test_sqlite_runs_with_wal_foreign_keys_and_busy_timeout(app):
+    with app.app_context():
+        assert db.session.execute(text("PRAGMA journal_mode")).scalar() == "wal"
+        assert db.session.execute(text("PRAGMA foreign_keys")).scalar() == 1
+        assert db.session.execute(text("PRAGMA busy_timeout")).scalar() == 30_000
+
+
+def test_write_transaction_takes_the_write_lock_at_begin(app):
+    statements = []
+    with app.app_context():
+        from sqlalchemy import event
+
+        listener = lambda conn, cursor, statement, *a: statements.append(statement)
+        event.listen(db.engine, "before_cursor_execute", listener)
+        try:
+            db.session.execute(text("SELECT 1"))
+            with write_transaction() as session:
+                session.add(Company(name="Lock Test"))
+        finally:
+            event.remove(db.engine, "before_cursor_execute", listener)
+    assert "BEGIN" in statements
+    assert "BEGIN IMMEDIATE" in statements
+    assert statements.index("BEGIN IMMEDIATE") < next(
+        i for i, s in enumerate(statements) if s.startswith("INSERT INTO companies"))
+
+
+def test_concurrent_writers_never_see_database_locked(app):
+    errors: list[Exception] = []
+
+    def writer(n: int) -> None:
+        with app.app_context():
+            try:
+                for i in range(15):
+                    with write_transaction() as session:
+                        # A read before the write inside one transaction is the
+                        # pattern that fails with deferred transactions.
+                        session.execute(text("SELECT count(*) FROM companies")).scalar()
+                        session.add(Company(name=f"writer {n}-{i}"))
+            except Exception as error:  # noqa: BLE001 - collected for the assertion
+                errors.append(error)
+            finally:
+                db.session.remove()
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    with app.app_context():
+        assert db.session.query(Company).count() == 8 * 15
+
+
+def test_migrations_match_the_models(app):
+    with app.app_context():
+        with db.engine.connect() as connection:
+            context = MigrationContext.configure(connection, opts={"compare_type": True})
+            differences = compare_metadata(context, db.metadata)
+    assert differences == []

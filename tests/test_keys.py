@@ -1,0 +1,101 @@
+"""API keys: the CLI, both headers, every kind of refusal, last use, storage."""
+from __future__ import annotations
+
+import datetime as dt
+import re
+import sqlite3
+
+import time_machine
+
+from services.keys import KEY_PATTERN, key_digest
+from tests.conftest import make_tenant
+
+
+def test_cli_creates_a_key_once_and_it_works(app, runner, client, tenant):
+    result = runner.invoke(args=["keys", "create", "--company", str(tenant.company_id),
+                                 "--name", "accounting sync"])
+    assert result.exit_code == 0, result.output
+    secret = result.stdout.strip().splitlines()[0]
+    assert KEY_PATTERN.match(secret)
+    response = client.get("/v1/me", headers={"Authorization": f"Bearer {secret}"})
+    assert response.status_code == 200
+    assert response.json["key"] == {"name": "accounting sync", "prefix": secret[:12]}
+    listing = runner.invoke(args=["keys", "list"])
+    assert secret[:12] in listing.output
+    assert secret not in listing.output
+
+
+def test_cli_refuses_unknown_company(runner):
+    result = runner.invoke(args=["keys", "create", "--company", "999", "--name", "x"])
+    assert result.exit_code != 0
+    assert "no company with id 999" in result.output
+
+
+def test_only_digest_and_prefix_are_stored(app, tenant):
+    database = app.config["SQLALCHEMY_DATABASE_URI"].removeprefix("sqlite:///")
+    with sqlite3.connect(database) as connection:
+        rows = connection.execute("SELECT prefix, digest FROM api_keys").fetchall()
+        dump = "\n".join(connection.iterdump())
+    assert rows == [(tenant.prefix, key_digest(tenant.key))]
+    assert tenant.key not in dump
+
+
+def test_bearer_and_x_api_key_both_accepted(client, tenant):
+    for headers in ({"Authorization": f"Bearer {tenant.key}"}, {"X-API-Key": tenant.key},
+                    {"Authorization": f"bearer   {tenant.key}"}):
+        response = client.get("/v1/me", headers=headers)
+        assert response.status_code == 200, headers
+        assert response.json["company"]["id"] == tenant.company_id
+
+
+def _assert_401(response, code):
+    assert response.status_code == 401
+    assert response.json["error"]["code"] == code
+    assert response.json["error"]["message"]
+
+
+def test_missing_malformed_unknown_revoked_keys_get_401(client, runner, tenant):
+    _assert_401(client.get("/v1/me"), "api_key_missing")
+    _assert_401(client.get("/v1/me", headers={"Authorization": "Basic dXNlcjpwYXNz"}), "api_key_malformed")
+    _assert_401(client.get("/v1/me", headers={"Authorization": "Bearer"}), "api_key_malformed")
+    _assert_401(client.get("/v1/me", headers={"X-API-Key": "not-a-key"}), "api_key_malformed")
+    unknown = "ewt_" + "A" * 43
+    _assert_401(client.get("/v1/me", headers={"X-API-Key": unknown}), "api_key_invalid")
+    assert runner.invoke(args=["keys", "revoke", tenant.prefix]).exit_code == 0
+    _assert_401(client.get("/v1/me", headers=tenant.headers), "api_key_revoked")
+    again = runner.invoke(args=["keys", "revoke", tenant.prefix])
+    assert again.exit_code == 0  # revoking twice is harmless
+    assert "revoked" in runner.invoke(args=["keys", "list"]).output
+
+
+def test_revoking_unknown_prefix_fails_cleanly(runner):
+    result = runner.invoke(args=["keys", "revoke", "ewt_nothing"])
+    assert result.exit_code != 0
+    assert "no key with prefix" in result.output
+
+
+def test_last_used_at_recorded_and_throttled(app, client, tenant):
+    from models import ApiKey, db
+
+    def last_used():
+        with app.app_context():
+            return db.session.get(ApiKey, 1).last_used_at
+
+    assert last_used() is None
+    start = dt.datetime(2026, 5, 4, 7, 0, tzinfo=dt.timezone.utc)
+    with time_machine.travel(start, tick=False) as clock:
+        client.get("/v1/me", headers=tenant.headers)
+        assert last_used() == start
+        clock.shift(30)
+        client.get("/v1/me", headers=tenant.headers)
+        assert last_used() == start          # within the interval: no extra write
+        clock.shift(31)
+        client.get("/v1/me", headers=tenant.headers)
+        assert last_used() == start + dt.timedelta(seconds=61)
+
+
+def test_keys_list_filters_by_company(app, runner, tenant):
+    other = make_tenant(app, "Second Co", "second")
+    output = runner.invoke(args=["keys", "list", "--company", str(other.company_id)]).output
+    assert other.prefix in output and tenant.prefix not in output
+    assert re.search(r"last_used=never", output)
