@@ -5,7 +5,7 @@ import json
 
 import click
 from flask import Flask
-from flask.cli import AppGroup
+from flask.cli import AppGroup, with_appcontext
 
 from services import demo, keys, reviewers
 from services.errors import ServiceError
@@ -83,6 +83,7 @@ def reset_password_command(email: str, password: str) -> None:
 @click.command("demo")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option("--only-if-empty", is_flag=True, help="Do nothing when a company already exists.")
+@with_appcontext
 def demo_command(as_json: bool, only_if_empty: bool) -> None:
     """Create a new, independent demo company and print how to use it."""
     if only_if_empty and demo.has_any_company():

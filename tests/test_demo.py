@@ -1,0 +1,32 @@
+"""Demo companies from the CLI."""
+from __future__ import annotations
+
+import json
+
+from models import Company, Reviewer, db
+
+
+def test_demo_json_creates_independent_companies(app, runner, client):
+    first = json.loads(runner.invoke(args=["demo", "--json"]).stdout)
+    second = json.loads(runner.invoke(args=["demo", "--json"]).stdout)
+    assert {"company_id", "api_key", "reviewer"} <= set(first)
+    assert first["company_id"] != second["company_id"]
+    assert first["api_key"] != second["api_key"]
+    assert first["reviewer"]["email"] != second["reviewer"]["email"]
+    for info in (first, second):
+        me = client.get("/v1/me", headers={"Authorization": f"Bearer {info['api_key']}"}).json
+        assert me["company"]["id"] == info["company_id"]
+    with app.app_context():
+        assert db.session.query(Company).count() == 2
+        reviewer = db.session.query(Reviewer).filter_by(email=first["reviewer"]["email"]).one()
+        assert reviewer.password_hash.startswith("$argon2id$")
+        assert first["reviewer"]["password"] not in reviewer.password_hash
+
+
+def test_demo_only_if_empty_creates_one_company(app, runner):
+    text = runner.invoke(args=["demo", "--only-if-empty"]).stdout
+    assert "API key" in text and "Reviewer login" in text
+    again = runner.invoke(args=["demo", "--only-if-empty"]).stdout
+    assert "existing data" in again
+    with app.app_context():
+        assert db.session.query(Company).count() == 1

@@ -1,0 +1,74 @@
+"""`make run`'s launcher end to end: migrations, first-start demo, gunicorn, the printed key."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    """Ask the OS for a free loopback port."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.live
+def test_serve_prints_a_key_that_answers_me(tmp_path):
+    port = free_port()
+    env = dict(os.environ, HOST="127.0.0.1", PORT=str(port), THREADS="4",
+               EWT_INSTANCE_PATH=str(tmp_path / "instance"),
+               PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+    env.pop("DATABASE_URL", None)
+    process = subprocess.Popen([str(ROOT / "bin" / "serve")], cwd=ROOT, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               start_new_session=True)
+    lines: list[str] = []
+    try:
+        key = None
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            line = process.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+            if "API key" in line:
+                key = line.split(":", 1)[1].strip()
+            if "Serving on" in line:
+                break
+        assert key, "".join(lines)
+        base = f"http://127.0.0.1:{port}"
+        response = None
+        for _ in range(200):  # gunicorn needs a moment to bind; poll, bounded
+            try:
+                response = requests.get(f"{base}/v1/me", headers={"Authorization": f"Bearer {key}"},
+                                        timeout=2)
+                break
+            except requests.ConnectionError:
+                time.sleep(0.05)
+        assert response is not None and response.status_code == 200, "".join(lines)
+        assert response.json()["key"]["name"] == "demo"
+        assert (tmp_path / "instance" / "tickets.sqlite3").exists()
+
+        # The demo command works while the server runs on the same database.
+        demo = subprocess.run([sys.executable, "-m", "flask", "--app", "app", "demo", "--json"],
+                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+        assert demo.returncode == 0, demo.stderr
+        new_key = json.loads(demo.stdout)["api_key"]
+        me = requests.get(f"{base}/v1/me", headers={"X-API-Key": new_key}, timeout=5)
+        assert me.status_code == 200
+        assert me.json()["company"]["id"] == json.loads(demo.stdout)["company_id"]
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=30)
+        process.stdout.close()
