@@ -35,6 +35,17 @@ def default_config(instance_path: str) -> dict[str, Any]:
         "RATELIMIT_KEY_PREFIX": "ewt",
         "PASSWORD_HASH_PROFILE": "default",
         "JSON_SORT_KEYS": False,
+        # The embedded Procore-compatible sandbox, run beside the service by `make run`.
+        "SANDBOX_URL": "http://127.0.0.1:5001",
+        "SANDBOX_PUBLIC_URL": None,
+        "SANDBOX_DB_PATH": os.path.join(instance_path, "sandbox.sqlite3"),
+        "PROJECT_SYSTEM_CONNECT_TIMEOUT_S": 5,
+        "PROJECT_SYSTEM_READ_TIMEOUT_S": 30,
+        "PROJECT_CACHE_S": 60,
+        "CATALOG_CACHE_S": 30,
+        "CAPABILITY_CACHE_S": 60,
+        "PHOTO_DIR": os.path.join(instance_path, "photos"),
+        "MAX_PHOTO_BYTES": 2 * MiB,
     }
 
 
@@ -83,11 +94,11 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     migrate.init_app(app, db, directory=str(Path(app.root_path) / "migrations"))
     limiter.init_app(app)
 
-    from blueprints import home, me, openapi
+    from blueprints import home, me, openapi, projects, tickets
     from blueprints.cli import register_commands
     from blueprints.errors import register_error_handlers
 
-    for blueprint in (home.bp, me.bp, openapi.bp):
+    for blueprint in (home.bp, me.bp, openapi.bp, projects.bp, tickets.bp):
         app.register_blueprint(blueprint)
     register_error_handlers(app)
     register_commands(app)

@@ -7,7 +7,7 @@ import click
 from flask import Flask
 from flask.cli import AppGroup, with_appcontext
 
-from services import demo, keys, reviewers
+from services import companies, connections, demo, keys, projects, reviewers
 from services.errors import ServiceError
 
 keys_cli = AppGroup("keys", help="Create, list and revoke API keys.")
@@ -96,9 +96,11 @@ def demo_command(as_json: bool, only_if_empty: bool) -> None:
     click.echo("Demo company created.")
     click.echo(f"  Reviewer login : {info['reviewer']['email']} / {info['reviewer']['password']}")
     click.echo(f"  API key        : {info['api_key']}")
-    for name in ("capture_url",):
-        if info.get(name):
-            click.echo(f"  Capture link   : {info[name]}")
+    for project in info.get("projects", []):
+        tool = "change events" if project["change_events"] else "daily log only"
+        click.echo(f"  Project        : {project['id']} {project['name']} ({tool})")
+    if info.get("capture_url"):
+        click.echo(f"  Capture link   : {info['capture_url']}")
 
 
 def register_commands(app: Flask) -> None:
@@ -106,3 +108,65 @@ def register_commands(app: Flask) -> None:
     app.cli.add_command(keys_cli)
     app.cli.add_command(reviewers_cli)
     app.cli.add_command(demo_command)
+    app.cli.add_command(companies_cli)
+    app.cli.add_command(project_system_cli)
+
+
+project_system_cli = AppGroup("project-system", help="Connect a company to Procore and check it.")
+companies_cli = AppGroup("companies", help="Create and list companies.")
+
+
+@companies_cli.command("create")
+@click.option("--name", required=True, help="The firm's name.")
+@click.option("--sandbox/--no-sandbox", default=False,
+              help="Also connect it to a fresh company in the embedded sandbox.")
+def create_company_command(name: str, sandbox: bool) -> None:
+    """Create a company (a tenant) and print its id."""
+    try:
+        company = companies.create_company(name)
+        if sandbox:
+            connections.connect_embedded_sandbox(company.id, name=company.name)
+    except ServiceError as error:
+        _fail(error)
+    click.echo(company.id)
+
+
+@project_system_cli.command("connect")
+@click.option("--company", "company_id", type=int, required=True, help="Our company id.")
+@click.option("--environment", type=click.Choice(connections.ENVIRONMENTS), required=True)
+@click.option("--client-id", required=True, help="The Procore app's client id.")
+@click.option("--client-secret", prompt=True, hide_input=True, help="Asked for when not given.")
+@click.option("--procore-company-id", type=int, required=True, help="The Procore company id.")
+@click.option("--api-base", default=None, help="Only for --environment custom.")
+@click.option("--oauth-base", default=None, help="Only for --environment custom.")
+@click.option("--web-base", default=None, help="Only for --environment custom.")
+def connect_command(company_id: int, environment: str, client_id: str, client_secret: str,
+                    procore_company_id: int, api_base: str | None, oauth_base: str | None,
+                    web_base: str | None) -> None:
+    """Store a company's Procore connection, then check it."""
+    try:
+        connections.save_connection(company_id, environment=environment, client_id=client_id,
+                                    client_secret=client_secret,
+                                    remote_company_id=procore_company_id, api_base=api_base,
+                                    oauth_base=oauth_base, web_base=web_base)
+    except ServiceError as error:
+        _fail(error)
+    projects.clear_caches()
+    click.echo("saved; checking the connection:")
+    _print_findings(connections.check_connection(company_id))
+
+
+@project_system_cli.command("check")
+@click.option("--company", "company_id", type=int, required=True)
+def check_command(company_id: int) -> None:
+    """Check a company's connection and say what is wrong, if anything."""
+    findings = connections.check_connection(company_id)
+    _print_findings(findings)
+    if not all(ok for ok, _ in findings):
+        raise SystemExit(1)
+
+
+def _print_findings(findings: list[tuple[bool, str]]) -> None:
+    """Print check results, one line each."""
+    for ok, text in findings:
+        click.echo(f"  {'ok  ' if ok else 'FAIL'} {text}")

@@ -44,6 +44,9 @@ def render_item(type_, obj, autogen_context):
     """Write our UTCDateTime columns as plain DateTime, the type actually stored."""
     if type_ == "type" and type(obj).__name__ == "UTCDateTime":
         return "sa.DateTime()"
+    if type_ == "type" and type(obj).__name__ == "Money":
+        autogen_context.imports.add("from models.base import Money")
+        return "Money()"
     return False
 
 

@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import datetime as dt
+from decimal import Decimal
+from typing import Any
 
 from flask_sqlalchemy import SQLAlchemy
-from sqlalchemy import DateTime, MetaData, TypeDecorator
+from sqlalchemy import DateTime, MetaData, Numeric, String, TypeDecorator
 from sqlalchemy.orm import DeclarativeBase, registry
 
 NAMING_CONVENTION = {
@@ -56,3 +58,30 @@ class Base(DeclarativeBase):
 
 
 db = SQLAlchemy(model_class=Base, session_options={"expire_on_commit": False})
+
+
+class Money(TypeDecorator[Decimal]):
+    """Exact money: NUMERIC(14, 2) where the database has it, decimal text on SQLite.
+
+    SQLite would store NUMERIC as a float; keeping the text keeps every cent.
+    """
+
+    impl = Numeric(14, 2)
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect):
+        """Pick the storage type for this database."""
+        if dialect.name == "sqlite":
+            return dialect.type_descriptor(String(24))
+        return dialect.type_descriptor(Numeric(14, 2))
+
+    def process_bind_param(self, value: Decimal | None, dialect) -> Any:
+        """Store exact text on SQLite, the Decimal elsewhere."""
+        if value is None:
+            return None
+        value = Decimal(value).quantize(Decimal("0.01"))
+        return format(value, "f") if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: Any, dialect) -> Decimal | None:
+        """Always hand back a Decimal."""
+        return None if value is None else Decimal(str(value)).quantize(Decimal("0.01"))

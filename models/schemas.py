@@ -5,9 +5,11 @@ document is never a second, hand-kept copy.
 """
 from __future__ import annotations
 
-from typing import Any
+import datetime as dt
+from decimal import Decimal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer
 
 
 class Shape(BaseModel):
@@ -50,3 +52,337 @@ class Me(Shape):
 
     company: CompanyRef
     key: KeyRef
+
+
+CostTypeName = Literal["labor", "materials", "equipment", "other"]
+
+
+class Project(Shape):
+    """A project of the company in the project system."""
+
+    id: str = Field(description="The project's id in the project system.")
+    name: str
+    display_name: str | None = None
+    project_number: str | None = None
+
+
+class ProjectList(Shape):
+    """The company's projects."""
+
+    data: list[Project]
+
+
+class BudgetCodeRef(Shape):
+    """A budget (WBS) code as listed under its cost code."""
+
+    id: int = Field(description="Budget code id; use it as a value in approve `routes`.")
+    code: str = Field(description="Flat code, e.g. '02-200.L'.")
+    cost_type: str | None = Field(description="labor, materials, equipment, other, or the "
+                                              "project system's own type name.")
+
+
+class CostCodeItem(Shape):
+    """A cost code of a project with the budget codes it already has."""
+
+    id: int = Field(description="Cost code item id; use it as `cost_code_item_id`.")
+    code: str
+    name: str
+    budget_codes: list[BudgetCodeRef]
+
+
+class CostCodeList(Shape):
+    """Cost codes that match the search."""
+
+    data: list[CostCodeItem]
+
+
+class CostCodeQuery(Shape):
+    """Search parameters for cost codes."""
+
+    q: str | None = Field(default=None, max_length=100,
+                          description="Case-insensitive substring of the code or the name.")
+
+
+class BudgetCodeInput(Shape):
+    """A budget code to create for a cost code and cost type."""
+
+    cost_code_item_id: int = Field(gt=0, lt=2**63)
+    cost_type: CostTypeName = Field(default="other", description="Defaults to 'other'.")
+
+
+class BudgetCodeOut(Shape):
+    """A budget code, existing or just created."""
+
+    id: int
+    code: str
+    cost_type: str | None
+    cost_code_item_id: int | None
+    description: str
+    created: bool = Field(description="False when the pair already existed and was returned as is.")
+
+
+class Capability(Shape):
+    """Where a ticket on the project can be filed."""
+
+    change_events: bool = Field(description="The project has the change-event tool.")
+    daily_log: bool = Field(description="The project can take a daily log entry.")
+    destination: Literal["change_event", "daily_log"] | None = Field(description=(
+        "What approve writes when no destination is named: 'change_event', or null when the "
+        "project has no change-event tool (approve then answers 409 no_change_events; a daily "
+        "log is never chosen automatically)."))
+
+
+# ----------------------------------------------------------------- tickets
+
+def _finite(low: int | float, high: int | float, places: int = 4) -> Any:
+    """A non-negative, finite decimal with documented bounds."""
+    return Annotated[Decimal, Field(ge=low, le=high, allow_inf_nan=False, decimal_places=places)]
+
+
+Hours = _finite(0, 1000)
+Workers = Annotated[Decimal, Field(gt=0, le=500, allow_inf_nan=False, decimal_places=2)]
+Rate = _finite(0, 100_000)
+Quantity = _finite(0, 1_000_000)
+CostCodeText = Annotated[str | None, Field(default=None, max_length=40,
+                                           description="Project cost code, e.g. '02-200'; helps routing.")]
+JsonNumber = Annotated[Decimal, PlainSerializer(float, return_type=float, when_used="json")]
+OptionalJsonNumber = Annotated[Decimal | None,
+                               PlainSerializer(lambda v: None if v is None else float(v),
+                                               return_type=float | None, when_used="json")]
+
+
+class LaborLineIn(Shape):
+    """Labor: a trade, hours per worker, how many workers, and the hourly rate."""
+
+    trade: str = Field(min_length=1, max_length=100)
+    hours: Hours = Field(description="Hours per worker, 0 to 1000.")
+    workers: Workers = Field(default=Decimal(1), description="Defaults to 1; at most 500.")
+    rate: Rate | None = Field(default=None, description="Per hour, 0 to 100000.")
+    costCode: CostCodeText = None
+
+
+class EquipmentLineIn(Shape):
+    """Equipment: what ran, for how many hours, at what hourly rate."""
+
+    description: str = Field(min_length=1, max_length=300)
+    hours: Hours
+    rate: Rate | None = Field(default=None, description="Per hour, 0 to 100000.")
+    costCode: CostCodeText = None
+
+
+class MaterialLineIn(Shape):
+    """Materials: what was used, how much, at what unit cost."""
+
+    description: str = Field(min_length=1, max_length=300)
+    quantity: Quantity = Field(description="0 to 1000000.")
+    unitCost: Rate | None = Field(default=None, description="0 to 100000.")
+    costCode: CostCodeText = None
+
+
+class Coords(Shape):
+    """Where a photo was taken, as the phone reported it."""
+
+    lat: float = Field(ge=-90, le=90, allow_inf_nan=False)
+    lng: float = Field(ge=-180, le=180, allow_inf_nan=False)
+    accuracy_m: float | None = Field(default=None, ge=0, le=100_000, allow_inf_nan=False)
+
+
+def _check_timestamp(value: str | None) -> str | None:
+    """Accept an ISO 8601 date or date-time string and keep it as given."""
+    if value is None or value == "":
+        return None
+    try:
+        dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError("not an ISO 8601 date-time, e.g. 2026-05-04T07:30:00Z")
+    return value
+
+
+Timestamp = Annotated[str | None, Field(default=None, max_length=40),
+                      AfterValidator(_check_timestamp)]
+
+
+class PhotoIn(Shape):
+    """A photo: a data URL (or bare base64) of a JPEG, PNG or WebP image, at most 2 MiB."""
+
+    name: str | None = Field(default=None, max_length=200)
+    data_url: str = Field(min_length=1, description="data:image/jpeg;base64,... or bare base64.")
+    taken_at: Timestamp = None
+    coords: Coords | None = None
+
+
+class SignatureIn(Shape):
+    """The signature of the general contractor's person; it counts only with an image."""
+
+    name: str | None = Field(default=None, max_length=200)
+    role: str | None = Field(default=None, max_length=200)
+    signed_at: Timestamp = None
+    image: str | None = Field(default=None, description="data:image/png;base64,... of the drawing.")
+
+
+def _id_text(value: Any) -> Any:
+    """Accept a project id given as a JSON integer, since project-system ids are numbers."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return value
+
+
+ProjectId = Annotated[str, BeforeValidator(_id_text), Field(min_length=1, max_length=40)]
+
+
+class TicketInput(Shape):
+    """A new ticket, as the API and the capture form both submit it."""
+
+    project_id: ProjectId
+    description: str = Field(min_length=1, max_length=4000, description="What was done.")
+    reason: str = Field(min_length=1, max_length=2000, description="Why it is out of scope.")
+    directed_by: str = Field(min_length=1, max_length=200, description="Who authorized it.")
+    captured_by: str | None = Field(default=None, max_length=200)
+    labor: list[LaborLineIn] = Field(default_factory=list, max_length=50)
+    equipment: list[EquipmentLineIn] = Field(default_factory=list, max_length=50)
+    materials: list[MaterialLineIn] = Field(default_factory=list, max_length=100)
+    photos: list[PhotoIn] = Field(default_factory=list, max_length=12,
+                                  description="At most 12 photos per ticket.")
+    signature: SignatureIn | None = None
+
+
+class PhotosInput(Shape):
+    """Photos to attach to a ticket that is not written yet."""
+
+    photos: list[PhotoIn] = Field(min_length=1, max_length=12)
+
+
+class LaborLine(Shape):
+    """A labor line with its amount (workers x hours x rate)."""
+
+    trade: str
+    hours: JsonNumber
+    workers: JsonNumber
+    rate: OptionalJsonNumber
+    costCode: str | None
+    amount: JsonNumber
+
+
+class EquipmentLine(Shape):
+    """An equipment line with its amount (hours x rate)."""
+
+    description: str
+    hours: JsonNumber
+    rate: OptionalJsonNumber
+    costCode: str | None
+    amount: JsonNumber
+
+
+class MaterialLine(Shape):
+    """A material line with its amount (quantity x unitCost)."""
+
+    description: str
+    quantity: JsonNumber
+    unitCost: OptionalJsonNumber
+    costCode: str | None
+    amount: JsonNumber
+
+
+class Photo(Shape):
+    """A stored photo of a ticket."""
+
+    name: str
+    taken_at: str | None
+    coords: Coords | None
+
+
+class Signature(Shape):
+    """The stored signature."""
+
+    name: str | None
+    role: str | None
+    signed_at: str | None
+
+
+class Decision(Shape):
+    """One approve, reject or restore, oldest first."""
+
+    action: Literal["approved", "rejected", "restored"]
+    by: str | None
+    at: dt.datetime
+
+
+class External(Shape):
+    """The record written into the project system."""
+
+    destination: Literal["change_event", "daily_log"]
+    change_event_id: int | None
+    manpower_log_id: int | None
+    number: str | None
+    written_at: dt.datetime
+    url: str
+    note: str | None
+
+
+class RoutingLine(Shape):
+    """Where one line of money lands in the project system."""
+
+    line: int = Field(description="Index of the line; the key in approve `routes`.")
+    kind: Literal["labor", "equipment", "materials"]
+    description: str
+    cost_type: str | None
+    quantity: OptionalJsonNumber
+    unit_cost: OptionalJsonNumber
+    amount: JsonNumber
+    budget_code: str | None = Field(description="Flat code text, e.g. '02-200.L'.")
+    budget_code_id: int | None
+    routed: bool
+    exact: bool = Field(description="False means a fallback or a loose match was used.")
+    needs_review: bool = Field(description="A person should look; approve refuses it unless allowed.")
+    reason: str = Field(description="Why the line landed where it did.")
+
+
+class TicketSummary(Shape):
+    """A ticket as listed: every field except routing."""
+
+    id: str
+    status: Literal["submitted", "written", "rejected"]
+    project_id: str
+    description: str
+    reason: str
+    directed_by: str
+    captured_at: dt.datetime
+    captured_via: Literal["qr", "sms", "link", "api"]
+    captured_by: str | None
+    total: JsonNumber
+    labor: list[LaborLine]
+    equipment: list[EquipmentLine]
+    materials: list[MaterialLine]
+    signature: Signature | None
+    photos: list[Photo]
+    photo_count: int
+    link_token: str | None
+    approved_by: str | None
+    approved_at: dt.datetime | None
+    decisions: list[Decision]
+    external: External | None
+    warnings: list[str]
+
+
+class Ticket(TicketSummary):
+    """A ticket with its routing: the most important field for a reviewer."""
+
+    routing: list[RoutingLine]
+
+
+class TicketList(Shape):
+    """A page of tickets, newest first."""
+
+    data: list[TicketSummary]
+    total: int = Field(description="How many tickets match the filters.")
+    limit: int
+    offset: int
+
+
+class TicketListQuery(Shape):
+    """Filters and paging for the ticket list."""
+
+    status: Literal["submitted", "written", "rejected"] | None = None
+    project_id: str | None = Field(default=None, max_length=40)
+    limit: int = Field(default=50, ge=1, le=200, description="1 to 200, default 50.")
+    offset: int = Field(default=0, ge=0, le=10_000_000)

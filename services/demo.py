@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from models import Company, db
-from services import companies, keys, reviewers
+from services import companies, connections, keys, reviewers
 
 
 def has_any_company() -> bool:
@@ -22,8 +22,19 @@ def create_demo_company() -> dict[str, Any]:
     password = secrets.token_urlsafe(12)
     reviewer = reviewers.create_reviewer(company.id, f"pm-{suffix}@demo.example", password)
     issued = keys.issue_key(company.id, "demo")
+    seeded = connections.connect_embedded_sandbox(company.id, name=company.name)
+    hosts = connections.hosts_for(connections.get_connection(company.id))
     return {
         "company_id": company.id,
         "api_key": issued.secret,
         "reviewer": {"email": reviewer.email, "password": password},
+        "projects": [{"id": str(p["id"]), "name": p["name"], "change_events": p["change_events"]}
+                     for p in seeded["projects"]],
+        "project_system": {
+            "api_base": hosts.api_base,
+            "oauth_base": hosts.oauth_base,
+            "client_id": seeded["client_id"],
+            "client_secret": seeded["client_secret"],
+            "company_id": seeded["company_id"],
+        },
     }

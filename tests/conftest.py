@@ -11,6 +11,8 @@ from flask.testing import FlaskClient
 
 from app import create_app
 
+pytest_plugins = ["tests.plugins.sandbox"]
+
 
 @pytest.fixture(scope="session")
 def migrated_template(tmp_path_factory) -> Path:
@@ -43,16 +45,6 @@ def app_config(tmp_path: Path, template: Path, **overrides) -> dict:
     }
     config.update(overrides)
     return config
-
-
-@pytest.fixture
-def app(tmp_path, migrated_template) -> Flask:
-    """A fresh app on its own migrated database."""
-    application = create_app(app_config(tmp_path, migrated_template))
-    yield application
-    with application.app_context():
-        from models import db
-        db.engine.dispose()
 
 
 @pytest.fixture
@@ -101,3 +93,55 @@ def tenant(app) -> Tenant:
 def other_tenant(app) -> Tenant:
     """A second, unrelated company with its own key."""
     return make_tenant(app, name="Other Electric", key_name="other")
+
+
+
+@dataclass
+class ConnectedTenant(Tenant):
+    """A tenant connected to its own fresh company in the live sandbox."""
+
+    projects: list[dict]
+    remote_company_id: int
+    client_id: str
+    client_secret: str
+
+    def project(self, change_events: bool = True) -> dict:
+        """A seeded project with or without the change-event tool."""
+        found = next(p for p in self.projects if p["change_events"] is change_events)
+        return dict(found, id=str(found["id"]))
+
+
+@pytest.fixture
+def app(tmp_path, migrated_template, sandbox_server) -> Flask:
+    """A fresh app on its own migrated database, pointed at the live sandbox."""
+    application = create_app(app_config(
+        tmp_path, migrated_template, SANDBOX_URL=sandbox_server.url,
+        SANDBOX_DB_PATH=str(sandbox_server.db_path), PHOTO_DIR=str(tmp_path / "photos")))
+    yield application
+    with application.app_context():
+        from models import db
+        db.engine.dispose()
+
+
+def connect_tenant(app: Flask, name: str = "Acme Mechanical", key_name: str = "tests") -> ConnectedTenant:
+    """Create a company with a key and connect it to a fresh sandbox company."""
+    from services import connections
+
+    tenant = make_tenant(app, name, key_name)
+    with app.app_context():
+        seeded = connections.connect_embedded_sandbox(tenant.company_id, name=name)
+    return ConnectedTenant(company_id=tenant.company_id, key=tenant.key, prefix=tenant.prefix,
+                           projects=seeded["projects"], remote_company_id=seeded["company_id"],
+                           client_id=seeded["client_id"], client_secret=seeded["client_secret"])
+
+
+@pytest.fixture
+def acme(app) -> ConnectedTenant:
+    """A connected company."""
+    return connect_tenant(app)
+
+
+@pytest.fixture
+def rival(app) -> ConnectedTenant:
+    """A second connected company, to prove tenancy."""
+    return connect_tenant(app, "Rival Drywall", "rival")

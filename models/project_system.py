@@ -1,0 +1,33 @@
+"""How a company reaches its project system."""
+from __future__ import annotations
+
+import datetime as dt
+
+from sqlalchemy import BigInteger, ForeignKey, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from models.base import db, utcnow
+
+
+class ProjectSystemConnection(db.Model):
+    """A company's connection: the embedded sandbox, or a Procore company.
+
+    For the sandbox the addresses come from configuration at run time, so moving
+    the sandbox to another port needs no data change. The client secret is kept
+    here and never leaves the service through the API, pages or logs.
+    """
+
+    __tablename__ = "project_system_connections"
+
+    company_id: Mapped[int] = mapped_column(ForeignKey("companies.id"), primary_key=True)
+    environment: Mapped[str] = mapped_column(String(32))
+    api_base: Mapped[str | None] = mapped_column(String(300))
+    oauth_base: Mapped[str | None] = mapped_column(String(300))
+    web_base: Mapped[str | None] = mapped_column(String(300))
+    client_id: Mapped[str] = mapped_column(String(300))
+    client_secret: Mapped[str] = mapped_column(String(300))
+    remote_company_id: Mapped[int] = mapped_column(BigInteger)
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[dt.datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+    last_status: Mapped[str | None] = mapped_column(String(40))
+    last_checked_at: Mapped[dt.datetime | None]

@@ -1,0 +1,86 @@
+"""Tickets, their photos and their decision history."""
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from models.base import Money, db, utcnow
+
+STATUSES = ("submitted", "written", "rejected")
+
+
+class Ticket(db.Model):
+    """A claim of out-of-scope work, from a capture link or from the API.
+
+    Cost lines are kept as one JSON list in capture order (labor, equipment,
+    materials); amounts are stored as decimal strings so no float ever touches money.
+    """
+
+    __tablename__ = "tickets"
+    __table_args__ = (
+        Index("ix_tickets_company_captured", "company_id", "captured_at", "id"),
+        Index("ix_tickets_company_status_captured", "company_id", "status", "captured_at", "id"),
+        Index("ix_tickets_company_project_captured", "company_id", "project_id", "captured_at", "id"),
+    )
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    company_id: Mapped[int] = mapped_column(ForeignKey("companies.id"))
+    project_id: Mapped[str] = mapped_column(String(40))
+    status: Mapped[str] = mapped_column(String(16), default="submitted")
+    description: Mapped[str] = mapped_column(Text)
+    reason: Mapped[str] = mapped_column(Text)
+    directed_by: Mapped[str] = mapped_column(String(200))
+    captured_by: Mapped[str | None] = mapped_column(String(200))
+    captured_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    captured_via: Mapped[str] = mapped_column(String(8))
+    link_token: Mapped[str | None] = mapped_column(String(64))
+    total: Mapped[Decimal] = mapped_column(Money())
+    lines: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
+    warnings: Mapped[list[str]] = mapped_column(JSON, default=list)
+    signature: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    photo_count: Mapped[int] = mapped_column(Integer, default=0)
+    approved_by: Mapped[str | None] = mapped_column(String(300))
+    approved_at: Mapped[dt.datetime | None]
+    external: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+
+    photos: Mapped[list[TicketPhoto]] = relationship(
+        back_populates="ticket", order_by="TicketPhoto.position", lazy="selectin")
+    decisions: Mapped[list[Decision]] = relationship(
+        back_populates="ticket", order_by="Decision.id", lazy="selectin")
+
+
+class TicketPhoto(db.Model):
+    """One photo of a ticket: the stored image, its thumbnail and what the phone said about it."""
+
+    __tablename__ = "ticket_photos"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    ticket_id: Mapped[str] = mapped_column(ForeignKey("tickets.id"), index=True)
+    position: Mapped[int] = mapped_column(Integer)
+    name: Mapped[str] = mapped_column(String(200))
+    taken_at: Mapped[str | None] = mapped_column(String(40))
+    coords: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    image_key: Mapped[str] = mapped_column(String(80))
+    thumb_key: Mapped[str] = mapped_column(String(80))
+    width: Mapped[int] = mapped_column(Integer)
+    height: Mapped[int] = mapped_column(Integer)
+
+    ticket: Mapped[Ticket] = relationship(back_populates="photos")
+
+
+class Decision(db.Model):
+    """One approve, reject or restore; rows are only ever appended."""
+
+    __tablename__ = "ticket_decisions"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    ticket_id: Mapped[str] = mapped_column(ForeignKey("tickets.id"), index=True)
+    action: Mapped[str] = mapped_column(String(16))
+    by: Mapped[str | None] = mapped_column(String(300))
+    at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+
+    ticket: Mapped[Ticket] = relationship(back_populates="decisions")

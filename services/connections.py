@@ -1,0 +1,196 @@
+"""Per-company project-system connections and the clients built from them."""
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from flask import current_app
+from sqlalchemy import select
+
+from models import Company, ProjectSystemConnection, db, utcnow
+from services.database import write_transaction
+from services.errors import Conflict, NotFound, ProjectSystemRefused, ValidationFailed, field_problem
+from services.project_system import (
+    ProcoreClient,
+    ProjectSystem,
+    ProjectSystemAuthError,
+    ProjectSystemError,
+    ProjectSystemUnavailable,
+)
+
+EMBEDDED = "embedded_sandbox"
+
+
+@dataclass(frozen=True)
+class Hosts:
+    """Where one Procore environment answers."""
+
+    oauth_base: str
+    api_base: str
+    web_base: str
+
+
+PROCORE_ENVIRONMENTS = {
+    "production": Hosts("https://login.procore.com", "https://api.procore.com",
+                        "https://app.procore.com"),
+    "developer_sandbox": Hosts("https://login-sandbox.procore.com", "https://sandbox.procore.com",
+                               "https://sandbox.procore.com"),
+    "monthly_sandbox": Hosts("https://login-sandbox-monthly.procore.com",
+                             "https://api-monthly.procore.com", "https://api-monthly.procore.com"),
+}
+ENVIRONMENTS = (EMBEDDED, *PROCORE_ENVIRONMENTS, "custom")
+
+_clients_lock = threading.Lock()
+
+
+def get_connection(company_id: int) -> ProjectSystemConnection | None:
+    """Return a company's connection settings, or None."""
+    return db.session.get(ProjectSystemConnection, company_id)
+
+
+def hosts_for(connection: ProjectSystemConnection) -> Hosts:
+    """Resolve the addresses a connection talks to."""
+    if connection.environment == EMBEDDED:
+        base = current_app.config["SANDBOX_URL"].rstrip("/")
+        web = (current_app.config.get("SANDBOX_PUBLIC_URL") or base).rstrip("/")
+        return Hosts(base, base, web)
+    if connection.environment in PROCORE_ENVIRONMENTS:
+        return PROCORE_ENVIRONMENTS[connection.environment]
+    return Hosts(connection.oauth_base, connection.api_base, connection.web_base or connection.api_base)
+
+
+def client_for(company_id: int) -> ProjectSystem:
+    """Return the project-system client of a company, reusing it (and its token) across requests."""
+    connection = get_connection(company_id)
+    if connection is None:
+        raise Conflict("this company is not connected to a project system yet; run "
+                       "`flask --app app project-system connect`", code="project_system_not_connected")
+    hosts = hosts_for(connection)
+    fingerprint = (connection.environment, hosts, connection.client_id, connection.client_secret,
+                   connection.remote_company_id)
+    with _clients_lock:
+        _clients = current_app.extensions.setdefault("project_system_clients", {})
+        cached = _clients.get(company_id)
+        if cached is not None and cached[0] == fingerprint:
+            return cached[1]
+        client = ProcoreClient(
+            api_base=hosts.api_base, oauth_base=hosts.oauth_base, web_base=hosts.web_base,
+            client_id=connection.client_id, client_secret=connection.client_secret,
+            company_id=connection.remote_company_id,
+            timeout=(current_app.config["PROJECT_SYSTEM_CONNECT_TIMEOUT_S"],
+                     current_app.config["PROJECT_SYSTEM_READ_TIMEOUT_S"]),
+        )
+        _clients[company_id] = (fingerprint, client)
+        return client
+
+
+@contextlib.contextmanager
+def project_system_errors() -> Iterator[None]:
+    """Turn project-system failures into 502 answers that carry the project system's message."""
+    try:
+        yield
+    except ProjectSystemAuthError as error:
+        raise ProjectSystemRefused(f"the project system refused our credentials: {error.message}",
+                                   code="project_system_auth_failed")
+    except ProjectSystemUnavailable as error:
+        raise ProjectSystemRefused(f"the project system could not be reached: {error.message}",
+                                   code="project_system_unavailable")
+    except ProjectSystemError as error:
+        status = f" ({error.status})" if error.status else ""
+        raise ProjectSystemRefused(f"the project system answered{status}: {error.message}",
+                                   code="project_system_error")
+
+
+def save_connection(company_id: int, *, environment: str, client_id: str, client_secret: str,
+                    remote_company_id: int, api_base: str | None = None,
+                    oauth_base: str | None = None, web_base: str | None = None
+                    ) -> ProjectSystemConnection:
+    """Create or replace a company's connection settings."""
+    problems = []
+    if environment not in ENVIRONMENTS:
+        problems.append(field_problem("environment", f"one of {', '.join(ENVIRONMENTS)}"))
+    if environment == "custom" and not (api_base and oauth_base):
+        problems.append(field_problem("api_base", "custom hosts need api_base and oauth_base"))
+    if not client_id or not client_secret:
+        problems.append(field_problem("client_id", "client id and secret are required"))
+    if problems:
+        raise ValidationFailed("the connection settings have problems", details=problems)
+    with write_transaction() as session:
+        if session.get(Company, company_id) is None:
+            raise NotFound(f"no company with id {company_id}", code="company_not_found")
+        connection = session.get(ProjectSystemConnection, company_id)
+        if connection is None:
+            connection = ProjectSystemConnection(company_id=company_id)
+            session.add(connection)
+        connection.environment = environment
+        connection.client_id = client_id
+        connection.client_secret = client_secret
+        connection.remote_company_id = remote_company_id
+        connection.api_base = api_base.rstrip("/") if api_base else None
+        connection.oauth_base = oauth_base.rstrip("/") if oauth_base else None
+        connection.web_base = web_base.rstrip("/") if web_base else None
+        connection.updated_at = utcnow()
+    return connection
+
+
+def connect_embedded_sandbox(company_id: int, name: str) -> dict:
+    """Create a fresh company in the embedded sandbox and connect this company to it."""
+    from sandbox.seed import create_demo_company
+
+    seeded = create_demo_company(current_app.config["SANDBOX_DB_PATH"], name=name)
+    save_connection(company_id, environment=EMBEDDED, client_id=seeded["client_id"],
+                    client_secret=seeded["client_secret"], remote_company_id=seeded["company_id"])
+    return seeded
+
+
+def record_status(company_id: int, status: str) -> None:
+    """Remember the last outcome of talking to the project system (shown by health checks)."""
+    with write_transaction() as session:
+        connection = session.get(ProjectSystemConnection, company_id)
+        if connection is not None:
+            connection.last_status = status
+            connection.last_checked_at = utcnow()
+
+
+def check_connection(company_id: int) -> list[tuple[bool, str]]:
+    """Try a connection step by step and say, in plain words, what works and what does not."""
+    findings: list[tuple[bool, str]] = []
+    connection = get_connection(company_id)
+    if connection is None:
+        return [(False, "no connection is configured for this company")]
+    hosts = hosts_for(connection)
+    findings.append((True, f"environment {connection.environment}: API {hosts.api_base}, "
+                           f"login {hosts.oauth_base}"))
+    client = client_for(company_id)
+    try:
+        projects = client.list_projects()
+    except ProjectSystemAuthError as error:
+        findings.append((False, f"login refused: {error.message} — check the client id and secret, "
+                                "and that the app is installed in this Procore company"))
+    except ProjectSystemUnavailable as error:
+        findings.append((False, f"cannot reach the project system: {error.message}"))
+    except ProjectSystemError as error:
+        findings.append((False, f"the project system answered {error.status}: {error.message} — "
+                                "check the Procore company id and the app's permitted projects"))
+    else:
+        findings.append((True, f"logged in; {len(projects)} project(s) visible"))
+        if not projects:
+            findings.append((False, "no projects are visible: add projects to the app's permitted "
+                                    "projects in Procore"))
+        for project in projects[:20]:
+            try:
+                enabled = client.change_events_enabled(project.id)
+            except ProjectSystemError as error:
+                findings.append((False, f"project {project.id} {project.name}: {error.message}"))
+                continue
+            tool = "change events on" if enabled else "no change events (daily log only)"
+            findings.append((True, f"project {project.id} {project.name}: {tool}"))
+    record_status(company_id, "ok" if all(ok for ok, _ in findings) else "failing")
+    return findings
+
+
+def connected_company_ids() -> list[int]:
+    """Ids of every company that has a connection."""
+    return list(db.session.scalars(select(ProjectSystemConnection.company_id)))

@@ -1,0 +1,156 @@
+"""Routing: which budget code each cost line lands on in the project system.
+
+Lines are indexed in the order labor, equipment, materials, from 0. The cost type
+comes from the line's kind. A line is exact only when its own cost code has a
+budget code of its own cost type; every fallback is flagged for a person.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from services.project_system import BudgetCode, CostCode
+
+KIND_COST_TYPE = {"labor": "labor", "equipment": "equipment", "materials": "materials"}
+
+_WORD = re.compile(r"[a-z0-9]+")
+_STOP_WORDS = {"and", "the", "of", "for", "with", "to", "in", "on", "a", "an", "at", "by", "per",
+               "hours", "hour", "hr", "hrs", "work", "misc", "general", "each", "ea"}
+_SUFFIXES = ("ication", "ician", "ical", "ings", "ing", "ers", "er", "ors", "or", "ies", "ry",
+             "es", "s", "ed", "al")
+
+
+@dataclass(frozen=True)
+class Route:
+    """The routing of one line."""
+
+    line: int
+    kind: str
+    description: str
+    cost_type: str
+    quantity: Decimal | None
+    unit_cost: Decimal | None
+    amount: Decimal
+    budget_code: BudgetCode | None
+    exact: bool
+    needs_review: bool
+    reason: str
+
+    @property
+    def routed(self) -> bool:
+        """Whether the line has a budget code."""
+        return self.budget_code is not None
+
+
+def _stem(word: str) -> str:
+    """Cut a common English ending so 'plumber' and 'plumbing' meet at 'plumb'."""
+    for suffix in _SUFFIXES:
+        if len(word) - len(suffix) >= 4 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def _terms(text: str) -> set[str]:
+    """Meaningful stemmed words of a text."""
+    return {_stem(w) for w in _WORD.findall(text.casefold()) if w not in _STOP_WORDS and len(w) > 2}
+
+
+def _normal_code(code: str) -> str:
+    """Compare cost codes without case, spaces or separators: '02 200' equals '02-200'."""
+    return re.sub(r"[\s\-._/]", "", code.casefold())
+
+
+def line_description(line: dict[str, Any]) -> str:
+    """A one-line description of a stored line for routing and line items."""
+    if line["kind"] == "labor":
+        return f"{line['trade']} — {line['workers']} × {line['hours']} h"
+    return line["description"]
+
+
+def line_quantity_and_unit_cost(line: dict[str, Any]) -> tuple[Decimal | None, Decimal | None]:
+    """Quantity and unit cost of a stored line as they go on a line item."""
+    if line["kind"] == "labor":
+        return (Decimal(line["workers"]) * Decimal(line["hours"]),
+                Decimal(line["rate"]) if line.get("rate") is not None else None)
+    if line["kind"] == "equipment":
+        return Decimal(line["hours"]), Decimal(line["rate"]) if line.get("rate") is not None else None
+    return (Decimal(line["quantity"]),
+            Decimal(line["unitCost"]) if line.get("unitCost") is not None else None)
+
+
+class Router:
+    """Routes lines against one project's cost codes and budget codes."""
+
+    def __init__(self, cost_codes: Iterable[CostCode], budget_codes: Iterable[BudgetCode]) -> None:
+        self.cost_codes = list(cost_codes)
+        self.by_code = {_normal_code(c.code): c for c in self.cost_codes}
+        self.budget = {(b.cost_code_id, b.cost_type): b for b in budget_codes
+                       if b.cost_code_id is not None}
+        self.name_terms = {c.id: _terms(c.name) for c in self.cost_codes}
+
+    def route(self, index: int, line: dict[str, Any]) -> Route:
+        """Route one stored line."""
+        cost_type = KIND_COST_TYPE[line["kind"]]
+        quantity, unit_cost = line_quantity_and_unit_cost(line)
+        base = dict(line=index, kind=line["kind"], description=line_description(line),
+                    cost_type=cost_type, quantity=quantity, unit_cost=unit_cost,
+                    amount=Decimal(line["amount"]))
+        given = (line.get("costCode") or "").strip()
+        cost_code = self.by_code.get(_normal_code(given)) if given else None
+        if cost_code is not None:
+            exact_code = self.budget.get((cost_code.id, cost_type))
+            if exact_code is not None:
+                return Route(**base, budget_code=exact_code, exact=True, needs_review=False,
+                             reason=f"cost code {cost_code.code} has a {cost_type} budget code")
+            other = self.budget.get((cost_code.id, "other"))
+            if other is not None:
+                return Route(**base, budget_code=other, exact=False, needs_review=True,
+                             reason=f"cost code {cost_code.code} has no {cost_type} budget code; "
+                                    f"its 'other' code is used")
+            return Route(**base, budget_code=None, exact=False, needs_review=True,
+                         reason=f"cost code {cost_code.code} has no {cost_type} or other budget code")
+        matched = self._match_by_words(line)
+        prefix = f"cost code {given[:40]!r} is not on this project; " if given else ""
+        if matched is not None:
+            code, words = matched
+            budget = self.budget.get((code.id, cost_type)) or self.budget.get((code.id, "other"))
+            if budget is not None:
+                return Route(**base, budget_code=budget, exact=False, needs_review=True,
+                             reason=f"{prefix}matched '{words}' to {code.code} {code.name}")
+        return Route(**base, budget_code=None, exact=False, needs_review=True,
+                     reason=f"{prefix}nothing matched a cost code" if prefix
+                     else "no cost code given and nothing matched a cost code name")
+
+    def _match_by_words(self, line: dict[str, Any]) -> tuple[CostCode, str] | None:
+        """The cost code whose name shares most words with the trade or description."""
+        text = line["trade"] if line["kind"] == "labor" else line["description"]
+        wanted = _terms(text)
+        if not wanted:
+            return None
+        best: tuple[int, CostCode, set[str]] | None = None
+        for code in self.cost_codes:
+            shared = wanted & self.name_terms[code.id]
+            if shared and (best is None or len(shared) > best[0]):
+                best = (len(shared), code, shared)
+        if best is None:
+            return None
+        return best[1], ", ".join(sorted(best[2]))
+
+    def route_all(self, lines: list[dict[str, Any]]) -> list[Route]:
+        """Route every line of a ticket, in index order."""
+        return [self.route(i, line) for i, line in enumerate(lines)]
+
+
+def unrouted(lines: list[dict[str, Any]], reason: str) -> list[Route]:
+    """Routing when the project's codes could not be read: every line needs a person."""
+    routes = []
+    for index, line in enumerate(lines):
+        quantity, unit_cost = line_quantity_and_unit_cost(line)
+        routes.append(Route(line=index, kind=line["kind"], description=line_description(line),
+                            cost_type=KIND_COST_TYPE[line["kind"]], quantity=quantity,
+                            unit_cost=unit_cost, amount=Decimal(line["amount"]), budget_code=None,
+                            exact=False, needs_review=True, reason=reason))
+    return routes

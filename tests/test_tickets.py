@@ -1,0 +1,281 @@
+"""Tickets over the API: validation, amounts, photos, signature, routing, reads and lists."""
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import io
+import zlib
+import struct
+
+import pytest
+import time_machine
+from PIL import Image
+
+from models import Ticket, TicketPhoto, db
+from tests.images import data_url, jpeg_bytes, png_bytes
+
+
+def ticket_body(project_id: str, **extra) -> dict:
+    """A complete, valid ticket body."""
+    body = {"project_id": project_id, "description": "Moved the trench 3 m east",
+            "reason": "Conflict with an unmarked gas line", "directed_by": "Sam Ortiz (GC super)",
+            "captured_by": "Lee Park"}
+    body.update(extra)
+    return body
+
+
+def count_rows(app, model) -> int:
+    with app.app_context():
+        return db.session.query(model).count()
+
+
+def test_create_ticket_with_every_field(client, acme, app):
+    project = acme.project()
+    body = ticket_body(
+        project["id"],
+        labor=[{"trade": "Laborer", "hours": 8, "workers": 3, "rate": 55.5, "costCode": "02-200"}],
+        equipment=[{"description": "Mini excavator", "hours": 4, "rate": 95, "costCode": "02-200"}],
+        materials=[{"description": "Gravel", "quantity": 3, "unitCost": 41.25}],
+        photos=[{"name": "trench.jpg", "data_url": data_url(jpeg_bytes()),
+                 "taken_at": "2026-05-04T07:31:00Z", "coords": {"lat": 45.5, "lng": -122.6}}],
+        signature={"name": "Sam Ortiz", "role": "Superintendent", "signed_at": "2026-05-04T08:00:00Z",
+                   "image": data_url(png_bytes(), "image/png")},
+    )
+    now = dt.datetime(2026, 5, 4, 8, 5, tzinfo=dt.timezone.utc)
+    with time_machine.travel(now, tick=False):
+        response = client.post("/v1/tickets", json=body, headers=acme.headers)
+    assert response.status_code == 200, response.json
+    ticket = response.json
+    assert ticket["status"] == "submitted"
+    assert ticket["captured_via"] == "api" and ticket["link_token"] is None
+    assert ticket["captured_at"].startswith("2026-05-04T08:05:00")
+    assert ticket["labor"][0]["amount"] == 1332.0 and ticket["labor"][0]["workers"] == 3
+    assert ticket["equipment"][0]["amount"] == 380.0
+    assert ticket["materials"][0]["amount"] == 123.75
+    assert ticket["total"] == 1835.75
+    assert ticket["photo_count"] == 1
+    assert ticket["photos"] == [{"name": "trench.jpg", "taken_at": "2026-05-04T07:31:00Z",
+                                 "coords": {"lat": 45.5, "lng": -122.6, "accuracy_m": None}}]
+    assert ticket["signature"] == {"name": "Sam Ortiz", "role": "Superintendent",
+                                   "signed_at": "2026-05-04T08:00:00Z"}
+    assert [r["line"] for r in ticket["routing"]] == [0, 1, 2]
+    assert ticket["routing"][0]["exact"] is True and ticket["routing"][0]["budget_code"] == "02-200.L"
+    assert ticket["decisions"] == [] and ticket["external"] is None
+    read = client.get(f"/v1/tickets/{ticket['id']}", headers=acme.headers).json
+    assert read == ticket
+
+
+def test_missing_fields_are_listed_all_at_once(client, acme, app):
+    response = client.post("/v1/tickets", headers=acme.headers, json={
+        "description": "  ", "labor": [{"hours": 2}, {"trade": "x", "hours": -1, "rate": "abc"}],
+        "materials": [{"description": "Pipe", "quantity": 1e9}],
+    })
+    assert response.status_code == 400
+    error = response.json["error"]
+    assert error["code"] == "validation_failed"
+    fields = {d["field"] for d in error["details"]}
+    assert {"project_id", "description", "reason", "directed_by", "labor[0].trade",
+            "labor[1].hours", "labor[1].rate", "materials[0].quantity"} <= fields
+    assert count_rows(app, Ticket) == 0
+
+
+def test_strings_are_trimmed_and_limited(client, acme):
+    response = client.post("/v1/tickets", headers=acme.headers, json=ticket_body(
+        acme.project()["id"], description="  patched slab  ", captured_by="   "))
+    assert response.json["description"] == "patched slab"
+    assert response.json["captured_by"] is None
+    too_long = client.post("/v1/tickets", headers=acme.headers,
+                           json=ticket_body(acme.project()["id"], directed_by="x" * 201))
+    assert too_long.status_code == 400
+    assert too_long.json["error"]["details"][0]["field"] == "directed_by"
+
+
+def test_unknown_or_other_companys_project_is_404(client, acme, rival, app):
+    for project_id in ("123", rival.project()["id"], "not-a-number"):
+        response = client.post("/v1/tickets", headers=acme.headers, json=ticket_body(project_id))
+        assert response.status_code == 404
+        assert response.json["error"]["code"] == "project_not_found"
+    assert count_rows(app, Ticket) == 0
+
+
+def test_amounts_are_exact_decimals(client, acme):
+    body = ticket_body(acme.project()["id"],
+                       labor=[{"trade": "Laborer", "hours": 0.1, "workers": 3, "rate": 10.01},
+                              {"trade": "Helper", "hours": 1.005, "rate": 1}],
+                       equipment=[{"description": "Pump", "hours": 0.1, "rate": 0.2}],
+                       materials=[{"description": "Bolts", "quantity": 3, "unitCost": 0.1},
+                                  {"description": "No price", "quantity": 2}])
+    ticket = client.post("/v1/tickets", headers=acme.headers, json=body).json
+    # Floats would give 3.0029999999999997, 1.0049999999999999 (then 1.0), 0.020000000000000004 ...
+    assert [l["amount"] for l in ticket["labor"]] == [3.0, 1.01]
+    assert ticket["equipment"][0]["amount"] == 0.02
+    assert [m["amount"] for m in ticket["materials"]] == [0.3, 0.0]
+    assert ticket["total"] == 4.33
+    assert any("No price" in w and "unit cost" in w for w in ticket["warnings"])
+
+
+def test_line_without_rate_has_zero_amount_and_a_warning(client, acme):
+    ticket = client.post("/v1/tickets", headers=acme.headers, json=ticket_body(
+        acme.project()["id"], labor=[{"trade": "Laborer", "hours": 8}])).json
+    assert ticket["labor"][0] == {"trade": "Laborer", "hours": 8.0, "workers": 1.0, "rate": None,
+                                  "costCode": None, "amount": 0.0}
+    assert ticket["total"] == 0.0
+    assert ticket["warnings"] == ["labor[0] (Laborer) has no rate, so its amount is 0"]
+
+
+def bomb_png(width: int = 30_000, height: int = 30_000) -> bytes:
+    """A tiny PNG whose header claims a huge canvas."""
+    buffer = io.BytesIO()
+    Image.new("1", (8, 8)).save(buffer, "PNG")
+    raw = bytearray(buffer.getvalue())
+    ihdr = struct.pack(">II", width, height) + bytes(raw[24:29])
+    raw[16:29] = ihdr
+    raw[29:33] = struct.pack(">I", zlib.crc32(b"IHDR" + ihdr))
+    return bytes(raw)
+
+
+@pytest.mark.parametrize("bad, words", [
+    ("data:text/plain;base64,aGVsbG8=", "not accepted"),
+    ("@@@not base64@@@", "invalid base64"),
+    (base64.b64encode(b"just some text, not an image").decode(), "not a JPEG, PNG or WebP"),
+    (base64.b64encode(jpeg_bytes(400, 300)[:300]).decode(), "truncated"),
+    (base64.b64encode(bomb_png()).decode(), "too large"),
+])
+def test_bad_photos_are_refused_naming_the_photo(client, acme, app, bad, words):
+    body = ticket_body(acme.project()["id"], photos=[
+        {"name": "good.jpg", "data_url": data_url(jpeg_bytes())},
+        {"name": "bad.jpg", "data_url": bad}])
+    response = client.post("/v1/tickets", headers=acme.headers, json=body)
+    assert response.status_code == 400
+    (detail,) = response.json["error"]["details"]
+    assert detail["field"] == "photos[1].data_url"
+    assert "photo 2 (bad.jpg)" in detail["message"] and words in detail["message"]
+    assert count_rows(app, Ticket) == 0 and count_rows(app, TicketPhoto) == 0
+
+
+def test_photos_are_reencoded_without_exif_and_capped(client, acme, app):
+    image = Image.new("RGB", (4000, 3000), (10, 200, 30))
+    exif = Image.Exif()
+    exif[0x0112] = 6  # rotate: the stored photo must come out portrait
+    gps = exif.get_ifd(0x8825)
+    gps[2] = (45.0, 30.0, 0.0)
+    buffer = io.BytesIO()
+    image.save(buffer, "JPEG", exif=exif, quality=70)
+    ticket = client.post("/v1/tickets", headers=acme.headers, json=ticket_body(
+        acme.project()["id"], photos=[{"data_url": base64.b64encode(buffer.getvalue()).decode()}])).json
+    assert ticket["photos"][0]["name"] == "photo-1.jpg"
+    with app.app_context():
+        photo = db.session.query(TicketPhoto).one()
+        stored = (app.config["PHOTO_DIR"], photo.image_key, photo.thumb_key, photo.width, photo.height)
+    from services.photos import ImageStore
+    store = ImageStore(stored[0])
+    data = store.open(stored[1])
+    assert b"Exif" not in data
+    with Image.open(io.BytesIO(data)) as out:
+        assert out.size == (1536, 2048) == (stored[3], stored[4])
+        assert not out.getexif()
+    with Image.open(io.BytesIO(store.open(stored[2]))) as thumb:
+        assert max(thumb.size) == 320
+
+
+def test_signature_counts_only_with_an_image(client, acme, app):
+    no_image = client.post("/v1/tickets", headers=acme.headers, json=ticket_body(
+        acme.project()["id"], signature={"name": "Sam", "role": "Super"})).json
+    assert no_image["signature"] is None
+    assert "the signature has no image, so it was not kept" in no_image["warnings"]
+    bad = client.post("/v1/tickets", headers=acme.headers, json=ticket_body(
+        acme.project()["id"], signature={"name": "Sam", "image": "data:image/png;base64,AAAA"}))
+    assert bad.status_code == 400
+    assert bad.json["error"]["details"][0]["field"] == "signature.image"
+
+
+def test_twelve_photo_limits(client, acme, app):
+    photo = {"data_url": data_url(jpeg_bytes())}
+    thirteen = client.post("/v1/tickets", headers=acme.headers,
+                           json=ticket_body(acme.project()["id"], photos=[photo] * 13))
+    assert thirteen.status_code == 400
+    assert thirteen.json["error"]["details"][0]["field"] == "photos"
+    ticket = client.post("/v1/tickets", headers=acme.headers,
+                         json=ticket_body(acme.project()["id"], photos=[photo] * 10)).json
+    url = f"/v1/tickets/{ticket['id']}/photos"
+    assert client.post(url, headers=acme.headers, json={"photos": []}).status_code == 400
+    over = client.post(url, headers=acme.headers, json={"photos": [photo] * 3})
+    assert over.status_code == 400
+    assert "at most 2 more" in over.json["error"]["details"][0]["message"]
+    added = client.post(url, headers=acme.headers, json={"photos": [photo, photo]})
+    assert added.status_code == 200 and added.json["photo_count"] == 12
+    assert [p["name"] for p in added.json["photos"]][-2:] == ["photo-11.jpg", "photo-12.jpg"]
+    full = client.post(url, headers=acme.headers, json={"photos": [photo]})
+    assert full.status_code == 400
+    assert count_rows(app, TicketPhoto) == 12
+
+
+def test_photos_refused_once_written(client, acme, app):
+    ticket = client.post("/v1/tickets", headers=acme.headers, json=ticket_body(acme.project()["id"])).json
+    with app.app_context():
+        db.session.get(Ticket, ticket["id"]).status = "written"
+        db.session.commit()
+    response = client.post(f"/v1/tickets/{ticket['id']}/photos", headers=acme.headers,
+                           json={"photos": [{"data_url": data_url(jpeg_bytes())}]})
+    assert response.status_code == 409
+    assert response.json["error"]["code"] == "ticket_written"
+
+
+def test_other_companys_ticket_looks_missing(client, acme, rival):
+    ticket = client.post("/v1/tickets", headers=acme.headers, json=ticket_body(acme.project()["id"])).json
+    missing = client.get("/v1/tickets/00000000-0000-4000-8000-000000000000", headers=rival.headers)
+    foreign = client.get(f"/v1/tickets/{ticket['id']}", headers=rival.headers)
+    garbage = client.get("/v1/tickets/../../etc", headers=rival.headers)
+    assert foreign.status_code == missing.status_code == 404
+    assert foreign.json == missing.json
+    assert garbage.status_code == 404
+    photos = client.post(f"/v1/tickets/{ticket['id']}/photos", headers=rival.headers,
+                         json={"photos": [{"data_url": data_url(jpeg_bytes())}]})
+    assert photos.status_code == 404 and photos.json == missing.json
+    assert client.get("/v1/tickets", headers=rival.headers).json["total"] == 0
+
+
+def test_list_filters_paging_and_order(client, acme):
+    with_tool, without_tool = acme.project(True)["id"], acme.project(False)["id"]
+    start = dt.datetime(2026, 6, 1, 12, 0, tzinfo=dt.timezone.utc)
+    ids = []
+    with time_machine.travel(start, tick=False) as clock:
+        for i in range(5):
+            project = with_tool if i % 2 == 0 else without_tool
+            ids.append(client.post("/v1/tickets", headers=acme.headers,
+                                   json=ticket_body(project, description=f"t{i}")).json["id"])
+            if i != 3:
+                clock.shift(60)  # tickets 3 and 4 share a timestamp: the id breaks the tie
+    page = client.get("/v1/tickets", headers=acme.headers).json
+    assert page["total"] == 5 and page["limit"] == 50 and page["offset"] == 0
+    assert "routing" not in page["data"][0]
+    expected = [ids[0], ids[1], ids[2]] + sorted([ids[3], ids[4]])
+    assert [t["id"] for t in page["data"]] == list(reversed(expected))
+    second = client.get("/v1/tickets?limit=2&offset=2", headers=acme.headers).json
+    assert [t["id"] for t in second["data"]] == [t["id"] for t in page["data"][2:4]]
+    only = client.get(f"/v1/tickets?project_id={without_tool}", headers=acme.headers).json
+    assert only["total"] == 2
+    assert client.get("/v1/tickets?status=written", headers=acme.headers).json["total"] == 0
+    assert client.get("/v1/tickets?status=submitted", headers=acme.headers).json["total"] == 5
+
+
+@pytest.mark.parametrize("query, field", [
+    ("limit=abc", "limit"), ("limit=0", "limit"), ("limit=201", "limit"), ("offset=-1", "offset"),
+    ("offset=x", "offset"), ("status=approved", "status"),
+])
+def test_bad_list_parameters_get_400(client, acme, query, field):
+    response = client.get(f"/v1/tickets?{query}", headers=acme.headers)
+    assert response.status_code == 400
+    assert response.json["error"]["details"][0]["field"] == field
+
+
+def test_routing_reads_use_the_cache(client, acme, app, sandbox_server):
+    body = ticket_body(acme.project()["id"], labor=[{"trade": "Laborer", "hours": 1, "rate": 1}])
+    ticket = client.post("/v1/tickets", headers=acme.headers, json=body).json
+    from services.connections import client_for
+    with app.app_context():
+        procore = client_for(acme.company_id)
+    before = procore.calls
+    for _ in range(5):
+        assert client.get(f"/v1/tickets/{ticket['id']}", headers=acme.headers).status_code == 200
+    assert procore.calls == before
