@@ -41,6 +41,8 @@ def default_config(instance_path: str) -> dict[str, Any]:
         "SANDBOX_DB_PATH": os.path.join(instance_path, "sandbox.sqlite3"),
         "PROJECT_SYSTEM_CONNECT_TIMEOUT_S": 5,
         "PROJECT_SYSTEM_READ_TIMEOUT_S": 30,
+        # Reads only: writes are never retried blindly (approval looks records up first).
+        "PROJECT_SYSTEM_READ_RETRIES": 2,
         "PROJECT_CACHE_S": 60,
         "CATALOG_CACHE_S": 30,
         "CAPABILITY_CACHE_S": 60,

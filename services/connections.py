@@ -69,7 +69,9 @@ def client_for(company_id: int) -> ProjectSystem:
                        "`flask --app app project-system connect`", code="project_system_not_connected")
     hosts = hosts_for(connection)
     fingerprint = (connection.environment, hosts, connection.client_id, connection.client_secret,
-                   connection.remote_company_id)
+                   connection.remote_company_id, current_app.config["PROJECT_SYSTEM_READ_RETRIES"],
+                   current_app.config["PROJECT_SYSTEM_CONNECT_TIMEOUT_S"],
+                   current_app.config["PROJECT_SYSTEM_READ_TIMEOUT_S"])
     with _clients_lock:
         _clients = current_app.extensions.setdefault("project_system_clients", {})
         cached = _clients.get(company_id)
@@ -81,6 +83,7 @@ def client_for(company_id: int) -> ProjectSystem:
             company_id=connection.remote_company_id,
             timeout=(current_app.config["PROJECT_SYSTEM_CONNECT_TIMEOUT_S"],
                      current_app.config["PROJECT_SYSTEM_READ_TIMEOUT_S"]),
+            max_read_retries=current_app.config["PROJECT_SYSTEM_READ_RETRIES"],
         )
         _clients[company_id] = (fingerprint, client)
         return client

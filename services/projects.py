@@ -64,7 +64,7 @@ def require_project(company_id: int, project_id: str) -> RemoteProject:
     for project in remote_projects(company_id):
         if str(project.id) == wanted:
             return project
-    raise NotFound(f"no project {wanted[:40]} on this company", code="project_not_found")
+    raise NotFound("no such project on this company", code="project_not_found")
 
 
 def list_projects(company_id: int) -> list[Project]:

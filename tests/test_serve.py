@@ -25,8 +25,9 @@ def free_port() -> int:
 
 @pytest.mark.live
 def test_serve_prints_a_key_that_answers_me(tmp_path):
-    port = free_port()
+    port, sandbox_port = free_port(), free_port()
     env = dict(os.environ, HOST="127.0.0.1", PORT=str(port), THREADS="4",
+               SANDBOX_PORT=str(sandbox_port),
                EWT_INSTANCE_PATH=str(tmp_path / "instance"),
                PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
     env.pop("DATABASE_URL", None)
@@ -58,6 +59,11 @@ def test_serve_prints_a_key_that_answers_me(tmp_path):
                 time.sleep(0.05)
         assert response is not None and response.status_code == 200, "".join(lines)
         assert response.json()["key"]["name"] == "demo"
+        # The sandbox project system runs beside the service.
+        projects = requests.get(f"{base}/v1/projects", headers={"Authorization": f"Bearer {key}"},
+                                timeout=10)
+        assert projects.status_code == 200, projects.text
+        assert len(projects.json()["data"]) >= 2
         assert (tmp_path / "instance" / "tickets.sqlite3").exists()
 
         # The demo command works while the server runs on the same database.
@@ -69,6 +75,9 @@ def test_serve_prints_a_key_that_answers_me(tmp_path):
         assert me.status_code == 200
         assert me.json()["company"]["id"] == json.loads(demo.stdout)["company_id"]
     finally:
-        os.killpg(process.pid, signal.SIGTERM)
+        process.send_signal(signal.SIGTERM)  # the launcher stops the sandbox and the service
         process.wait(timeout=30)
         process.stdout.close()
+        for leftover in (port, sandbox_port):
+            with socket.socket() as probe:
+                assert probe.connect_ex(("127.0.0.1", leftover)) != 0, f"port {leftover} still served"
