@@ -1,0 +1,144 @@
+"""OAuth 2.0 client-credentials tokens, bearer checks and the per-company hourly rate limit."""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import math
+import secrets
+import time
+from typing import Any
+
+from flask import Blueprint, Response, current_app, g, jsonify, request
+
+from sandbox.common import ApiError, get_db
+from sandbox.store import iso_now, write_transaction
+
+bp = Blueprint("sandbox_oauth", __name__)
+
+INVALID_TOKEN = "The access token is invalid"
+INVALID_CLIENT = ("Client authentication failed due to unknown client, no client authentication "
+                  "included, or unsupported authentication method.")
+MISSING_COMPANY_HEADER = (
+    "Missing Procore-Company-Id header!\n\n"
+    "Each call your application makes to the Procore API must contain a request header that "
+    "includes the Procore-Company-Id field.\n"
+    "This request header field specifies the id of the company into which you are making "
+    "the call."
+)
+RATE_LIMITED = ("You have surpassed the max number of requests for an hour. "
+                "Please wait until your limit resets.")
+RATE_WINDOW_S = 3600
+
+
+def _digest(secret: str) -> str:
+    """SHA-256 hex digest; only digests of client secrets and tokens are stored."""
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def _oauth_error(status: int, error: str, description: str) -> Response:
+    """An RFC 6749 error body, as Doorkeeper (Procore's OAuth server) answers."""
+    response = jsonify({"error": error, "error_description": description})
+    response.status_code = status
+    return response
+
+
+@bp.post("/oauth/token")
+def token() -> Response:
+    """Issue an access token for the client_credentials grant (form, multipart or JSON body)."""
+    params: dict[str, Any] = dict(request.form)
+    payload = request.get_json(silent=True) if request.is_json else None
+    if isinstance(payload, dict):
+        params.update(payload)
+    if request.authorization and request.authorization.type == "basic":
+        params.setdefault("client_id", request.authorization.username)
+        params.setdefault("client_secret", request.authorization.password)
+    if params.get("grant_type") != "client_credentials":
+        return _oauth_error(400, "unsupported_grant_type",
+                            "The authorization grant type is not supported by the "
+                            "authorization server.")
+    client_id = str(params.get("client_id") or "")
+    client_secret = str(params.get("client_secret") or "")
+    db = get_db()
+    client = next(db.query("SELECT company_id, secret_sha256 FROM clients WHERE client_id = ?",
+                           [client_id]), None)
+    if client is None or not hmac.compare_digest(client["secret_sha256"],
+                                                 _digest(client_secret)):
+        return _oauth_error(401, "invalid_client", INVALID_CLIENT)
+    access_token = secrets.token_urlsafe(32)
+    ttl = int(current_app.config["SANDBOX_TOKEN_TTL"])
+    now = time.time()
+    with write_transaction(db):
+        db.table("tokens").insert({"token_sha256": _digest(access_token),
+                                   "company_id": client["company_id"],
+                                   "expires_at": now + ttl, "revoked": 0,
+                                   "created_at": iso_now()})
+    return jsonify({"access_token": access_token, "token_type": "bearer", "expires_in": ttl,
+                    "created_at": int(now)})
+
+
+def bearer_company() -> int:
+    """The company of the request's bearer token; 401 when it is missing, expired or revoked."""
+    scheme, _, access_token = request.headers.get("Authorization", "").partition(" ")
+    row = None
+    if scheme.lower() == "bearer" and access_token.strip():
+        row = next(get_db().query(
+            "SELECT company_id FROM tokens WHERE token_sha256 = ? AND revoked = 0 "
+            "AND expires_at > ?", [_digest(access_token.strip()), time.time()]), None)
+    if row is None:
+        raise ApiError(401, INVALID_TOKEN, headers={
+            "WWW-Authenticate": f'Bearer realm="Doorkeeper", error="invalid_token", '
+                                f'error_description="{INVALID_TOKEN}"'})
+    return int(row["company_id"])
+
+
+def check_company_header(company_id: int) -> None:
+    """Require a Procore-Company-Id header naming the token's company."""
+    header = request.headers.get("Procore-Company-Id", "").strip()
+    if not header:
+        raise ApiError(400, MISSING_COMPANY_HEADER)
+    if header != str(company_id):
+        raise ApiError(403, "App is not connected to this company")
+
+
+def revoke_tokens(company_id: int) -> int:
+    """Revoke every live token of a company; returns how many were revoked."""
+    db = get_db()
+    with write_transaction(db):
+        cursor = db.execute("UPDATE tokens SET revoked = 1 WHERE company_id = ? AND revoked = 0",
+                            [company_id])
+    return cursor.rowcount
+
+
+def count_request(company_id: int) -> Response | None:
+    """Count a call against the company's hourly window; a plain-text 429 once it is used up."""
+    db = get_db()
+    now = time.time()
+    window = int(now // RATE_WINDOW_S) * RATE_WINDOW_S
+    with write_transaction(db):
+        override = db.execute("SELECT rate_limit_per_hour FROM companies WHERE id = ?",
+                              [company_id]).fetchone()
+        db.execute("DELETE FROM rate_windows WHERE company_id = ? AND window_start < ?",
+                   [company_id, window])
+        used = db.execute(
+            "INSERT INTO rate_windows (company_id, window_start, count) VALUES (?, ?, 1) "
+            "ON CONFLICT (company_id, window_start) DO UPDATE SET count = count + 1 "
+            "RETURNING count", [company_id, window]).fetchone()[0]
+    limit = int(override[0] if override and override[0] is not None
+                else current_app.config["SANDBOX_RATE_LIMIT_PER_HOUR"])
+    reset = window + RATE_WINDOW_S
+    g.rate = (limit, max(limit - used, 0), reset)
+    if used <= limit:
+        return None
+    response = Response(RATE_LIMITED, status=429, mimetype="text/plain")
+    response.headers["Retry-After"] = str(math.ceil(reset - now))
+    return response
+
+
+def rate_headers() -> dict[str, str]:
+    """X-Rate-Limit-* headers for this response (a fresh window when nothing was counted)."""
+    limit, remaining, reset = g.get("rate") or (
+        int(current_app.config["SANDBOX_RATE_LIMIT_PER_HOUR"]),
+        int(current_app.config["SANDBOX_RATE_LIMIT_PER_HOUR"]),
+        int(time.time() // RATE_WINDOW_S) * RATE_WINDOW_S + RATE_WINDOW_S)
+    return {"X-Rate-Limit-Limit": str(limit), "X-Rate-Limit-Remaining": str(remaining),
+            "X-Rate-Limit-Reset": str(reset)}

@@ -1,0 +1,367 @@
+"""Procore change events: v1.1 create/list/show with change items on budget codes, v1.0 PATCH
+with multipart attachments."""
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+from decimal import ROUND_HALF_UP, Decimal
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+from flask import Blueprint, Response, current_app, g, jsonify, request, url_for
+from werkzeug.datastructures import FileStorage
+
+from sandbox.common import (
+    ApiError,
+    as_number,
+    decimal_text,
+    get_db,
+    int_arg,
+    json_body,
+    paged,
+    parse_decimal,
+)
+from sandbox.rest import company_project, guard, require_tool, wbs_codes_by_id
+from sandbox.store import format_timestamp, iso_now, next_id, write_transaction
+
+bp = Blueprint("sandbox_change_events", __name__, url_prefix="/rest")
+bp.before_request(guard)
+
+SCOPES = ("tbd", "in_scope", "out_of_scope")
+STRATEGIES = ("automatic", "manual")
+CENT = Decimal("0.01")
+MAX_FILENAME = 255
+
+
+def service_user(db: sqlite_utils.Database, company_id: int) -> dict[str, Any]:
+    """The company's service-account user, as Procore shows created_by."""
+    company = db.table("companies").get(company_id)
+    return {"id": company["service_user_id"], "login": company["service_user_login"],
+            "name": company["service_user_name"]}
+
+
+def attachments_json(db: sqlite_utils.Database, kind: str, owner_id: int) -> list[dict[str, Any]]:
+    """Attachments of a record, each with a download URL on the sandbox."""
+    return [{"id": row["id"], "name": row["filename"], "filename": row["filename"],
+             "content_type": row["content_type"], "size": row["size"],
+             "url": url_for("sandbox_web.download", attachment_id=row["id"], _external=True)}
+            for row in db.query("SELECT * FROM attachments WHERE owner_kind = ? AND owner_id = ? "
+                                "ORDER BY id", [kind, owner_id])]
+
+
+def store_attachments(db: sqlite_utils.Database, kind: str, owner_id: int,
+                      files: list[FileStorage]) -> None:
+    """Save uploaded files under their new ids (never their names); call in a transaction."""
+    folder = Path(current_app.config["SANDBOX_FILES_DIR"])
+    folder.mkdir(parents=True, exist_ok=True)
+    for upload in files:
+        data = upload.read()
+        attachment_id = next_id(db)
+        (folder / str(attachment_id)).write_bytes(data)
+        db.table("attachments").insert({
+            "id": attachment_id, "company_id": g.company_id, "owner_kind": kind,
+            "owner_id": owner_id, "filename": (upload.filename or "attachment")[:MAX_FILENAME],
+            "content_type": upload.mimetype or "application/octet-stream", "size": len(data),
+            "sha256": hashlib.sha256(data).hexdigest(), "created_at": iso_now()})
+
+
+def _items(db: sqlite_utils.Database, event: dict[str, Any]) -> list[dict[str, Any]]:
+    """The change event's stored items, each with its budget code JSON (or None)."""
+    rows = list(db.query("SELECT * FROM change_items WHERE change_event_id = ? ORDER BY position",
+                         [event["id"]]))
+    codes = wbs_codes_by_id(db, event["project_id"],
+                            [row["wbs_code_id"] for row in rows if row["wbs_code_id"]])
+    return [dict(row, budget_code=codes.get(row["wbs_code_id"])) for row in rows]
+
+
+def _status(db: sqlite_utils.Database, status_id: int) -> dict[str, Any]:
+    """A change-event status row."""
+    return db.table("change_event_statuses").get(status_id)
+
+
+def change_event_v11(db: sqlite_utils.Database, event: dict[str, Any]) -> dict[str, Any]:
+    """A change event in the v1.1 shape (create, show and list answers)."""
+    status = _status(db, event["status_id"])
+    items = []
+    for item in _items(db, event):
+        estimate = {"amount": as_number(item["amount"]),
+                    "calculation_strategy": item["calculation_strategy"],
+                    "quantity": as_number(item["quantity"]),
+                    "unit_cost": as_number(item["unit_cost"]),
+                    "unit_of_measure": item["unit_of_measure"]}
+        items.append({
+            "id": item["id"], "event_id": event["id"], "event_number": event["number"],
+            "event_title": event["title"], "item_type": "change_event_line_item",
+            "description": item["description"], "budget_code": item["budget_code"],
+            "cost_impact": {"estimate": estimate, "vendor": None, "contract": None},
+            "revenue_impact": {"estimate": {"amount": "0.0", "calculation_strategy": "manual",
+                                            "quantity": None, "unit_cost": None,
+                                            "unit_of_measure": None}},
+            "latest_cost_values": estimate,
+            "currency_configuration": {"currency_iso_code": "USD"}, "editable": True,
+            "deletable": True, "source": None, "notes": None,
+            "created_at": item["created_at"], "updated_at": item["updated_at"],
+        })
+    return {
+        "id": event["id"], "number": event["number"], "title": event["title"],
+        "description": event["description"], "scope": event["scope"],
+        "project_id": event["project_id"], "company_id": event["company_id"],
+        "created_at": event["created_at"], "updated_at": event["updated_at"],
+        "deleted_at": None, "comments_enabled": True, "deletable": True,
+        "in_recycle_bin": False,
+        "status": {"id": status["id"], "name": status["name"],
+                   "mapped_to_status": status["mapped_to_status"]},
+        "change_type": None, "change_reason": None, "event_origin": None,
+        "prime_contract_for_estimates": None,
+        "attachments": attachments_json(db, "change_event", event["id"]),
+        "external_data": {"origin_id": event["origin_id"], "origin_data": event["origin_data"]},
+        "created_by": service_user(db, event["company_id"]), "custom_fields": {},
+        "change_items": items, "markup_items": [], "production_quantities": [], "notes": {},
+        "currency_configuration": {"currency_iso_code": "USD"}, "source": None,
+    }
+
+
+def change_event_v10(db: sqlite_utils.Database, event: dict[str, Any]) -> dict[str, Any]:
+    """A change event in the v1.0 shape (PATCH answer)."""
+    status = _status(db, event["status_id"])
+    digits = "".join(char for char in event["number"] if char.isdigit())
+    return {
+        "id": event["id"], "number": int(digits) if digits else None,
+        "alphanumeric_number": event["number"], "origin_id": event["origin_id"],
+        "origin_data": event["origin_data"], "title": event["title"],
+        "description": event["description"], "status": status["mapped_to_status"],
+        "project_id": event["project_id"], "created_at": event["created_at"],
+        "updated_at": event["updated_at"], "deleted_at": None, "event_type": "tbd",
+        "event_scope": event["scope"],
+        "change_event_status": {"id": status["id"], "name": status["name"],
+                                "mapped_to_status": status["mapped_to_status"]},
+        "created_by": service_user(db, event["company_id"]),
+        "attachments": attachments_json(db, "change_event", event["id"]),
+        "change_event_line_items": [{
+            "id": item["id"], "event_id": event["id"], "description": item["description"],
+            "budget_code": item["budget_code"], "uom": item["unit_of_measure"],
+            "estimated_cost_amount": item["amount"],
+            "estimated_cost_quantity": as_number(item["quantity"]),
+            "estimated_cost_unit_cost": as_number(item["unit_cost"]),
+            "estimated_cost_calculation_strategy": item["calculation_strategy"],
+        } for item in _items(db, event)],
+        "currency_configuration": {"currency_iso_code": "USD"},
+    }
+
+
+def _event(db: sqlite_utils.Database, project_id: int, event_id: int) -> dict[str, Any]:
+    """A change event of the project; 404 when there is none with this id."""
+    row = next(db.query("SELECT * FROM change_events WHERE id = ? AND project_id = ?",
+                        [event_id, project_id]), None)
+    if row is None:
+        raise ApiError(404, "Change event not found")
+    return row
+
+
+def _text(value: Any, field: str, errors: dict[str, list[str]], limit: int) -> str | None:
+    """An optional string field no longer than ``limit``."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        errors.setdefault(field, []).append("must be a string")
+        return None
+    if len(value) > limit:
+        errors.setdefault(field, []).append(f"is too long (maximum is {limit} characters)")
+    return value
+
+
+def _parse_items(raw_items: Any, valid_codes: set[int],
+                 errors: dict[str, list[str]]) -> list[dict[str, Any]]:
+    """Validate change items and work out each amount."""
+    if raw_items is None:
+        return []
+    if not isinstance(raw_items, list):
+        errors["change_items"] = ["must be an array"]
+        return []
+    items = []
+    for index, raw in enumerate(raw_items):
+        field = f"change_items[{index}]"
+        if not isinstance(raw, dict):
+            errors.setdefault(field, []).append("must be an object")
+            continue
+        budget_code = raw.get("budget_code")
+        code_id = budget_code.get("id") if isinstance(budget_code, dict) else None
+        if budget_code is not None and code_id not in valid_codes:
+            errors.setdefault(f"{field}.budget_code", []).append(
+                f"{code_id!r} does not exist in this project")
+        cost = raw.get("cost_impact") or {}
+        estimate = (cost.get("estimate") or {}) if isinstance(cost, dict) else None
+        if not isinstance(estimate, dict):
+            errors.setdefault(f"{field}.cost_impact", []).append("must be an object")
+            continue
+        quantity = parse_decimal(estimate.get("quantity"), f"{field}.quantity", errors)
+        unit_cost = parse_decimal(estimate.get("unit_cost"), f"{field}.unit_cost", errors)
+        amount = parse_decimal(estimate.get("amount"), f"{field}.amount", errors)
+        strategy = estimate.get("calculation_strategy") or (
+            "automatic" if amount is None else "manual")
+        if strategy not in STRATEGIES:
+            errors.setdefault(f"{field}.calculation_strategy", []).append("is not in the list")
+        elif strategy == "automatic":
+            if quantity is None or unit_cost is None:
+                errors.setdefault(f"{field}.cost_impact", []).append(
+                    "automatic calculation needs quantity and unit_cost")
+            else:
+                amount = (quantity * unit_cost).quantize(CENT, ROUND_HALF_UP)
+        items.append({
+            "description": _text(raw.get("description"), f"{field}.description", errors, 2000),
+            "wbs_code_id": code_id,
+            "amount": decimal_text(Decimal(0) if amount is None else amount),
+            "quantity": decimal_text(quantity), "unit_cost": decimal_text(unit_cost),
+            "unit_of_measure": _text(estimate.get("unit_of_measure"),
+                                     f"{field}.unit_of_measure", errors, 50),
+            "calculation_strategy": strategy,
+        })
+    return items
+
+
+def _validation_failed(errors: dict[str, list[str]]) -> ApiError:
+    """A 422 whose message lists every field problem, Rails style."""
+    details = "; ".join(f"{field} {message}" for field, messages in errors.items()
+                        for message in messages)
+    return ApiError(422, f"Validation failed: {details}", errors)
+
+
+def _next_number(db: sqlite_utils.Database, project_id: int) -> str:
+    """The next free automatic number on the project, e.g. "004"."""
+    numbers = [int(row["number"]) for row in db.query(
+        "SELECT number FROM change_events WHERE project_id = ?", [project_id])
+        if row["number"].isdigit()]
+    return f"{max(numbers, default=0) + 1:03d}"
+
+
+@bp.post("/v1.1/change_events")
+def create_change_event() -> tuple[Response, int]:
+    """Create a change event with its change items; 400 on a bad status, 422 on bad fields."""
+    project = company_project(int_arg("project_id", required=True))
+    require_tool(project, "change_events")
+    event = json_body().get("change_event")
+    if not isinstance(event, dict):
+        raise ApiError(400, "param is missing or the value is empty: change_event")
+    for required in ("scope", "status"):
+        if event.get(required) in (None, "", {}):
+            raise ApiError(400, f"param is missing or the value is empty: {required}",
+                           {required: ["can't be blank"]})
+    db = get_db()
+    status = event["status"]
+    status_id = status.get("id") if isinstance(status, dict) else None
+    if next(db.query("SELECT id FROM change_event_statuses WHERE id = ? AND company_id = ?",
+                     [status_id, g.company_id]), None) is None:
+        raise ApiError(400, f"Status {status_id!r} is not a change event status of this company",
+                       {"status": ["is invalid"]})
+    errors: dict[str, list[str]] = {}
+    if event["scope"] not in SCOPES:
+        errors["scope"] = ["is not included in the list"]
+    title = _text(event.get("title"), "title", errors, 255)
+    description = _text(event.get("description"), "description", errors, 10_000)
+    number = event.get("number")
+    if number is not None and (isinstance(number, bool) or not isinstance(number, str | int)):
+        errors["number"] = ["must be a string"]
+    number = None if number is None else str(number)
+    external = event.get("external_data") or {}
+    if not isinstance(external, dict):
+        errors["external_data"] = ["must be an object"]
+        external = {}
+    origin_id = _text(external.get("origin_id"), "external_data.origin_id", errors, 255)
+    origin_data = _text(external.get("origin_data"), "external_data.origin_data", errors, 10_000)
+    valid_codes = set(wbs_codes_by_id(db, project["id"]))
+    items = _parse_items(event.get("change_items"), valid_codes, errors)
+    if errors:
+        raise _validation_failed(errors)
+    now = iso_now()
+    with write_transaction(db):
+        if number is None:
+            number = _next_number(db, project["id"])
+        elif next(db.query("SELECT id FROM change_events WHERE project_id = ? AND number = ?",
+                           [project["id"], number]), None):
+            raise _validation_failed({"number": ["has already been taken"]})
+        row = {"id": next_id(db), "company_id": g.company_id, "project_id": project["id"],
+               "number": number, "title": title or "", "description": description or "",
+               "scope": event["scope"], "status_id": status_id, "origin_id": origin_id,
+               "origin_data": origin_data, "created_at": now, "updated_at": now}
+        db.table("change_events").insert(row)
+        db.table("change_items").insert_all(
+            dict(item, id=next_id(db), change_event_id=row["id"], position=position,
+                 created_at=now, updated_at=now)
+            for position, item in enumerate(items, start=1))
+    return jsonify(change_event_v11(db, row)), 201
+
+
+def _created_at_range(raw: str) -> tuple[str | None, str | None]:
+    """Parse filters[created_at] "A...B" (either side may be empty) into stored-format bounds."""
+    start, separator, end = raw.partition("...")
+    if not separator:
+        raise ApiError(400, "filters[created_at] must look like <from>...<to>")
+    return _bound(start), _bound(end)
+
+
+def _bound(text: str) -> str | None:
+    """One side of a timestamp range in the stored format, or None when it is empty."""
+    if not text.strip():
+        return None
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ApiError(400, "filters[created_at] holds an invalid timestamp") from None
+    return format_timestamp(moment if moment.tzinfo else moment.replace(tzinfo=UTC))
+
+
+@bp.get("/v1.1/change_events")
+def list_change_events() -> Response:
+    """The project's change events; filters[created_at], filters[id][] and filters[search]."""
+    project = company_project(int_arg("project_id", required=True))
+    require_tool(project, "change_events")
+    conditions, params = ["project_id = ?"], [project["id"]]
+    if request.args.get("filters[created_at]"):
+        start, end = _created_at_range(request.args["filters[created_at]"])
+        if start:
+            conditions.append("created_at >= ?")
+            params.append(start)
+        if end:
+            conditions.append("created_at <= ?")
+            params.append(end)
+    ids = request.args.getlist("filters[id][]")
+    if ids:
+        if not all(value.isdigit() for value in ids):
+            raise ApiError(400, "filters[id][] must hold integers")
+        conditions.append(f"id IN ({', '.join('?' for _ in ids)})")
+        params.extend(int(value) for value in ids)
+    search = request.args.get("filters[search]", "").strip()
+    if search:
+        conditions.append("(instr(lower(title), lower(?)) OR instr(lower(description), lower(?))"
+                          " OR number = ?)")
+        params.extend([search, search, search])
+    db = get_db()
+    rows = db.query(f"SELECT * FROM change_events WHERE {' AND '.join(conditions)} ORDER BY id",
+                    params)
+    return paged([change_event_v11(db, row) for row in rows])
+
+
+@bp.get("/v1.1/change_events/<int:event_id>")
+def show_change_event(event_id: int) -> Response:
+    """One change event of the project, v1.1 shape."""
+    project = company_project(int_arg("project_id", required=True))
+    require_tool(project, "change_events")
+    db = get_db()
+    return jsonify(change_event_v11(db, _event(db, project["id"], event_id)))
+
+
+@bp.patch("/v1.0/change_events/<int:event_id>")
+def update_change_event(event_id: int) -> Response:
+    """Attach files sent as multipart attachments[] to a change event (v1.0)."""
+    project = company_project(int_arg("project_id", required=True))
+    require_tool(project, "change_events")
+    db = get_db()
+    event = _event(db, project["id"], event_id)
+    files = [upload for upload in request.files.getlist("attachments[]") if upload.filename]
+    if files:
+        with write_transaction(db):
+            store_attachments(db, "change_event", event["id"], files)
+            db.table("change_events").update(event["id"], {"updated_at": iso_now()})
+        event = _event(db, project["id"], event_id)
+    return jsonify(change_event_v10(db, event))

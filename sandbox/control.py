@@ -1,0 +1,169 @@
+"""The /_sandbox control endpoints (faults, token revocation, limits, tool switches) and fault use.
+
+Fault state lives in the database, so every thread and process serving the file agrees on
+how many faults are left.
+"""
+from __future__ import annotations
+
+import contextlib
+import socket
+import time
+from typing import Any
+
+from flask import Blueprint, Response, jsonify, request
+
+from sandbox.auth import bearer_company, revoke_tokens
+from sandbox.common import ApiError, get_db, json_body
+from sandbox.store import iso_now, next_id, write_transaction
+
+bp = Blueprint("sandbox_control", __name__, url_prefix="/_sandbox")
+
+WRITE_METHODS = ("POST", "PATCH")
+DROP_CONNECTION = 0
+MAX_DELAY_S = 120.0
+
+
+def _fault_json(row: dict[str, Any]) -> dict[str, Any]:
+    """A stored fault as the control API shows it."""
+    return {"id": row["id"], "count": row["remaining"], "status": row["status"],
+            "message": row["message"], "delay_s": row["delay_s"],
+            "after_commit": bool(row["after_commit"]), "match": row["match"],
+            "methods": row["methods"].split(","), "retry_after": row["retry_after"]}
+
+
+@bp.post("/faults")
+def add_fault() -> tuple[Response, int]:
+    """Make the company's next ``count`` matching calls fail (by default its writes)."""
+    company_id = bearer_company()
+    body = json_body()
+    errors: dict[str, list[str]] = {}
+    count, status = body.get("count"), body.get("status")
+    delay_s = body.get("delay_s", 0)
+    methods = body.get("methods", list(WRITE_METHODS))
+    retry_after = body.get("retry_after")
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        errors["count"] = ["must be a positive integer"]
+    if not isinstance(status, int) or isinstance(status, bool) or not (
+            status == DROP_CONNECTION or 400 <= status <= 599):
+        errors["status"] = ["must be 0 (drop the connection) or an HTTP error status"]
+    if not isinstance(delay_s, int | float) or isinstance(delay_s, bool) or not (
+            0 <= delay_s <= MAX_DELAY_S):
+        errors["delay_s"] = [f"must be a number of seconds between 0 and {MAX_DELAY_S:g}"]
+    if not isinstance(methods, list) or not methods or not all(
+            isinstance(method, str) and method.isalpha() for method in methods):
+        errors["methods"] = ["must be a list of HTTP methods"]
+    if retry_after is not None and (not isinstance(retry_after, int) or retry_after < 0):
+        errors["retry_after"] = ["must be a non-negative integer"]
+    for key in ("message", "match"):
+        if body.get(key) is not None and not isinstance(body[key], str):
+            errors[key] = ["must be a string"]
+    if errors:
+        raise ApiError(422, "Invalid fault", errors)
+    db = get_db()
+    row = {"company_id": company_id, "remaining": count, "status": status,
+           "message": body.get("message") or "Injected sandbox fault",
+           "delay_s": float(delay_s), "after_commit": int(bool(body.get("after_commit"))),
+           "match": body.get("match"), "methods": ",".join(m.upper() for m in methods),
+           "retry_after": retry_after, "created_at": iso_now()}
+    with write_transaction(db):
+        row["id"] = next_id(db)
+        db.table("faults").insert(row)
+    return jsonify(_fault_json(row)), 201
+
+
+@bp.get("/faults")
+def list_faults() -> Response:
+    """The company's faults that still have uses left, oldest first."""
+    company_id = bearer_company()
+    rows = get_db().query("SELECT * FROM faults WHERE company_id = ? AND remaining > 0 "
+                          "ORDER BY id", [company_id])
+    return jsonify([_fault_json(row) for row in rows])
+
+
+@bp.delete("/faults")
+def clear_faults() -> tuple[str, int]:
+    """Forget all of the company's faults."""
+    company_id = bearer_company()
+    db = get_db()
+    with write_transaction(db):
+        db.execute("DELETE FROM faults WHERE company_id = ?", [company_id])
+    return "", 204
+
+
+@bp.post("/tokens/revoke")
+def revoke() -> Response:
+    """Invalidate every current access token of the company."""
+    return jsonify({"revoked": revoke_tokens(bearer_company())})
+
+
+@bp.post("/rate_limit")
+def set_rate_limit() -> Response:
+    """Set (or with null, reset to the configured default) the company's hourly call limit."""
+    company_id = bearer_company()
+    per_hour = json_body().get("per_hour")
+    if per_hour is not None and (not isinstance(per_hour, int) or per_hour < 0):
+        raise ApiError(422, "Invalid rate limit", {"per_hour": ["must be a non-negative integer"]})
+    db = get_db()
+    with write_transaction(db):
+        db.execute("UPDATE companies SET rate_limit_per_hour = ? WHERE id = ?",
+                   [per_hour, company_id])
+    return jsonify({"per_hour": per_hour})
+
+
+@bp.post("/projects/<int:project_id>/tools")
+def set_tool(project_id: int) -> Response:
+    """Switch one of the project's tools on or off, e.g. {"engine_name": "change_events"}."""
+    company_id = bearer_company()
+    body = json_body()
+    if not isinstance(body.get("is_active"), bool):
+        raise ApiError(422, "Invalid tool switch", {"is_active": ["must be true or false"]})
+    db = get_db()
+    with write_transaction(db):
+        cursor = db.execute(
+            "UPDATE project_tools SET is_active = ? WHERE engine_name = ? AND project_id IN "
+            "(SELECT id FROM projects WHERE id = ? AND company_id = ?)",
+            [int(body["is_active"]), body.get("engine_name"), project_id, company_id])
+    if cursor.rowcount == 0:
+        raise ApiError(404, "No such tool on this project")
+    return jsonify({"engine_name": body["engine_name"], "is_active": body["is_active"]})
+
+
+def take_fault(company_id: int) -> dict[str, Any] | None:
+    """Use up one matching fault for this API call, if the company has one."""
+    db = get_db()
+    candidates = list(db.query("SELECT * FROM faults WHERE company_id = ? AND remaining > 0 "
+                               "ORDER BY id", [company_id]))
+    for row in candidates:
+        if request.method not in row["methods"].split(","):
+            continue
+        if row["match"] and row["match"] not in request.full_path:
+            continue
+        with write_transaction(db):
+            # Another thread may have used the last one since the read above.
+            used = db.execute("UPDATE faults SET remaining = remaining - 1 "
+                              "WHERE id = ? AND remaining > 0", [row["id"]]).rowcount
+        if used:
+            return row
+    return None
+
+
+def fault_response(fault: dict[str, Any]) -> Response:
+    """Wait out the fault's delay, then answer its error or drop the connection."""
+    if fault["delay_s"]:
+        time.sleep(fault["delay_s"])
+    if fault["status"] == DROP_CONNECTION:
+        _drop_connection()
+    response = jsonify({"message": fault["message"]})
+    # Status 0 lands here only when the server gave no socket to drop.
+    response.status_code = fault["status"] or 502
+    if fault["retry_after"] is not None:
+        response.headers["Retry-After"] = str(fault["retry_after"])
+    return response
+
+
+def _drop_connection() -> None:
+    """Shut the client socket so the caller sees the connection drop without an answer."""
+    sock = request.environ.get("werkzeug.socket") or request.environ.get("gunicorn.socket")
+    if sock is not None:
+        with contextlib.suppress(OSError):  # the client may have gone away already
+            sock.shutdown(socket.SHUT_RDWR)

@@ -1,0 +1,231 @@
+"""Demo data for the sandbox: one call makes one independent company with its own credentials.
+
+Works on the SQLite file directly, so it can run in another process while the
+sandbox server is serving the same file.
+"""
+from __future__ import annotations
+
+import hashlib
+import secrets
+from typing import Any
+
+import sqlite_utils
+
+from sandbox.store import connect, ensure_schema, iso_now, next_id, write_transaction
+
+# (engine_name, title, required); change_events and daily_log are switched per project.
+_TOOLS = [
+    ("home", "Home", 1),
+    ("directory", "Directory", 1),
+    ("documents", "Documents", 0),
+    ("daily_log", "Daily Log", 0),
+    ("photos", "Photos", 0),
+    ("rfi", "RFIs", 0),
+    ("submittal_log", "Submittals", 0),
+    ("tm_tickets", "T&M Tickets", 0),
+    ("budgeting", "Budget", 0),
+    ("change_events", "Change Events", 0),
+    ("commitments", "Commitments", 0),
+    ("prime_contracts", "Prime Contracts", 0),
+]
+
+# (code, name, mapped_to_status, default_status)
+_STATUSES = [
+    ("Open", "open", 1),
+    ("Pending", "pending", 0),
+    ("Closed", "closed", 0),
+    ("Void", "void", 0),
+]
+
+# Procore's default cost types (line item types): code, name, base_type.
+_COST_TYPES = [
+    ("L", "Labor", "labor"),
+    ("E", "Equipment", "equipment"),
+    ("M", "Materials", "materials"),
+    ("O", "Other", "other"),
+    ("S", "Commitment", "commitment"),
+    ("SVC", "Professional Services", "professional_services"),
+    ("OC", "Owner Cost", "owner_cost"),
+]
+
+# CSI-style divisions and their cost codes.
+_DIVISIONS = [
+    ("01", "General Requirements", [("310", "Project Management and Coordination"),
+                                    ("500", "Temporary Facilities"),
+                                    ("740", "Cleaning and Waste Management")]),
+    ("02", "Site Construction", [("200", "Site Earthwork"), ("410", "Selective Demolition")]),
+    ("03", "Concrete", [("100", "Concrete Forming"), ("200", "Concrete Reinforcing"),
+                        ("300", "Cast-in-Place Concrete")]),
+    ("04", "Masonry", [("200", "Unit Masonry")]),
+    ("05", "Metals", [("120", "Structural Steel"), ("500", "Metal Fabrications")]),
+    ("06", "Wood, Plastics, and Composites", [("100", "Rough Carpentry")]),
+    ("07", "Thermal and Moisture Protection", [("210", "Building Insulation"),
+                                               ("900", "Joint Sealants")]),
+    ("08", "Openings", [("110", "Hollow Metal Doors and Frames")]),
+    ("09", "Finishes", [("250", "Gypsum Board"), ("650", "Resilient Flooring"),
+                        ("900", "Painting")]),
+    ("22", "Plumbing", [("100", "Plumbing")]),
+    ("23", "Heating, Ventilating, and Air Conditioning", [("300", "HVAC Air Distribution")]),
+    ("26", "Electrical", [("050", "Electrical")]),
+    ("31", "Earthwork", [("230", "Excavation and Fill")]),
+]
+
+# Budget-code gaps the service has to cope with: no labor code (but "other"), or none at all.
+_NO_LABOR = {"01-500", "07-900", "09-650"}
+_NO_BUDGET_CODES = {"04-200", "23-300"}
+_BUDGETED_TYPES = ("L", "E", "M", "O", "S")
+
+_PROJECTS = [
+    {"name": "Riverside Medical Office Building", "project_number": "2024-017",
+     "address": "1450 Riverside Drive", "city": "Sacramento", "state_code": "CA",
+     "zip": "95815", "time_zone": "Pacific Time (US & Canada)", "stage": "Course of Construction",
+     "active": 1, "change_events": True},
+    {"name": "Harbor Street Parking Structure", "project_number": "2024-031",
+     "address": "220 Harbor Street", "city": "Oakland", "state_code": "CA", "zip": "94607",
+     "time_zone": "Pacific Time (US & Canada)", "stage": "Course of Construction",
+     "active": 1, "change_events": True},
+    {"name": "Lincoln Elementary Renovation", "project_number": "2025-004",
+     "address": "88 Lincoln Avenue", "city": "Davis", "state_code": "CA", "zip": "95616",
+     "time_zone": "Pacific Time (US & Canada)", "stage": "Pre-Construction",
+     "active": 1, "change_events": False},
+    {"name": "Maple Grove Townhomes Phase 1", "project_number": "2022-112",
+     "address": "15 Maple Grove Court", "city": "Roseville", "state_code": "CA",
+     "zip": "95678", "time_zone": "Pacific Time (US & Canada)", "stage": "Warranty",
+     "active": 0, "change_events": True},
+]
+
+
+def create_demo_company(db_path: str, name: str = "Summit Ridge Builders") -> dict[str, Any]:
+    """Create a company with fresh credentials, demo projects, cost codes and budget codes."""
+    db = connect(db_path)
+    try:
+        ensure_schema(db)
+        with write_transaction(db):
+            return _seed(db, name)
+    finally:
+        db.close()
+
+
+def _seed(db: sqlite_utils.Database, name: str) -> dict[str, Any]:
+    """Insert one company and everything under it; runs inside a write transaction."""
+    now = iso_now()
+    company_id = next_id(db)
+    user_id = next_id(db)
+    db.table("companies").insert({
+        "id": company_id, "name": name, "service_user_id": user_id,
+        "service_user_name": "Extra Work Tickets (service account)",
+        "service_user_login": f"dmsa-{user_id}@sandbox.invalid",
+        "rate_limit_per_hour": None, "created_at": now,
+    })
+    client_id = secrets.token_urlsafe(32)
+    client_secret = secrets.token_urlsafe(32)
+    db.table("clients").insert({
+        "client_id": client_id, "company_id": company_id,
+        "secret_sha256": hashlib.sha256(client_secret.encode()).hexdigest(), "created_at": now,
+    })
+    db.table("change_event_statuses").insert_all(
+        {"id": next_id(db), "company_id": company_id, "name": status_name,
+         "mapped_to_status": mapped, "show_in_select": 1, "default_status": default}
+        for status_name, mapped, default in _STATUSES
+    )
+    cost_types = []
+    for code, type_name, base_type in _COST_TYPES:
+        row = {"id": next_id(db), "company_id": company_id, "code": code, "name": type_name,
+               "base_type": base_type, "created_at": now, "updated_at": now}
+        db.table("line_item_types").insert(row)
+        cost_types.append(row)
+    projects = []
+    for spec in _PROJECTS:
+        project_id = _seed_project(db, company_id, spec, cost_types, now)
+        projects.append({"id": project_id, "name": spec["name"],
+                         "change_events": spec["change_events"]})
+    return {"company_id": company_id, "client_id": client_id, "client_secret": client_secret,
+            "projects": projects}
+
+
+def _seed_project(db: sqlite_utils.Database, company_id: int, spec: dict[str, Any],
+                  cost_types: list[dict[str, Any]], now: str) -> int:
+    """Insert one project with its tools, cost codes, WBS segments and budget codes."""
+    project_id = next_id(db)
+    db.table("projects").insert({
+        "id": project_id, "company_id": company_id, "name": spec["name"],
+        "display_name": f"{spec['project_number']} - {spec['name']}",
+        "project_number": spec["project_number"], "address": spec["address"],
+        "city": spec["city"], "state_code": spec["state_code"], "zip": spec["zip"],
+        "time_zone": spec["time_zone"], "stage": spec["stage"], "active": spec["active"],
+        "created_at": now, "updated_at": now,
+    })
+    db.table("project_tools").insert_all(
+        {"id": next_id(db), "project_id": project_id, "engine_name": engine, "title": title,
+         "is_active": int(spec["change_events"] or engine != "change_events"),
+         "position": position, "required": required}
+        for position, (engine, title, required) in enumerate(_TOOLS, start=1)
+    )
+    cost_segment, type_segment = next_id(db), next_id(db)
+    db.table("wbs_segments").insert_all([
+        {"id": cost_segment, "project_id": project_id, "type": "cost_code", "name": "Cost Code",
+         "position": 1, "delimiter": ".", "required": 1, "structure": "tiered"},
+        {"id": type_segment, "project_id": project_id, "type": "line_item_type",
+         "name": "Cost Type", "position": 2, "delimiter": ".", "required": 1,
+         "structure": "flat"},
+    ])
+    type_items = {}
+    for cost_type in cost_types:
+        item_id = next_id(db)
+        type_items[cost_type["code"]] = (item_id, cost_type["name"])
+        db.table("wbs_segment_items").insert({
+            "id": item_id, "segment_id": type_segment, "project_id": project_id,
+            "code": cost_type["code"], "name": cost_type["name"], "parent_id": None,
+            "path_code": cost_type["code"], "legacy_cost_code_id": None,
+            "legacy_line_item_type_id": cost_type["id"], "is_parent": 0, "status": "active",
+        })
+    position = 0
+    for division_code, division_name, codes in _DIVISIONS:
+        position += 1
+        division_id = next_id(db)
+        division_item = next_id(db)
+        db.table("cost_codes").insert({
+            "id": division_id, "project_id": project_id, "parent_id": None,
+            "code": division_code, "full_code": division_code, "name": division_name,
+            "position": position, "created_at": now, "updated_at": now,
+        })
+        db.table("wbs_segment_items").insert({
+            "id": division_item, "segment_id": cost_segment, "project_id": project_id,
+            "code": division_code, "name": division_name, "parent_id": None,
+            "path_code": division_code, "legacy_cost_code_id": division_id,
+            "legacy_line_item_type_id": None, "is_parent": 1, "status": "active",
+        })
+        for code, code_name in codes:
+            position += 1
+            full_code = f"{division_code}-{code}"
+            cost_code_id = next_id(db)
+            cost_item = next_id(db)
+            db.table("cost_codes").insert({
+                "id": cost_code_id, "project_id": project_id, "parent_id": division_id,
+                "code": code, "full_code": full_code, "name": code_name, "position": position,
+                "created_at": now, "updated_at": now,
+            })
+            db.table("wbs_segment_items").insert({
+                "id": cost_item, "segment_id": cost_segment, "project_id": project_id,
+                "code": code, "name": code_name, "parent_id": division_item,
+                "path_code": full_code, "legacy_cost_code_id": cost_code_id,
+                "legacy_line_item_type_id": None, "is_parent": 0, "status": "active",
+            })
+            db.table("wbs_codes").insert_all(
+                {"id": next_id(db), "project_id": project_id, "cost_code_item_id": cost_item,
+                 "type_item_id": type_items[type_code][0],
+                 "description": f"{code_name}.{type_items[type_code][1]}", "status": "active",
+                 "created_at": now, "updated_at": now}
+                for type_code in _budgeted_types(full_code)
+            )
+    return project_id
+
+
+def _budgeted_types(full_code: str) -> tuple[str, ...]:
+    """Which cost types get a budget code for a cost code in the demo data."""
+    if full_code in _NO_BUDGET_CODES:
+        return ()
+    types = _BUDGETED_TYPES + (("SVC",) if full_code.startswith("01-") else ())
+    if full_code in _NO_LABOR:
+        return tuple(code for code in types if code != "L")
+    return types

@@ -1,0 +1,210 @@
+"""What the service needs from a project system (Procore or the sandbox): records and errors."""
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class RemoteProject:
+    """A project in the project system."""
+
+    id: int
+    name: str
+    display_name: str | None
+    project_number: str | None
+    active: bool
+
+
+@dataclass(frozen=True)
+class CostCode:
+    """A cost code; ``code`` is the full code with its parent prefix, e.g. "02-200"."""
+
+    id: int
+    code: str
+    name: str
+
+
+@dataclass(frozen=True)
+class CostType:
+    """A cost type (Procore: line item type), e.g. code "L", base_type "labor"."""
+
+    id: int
+    code: str
+    name: str
+    base_type: str
+
+
+@dataclass(frozen=True)
+class BudgetCode:
+    """A budget (WBS) code such as "02-200.L".
+
+    ``cost_type`` uses the service's words "labor", "materials", "equipment" and "other";
+    any other kind keeps the project system's base type (e.g. "commitment").
+    """
+
+    id: int
+    flat_code: str
+    description: str
+    cost_code_id: int | None
+    cost_type: str | None
+
+
+@dataclass(frozen=True)
+class ChangeEventLine:
+    """One cost line of a change event; ``budget_code_id`` None means no budget code."""
+
+    description: str
+    budget_code_id: int | None
+    cost_type: str | None
+    quantity: Decimal | None
+    unit_cost: Decimal | None
+    amount: Decimal
+    unit_of_measure: str | None
+
+
+@dataclass(frozen=True)
+class ChangeEventDraft:
+    """A change event to create; ``origin_id`` identifies it for lookups after a failure."""
+
+    origin_id: str
+    title: str
+    description: str
+    lines: tuple[ChangeEventLine, ...]
+    origin_data: str | None = None
+
+
+@dataclass(frozen=True)
+class Attachment:
+    """A file to attach to a record."""
+
+    filename: str
+    content_type: str
+    data: bytes
+
+
+@dataclass(frozen=True)
+class ManpowerDraft:
+    """A daily log manpower entry to create; hours are per worker."""
+
+    origin_id: str
+    date: datetime.date
+    num_workers: int
+    num_hours: Decimal
+    notes: str
+
+
+@dataclass(frozen=True)
+class RemoteRecord:
+    """A record written to the project system: "change_event" or "manpower_log"."""
+
+    kind: str
+    id: int
+    number: str | None
+    url: str
+    attachment_filenames: tuple[str, ...] = ()
+
+
+class ProjectSystemError(Exception):
+    """The project system refused a call or could not be used.
+
+    ``message`` is the project system's own text where it sent one; ``status`` is the HTTP
+    status (None when no answer came); ``request_id`` is its X-Request-Id, for support.
+    """
+
+    def __init__(self, message: str, *, status: int | None = None,
+                 request_id: str | None = None) -> None:
+        """Keep the message, the HTTP status and the request id."""
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.request_id = request_id
+
+    def __str__(self) -> str:
+        """The message with the status and request id, when known."""
+        details = [f"HTTP {self.status}"] if self.status is not None else []
+        if self.request_id:
+            details.append(f"request {self.request_id}")
+        return f"{self.message} ({', '.join(details)})" if details else self.message
+
+
+class ProjectSystemUnavailable(ProjectSystemError):
+    """No usable answer: connection failure, timeout, or 5xx/429 after the allowed retries.
+
+    After a write, the write may or may not have happened; look the record up before retrying.
+    """
+
+
+class ProjectSystemAuthError(ProjectSystemError):
+    """The client credentials were refused."""
+
+
+class ToolDisabled(ProjectSystemError):
+    """The project's tool (e.g. Change Events) is off or not permitted (403/404)."""
+
+
+class ProjectSystem(Protocol):
+    """The operations the service performs on a project system."""
+
+    def list_projects(self) -> list[RemoteProject]:
+        """All projects the credentials can see."""
+        ...
+
+    def change_events_enabled(self, project_id: int) -> bool:
+        """Whether change events can be written on the project."""
+        ...
+
+    def list_cost_codes(self, project_id: int) -> list[CostCode]:
+        """The project's cost codes that can carry budget codes."""
+        ...
+
+    def list_cost_types(self, project_id: int) -> list[CostType]:
+        """The cost types available on the project."""
+        ...
+
+    def list_budget_codes(self, project_id: int) -> list[BudgetCode]:
+        """The project's active budget codes."""
+        ...
+
+    def create_budget_code(self, project_id: int, cost_code_id: int,
+                           cost_type: str) -> BudgetCode:
+        """Create the budget code for a cost code and cost type, or return the existing one."""
+        ...
+
+    def create_change_event(self, project_id: int, draft: ChangeEventDraft) -> RemoteRecord:
+        """Create an open, out-of-scope change event with one line item per draft line."""
+        ...
+
+    def attach_file(self, project_id: int, change_event_id: int,
+                    attachment: Attachment) -> None:
+        """Attach one file to a change event."""
+        ...
+
+    def find_change_event(self, project_id: int, origin_id: str,
+                          created_after: datetime.datetime | None = None,
+                          ) -> RemoteRecord | None:
+        """The change event created with ``origin_id``, if there is one."""
+        ...
+
+    def create_manpower_log(self, project_id: int, draft: ManpowerDraft) -> RemoteRecord:
+        """Create a daily log manpower entry."""
+        ...
+
+    def find_manpower_log(self, project_id: int, origin_id: str,
+                          date: datetime.date) -> RemoteRecord | None:
+        """The manpower entry created with ``origin_id`` on ``date``, if there is one."""
+        ...
+
+    def get_change_event(self, project_id: int, change_event_id: int) -> dict[str, Any]:
+        """A change event as the project system returns it."""
+        ...
+
+    def get_manpower_log(self, project_id: int, manpower_log_id: int) -> dict[str, Any]:
+        """A manpower entry as the project system returns it."""
+        ...
+
+    def record_url(self, project_id: int, kind: str, record_id: int) -> str:
+        """The web address where a person can open the record."""
+        ...

@@ -1,0 +1,612 @@
+"""Procore REST client, used against Procore itself and against the embedded sandbox.
+
+Reads are retried with capped exponential backoff; writes are sent exactly once (apart from
+a repeat after a 401, which Procore answers before doing anything). After a failed or
+unanswered write, callers look the record up by origin id before writing again.
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import logging
+import random
+import time
+from collections.abc import Callable, Iterator
+from decimal import Decimal
+from email.utils import parsedate_to_datetime
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import requests
+
+from services.project_system.base import (
+    Attachment,
+    BudgetCode,
+    ChangeEventDraft,
+    CostCode,
+    CostType,
+    ManpowerDraft,
+    ProjectSystemAuthError,
+    ProjectSystemError,
+    ProjectSystemUnavailable,
+    RemoteProject,
+    RemoteRecord,
+    ToolDisabled,
+)
+
+log = logging.getLogger(__name__)
+
+MAX_WAIT_S = 60.0
+BACKOFF_BASE_S = 0.5
+TOKEN_SAFETY_S = 60
+MAX_BODY_BYTES = 20 * 1024 * 1024
+# Records are looked up from a little before the caller's timestamp: our clock and
+# Procore's are not the same clock.
+CLOCK_SKEW = datetime.timedelta(minutes=10)
+_TRANSPORT_ERRORS = (requests.ConnectionError, requests.Timeout,
+                     requests.exceptions.ChunkedEncodingError)
+# Procore's default cost type codes, preferred when several types share a base type.
+_STANDARD_CODES = {"labor": "L", "equipment": "E", "materials": "M", "other": "O"}
+_CHANGE_EVENT_TOOLS = {"change_events", "change_event", "change events"}
+
+
+class ProcoreClient:
+    """A ProjectSystem speaking Procore's REST API with client-credentials OAuth.
+
+    ``calls`` lists every HTTP call made, as (method, path), token requests included.
+    """
+
+    def __init__(self, api_base: str, oauth_base: str, client_id: str, client_secret: str,
+                 company_id: int, *, web_base: str | None = None,
+                 timeout: tuple[float, float] = (5, 30), per_page: int = 100,
+                 max_read_retries: int = 4, clock: Callable[[], float] = time.time,
+                 sleep: Callable[[float], None] = time.sleep,
+                 session: requests.Session | None = None) -> None:
+        """Configure the client; pass ``web_base`` (e.g. https://app.procore.com) for Procore."""
+        # Without web_base, record links point at the API host, where the sandbox serves pages.
+        self.api_base = api_base.rstrip("/")
+        self.oauth_base = oauth_base.rstrip("/")
+        self.web_base = (web_base or api_base).rstrip("/")
+        self.client_id = client_id
+        self._client_secret = client_secret
+        self.company_id = int(company_id)
+        self.timeout = timeout
+        self.per_page = per_page
+        self.max_read_retries = max_read_retries
+        self.clock = clock
+        self.sleep = sleep
+        self._session = session or requests.Session()
+        self._owns_session = session is None
+        self._token: str | None = None
+        self._token_expires_at = 0.0
+        self.calls: list[tuple[str, str]] = []
+
+    def __repr__(self) -> str:
+        """Identify the client without its secret or token."""
+        return f"ProcoreClient(api_base={self.api_base!r}, company_id={self.company_id})"
+
+    def close(self) -> None:
+        """Close the HTTP session if this client created it."""
+        if self._owns_session:
+            self._session.close()
+
+    def __enter__(self) -> ProcoreClient:
+        """Use the client as a context manager that closes its session."""
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        """Close the session on leaving the block."""
+        self.close()
+
+    # HTTP plumbing
+
+    def _send(self, method: str, url: str, *, retry: bool,
+              **kwargs: Any) -> tuple[requests.Response, bytes]:
+        """Send one request; safe ones are retried on transport errors, 429 and 5xx."""
+        path = urlsplit(url).path
+        attempt = 0
+        while True:
+            self.calls.append((method, path))
+            try:
+                response = self._session.request(method, url, timeout=self.timeout,
+                                                 allow_redirects=False, stream=True, **kwargs)
+                body = self._read(response)
+            except _TRANSPORT_ERRORS as exc:
+                if retry and attempt < self.max_read_retries:
+                    delay = self._backoff(attempt)
+                    log.info("Retrying %s %s in %.1f s after %s", method, path, delay,
+                             type(exc).__name__)
+                    self.sleep(delay)
+                    attempt += 1
+                    continue
+                raise ProjectSystemUnavailable(
+                    f"No answer from the project system for {method} {path}: "
+                    f"{type(exc).__name__}") from exc
+            status = response.status_code
+            if retry and (status == 429 or status >= 500) and attempt < self.max_read_retries:
+                delay = self._retry_delay(response, attempt)
+                log.info("Retrying %s %s in %.1f s after HTTP %s", method, path, delay, status)
+                self.sleep(delay)
+                attempt += 1
+                continue
+            return response, body
+
+    @staticmethod
+    def _read(response: requests.Response) -> bytes:
+        """Read the body, refusing answers larger than MAX_BODY_BYTES."""
+        chunks, size = [], 0
+        with response:
+            for chunk in response.iter_content(64 * 1024):
+                size += len(chunk)
+                if size > MAX_BODY_BYTES:
+                    raise ProjectSystemError("The project system's answer is too large",
+                                             status=response.status_code)
+                chunks.append(chunk)
+        return b"".join(chunks)
+
+    def _backoff(self, attempt: int) -> float:
+        """Exponential backoff with jitter: between half and all of base * 2**attempt."""
+        ceiling = min(MAX_WAIT_S, BACKOFF_BASE_S * 2.0 ** attempt)
+        return ceiling / 2 + random.uniform(0, ceiling / 2)
+
+    def _retry_delay(self, response: requests.Response, attempt: int) -> float:
+        """How long to wait before retrying: Retry-After, else X-Rate-Limit-Reset, else backoff."""
+        retry_after = response.headers.get("Retry-After", "").strip()
+        if retry_after:
+            try:
+                seconds = float(retry_after)
+            except ValueError:
+                try:
+                    seconds = parsedate_to_datetime(retry_after).timestamp() - self.clock()
+                except (TypeError, ValueError):
+                    seconds = None
+            if seconds is not None:
+                return min(max(seconds, 0.0), MAX_WAIT_S)
+        reset = response.headers.get("X-Rate-Limit-Reset", "").strip()
+        if response.status_code == 429 and reset:
+            try:
+                return min(max(float(reset) - self.clock(), 0.0), MAX_WAIT_S)
+            except ValueError:
+                pass
+        return self._backoff(attempt)
+
+    def _access_token(self) -> str:
+        """A cached access token, fetched anew when missing or about to expire."""
+        if self._token is not None and self.clock() < self._token_expires_at:
+            return self._token
+        issued_at = self.clock()
+        response, body = self._send(
+            "POST", f"{self.oauth_base}/oauth/token", retry=True,
+            data={"grant_type": "client_credentials", "client_id": self.client_id,
+                  "client_secret": self._client_secret},
+            headers={"Accept": "application/json"})
+        if response.status_code in (400, 401):
+            raise ProjectSystemAuthError(_error_message(response, body),
+                                         status=response.status_code,
+                                         request_id=response.headers.get("X-Request-Id"))
+        _raise_for_status(response, body)
+        payload = _parse_json(response, body)
+        if not isinstance(payload, dict) or not payload.get("access_token"):
+            raise ProjectSystemAuthError("The token answer holds no access token",
+                                         status=response.status_code)
+        self._token = str(payload["access_token"])
+        self._token_expires_at = issued_at + max(
+            float(payload.get("expires_in") or 0) - TOKEN_SAFETY_S, 0.0)
+        return self._token
+
+    def _request(self, method: str, path: str, *, params: dict[str, Any] | None = None,
+                 json_body: dict[str, Any] | None = None,
+                 files: dict[str, tuple[str, bytes, str]] | None = None,
+                 tool: str | None = None) -> tuple[requests.Response, bytes]:
+        """An authenticated API call; a 401 renews the token once and repeats the call."""
+        data = None
+        headers = {"Accept": "application/json", "Procore-Company-Id": str(self.company_id)}
+        if json_body is not None:
+            data = json.dumps(json_body, default=_json_default)
+            headers["Content-Type"] = "application/json"
+        renewed = False
+        while True:
+            headers["Authorization"] = f"Bearer {self._access_token()}"
+            response, body = self._send(method, f"{self.api_base}{path}", retry=method == "GET",
+                                        params=params, data=data, files=files, headers=headers)
+            if response.status_code != 401 or renewed:
+                break
+            self._token = None
+            renewed = True
+        _raise_for_status(response, body, tool=tool)
+        return response, body
+
+    def _get_object(self, path: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """GET one JSON object."""
+        response, body = self._request("GET", path, params=params)
+        payload = _parse_json(response, body)
+        if not isinstance(payload, dict):
+            raise ProjectSystemError(f"Expected an object from {path}",
+                                     status=response.status_code,
+                                     request_id=response.headers.get("X-Request-Id"))
+        return payload
+
+    def _pages(self, path: str, params: dict[str, Any] | None = None, *,
+               tool: str | None = None) -> Iterator[dict[str, Any]]:
+        """Every element of a paginated list, following Link rel="next" (or Total)."""
+        page = 1
+        while True:
+            response, body = self._request(
+                "GET", path, params={**(params or {}), "page": page, "per_page": self.per_page},
+                tool=tool)
+            items = _parse_json(response, body)
+            if not isinstance(items, list):
+                raise ProjectSystemError(f"Expected a list from {path}",
+                                         status=response.status_code,
+                                         request_id=response.headers.get("X-Request-Id"))
+            yield from items
+            following = _next_page(response, page, self.per_page)
+            if following is None or following <= page:
+                return
+            page = following
+
+    # Projects, tools and cost structure
+
+    def list_projects(self) -> list[RemoteProject]:
+        """All projects of the company, active and inactive."""
+        return [RemoteProject(id=int(row["id"]), name=row["name"],
+                              display_name=row.get("display_name"),
+                              project_number=row.get("project_number"),
+                              active=bool(row.get("active", True)))
+                for row in self._pages("/rest/v1.0/projects",
+                                       {"company_id": self.company_id,
+                                        "filters[by_status]": "All"})]
+
+    def change_events_enabled(self, project_id: int) -> bool:
+        """True unless the tools list shows Change Events off or the statuses probe is refused."""
+        try:
+            tools = list(self._pages(f"/rest/v1.0/projects/{project_id}/tools"))
+        except ProjectSystemError as exc:
+            # The tools list may need rights the change-events calls do not; the probe decides.
+            if exc.status not in (403, 404):
+                raise
+            tools = []
+        for tool in tools:
+            names = {str(tool.get("engine_name", "")).lower(), str(tool.get("title", "")).lower()}
+            if names & _CHANGE_EVENT_TOOLS and not tool.get("is_active", True):
+                return False
+        try:
+            self._request("GET", "/rest/v1.0/change_event/statuses",
+                          params={"project_id": project_id, "per_page": 1},
+                          tool="change_events")
+        except ToolDisabled:
+            return False
+        return True
+
+    def _cost_code_rows(self, project_id: int) -> list[dict[str, Any]]:
+        """The project's cost codes as Procore lists them, divisions included."""
+        return list(self._pages("/rest/v1.0/cost_codes", {"project_id": project_id}))
+
+    def list_cost_codes(self, project_id: int) -> list[CostCode]:
+        """The project's cost codes that are no other code's parent (divisions are left out)."""
+        rows = self._cost_code_rows(project_id)
+        parents = {_parent_id(row) for row in rows}
+        return [CostCode(id=int(row["id"]), code=_full_code(row), name=row["name"])
+                for row in rows if row["id"] not in parents]
+
+    def list_cost_types(self, project_id: int) -> list[CostType]:
+        """The cost types (line item types) of the project."""
+        return [CostType(id=int(row["id"]), code=row["code"], name=row["name"],
+                         base_type=row.get("base_type") or "")
+                for row in self._pages("/rest/v1.0/line_item_types", {"project_id": project_id})]
+
+    def _budget_codes(self, project_id: int, cost_codes: list[dict[str, Any]],
+                      cost_types: list[CostType], query: str | None = None) -> list[BudgetCode]:
+        """Active WBS codes, tied to cost codes and cost types through their flat code parts."""
+        code_ids = {_full_code(row): int(row["id"]) for row in cost_codes}
+        types = {cost_type.code: cost_type for cost_type in cost_types}
+        params: dict[str, Any] = {"filters[status][]": "active"}
+        if query:
+            params["query"] = query
+        codes = []
+        for row in self._pages(f"/rest/v1.0/projects/{project_id}/work_breakdown_structure/"
+                               "wbs_codes", params):
+            cost_code_id = cost_type = None
+            for part in str(row["flat_code"]).split("."):
+                if part in code_ids:
+                    cost_code_id = code_ids[part]
+                elif part in types:
+                    cost_type = _normalize_cost_type(types[part])
+            codes.append(BudgetCode(id=int(row["id"]), flat_code=row["flat_code"],
+                                    description=row.get("description") or
+                                    row.get("flat_name") or "",
+                                    cost_code_id=cost_code_id, cost_type=cost_type))
+        return codes
+
+    def list_budget_codes(self, project_id: int) -> list[BudgetCode]:
+        """The project's active budget codes with their cost code and normalized cost type."""
+        return self._budget_codes(project_id, self._cost_code_rows(project_id),
+                                  self.list_cost_types(project_id))
+
+    def create_budget_code(self, project_id: int, cost_code_id: int,
+                           cost_type: str) -> BudgetCode:
+        """The budget code for a cost code and cost type ("labor" or "L"), created if missing."""
+        # A cost code or cost type the project lacks is reported as a 404 ProjectSystemError.
+        cost_types = self.list_cost_types(project_id)
+        chosen_type = _pick_cost_type(cost_types, cost_type)
+        cost_codes = self._cost_code_rows(project_id)
+        cost_code = next((row for row in cost_codes if int(row["id"]) == cost_code_id), None)
+        if chosen_type is None or cost_code is None:
+            missing = (f"cost type {cost_type!r}" if chosen_type is None
+                       else f"cost code {cost_code_id}")
+            raise ProjectSystemError(f"Project {project_id} has no {missing}", status=404)
+        full_code = _full_code(cost_code)
+        wanted = f"{full_code}.{chosen_type.code}"
+        for code in self._budget_codes(project_id, cost_codes, cost_types, query=wanted):
+            if code.cost_code_id == cost_code_id and chosen_type.code in code.flat_code.split("."):
+                return code
+        wbs = f"/rest/v1.0/projects/{project_id}/work_breakdown_structure"
+        segments = {row.get("type"): row for row in self._pages(f"{wbs}/segments")}
+        if "cost_code" not in segments or "line_item_type" not in segments:
+            raise ProjectSystemError(
+                f"Project {project_id}'s budget code pattern has no cost code or cost type "
+                "segment")
+        cost_item = next((item for item in self._pages(
+            f"{wbs}/segments/{segments['cost_code']['id']}/segment_items",
+            {"legacy_cost_code_id": cost_code_id}) if item.get("path_code") == full_code), None)
+        type_item = next((item for item in self._pages(
+            f"{wbs}/segments/{segments['line_item_type']['id']}/segment_items")
+            if item.get("code") == chosen_type.code), None)
+        if cost_item is None or type_item is None:
+            raise ProjectSystemError(f"Project {project_id}'s budget code segments have no item "
+                                     f"for {wanted}", status=404)
+        response, body = self._request("POST", f"{wbs}/wbs_codes", json_body={
+            "description": f"{cost_code['name']}.{chosen_type.name}",
+            "segment_items": [
+                {"segment_id": segments["cost_code"]["id"], "segment_item_id": cost_item["id"]},
+                {"segment_id": segments["line_item_type"]["id"],
+                 "segment_item_id": type_item["id"]},
+            ]})
+        row = _parse_json(response, body)
+        return BudgetCode(id=int(row["id"]), flat_code=row["flat_code"],
+                          description=row.get("description") or "", cost_code_id=cost_code_id,
+                          cost_type=_normalize_cost_type(chosen_type))
+
+    # Change events
+
+    def _open_status_id(self, project_id: int) -> int:
+        """The id of the project's default status that maps to "open"."""
+        statuses = list(self._pages("/rest/v1.0/change_event/statuses",
+                                    {"project_id": project_id}, tool="change_events"))
+        open_statuses = [row for row in statuses
+                         if str(row.get("mapped_to_status") or row.get("name", "")).lower()
+                         == "open"]
+        if not open_statuses:
+            raise ProjectSystemError(f"Project {project_id} has no open change event status")
+        return int(max(open_statuses, key=lambda row: bool(row.get("default_status")))["id"])
+
+    def create_change_event(self, project_id: int, draft: ChangeEventDraft) -> RemoteRecord:
+        """Create an open, out-of-scope change event with one item per line (never retried)."""
+        items = []
+        for line in draft.lines:
+            estimate = {"amount": line.amount, "calculation_strategy": "manual",
+                        "quantity": line.quantity, "unit_cost": line.unit_cost,
+                        "unit_of_measure": line.unit_of_measure}
+            item: dict[str, Any] = {
+                "description": line.description,
+                "cost_impact": {"estimate": {key: value for key, value in estimate.items()
+                                             if value is not None}}}
+            if line.budget_code_id is not None:
+                item["budget_code"] = {"id": line.budget_code_id}
+            items.append(item)
+        event = {"title": draft.title, "description": draft.description,
+                 "scope": "out_of_scope", "status": {"id": self._open_status_id(project_id)},
+                 "external_data": {"origin_id": draft.origin_id,
+                                   "origin_data": draft.origin_data},
+                 "change_items": items}
+        response, body = self._request("POST", "/rest/v1.1/change_events",
+                                       params={"project_id": project_id},
+                                       json_body={"change_event": event}, tool="change_events")
+        return self._change_event_record(project_id, _parse_json(response, body))
+
+    def _change_event_record(self, project_id: int, row: dict[str, Any]) -> RemoteRecord:
+        """A RemoteRecord for a change event as Procore returned it."""
+        number = row.get("number")
+        return RemoteRecord(
+            kind="change_event", id=int(row["id"]),
+            number=None if number is None else str(number),
+            url=self.record_url(project_id, "change_event", int(row["id"])),
+            attachment_filenames=tuple(str(item.get("filename") or item.get("name") or "")
+                                       for item in row.get("attachments") or ()))
+
+    def attach_file(self, project_id: int, change_event_id: int,
+                    attachment: Attachment) -> None:
+        """Attach one file with one multipart PATCH (v1.0 attachments[])."""
+        self._request("PATCH", f"/rest/v1.0/change_events/{change_event_id}",
+                      params={"project_id": project_id},
+                      files={"attachments[]": (attachment.filename, attachment.data,
+                                               attachment.content_type)},
+                      tool="change_events")
+
+    def find_change_event(self, project_id: int, origin_id: str,
+                          created_after: datetime.datetime | None = None,
+                          ) -> RemoteRecord | None:
+        """The first change event whose external_data.origin_id is ``origin_id``, if any."""
+        # Procore has no origin-id filter: page the (date-narrowed) list and compare here.
+        params: dict[str, Any] = {"project_id": project_id}
+        if created_after is not None:
+            until = datetime.datetime.fromtimestamp(self.clock(), datetime.UTC)
+            params["filters[created_at]"] = (f"{_timestamp(created_after - CLOCK_SKEW)}..."
+                                             f"{_timestamp(until + datetime.timedelta(days=1))}")
+        for row in self._pages("/rest/v1.1/change_events", params, tool="change_events"):
+            external = row.get("external_data") or {}
+            if origin_id in (external.get("origin_id"), row.get("origin_id")):
+                # List entries may be abridged; the single record carries the attachments.
+                return self._change_event_record(
+                    project_id, self.get_change_event(project_id, int(row["id"])))
+        return None
+
+    def get_change_event(self, project_id: int, change_event_id: int) -> dict[str, Any]:
+        """A change event as Procore returns it (v1.1), numbers as Decimal."""
+        return self._get_object(f"/rest/v1.1/change_events/{change_event_id}",
+                                {"project_id": project_id})
+
+    # Daily log
+
+    def create_manpower_log(self, project_id: int, draft: ManpowerDraft) -> RemoteRecord:
+        """Create a manpower entry whose notes end with the origin marker (never retried)."""
+        marker = _origin_marker(draft.origin_id)
+        notes = f"{draft.notes.rstrip()}\n{marker}" if draft.notes.strip() else marker
+        response, body = self._request(
+            "POST", f"/rest/v1.0/projects/{project_id}/manpower_logs",
+            json_body={"manpower_log": {"date": draft.date.isoformat(),
+                                        "num_workers": draft.num_workers,
+                                        "num_hours": str(draft.num_hours), "notes": notes}},
+            tool="daily_log")
+        return self._manpower_record(project_id, _parse_json(response, body))
+
+    def _manpower_record(self, project_id: int, row: dict[str, Any]) -> RemoteRecord:
+        """A RemoteRecord for a manpower entry as Procore returned it."""
+        return RemoteRecord(
+            kind="manpower_log", id=int(row["id"]), number=None,
+            url=self.record_url(project_id, "manpower_log", int(row["id"])),
+            attachment_filenames=tuple(str(item.get("filename") or item.get("name") or "")
+                                       for item in row.get("attachments") or ()))
+
+    def find_manpower_log(self, project_id: int, origin_id: str,
+                          date: datetime.date) -> RemoteRecord | None:
+        """The manpower entry of ``date`` whose notes carry the origin marker, if any."""
+        marker = _origin_marker(origin_id)
+        for row in self._pages(f"/rest/v1.0/projects/{project_id}/manpower_logs",
+                               {"log_date": date.isoformat(), "filters[search]": origin_id},
+                               tool="daily_log"):
+            if marker in (row.get("notes") or ""):
+                return self._manpower_record(project_id, row)
+        return None
+
+    def get_manpower_log(self, project_id: int, manpower_log_id: int) -> dict[str, Any]:
+        """A manpower entry as Procore returns it, numbers as Decimal."""
+        return self._get_object(
+            f"/rest/v1.0/projects/{project_id}/manpower_logs/{manpower_log_id}")
+
+    def record_url(self, project_id: int, kind: str, record_id: int) -> str:
+        """The web page of a change event or manpower entry."""
+        if kind == "change_event":
+            return f"{self.web_base}/{project_id}/project/change_events/events/{record_id}"
+        if kind == "manpower_log":
+            return f"{self.web_base}/{project_id}/project/daily_log/manpower_logs/{record_id}"
+        raise ValueError(f"Unknown record kind {kind!r}")
+
+
+def _raise_for_status(response: requests.Response, body: bytes, *,
+                      tool: str | None = None) -> None:
+    """Turn an unsuccessful answer into the matching ProjectSystemError."""
+    status = response.status_code
+    if status < 300:
+        return
+    request_id = response.headers.get("X-Request-Id")
+    if 300 <= status < 400:
+        raise ProjectSystemError("The project system answered with a redirect, which is not "
+                                 "followed", status=status, request_id=request_id)
+    message = _error_message(response, body)
+    if status == 401:
+        raise ProjectSystemAuthError(message, status=status, request_id=request_id)
+    if tool is not None and status in (403, 404):
+        raise ToolDisabled(message, status=status, request_id=request_id)
+    if status == 429 or status >= 500:
+        raise ProjectSystemUnavailable(message, status=status, request_id=request_id)
+    raise ProjectSystemError(message, status=status, request_id=request_id)
+
+
+def _error_message(response: requests.Response, body: bytes) -> str:
+    """The project system's own error text from a JSON or plain-text body."""
+    text = body.decode("utf-8", "replace").strip()
+    try:
+        payload = json.loads(text)
+    except ValueError:
+        payload = None
+    if isinstance(payload, dict):
+        for key in ("message", "error_description", "errors", "error"):
+            flattened = _flatten(payload.get(key))
+            if flattened:
+                return flattened
+    if text and payload is None:
+        return text[:1000]
+    return response.reason or f"HTTP {response.status_code}"
+
+
+def _flatten(value: Any) -> str:
+    """Error details (text, list or field map) as one line of text."""
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, list):
+        return "; ".join(part for part in (_flatten(item) for item in value) if part)
+    if isinstance(value, dict):
+        return "; ".join(f"{key}: {_flatten(item)}" for key, item in value.items()
+                         if _flatten(item))
+    return ""
+
+
+def _parse_json(response: requests.Response, body: bytes) -> Any:
+    """Decode a JSON answer with decimals kept exact."""
+    try:
+        return json.loads(body, parse_float=Decimal)
+    except ValueError:
+        raise ProjectSystemError("The project system's answer is not JSON",
+                                 status=response.status_code,
+                                 request_id=response.headers.get("X-Request-Id")) from None
+
+
+def _next_page(response: requests.Response, page: int, per_page: int) -> int | None:
+    """The next page number from the Link header, else from Total; None on the last page."""
+    if "link" in response.headers:
+        url = response.links.get("next", {}).get("url")
+        if url is None:
+            return None
+        numbers = parse_qs(urlsplit(url).query).get("page")
+        return int(numbers[0]) if numbers and numbers[0].isdigit() else None
+    total = response.headers.get("Total", "")
+    if total.isdigit() and page * per_page < int(total):
+        return page + 1
+    return None
+
+
+def _json_default(value: Any) -> Any:
+    """Encode decimals as JSON numbers, as Procore's cost fields expect."""
+    if isinstance(value, Decimal):
+        return float(value)
+    raise TypeError(f"Cannot encode {type(value).__name__} as JSON")
+
+
+def _timestamp(moment: datetime.datetime) -> str:
+    """A UTC timestamp for Procore filters; a naive datetime is taken as UTC."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _origin_marker(origin_id: str) -> str:
+    """The line that ties a manpower entry to our origin id (Procore has no field for it)."""
+    return f"[ref:{origin_id}]"
+
+
+def _parent_id(row: dict[str, Any]) -> int | None:
+    """A cost code's parent id, from ``parent: {id}`` or ``parent_id``."""
+    parent = row.get("parent")
+    if isinstance(parent, dict) and parent.get("id") is not None:
+        return int(parent["id"])
+    return int(row["parent_id"]) if row.get("parent_id") is not None else None
+
+
+def _full_code(row: dict[str, Any]) -> str:
+    """A cost code with its parent prefix, e.g. "02-200"."""
+    return str(row.get("full_code") or row["code"])
+
+
+def _normalize_cost_type(cost_type: CostType) -> str | None:
+    """The service's word for a cost type: Procore's base type, lowercased."""
+    return cost_type.base_type.lower() or None
+
+
+def _pick_cost_type(cost_types: list[CostType], wanted: str) -> CostType | None:
+    """The cost type for a word ("labor") or code ("L"); Procore's default code wins ties."""
+    by_word = [item for item in cost_types if _normalize_cost_type(item) == wanted.lower()]
+    if by_word:
+        standard = _STANDARD_CODES.get(wanted.lower())
+        return next((item for item in by_word if item.code == standard), by_word[0])
+    return next((item for item in cost_types if item.code.lower() == wanted.lower()), None)

@@ -1,0 +1,155 @@
+"""Pytest fixtures for the Procore sandbox: a live server over loopback, a fresh company per
+test, a ProcoreClient with a fake clock, and a control handle for faults and switches.
+
+Load with ``pytest_plugins = ["tests.plugins.sandbox"]``.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+from flask import Flask
+from werkzeug.serving import make_server
+
+from sandbox import create_sandbox_app
+from sandbox.seed import create_demo_company
+from services.project_system import ProcoreClient
+
+
+@dataclass(frozen=True)
+class SandboxServer:
+    """A running sandbox: its base URL, database file, attachment folder and app."""
+
+    url: str
+    db_path: str
+    files_dir: str
+    app: Flask
+
+
+class FakeClock:
+    """Time that only moves when told to; ``sleep`` records each wait and moves time on."""
+
+    def __init__(self, start: float) -> None:
+        """Start the clock at ``start`` (unix seconds)."""
+        self.now = start
+        self.sleeps: list[float] = []
+
+    def __call__(self) -> float:
+        """The current fake time, in the shape of ``time.time``."""
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        """Record a wait and advance the clock by it, without really waiting."""
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+    def advance(self, seconds: float) -> None:
+        """Move the clock forward."""
+        self.now += seconds
+
+
+class SandboxControl:
+    """Drives the sandbox's /_sandbox switches for one company, with its own token."""
+
+    def __init__(self, server: SandboxServer, company: dict[str, Any]) -> None:
+        """Get a token for the company, used only for control calls."""
+        self.server = server
+        self.company = company
+        self.session = requests.Session()
+        self._login()
+
+    def _login(self) -> None:
+        """Fetch a token with the company's credentials and use it for later calls."""
+        answer = self.session.post(f"{self.server.url}/oauth/token", data={
+            "grant_type": "client_credentials", "client_id": self.company["client_id"],
+            "client_secret": self.company["client_secret"]}, timeout=10)
+        answer.raise_for_status()
+        self.session.headers["Authorization"] = f"Bearer {answer.json()['access_token']}"
+
+    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        """One control call; raises on an error status."""
+        answer = self.session.request(method, f"{self.server.url}/_sandbox{path}", json=body,
+                                      timeout=10)
+        answer.raise_for_status()
+        return answer.json() if answer.content else None
+
+    def fault(self, status: int, count: int = 1, **options: Any) -> dict[str, Any]:
+        """Make the next ``count`` matching calls fail (see POST /_sandbox/faults)."""
+        fault: dict[str, Any] = self._call("POST", "/faults",
+                                           {"status": status, "count": count, **options})
+        return fault
+
+    def faults(self) -> list[dict[str, Any]]:
+        """The faults that still have uses left."""
+        faults: list[dict[str, Any]] = self._call("GET", "/faults")
+        return faults
+
+    def revoke_tokens(self) -> int:
+        """Revoke every token of the company, this handle's own included, then get a new one."""
+        revoked = int(self._call("POST", "/tokens/revoke")["revoked"])
+        self._login()
+        return revoked
+
+    def set_rate_limit(self, per_hour: int | None) -> None:
+        """Override the company's hourly call limit (None restores the default)."""
+        self._call("POST", "/rate_limit", {"per_hour": per_hour})
+
+    def set_tool(self, project_id: int, engine_name: str, is_active: bool) -> None:
+        """Switch a project tool on or off."""
+        self._call("POST", f"/projects/{project_id}/tools",
+                   {"engine_name": engine_name, "is_active": is_active})
+
+    def close(self) -> None:
+        """Close the HTTP session."""
+        self.session.close()
+
+
+@pytest.fixture(scope="session")
+def sandbox_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxServer]:
+    """A sandbox app on a free loopback port, served by a threaded Werkzeug server."""
+    folder: Path = tmp_path_factory.mktemp("procore-sandbox")
+    db_path, files_dir = str(folder / "sandbox.sqlite3"), str(folder / "files")
+    app = create_sandbox_app({"SANDBOX_DB_PATH": db_path, "SANDBOX_FILES_DIR": files_dir})
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, name="procore-sandbox", daemon=True)
+    thread.start()
+    try:
+        yield SandboxServer(url=f"http://127.0.0.1:{server.server_port}", db_path=db_path,
+                            files_dir=files_dir, app=app)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+@pytest.fixture
+def sandbox_company(sandbox_server: SandboxServer) -> dict[str, Any]:
+    """A fresh demo company (credentials and projects) for this test alone."""
+    return create_demo_company(sandbox_server.db_path)
+
+
+@pytest.fixture
+def sandbox_control(sandbox_server: SandboxServer,
+                    sandbox_company: dict[str, Any]) -> Iterator[SandboxControl]:
+    """Fault injection and switches for this test's company."""
+    control = SandboxControl(sandbox_server, sandbox_company)
+    yield control
+    control.close()
+
+
+@pytest.fixture
+def procore_client(sandbox_server: SandboxServer,
+                   sandbox_company: dict[str, Any]) -> Iterator[ProcoreClient]:
+    """A ProcoreClient for this test's company; ``procore_client.clock`` is a FakeClock."""
+    clock = FakeClock(time.time())
+    client = ProcoreClient(sandbox_server.url, sandbox_server.url, sandbox_company["client_id"],
+                           sandbox_company["client_secret"], sandbox_company["company_id"],
+                           clock=clock, sleep=clock.sleep)
+    yield client
+    client.close()

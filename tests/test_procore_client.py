@@ -1,0 +1,401 @@
+"""ProcoreClient against the live sandbox: auth, paging, retries, tool detection, writes."""
+from __future__ import annotations
+
+import datetime
+import socket
+import sqlite3
+import time
+from contextlib import closing
+from decimal import Decimal
+from typing import Any
+
+import pytest
+import requests
+
+from services.project_system import (
+    Attachment,
+    ChangeEventDraft,
+    ChangeEventLine,
+    ManpowerDraft,
+    ProcoreClient,
+    ProjectSystemAuthError,
+    ProjectSystemError,
+    ProjectSystemUnavailable,
+    ToolDisabled,
+)
+
+pytestmark = pytest.mark.live
+
+
+def token_calls(client: ProcoreClient) -> int:
+    """How many token requests the client made."""
+    return sum(1 for _method, path in client.calls if path == "/oauth/token")
+
+
+def calls_to(client: ProcoreClient, method: str, fragment: str) -> int:
+    """How many calls with this method went to a path containing ``fragment``."""
+    return sum(1 for verb, path in client.calls if verb == method and fragment in path)
+
+
+def project_id(company: dict[str, Any], index: int = 0) -> int:
+    """One of the seeded projects (0 and 1 have change events, 2 does not)."""
+    return int(company["projects"][index]["id"])
+
+
+def budget_code_id(client: ProcoreClient, project: int, flat_code: str) -> int:
+    """The id of a budget code by its flat code."""
+    return next(code.id for code in client.list_budget_codes(project)
+                if code.flat_code == flat_code)
+
+
+def draft(client: ProcoreClient, project: int, origin_id: str = "ticket-1") -> ChangeEventDraft:
+    """A change event with a labor line, a materials line and an unrouted line."""
+    return ChangeEventDraft(
+        origin_id=origin_id, title="T&M 1042: hand digging at duct bank",
+        description="Utility conflict found at grid C-4.", origin_data="ticket 1042",
+        lines=(
+            ChangeEventLine("Labor: 3 workers x 8 h", budget_code_id(client, project, "02-200.L"),
+                            "labor", Decimal("24"), Decimal("85.50"), Decimal("2052.00"),
+                            "hours"),
+            ChangeEventLine("Ready-mix concrete", budget_code_id(client, project, "03-300.M"),
+                            "materials", Decimal("2.5"), Decimal("168.40"), Decimal("421.00"),
+                            "cy"),
+            ChangeEventLine("Dump fees", None, None, None, None, Decimal("120.25"), None),
+        ))
+
+
+def event_count(db_path: str, project: int) -> int:
+    """How many change events the sandbox holds for the project."""
+    with closing(sqlite3.connect(db_path)) as conn:
+        return conn.execute("SELECT count(*) FROM change_events WHERE project_id = ?",
+                            [project]).fetchone()[0]
+
+
+def test_pages_through_lists_by_link_header(procore_client, sandbox_company):
+    """per_page=2 still returns every project, one call per page."""
+    procore_client.per_page = 2
+    projects = procore_client.list_projects()
+    assert [project.name for project in projects] == sorted(
+        project["name"] for project in sandbox_company["projects"])
+    assert calls_to(procore_client, "GET", "/rest/v1.0/projects") == 2
+    assert {project.active for project in projects} == {True, False}
+    procore_client.per_page = 5
+    paged = procore_client.list_cost_codes(project_id(sandbox_company))
+    procore_client.per_page = 100
+    assert paged == procore_client.list_cost_codes(project_id(sandbox_company))
+    assert calls_to(procore_client, "GET", "/cost_codes") == 7 + 1
+
+
+def test_token_is_cached_and_renewed_when_the_clock_says_so(procore_client, sandbox_company):
+    """One token for many calls; a new one once expires_in minus the safety margin passes."""
+    for _ in range(5):
+        procore_client.list_cost_types(project_id(sandbox_company))
+    assert token_calls(procore_client) == 1
+    procore_client.clock.advance(5400 - 61)
+    procore_client.list_projects()
+    assert token_calls(procore_client) == 1
+    procore_client.clock.advance(2)
+    procore_client.list_projects()
+    assert token_calls(procore_client) == 2
+
+
+def test_revoked_token_is_renewed_once_and_the_call_repeated(procore_client, sandbox_control):
+    """A 401 from the server gets a new token and the same call again."""
+    procore_client.list_projects()
+    sandbox_control.revoke_tokens()
+    assert len(procore_client.list_projects()) == 4
+    assert token_calls(procore_client) == 2
+    assert calls_to(procore_client, "GET", "/rest/v1.0/projects") == 3
+
+
+def test_revoked_token_renewal_also_covers_writes(procore_client, sandbox_company,
+                                                  sandbox_control):
+    """A write refused with 401 is sent again with a new token, and lands once."""
+    project = project_id(sandbox_company)
+    procore_client.list_projects()
+    sandbox_control.revoke_tokens()
+    procore_client.create_manpower_log(project, ManpowerDraft(
+        "ticket-401", datetime.date(2026, 6, 3), 2, Decimal("4"), "Cleanup"))
+    assert calls_to(procore_client, "POST", "/manpower_logs") == 2
+    assert procore_client.find_manpower_log(project, "ticket-401",
+                                            datetime.date(2026, 6, 3)) is not None
+
+
+def test_429_on_a_read_waits_what_retry_after_says(procore_client, sandbox_company,
+                                                   sandbox_control):
+    """Retry-After: 7 on a read means one 7-second wait, then success."""
+    sandbox_control.fault(429, methods=["GET"], retry_after=7, match="/line_item_types")
+    types = procore_client.list_cost_types(project_id(sandbox_company))
+    assert {cost_type.code for cost_type in types} >= {"L", "E", "M", "O"}
+    assert procore_client.clock.sleeps == [7]
+    assert calls_to(procore_client, "GET", "/line_item_types") == 2
+
+
+def test_5xx_on_a_read_backs_off_then_succeeds(procore_client, sandbox_company,
+                                               sandbox_control):
+    """Two 503s: two growing waits with jitter, then the answer."""
+    sandbox_control.fault(503, count=2, methods=["GET"], match="/cost_codes")
+    assert procore_client.list_cost_codes(project_id(sandbox_company))
+    first, second = procore_client.clock.sleeps
+    assert 0.25 <= first <= 0.5 and 0.5 <= second <= 1.0
+
+
+def test_reads_give_up_after_max_retries(procore_client, sandbox_control):
+    """A read that keeps failing raises ProjectSystemUnavailable with the server's message."""
+    sandbox_control.fault(502, count=10, methods=["GET"], message="Bad gateway upstream")
+    with pytest.raises(ProjectSystemUnavailable) as caught:
+        procore_client.list_projects()
+    assert caught.value.status == 502 and caught.value.message == "Bad gateway upstream"
+    assert len(procore_client.clock.sleeps) == procore_client.max_read_retries
+    assert calls_to(procore_client, "GET", "/rest/v1.0/projects") == 5
+
+
+def test_hourly_limit_waits_are_capped(procore_client, sandbox_control):
+    """The sandbox's real 429 (Retry-After up to an hour) is waited out in capped steps."""
+    sandbox_control.set_rate_limit(1)
+    procore_client.list_projects()
+    with pytest.raises(ProjectSystemUnavailable) as caught:
+        procore_client.list_projects()
+    assert caught.value.status == 429
+    assert caught.value.message.startswith("You have surpassed the max number of requests")
+    assert len(procore_client.clock.sleeps) == 4
+    assert all(0 < wait <= 60 for wait in procore_client.clock.sleeps)
+
+
+@pytest.mark.parametrize("status", [429, 500, 503])
+def test_writes_are_never_retried(procore_client, sandbox_server, sandbox_company,
+                                  sandbox_control, status):
+    """A write answered with 429 or 5xx raises at once; the caller's own retry makes one record."""
+    project = project_id(sandbox_company)
+    ticket = draft(procore_client, project)
+    sandbox_control.fault(status, message="Try again later", match="/change_events")
+    with pytest.raises(ProjectSystemUnavailable) as caught:
+        procore_client.create_change_event(project, ticket)
+    assert caught.value.status == status and caught.value.message == "Try again later"
+    assert calls_to(procore_client, "POST", "/change_events") == 1
+    assert procore_client.clock.sleeps == []
+    assert procore_client.find_change_event(project, ticket.origin_id) is None
+    procore_client.create_change_event(project, ticket)
+    assert event_count(sandbox_server.db_path, project) == 1
+
+
+def test_tool_detection(procore_client, sandbox_company, sandbox_control):
+    """Projects with and without the change-events tool, and a tool switched off later."""
+    with_tool, without_tool = project_id(sandbox_company, 0), project_id(sandbox_company, 2)
+    assert procore_client.change_events_enabled(with_tool) is True
+    assert procore_client.change_events_enabled(without_tool) is False
+    sandbox_control.set_tool(with_tool, "change_events", False)
+    assert procore_client.change_events_enabled(with_tool) is False
+    assert procore_client.change_events_enabled(42) is False
+
+
+def test_budget_codes_carry_cost_codes_and_normalized_types(procore_client, sandbox_company):
+    """Budget codes map to cost codes and to the service's cost type words."""
+    project = project_id(sandbox_company)
+    cost_codes = {code.code: code for code in procore_client.list_cost_codes(project)}
+    assert "02" not in cost_codes  # divisions are left out
+    assert cost_codes["02-200"].name == "Site Earthwork"
+    codes = {code.flat_code: code for code in procore_client.list_budget_codes(project)}
+    labor = codes["02-200.L"]
+    assert labor.cost_code_id == cost_codes["02-200"].id and labor.cost_type == "labor"
+    assert codes["03-300.M"].cost_type == "materials"
+    assert codes["05-120.E"].cost_type == "equipment"
+    assert codes["01-500.O"].cost_type == "other"
+    assert codes["22-100.S"].cost_type == "commitment"
+    assert "01-500.L" not in codes
+    assert not any(code.cost_code_id == cost_codes["04-200"].id for code in codes.values())
+
+
+def test_create_budget_code_adds_a_missing_pair_once(procore_client, sandbox_company):
+    """A missing pair is created through the WBS segments; asking again returns the same code."""
+    project = project_id(sandbox_company)
+    masonry = next(code for code in procore_client.list_cost_codes(project)
+                   if code.code == "04-200")
+    created = procore_client.create_budget_code(project, masonry.id, "labor")
+    assert created.flat_code == "04-200.L" and created.cost_type == "labor"
+    assert created.cost_code_id == masonry.id
+    posts = calls_to(procore_client, "POST", "/wbs_codes")
+    again = procore_client.create_budget_code(project, masonry.id, "L")
+    assert again == created
+    assert calls_to(procore_client, "POST", "/wbs_codes") == posts == 1
+    assert created in procore_client.list_budget_codes(project)
+    existing = procore_client.create_budget_code(
+        project, next(code.id for code in procore_client.list_cost_codes(project)
+                      if code.code == "02-200"), "materials")
+    assert existing.flat_code == "02-200.M"
+    assert calls_to(procore_client, "POST", "/wbs_codes") == 1
+    with pytest.raises(ProjectSystemError) as caught:
+        procore_client.create_budget_code(project, 12345, "labor")
+    assert caught.value.status == 404
+
+
+def test_change_event_create_find_attach_and_read_back(procore_client, sandbox_company,
+                                                       sandbox_server):
+    """The full write: lines on budget codes, origin id, attachments, and a page to open."""
+    project = project_id(sandbox_company)
+    started = datetime.datetime.now(datetime.UTC)
+    ticket = draft(procore_client, project)
+    record = procore_client.create_change_event(project, ticket)
+    assert record.kind == "change_event" and record.number == "001"
+    assert record.url == (f"{sandbox_server.url}/{project}/project/change_events/events/"
+                          f"{record.id}")
+    for name in ("photo-1.jpg", "signature.png"):
+        procore_client.attach_file(project, record.id,
+                                   Attachment(name, "image/jpeg", b"\xff\xd8" + name.encode()))
+    assert calls_to(procore_client, "PATCH", f"/change_events/{record.id}") == 2
+    found = procore_client.find_change_event(project, ticket.origin_id, created_after=started)
+    assert found is not None and found.id == record.id
+    assert found.attachment_filenames == ("photo-1.jpg", "signature.png")
+    assert procore_client.find_change_event(project, "another-ticket") is None
+    remote = procore_client.get_change_event(project, record.id)
+    assert remote["external_data"]["origin_id"] == "ticket-1"
+    assert remote["scope"] == "out_of_scope" and remote["status"]["name"] == "Open"
+    assert remote["title"] == ticket.title and remote["description"] == ticket.description
+    items = remote["change_items"]
+    assert [item["budget_code"]["id"] if item["budget_code"] else None for item in items] == [
+        line.budget_code_id for line in ticket.lines]
+    assert [item["cost_impact"]["estimate"]["amount"] for item in items] == [
+        Decimal("2052.0"), Decimal("421.0"), Decimal("120.25")]
+    assert items[0]["cost_impact"]["estimate"]["unit_of_measure"] == "hours"
+    page = requests.get(record.url, timeout=10)
+    assert page.status_code == 200 and "T&amp;M 1042" in page.text
+
+
+def test_after_commit_failure_is_raised_but_the_record_can_be_found(
+        procore_client, sandbox_server, sandbox_company, sandbox_control):
+    """The server stores the event and then fails: the client raises, lookup finds it."""
+    project = project_id(sandbox_company)
+    ticket = draft(procore_client, project, origin_id="ticket-after-commit")
+    sandbox_control.fault(500, after_commit=True, match="/change_events")
+    with pytest.raises(ProjectSystemUnavailable):
+        procore_client.create_change_event(project, ticket)
+    found = procore_client.find_change_event(
+        project, ticket.origin_id,
+        created_after=datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=1))
+    assert found is not None and found.attachment_filenames == ()
+    assert event_count(sandbox_server.db_path, project) == 1
+
+
+def test_attachment_stored_before_a_failure_shows_in_lookup(procore_client, sandbox_company,
+                                                            sandbox_control):
+    """A PATCH that failed after storing the file: lookup lists it, so a retry can skip it."""
+    project = project_id(sandbox_company)
+    ticket = draft(procore_client, project, origin_id="ticket-attach")
+    record = procore_client.create_change_event(project, ticket)
+    sandbox_control.fault(502, after_commit=True, match=f"/change_events/{record.id}")
+    with pytest.raises(ProjectSystemUnavailable):
+        procore_client.attach_file(project, record.id,
+                                   Attachment("photo-1.jpg", "image/jpeg", b"\xff\xd8"))
+    found = procore_client.find_change_event(project, ticket.origin_id)
+    assert found is not None and found.attachment_filenames == ("photo-1.jpg",)
+
+
+def test_dropped_connection_on_a_write_is_unavailable(procore_client, sandbox_company,
+                                                      sandbox_control):
+    """The socket closes after the write is stored: no retry, and the record is there."""
+    project = project_id(sandbox_company)
+    ticket = draft(procore_client, project, origin_id="ticket-dropped")
+    sandbox_control.fault(0, after_commit=True, match="/change_events")
+    with pytest.raises(ProjectSystemUnavailable):
+        procore_client.create_change_event(project, ticket)
+    assert calls_to(procore_client, "POST", "/change_events") == 1
+    assert procore_client.find_change_event(project, ticket.origin_id) is not None
+
+
+def test_slow_write_times_out_as_unavailable(sandbox_server, sandbox_company, sandbox_control):
+    """A write slower than the read timeout raises ProjectSystemUnavailable without a retry."""
+    project = project_id(sandbox_company)
+    with ProcoreClient(sandbox_server.url, sandbox_server.url, sandbox_company["client_id"],
+                       sandbox_company["client_secret"], sandbox_company["company_id"],
+                       timeout=(1, 0.5), sleep=lambda seconds: None) as client:
+        sandbox_control.fault(500, delay_s=1.2, after_commit=True, match="/manpower_logs")
+        started = time.monotonic()
+        with pytest.raises(ProjectSystemUnavailable) as caught:
+            client.create_manpower_log(project, ManpowerDraft(
+                "ticket-slow", datetime.date(2026, 6, 4), 1, Decimal("1"), ""))
+        assert time.monotonic() - started < 1.1
+        assert caught.value.status is None and "ReadTimeout" in caught.value.message
+        assert calls_to(client, "POST", "/manpower_logs") == 1
+        time.sleep(0.8)  # let the server finish the delayed answer
+        assert client.find_manpower_log(project, "ticket-slow",
+                                        datetime.date(2026, 6, 4)) is not None
+
+
+def test_manpower_log_create_and_find(procore_client, sandbox_company):
+    """A manpower entry with the origin marker, found again by date and origin id."""
+    project = project_id(sandbox_company, 2)
+    day = datetime.date(2026, 6, 3)
+    record = procore_client.create_manpower_log(project, ManpowerDraft(
+        "ticket-7", day, 3, Decimal("7.5"), "Extra work ticket 7: trenching"))
+    assert record.kind == "manpower_log" and record.number is None
+    assert record.url.endswith(f"/{project}/project/daily_log/manpower_logs/{record.id}")
+    found = procore_client.find_manpower_log(project, "ticket-7", day)
+    assert found == record
+    assert procore_client.find_manpower_log(project, "ticket-7", day.replace(day=4)) is None
+    assert procore_client.find_manpower_log(project, "ticket-70", day) is None
+    remote = procore_client.get_manpower_log(project, record.id)
+    assert remote["notes"] == "Extra work ticket 7: trenching\n[ref:ticket-7]"
+    assert remote["num_workers"] == 3 and Decimal(remote["man_hours"]) == Decimal("22.5")
+
+
+def test_validation_message_passes_through(procore_client, sandbox_company):
+    """A 422 keeps the project system's own message, status and request id."""
+    project = project_id(sandbox_company)
+    line = ChangeEventLine("Labor", 999, "labor", None, None, Decimal("10"), None)
+    with pytest.raises(ProjectSystemError) as caught:
+        procore_client.create_change_event(project, ChangeEventDraft(
+            "ticket-bad", "Bad code", "", (line,)))
+    error = caught.value
+    assert type(error) is ProjectSystemError and error.status == 422
+    assert error.message == ("Validation failed: change_items[0].budget_code 999 does not "
+                             "exist in this project")
+    assert error.request_id and error.request_id in str(error)
+
+
+def test_disabled_tool_raises_tool_disabled(procore_client, sandbox_company):
+    """Writing a change event where the tool is off raises ToolDisabled with Procore's text."""
+    project = project_id(sandbox_company, 2)
+    with pytest.raises(ToolDisabled) as caught:
+        procore_client.create_change_event(project, ChangeEventDraft("t", "x", "", ()))
+    assert caught.value.status == 403
+    assert "permission access to view Change Events" in caught.value.message
+
+
+def test_bad_client_secret_is_an_auth_error(sandbox_server, sandbox_company):
+    """Refused credentials raise ProjectSystemAuthError, without the secret in sight."""
+    secret = "wrong-secret-value-123"
+    client = ProcoreClient(sandbox_server.url, sandbox_server.url, sandbox_company["client_id"],
+                           secret, sandbox_company["company_id"])
+    with client, pytest.raises(ProjectSystemAuthError) as caught:
+        client.list_projects()
+    assert caught.value.status == 401
+    assert "Client authentication failed" in caught.value.message
+    assert secret not in str(caught.value) and secret not in repr(caught.value)
+
+
+def test_connection_refused_is_unavailable():
+    """Nothing listening: ProjectSystemUnavailable after the read retries."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    waits: list[float] = []
+    url = f"http://127.0.0.1:{port}"
+    client = ProcoreClient(url, url, "client", "secret", 1, sleep=waits.append)
+    with client, pytest.raises(ProjectSystemUnavailable) as caught:
+        client.list_projects()
+    assert caught.value.status is None and len(waits) == 4
+
+
+def test_secrets_stay_out_of_repr_and_errors(procore_client, sandbox_company, sandbox_control):
+    """Neither the client secret nor the access token shows in repr or error text."""
+    procore_client.list_projects()
+    token = procore_client._token
+    assert token
+    secret = sandbox_company["client_secret"]
+    sandbox_control.fault(503, count=10, methods=["GET"])
+    with pytest.raises(ProjectSystemUnavailable) as caught:
+        procore_client.list_projects()
+    for text in (repr(procore_client), str(procore_client), str(caught.value),
+                 repr(caught.value)):
+        assert secret not in text and token not in text
+    assert "ProcoreClient(api_base=" in repr(procore_client)
