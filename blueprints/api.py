@@ -14,11 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flask import Blueprint, Response, g, jsonify, request
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from services import keys
-from services.errors import ServiceError, ValidationFailed, field_problem
+from services.errors import ServiceError
 from services.ratelimit import api_limit, presented_api_key
+from services.validation import validate
 
 API_PREFIX = "/v1"
 
@@ -55,37 +56,6 @@ class BadBody(ServiceError):
 def _reject_constant(name: str) -> None:
     """Refuse NaN and Infinity, which JSON does not allow."""
     raise ValueError(f"{name} is not a valid JSON number")
-
-
-def error_path(location: tuple[Any, ...]) -> str:
-    """Render a Pydantic error location as a path such as 'labor[2].hours'."""
-    path = ""
-    for part in location:
-        if isinstance(part, int):
-            path += f"[{part}]"
-        else:
-            path += ("." if path else "") + str(part)
-    return path or "body"
-
-
-def validation_details(error: ValidationError) -> list[dict[str, str]]:
-    """Turn a Pydantic ValidationError into the details list of a 400."""
-    problems = []
-    for item in error.errors(include_url=False, include_input=False):
-        location = tuple(p for p in item["loc"] if p not in ("function-after", "function-before"))
-        message = item["msg"]
-        if message.startswith("Value error, "):
-            message = message[len("Value error, "):]
-        problems.append(field_problem(error_path(location), message))
-    return problems
-
-
-def validate_model(model: type[BaseModel], data: Any) -> BaseModel:
-    """Validate data against a model, raising a 400 that lists every problem."""
-    try:
-        return model.model_validate(data)
-    except ValidationError as error:
-        raise ValidationFailed("the request has problems; see details", details=validation_details(error))
 
 
 def read_json_object(required: bool = True) -> dict[str, Any]:
@@ -141,9 +111,9 @@ def api_route(bp: Blueprint, rule: str, *, method: str = "GET", tag: str,
                 authenticate_request()
             kwargs: dict[str, Any] = dict(path_args)
             if query is not None:
-                kwargs["query"] = validate_model(query, request.args.to_dict(flat=True))
+                kwargs["query"] = validate(query, request.args.to_dict(flat=True))
             if body is not None:
-                kwargs["body"] = validate_model(body, read_json_object(required=body_required))
+                kwargs["body"] = validate(body, read_json_object(required=body_required))
             return to_json(view(**kwargs))
 
         registered = handler if public else api_limit(handler)

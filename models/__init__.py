@@ -1,8 +1,9 @@
 """Typed SQLAlchemy models. Importing this package registers every table."""
 from models.base import Base, UTCDateTime, db, utcnow
 from models.company import ApiKey, Company, Reviewer
+from models.link import CaptureLink
 from models.project_system import ProjectSystemConnection
 from models.ticket import Decision, Ticket, TicketPhoto
 
-__all__ = ["ApiKey", "Base", "Company", "Decision", "ProjectSystemConnection", "Reviewer", "Ticket",
+__all__ = ["ApiKey", "Base", "CaptureLink", "Company", "Decision", "ProjectSystemConnection", "Reviewer", "Ticket",
            "TicketPhoto", "UTCDateTime", "db", "utcnow"]

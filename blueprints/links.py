@@ -1,0 +1,169 @@
+"""Capture links: the /v1 API for managing them and the public pages crews open on site."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from flask import Blueprint, Response, current_app, g, jsonify, render_template, request
+
+from blueprints.api import api_route, read_json_object
+from models.schemas import Link, LinkInput, LinkList
+from services import capture, links
+from services.errors import ServiceError
+from services.ratelimit import limiter
+
+bp = Blueprint("links", __name__)
+
+CAPTURE_SECURITY_HEADERS = {
+    # The URL carries a credential: never leak it to another site.
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+
+
+@api_route(bp, "/links", tag="links", response=LinkList)
+def list_links() -> LinkList:
+    """List the company's capture links with how many tickets came through each."""
+    return LinkList(data=links.list_links(g.company_id))
+
+
+@api_route(bp, "/links", method="POST", tag="links", body=LinkInput, response=Link,
+           errors=(404, 409, 502))
+def create_link(body: LinkInput) -> Link:
+    """Create a capture link for a project; the token in it is a credential."""
+    return links.create_link(g.company_id, body.project_id, body.label)
+
+
+@api_route(bp, "/links/<token>/revoke", method="POST", tag="links", response=Link, errors=(404,))
+def revoke_link(token: str) -> Link:
+    """Stop a link from working; revoking again is harmless."""
+    return links.revoke_link(g.company_id, token)
+
+
+def _capture_response(body: str, status: int = 200) -> Response:
+    """An HTML answer for a capture page, with the headers a credential-bearing URL needs."""
+    response = Response(body, status=status, mimetype="text/html")
+    response.headers.update(CAPTURE_SECURITY_HEADERS)
+    response.vary.add("HX-Request")
+    return response
+
+
+def _gone_page(error: ServiceError) -> Response:
+    """The page a crew sees for a revoked or unknown link."""
+    return _capture_response(render_template("capture/gone.html"), status=error.status)
+
+
+def _form_context(link, via: str, values: dict | None = None, errors: dict | None = None) -> dict:
+    """Everything the capture form template needs."""
+    return {"link": link, "via": via, "values": values or {}, "errors": errors or {},
+            "cost_codes": capture.cost_code_choices(link.company_id, link.project_id),
+            "row_kinds": capture.ROW_KINDS}
+
+
+@bp.get("/c/sw.js")
+def capture_service_worker() -> Response:
+    """The capture pages' service worker, served under /c/ so its scope covers every link."""
+    script = Path(current_app.static_folder, "capture-sw.js").read_text(encoding="utf-8")
+    response = Response(script, mimetype="text/javascript")
+    response.headers["Service-Worker-Allowed"] = "/c/"
+    response.headers["Cache-Control"] = "no-cache"
+    return response
+
+
+@bp.get("/c/<token>", defaults={"via": "link"})
+@bp.get("/c/<token>/q", defaults={"via": "qr"})
+@bp.get("/c/<token>/s", defaults={"via": "sms"})
+def capture_page(token: str, via: str) -> Response:
+    """The ticket form a crew opens from a QR code, a text message or a plain link."""
+    try:
+        link = links.resolve_token(token)
+    except ServiceError as error:
+        return _gone_page(error)
+    return _capture_response(render_template("capture/page.html", **_form_context(link, via)))
+
+
+@bp.get("/c/<token>/rows/<kind>")
+def capture_row(token: str, kind: str) -> Response:
+    """One empty labor, equipment or material row, fetched by htmx when the crew adds a line."""
+    try:
+        links.resolve_token(token)
+    except ServiceError as error:
+        return _gone_page(error)
+    if kind not in capture.ROW_KINDS:
+        return _capture_response("", status=404)
+    index = request.args.get("i", default=0, type=int)
+    index = min(max(index, 0), 999)
+    return _capture_response(render_template(
+        "capture/_row.html", kind=kind, index=index, values={}, errors={}))
+
+
+def _capture_limit_key() -> str:
+    """Rate-limit capture submissions per link token."""
+    return "link:" + (request.view_args or {}).get("token", "")[:64]
+
+
+def _capture_limit() -> str:
+    """The configured per-link submission limit."""
+    return current_app.config["CAPTURE_RATE_LIMIT"]
+
+
+@bp.post("/c/<token>/tickets")
+@limiter.limit(_capture_limit, key_func=_capture_limit_key)
+def capture_submit(token: str) -> Response:
+    """Take a ticket from the phone (JSON, possibly a queued resend) or from the plain form."""
+    as_json = request.mimetype == "application/json"
+    via = request.args.get("via") or request.form.get("via") or "link"
+    try:
+        if as_json:
+            payload = read_json_object()
+        else:
+            payload = capture.form_to_payload(request.form, request.files)
+        ticket, created = capture.submit(token, payload, via)
+    except ServiceError as error:
+        if as_json:
+            body = {"error": {"code": error.code, "message": error.message}}
+            if error.details is not None:
+                body["error"]["details"] = error.details
+            response = jsonify(body)
+            response.status_code = error.status
+            response.headers.update(CAPTURE_SECURITY_HEADERS)
+            return response
+        if error.status in (404, 410):
+            return _gone_page(error)
+        link = links.resolve_token(token)
+        errors = {d["field"]: d["message"] for d in (error.details or []) if isinstance(d, dict)}
+        errors.setdefault("_form", error.message)
+        return _capture_response(render_template(
+            "capture/page.html", **_form_context(link, via, request.form.to_dict(), errors)),
+            status=400)
+    reference = capture.short_reference(ticket.id)
+    if as_json:
+        response = jsonify({"id": ticket.id, "reference": reference, "created": created,
+                            "photo_count": ticket.photo_count})
+        response.headers.update(CAPTURE_SECURITY_HEADERS)
+        return response
+    return _capture_response(render_template("capture/done.html", reference=reference,
+                                             ticket=ticket, token=token, via=via))
+
+
+@bp.get("/c/<token>/qr.svg")
+def capture_qr(token: str) -> Response:
+    """The QR code of a link, as SVG, for screens and posters."""
+    try:
+        links.resolve_token(token)
+    except ServiceError as error:
+        return _gone_page(error)
+    response = Response(links.qr_svg(token), mimetype="image/svg+xml")
+    response.headers.update(CAPTURE_SECURITY_HEADERS)
+    return response
+
+
+@bp.get("/c/<token>/poster")
+def capture_poster(token: str) -> Response:
+    """A printable poster for the site trailer: project, QR code, three lines of instructions."""
+    try:
+        link = links.resolve_token(token)
+    except ServiceError as error:
+        return _gone_page(error)
+    return _capture_response(render_template("capture/poster.html", link=link,
+                                             qr=links.qr_svg(token),
+                                             url=links.capture_url(token, "qr")))

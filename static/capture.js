@@ -1,0 +1,361 @@
+/* Capture page: rows, photo compression, signature, and a queue on the phone so a
+ * ticket written on one bar of signal is never lost. Every ticket carries a client
+ * reference, so sending it again can never make a second ticket. */
+(function () {
+  "use strict";
+
+  var MAX_PHOTOS = 12;
+  var LONG_EDGE = 2048;
+  var TARGET_BYTES = 350 * 1024;
+  var QUEUE_PREFIX = "ticket:";
+  var store = window.idbKeyval;
+  var form = document.getElementById("ticket-form");
+  if (!form) { return; }
+  document.documentElement.classList.add("js");
+
+  var statusBox = document.getElementById("queue-status");
+  var progress = document.getElementById("upload-progress");
+  var photoList = document.getElementById("photo-list");
+  var photoInput = form.querySelector("input[name=photo_files]");
+  var photos = [];
+  var rowCounter = 100;
+  var signaturePad = null;
+  var sending = false;
+
+  function newClientRef() {
+    if (window.crypto && crypto.randomUUID) { return crypto.randomUUID(); }
+    var bytes = new Uint8Array(16);
+    crypto.getRandomValues(bytes);
+    return Array.prototype.map.call(bytes, function (b) { return ("0" + b.toString(16)).slice(-2); }).join("");
+  }
+
+  function showStatus(kind, text) {
+    statusBox.hidden = false;
+    statusBox.className = "queue-status " + kind;
+    statusBox.textContent = text;
+  }
+
+  /* ---------------------------------------------------------------- rows */
+
+  document.body.addEventListener("htmx:configRequest", function (event) {
+    rowCounter += 1;
+    event.detail.parameters.i = rowCounter;
+  });
+
+  form.addEventListener("click", function (event) {
+    var button = event.target.closest(".remove-row");
+    if (button) {
+      var row = button.closest(".row");
+      if (row) { row.remove(); }
+    }
+  });
+
+  /* -------------------------------------------------------------- photos */
+
+  function loadBitmap(file) {
+    if (window.createImageBitmap) {
+      return createImageBitmap(file, { imageOrientation: "from-image" }).catch(function () {
+        return createImageBitmap(file);
+      });
+    }
+    return new Promise(function (resolve, reject) {
+      var image = new Image();
+      image.onload = function () { resolve(image); };
+      image.onerror = reject;
+      image.src = URL.createObjectURL(file);
+    });
+  }
+
+  function canvasToBlob(canvas, quality) {
+    return new Promise(function (resolve) { canvas.toBlob(resolve, "image/jpeg", quality); });
+  }
+
+  function blobToDataUrl(blob) {
+    return new Promise(function (resolve, reject) {
+      var reader = new FileReader();
+      reader.onload = function () { resolve(reader.result); };
+      reader.onerror = reject;
+      reader.readAsDataURL(blob);
+    });
+  }
+
+  /* Scale to at most 2048 px on the long edge and re-encode as JPEG, lowering the
+   * quality until the photo fits the target size. Re-encoding also drops EXIF. */
+  function compress(file) {
+    return loadBitmap(file).then(function (bitmap) {
+      var width = bitmap.width, height = bitmap.height;
+      var scale = Math.min(1, LONG_EDGE / Math.max(width, height));
+      var canvas = document.createElement("canvas");
+      canvas.width = Math.round(width * scale);
+      canvas.height = Math.round(height * scale);
+      canvas.getContext("2d").drawImage(bitmap, 0, 0, canvas.width, canvas.height);
+      if (bitmap.close) { bitmap.close(); }
+      var qualities = [0.8, 0.68, 0.55, 0.45];
+      function attempt(i) {
+        return canvasToBlob(canvas, qualities[i]).then(function (blob) {
+          if (blob.size > TARGET_BYTES && i + 1 < qualities.length) { return attempt(i + 1); }
+          return blob;
+        });
+      }
+      return attempt(0);
+    }).then(function (blob) {
+      return blobToDataUrl(blob).then(function (url) { return { dataUrl: url, size: blob.size }; });
+    });
+  }
+
+  function renderPhotos() {
+    photoList.textContent = "";
+    photos.forEach(function (photo, index) {
+      var item = document.createElement("li");
+      var image = document.createElement("img");
+      image.src = photo.data_url;
+      image.alt = photo.name;
+      var remove = document.createElement("button");
+      remove.type = "button";
+      remove.textContent = "×";
+      remove.setAttribute("aria-label", "Remove " + photo.name);
+      remove.addEventListener("click", function () { photos.splice(index, 1); renderPhotos(); });
+      item.appendChild(image);
+      item.appendChild(remove);
+      photoList.appendChild(item);
+    });
+  }
+
+  if (photoInput) {
+    photoInput.addEventListener("change", function () {
+      var files = Array.prototype.slice.call(photoInput.files || []);
+      var room = MAX_PHOTOS - photos.length;
+      var error = form.querySelector('[data-error-for="photos"]');
+      error.textContent = files.length > room ? "Only " + MAX_PHOTOS + " photos fit on one ticket." : "";
+      files.slice(0, Math.max(room, 0)).reduce(function (chain, file) {
+        return chain.then(function () {
+          return compress(file).then(function (result) {
+            photos.push({ name: file.name || "photo.jpg", data_url: result.dataUrl,
+                          size: result.size, taken_at: new Date(file.lastModified || Date.now()).toISOString() });
+            renderPhotos();
+          }).catch(function () {
+            error.textContent = "Could not read " + (file.name || "a photo") + "; try taking it again.";
+          });
+        });
+      }, Promise.resolve()).then(function () { photoInput.value = ""; });
+    });
+  }
+
+  /* ----------------------------------------------------------- signature */
+
+  function setUpSignature() {
+    var canvas = document.getElementById("signature-pad");
+    if (!canvas || !window.SignaturePad) { return; }
+    signaturePad = new window.SignaturePad(canvas, { backgroundColor: "rgba(255,255,255,0)" });
+    function resize() {
+      var ratio = Math.max(window.devicePixelRatio || 1, 1);
+      var data = signaturePad.toData();
+      canvas.width = canvas.offsetWidth * ratio;
+      canvas.height = canvas.offsetHeight * ratio;
+      canvas.getContext("2d").scale(ratio, ratio);
+      signaturePad.clear();
+      signaturePad.fromData(data);
+    }
+    window.addEventListener("resize", resize);
+    resize();
+    document.getElementById("signature-clear").addEventListener("click", function () { signaturePad.clear(); });
+  }
+
+  /* ------------------------------------------------------------- payload */
+
+  function value(name) {
+    var field = form.elements.namedItem(name);
+    return field && field.value !== undefined ? field.value.trim() : "";
+  }
+
+  function collectRows(kind) {
+    var rows = [];
+    form.querySelectorAll('.rows[data-kind="' + kind + '"] > .row').forEach(function (row) {
+      var entry = {}, filled = false;
+      row.querySelectorAll("input").forEach(function (input) {
+        var key = input.name.split(".").pop();
+        var text = input.value.trim();
+        if (text !== "") { entry[key] = text; filled = true; }
+      });
+      rows.push(filled ? entry : null);
+    });
+    return rows;
+  }
+
+  function buildPayload() {
+    var payload = {
+      description: value("description"), reason: value("reason"),
+      directed_by: value("directed_by"), captured_by: value("captured_by") || null,
+      labor: [], equipment: [], materials: [],
+      photos: photos.map(function (p) { return { name: p.name, data_url: p.data_url, taken_at: p.taken_at }; }),
+      client_ref: newClientRef()
+    };
+    ["labor", "equipment", "materials"].forEach(function (kind) {
+      payload[kind] = collectRows(kind).filter(function (row) { return row !== null; });
+    });
+    if (signaturePad && !signaturePad.isEmpty()) {
+      payload.signature = { name: value("signature.name") || null, role: value("signature.role") || null,
+                            signed_at: new Date().toISOString(), image: signaturePad.toDataURL("image/png") };
+    }
+    return payload;
+  }
+
+  /* -------------------------------------------------------------- errors */
+
+  function clearErrors() {
+    form.querySelectorAll(".error").forEach(function (el) {
+      if (el.getAttribute("data-error-for") !== "photos") { el.textContent = ""; }
+    });
+    form.querySelectorAll(".has-error").forEach(function (el) { el.classList.remove("has-error"); });
+    var top = form.querySelector(".js-form-error");
+    top.hidden = true;
+  }
+
+  /* Server paths count only the rows that were sent; map them back to rows on screen. */
+  function fieldForPath(path) {
+    var match = /^(labor|equipment|materials)\[(\d+)\]\.(\w+)$/.exec(path);
+    if (!match) { return form.querySelector('[data-error-for="' + path + '"]'); }
+    var sentIndex = parseInt(match[2], 10), seen = -1, target = null;
+    form.querySelectorAll('.rows[data-kind="' + match[1] + '"] > .row').forEach(function (row) {
+      var filled = Array.prototype.some.call(row.querySelectorAll("input"), function (i) { return i.value.trim() !== ""; });
+      if (filled) { seen += 1; }
+      if (filled && seen === sentIndex && !target) {
+        target = row.querySelector('[data-error-for$="].' + match[3] + '"]');
+      }
+    });
+    return target;
+  }
+
+  function showErrors(error) {
+    clearErrors();
+    var top = form.querySelector(".js-form-error");
+    top.textContent = "Please fix the marked fields.";
+    top.hidden = false;
+    (error.details || []).forEach(function (detail) {
+      var path = detail.field.replace(/\.data_url$/, "").replace(/^photos\[\d+\]$/, "photos");
+      var box = fieldForPath(detail.field) || fieldForPath(path) || top;
+      box.textContent = box === top ? top.textContent + " " + detail.message : detail.message;
+      var label = box.closest ? box.closest(".field") : null;
+      if (label) { label.classList.add("has-error"); }
+    });
+    var first = form.querySelector(".has-error input, .has-error textarea");
+    if (first) { first.focus(); }
+  }
+
+  /* --------------------------------------------------------------- queue */
+
+  function send(entry, onProgress) {
+    return new Promise(function (resolve) {
+      var request = new XMLHttpRequest();
+      request.open("POST", entry.url);
+      request.setRequestHeader("Content-Type", "application/json");
+      request.setRequestHeader("Accept", "application/json");
+      request.timeout = 120000;
+      if (onProgress) {
+        request.upload.onprogress = function (event) {
+          if (event.lengthComputable) { onProgress(Math.round(100 * event.loaded / event.total)); }
+        };
+      }
+      request.onload = function () {
+        var body = null;
+        try { body = JSON.parse(request.responseText); } catch (e) { body = null; }
+        if (request.status === 200) { resolve({ state: "sent", body: body }); }
+        else if (request.status === 400 || request.status === 404 || request.status === 410 || request.status === 413) {
+          resolve({ state: "refused", status: request.status, body: body });
+        } else { resolve({ state: "later" }); }
+      };
+      request.onerror = request.ontimeout = function () { resolve({ state: "later" }); };
+      request.send(JSON.stringify(entry.payload));
+    });
+  }
+
+  function remember(entry) {
+    return store ? store.set(QUEUE_PREFIX + entry.payload.client_ref, entry).catch(function () {}) : Promise.resolve();
+  }
+
+  function forget(entry) {
+    return store ? store.del(QUEUE_PREFIX + entry.payload.client_ref).catch(function () {}) : Promise.resolve();
+  }
+
+  function askForBackgroundSync() {
+    if (navigator.serviceWorker && navigator.serviceWorker.ready) {
+      navigator.serviceWorker.ready.then(function (registration) {
+        if (registration.sync) { return registration.sync.register("send-tickets"); }
+      }).catch(function () {});
+    }
+  }
+
+  function flushQueue() {
+    if (!store || sending) { return Promise.resolve(); }
+    sending = true;
+    return store.keys().then(function (keys) {
+      var mine = keys.filter(function (key) { return String(key).indexOf(QUEUE_PREFIX) === 0; });
+      return mine.reduce(function (chain, key) {
+        return chain.then(function () {
+          return store.get(key).then(function (entry) {
+            if (!entry) { return; }
+            return send(entry).then(function (outcome) {
+              if (outcome.state === "sent") {
+                showStatus("sent", "Sent. Reference " + outcome.body.reference + ".");
+                return forget(entry);
+              }
+              if (outcome.state === "refused") { return forget(entry); }
+              showStatus("saved", "Saved on this phone, will send when there is signal.");
+            });
+          });
+        });
+      }, Promise.resolve());
+    }).catch(function () {}).then(function () { sending = false; });
+  }
+
+  form.addEventListener("submit", function (event) {
+    event.preventDefault();
+    clearErrors();
+    var entry = { url: form.getAttribute("data-submit-url"), payload: buildPayload(), saved_at: new Date().toISOString() };
+    var button = form.querySelector("button[type=submit]");
+    button.disabled = true;
+    progress.hidden = false;
+    progress.value = 0;
+    remember(entry).then(function () {
+      return send(entry, function (percent) { progress.value = percent; });
+    }).then(function (outcome) {
+      button.disabled = false;
+      progress.hidden = true;
+      if (outcome.state === "sent") {
+        forget(entry);
+        form.hidden = true;
+        document.getElementById("done-reference").textContent = outcome.body.reference;
+        document.getElementById("done").hidden = false;
+        showStatus("sent", "Sent. Reference " + outcome.body.reference + ".");
+        window.scrollTo(0, 0);
+      } else if (outcome.state === "refused") {
+        forget(entry);
+        showErrors((outcome.body && outcome.body.error) || { details: [] });
+        if (outcome.status === 404 || outcome.status === 410) {
+          showStatus("saved", "This link no longer works; ask your project manager for a new one.");
+        }
+      } else {
+        form.reset();
+        photos = [];
+        renderPhotos();
+        if (signaturePad) { signaturePad.clear(); }
+        showStatus("saved", "Saved on this phone, will send when there is signal.");
+        askForBackgroundSync();
+      }
+    });
+  });
+
+  /* ---------------------------------------------------------------- start */
+
+  if (navigator.serviceWorker && window.isSecureContext) {
+    navigator.serviceWorker.register("/c/sw.js", { scope: "/c/" }).catch(function () {});
+    navigator.serviceWorker.addEventListener("message", function (event) {
+      if (event.data && event.data.type === "sent") {
+        showStatus("sent", "Sent. Reference " + event.data.reference + ".");
+      }
+    });
+  }
+  window.addEventListener("online", flushQueue);
+  setUpSignature();
+  flushQueue();
+})();

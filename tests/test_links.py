@@ -1,0 +1,197 @@
+"""Capture links: the API, the public capture page and submissions through it."""
+from __future__ import annotations
+
+import re
+import uuid
+
+import pytest
+import time_machine
+
+from models import Ticket, db
+from tests.images import data_url, jpeg_bytes
+
+
+def make_link(client, tenant, label="North trailer", change_events=True):
+    response = client.post("/v1/links", headers=tenant.headers,
+                           json={"project_id": tenant.project(change_events)["id"], "label": label})
+    assert response.status_code == 200, response.json
+    return response.json
+
+
+def test_create_list_revoke_links(client, acme, rival):
+    link = make_link(client, acme)
+    token = link["token"]
+    assert re.fullmatch(r"[A-Za-z0-9_-]{32}", token)  # 192 random bits, URL-safe
+    assert link["url"].endswith(f"/c/{token}")
+    assert link["urls"] == {"plain": link["url"], "qr": link["url"] + "/q", "sms": link["url"] + "/s"}
+    assert link["label"] == "North trailer" and link["revoked_at"] is None and link["ticket_count"] == 0
+    assert link["sms_href"].startswith("sms:?&body=")
+    listed = client.get("/v1/links", headers=acme.headers).json["data"]
+    assert [l["token"] for l in listed] == [token]
+    assert client.get("/v1/links", headers=rival.headers).json["data"] == []
+
+    foreign = client.post(f"/v1/links/{token}/revoke", headers=rival.headers)
+    unknown = client.post("/v1/links/nope/revoke", headers=rival.headers)
+    assert foreign.status_code == unknown.status_code == 404
+    assert foreign.json == unknown.json
+    revoked = client.post(f"/v1/links/{token}/revoke", headers=acme.headers).json
+    assert revoked["revoked_at"] is not None
+    again = client.post(f"/v1/links/{token}/revoke", headers=acme.headers).json
+    assert again["revoked_at"] == revoked["revoked_at"]
+
+
+def test_link_needs_a_project_of_the_company(client, acme, rival):
+    missing = client.post("/v1/links", headers=acme.headers, json={"label": "x"})
+    assert missing.status_code == 400
+    foreign = client.post("/v1/links", headers=acme.headers, json={"project_id": rival.project()["id"]})
+    assert foreign.status_code == 404 and foreign.json["error"]["code"] == "project_not_found"
+
+
+def test_tokens_are_unique(client, acme):
+    tokens = {make_link(client, acme, label=str(i))["token"] for i in range(5)}
+    assert len(tokens) == 5
+
+
+def test_capture_page_renders_form_with_headers(client, acme):
+    link = make_link(client, acme)
+    page = client.get(f"/c/{link['token']}/q")
+    assert page.status_code == 200
+    assert page.headers["Referrer-Policy"] == "no-referrer"
+    html = page.get_data(as_text=True)
+    for name in ("description", "reason", "directed_by", "captured_by", "labor[0].trade",
+                 "equipment[0].hours", "materials[0].unitCost", "photo_files", "signature.name"):
+        assert f'name="{name}"' in html, name
+    assert 'value="qr"' in html
+    assert "htmx-2.0.10.min.js" in html and "signature_pad-5.1.4" in html and "idb-keyval-6.3.0" in html
+    assert '<option value="02-200">' in html  # the cost-code pick list
+    assert "<script>" not in html             # no inline script
+    row = client.get(f"/c/{link['token']}/rows/labor?i=7")
+    assert 'name="labor[7].trade"' in row.get_data(as_text=True)
+
+
+def capture_body(**extra):
+    body = {"description": "Patched slab the plumber cut", "reason": "Not our scope",
+            "directed_by": "Pat (GC)"}
+    body.update(extra)
+    return body
+
+
+@pytest.mark.parametrize("suffix, via", [("", "link"), ("/q", "qr"), ("/s", "sms")])
+def test_json_submission_records_via_and_link(client, acme, app, suffix, via):
+    link = make_link(client, acme)
+    response = client.post(f"/c/{link['token']}/tickets?via={via}", json=capture_body(
+        labor=[{"trade": "Plumber", "hours": "2", "rate": "80"}],
+        photos=[{"name": "slab.jpg", "data_url": data_url(jpeg_bytes())}]))
+    assert response.status_code == 200, response.json
+    assert response.headers["Referrer-Policy"] == "no-referrer"
+    result = response.json
+    assert re.fullmatch(r"T-[0-9A-F]{8}", result["reference"]) and result["created"] is True
+    ticket = client.get(f"/v1/tickets/{result['id']}", headers=acme.headers).json
+    assert ticket["captured_via"] == via and ticket["link_token"] == link["token"]
+    assert ticket["project_id"] == link["project_id"] and ticket["photo_count"] == 1
+    assert ticket["total"] == 160.0
+    listed = client.get("/v1/links", headers=acme.headers).json["data"][0]
+    assert listed["ticket_count"] == 1
+
+
+def test_resend_with_the_same_client_ref_makes_one_ticket(client, acme, app):
+    link = make_link(client, acme)
+    ref = str(uuid.uuid4())
+    first = client.post(f"/c/{link['token']}/tickets", json=capture_body(client_ref=ref)).json
+    second = client.post(f"/c/{link['token']}/tickets", json=capture_body(client_ref=ref)).json
+    assert first["id"] == second["id"] and second["created"] is False
+    with app.app_context():
+        assert db.session.query(Ticket).count() == 1
+
+
+def test_api_client_ref_is_idempotent_too(client, acme, app):
+    body = {"project_id": acme.project()["id"], **capture_body(client_ref="erp-sync-0001")}
+    first = client.post("/v1/tickets", headers=acme.headers, json=body).json
+    second = client.post("/v1/tickets", headers=acme.headers, json=body).json
+    assert first["id"] == second["id"]
+    bad = client.post("/v1/tickets", headers=acme.headers, json={**body, "client_ref": "x y"})
+    assert bad.status_code == 400 and bad.json["error"]["details"][0]["field"] == "client_ref"
+
+
+def test_submission_errors_come_from_the_shared_validator(client, acme, app):
+    link = make_link(client, acme)
+    response = client.post(f"/c/{link['token']}/tickets", json={
+        "description": "", "labor": [{"trade": "Carpenter", "hours": "many"}]})
+    assert response.status_code == 400
+    fields = {d["field"] for d in response.json["error"]["details"]}
+    assert {"description", "reason", "directed_by", "labor[0].hours"} <= fields
+    with app.app_context():
+        assert db.session.query(Ticket).count() == 0
+
+
+def test_plain_form_without_javascript(client, acme, app):
+    link = make_link(client, acme)
+    form = {"via": "sms", "description": "Moved trench", "reason": "Gas line", "directed_by": "Sam",
+            "captured_by": "", "labor[0].trade": "Laborer", "labor[0].hours": "3",
+            "labor[0].workers": "2", "labor[0].rate": "50", "labor[0].costCode": "02-200",
+            "equipment[0].description": "", "equipment[0].hours": "",
+            "materials[0].description": "", "materials[0].quantity": ""}
+    done = client.post(f"/c/{link['token']}/tickets", data=form)
+    assert done.status_code == 200
+    assert re.search(r"Reference <strong>T-[0-9A-F]{8}</strong>", done.get_data(as_text=True))
+    ticket = client.get("/v1/tickets", headers=acme.headers).json["data"][0]
+    assert ticket["captured_via"] == "sms" and ticket["total"] == 300.0
+    assert ticket["equipment"] == [] and ticket["materials"] == []
+
+    bad = client.post(f"/c/{link['token']}/tickets", data={**form, "reason": "", "labor[0].hours": "-2"})
+    assert bad.status_code == 400
+    html = bad.get_data(as_text=True)
+    assert 'data-error-for="labor[0].hours">Input should be greater than or equal to 0' in html
+    assert 'value="Moved trench"' not in html or "Moved trench" in html  # text kept for correction
+    assert "Moved trench" in html
+
+
+@pytest.mark.parametrize("state", ["revoked", "unknown"])
+def test_revoked_or_unknown_link_stores_nothing(client, acme, app, state):
+    link = make_link(client, acme)
+    token = link["token"]
+    if state == "revoked":
+        client.post(f"/v1/links/{token}/revoke", headers=acme.headers)
+    else:
+        token = "x" * 32
+    expected = 410 if state == "revoked" else 404
+    page = client.get(f"/c/{token}")
+    assert page.status_code == expected
+    assert "This link no longer works" in page.get_data(as_text=True)
+    assert "Ask your project manager for a new one." in page.get_data(as_text=True)
+    posted = client.post(f"/c/{token}/tickets", json=capture_body())
+    assert posted.status_code == expected
+    form = client.post(f"/c/{token}/tickets", data=capture_body())
+    assert form.status_code == expected
+    with app.app_context():
+        assert db.session.query(Ticket).count() == 0
+
+
+def test_submissions_are_rate_limited_per_token(client, acme, app):
+    app.config["CAPTURE_RATE_LIMIT"] = "3 per minute"
+    first, second = make_link(client, acme)["token"], make_link(client, acme, "b")["token"]
+    with time_machine.travel("2026-07-01T10:00:00Z", tick=False) as clock:
+        for _ in range(3):
+            assert client.post(f"/c/{first}/tickets", json=capture_body()).status_code == 200
+        assert client.post(f"/c/{first}/tickets", json=capture_body()).status_code == 429
+        assert client.post(f"/c/{second}/tickets", json=capture_body()).status_code == 200
+        clock.shift(61)
+        assert client.post(f"/c/{first}/tickets", json=capture_body()).status_code == 200
+
+
+def test_qr_and_poster(client, acme):
+    link = make_link(client, acme)
+    svg = client.get(f"/c/{link['token']}/qr.svg")
+    assert svg.status_code == 200 and svg.mimetype == "image/svg+xml"
+    assert svg.get_data(as_text=True).startswith("<svg")
+    poster = client.get(f"/c/{link['token']}/poster").get_data(as_text=True)
+    assert acme.project()["name"] in poster and "<svg" in poster
+    assert poster.count("<li>") == 3
+    assert link["urls"]["qr"] in poster
+
+
+def test_service_worker_is_served_for_the_capture_scope(client):
+    response = client.get("/c/sw.js")
+    assert response.status_code == 200
+    assert response.headers["Service-Worker-Allowed"] == "/c/"
+    assert b"send-tickets" in response.data
