@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 5000
 
-.PHONY: run test venv migrate clean
+.PHONY: run test venv migrate chromium clean
 
 venv: $(STAMP)
 
@@ -22,7 +22,10 @@ migrate: $(STAMP)
 run: migrate
 	HOST=$(HOST) PORT=$(PORT) PATH="$(CURDIR)/$(BIN):$$PATH" ./bin/serve
 
-test: $(STAMP)
+chromium:
+	./bin/ensure-chromium
+
+test: $(STAMP) chromium
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 clean:

@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from models import Company, db
-from services import companies, connections, keys, reviewers
+from services import companies, connections, keys, links, reviewers
 
 
 def has_any_company() -> bool:
@@ -24,12 +24,16 @@ def create_demo_company() -> dict[str, Any]:
     issued = keys.issue_key(company.id, "demo")
     seeded = connections.connect_embedded_sandbox(company.id, name=company.name)
     hosts = connections.hosts_for(connections.get_connection(company.id))
+    with_tool = next(p for p in seeded["projects"] if p["change_events"])
+    link = links.create_link_for_known_project(company.id, str(with_tool["id"]), with_tool["name"],
+                                               "Site trailer (demo)")
     return {
         "company_id": company.id,
         "api_key": issued.secret,
         "reviewer": {"email": reviewer.email, "password": password},
         "projects": [{"id": str(p["id"]), "name": p["name"], "change_events": p["change_events"]}
                      for p in seeded["projects"]],
+        "capture_url": link.url,
         "project_system": {
             "api_base": hosts.api_base,
             "oauth_base": hosts.oauth_base,

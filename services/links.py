@@ -5,7 +5,7 @@ import secrets
 import urllib.parse
 
 import segno
-from flask import current_app, request
+from flask import current_app, has_request_context, request
 from sqlalchemy import func, select
 
 from models import CaptureLink, Ticket, db, utcnow
@@ -29,7 +29,9 @@ def public_base_url() -> str:
     configured = current_app.config.get("PUBLIC_BASE_URL")
     if configured:
         return configured.rstrip("/")
-    return request.host_url.rstrip("/")
+    if has_request_context():
+        return request.host_url.rstrip("/")
+    return "http://127.0.0.1:5000"
 
 
 def capture_url(token: str, via: str = "link") -> str:
@@ -64,8 +66,14 @@ def _shape(link: CaptureLink, ticket_count: int) -> Link:
 def create_link(company_id: int, project_id: str, label: str | None) -> Link:
     """Create a link for a project of this company with a fresh 192-bit token."""
     project = projects.require_project(company_id, project_id)
-    link = CaptureLink(company_id=company_id, project_id=str(project.id),
-                       project_name=project.display_name or project.name,
+    return create_link_for_known_project(company_id, str(project.id),
+                                         project.display_name or project.name, label)
+
+
+def create_link_for_known_project(company_id: int, project_id: str, project_name: str,
+                                  label: str | None) -> Link:
+    """Create a link for a project already known to belong to the company (demo data)."""
+    link = CaptureLink(company_id=company_id, project_id=project_id, project_name=project_name,
                        label=label or None, token=secrets.token_urlsafe(24))
     with write_transaction() as session:
         session.add(link)

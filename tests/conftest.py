@@ -11,7 +11,7 @@ from flask.testing import FlaskClient
 
 from app import create_app
 
-pytest_plugins = ["tests.plugins.sandbox"]
+pytest_plugins = ["tests.plugins.sandbox", "tests.plugins.browser"]
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,8 @@ from models import Company, Reviewer, db
 def test_demo_json_creates_independent_companies(app, runner, client):
     first = json.loads(runner.invoke(args=["demo", "--json"]).stdout)
     second = json.loads(runner.invoke(args=["demo", "--json"]).stdout)
-    assert {"company_id", "api_key", "reviewer", "projects", "project_system"} <= set(first)
+    assert {"company_id", "api_key", "reviewer", "projects", "project_system", "capture_url"} <= set(first)
+    assert client.get(first["capture_url"].removeprefix("http://127.0.0.1:5000")).status_code == 200
     assert {p["change_events"] for p in first["projects"]} == {True, False}
     assert set(first["project_system"]) == {"api_base", "oauth_base", "client_id", "client_secret",
                                             "company_id"}
@@ -32,7 +33,7 @@ def test_demo_json_creates_independent_companies(app, runner, client):
 
 def test_demo_only_if_empty_creates_one_company(app, runner):
     text = runner.invoke(args=["demo", "--only-if-empty"]).stdout
-    assert "API key" in text and "Reviewer login" in text
+    assert "API key" in text and "Reviewer login" in text and "Capture link" in text
     again = runner.invoke(args=["demo", "--only-if-empty"]).stdout
     assert "existing data" in again
     with app.app_context():

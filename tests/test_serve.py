@@ -36,7 +36,7 @@ def test_serve_prints_a_key_that_answers_me(tmp_path):
                                start_new_session=True)
     lines: list[str] = []
     try:
-        key = None
+        key = capture = None
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             line = process.stdout.readline()
@@ -45,6 +45,8 @@ def test_serve_prints_a_key_that_answers_me(tmp_path):
             lines.append(line)
             if "API key" in line:
                 key = line.split(":", 1)[1].strip()
+            if "Capture link" in line:
+                capture = line.split(":", 1)[1].strip()
             if "Serving on" in line:
                 break
         assert key, "".join(lines)
@@ -64,6 +66,9 @@ def test_serve_prints_a_key_that_answers_me(tmp_path):
                                 timeout=10)
         assert projects.status_code == 200, projects.text
         assert len(projects.json()["data"]) >= 2
+        assert capture.startswith(f"http://127.0.0.1:{port}/c/")
+        page = requests.get(capture, timeout=10)
+        assert page.status_code == 200 and "ticket-form" in page.text
         assert (tmp_path / "instance" / "tickets.sqlite3").exists()
 
         # The demo command works while the server runs on the same database.

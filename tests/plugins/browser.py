@@ -1,0 +1,69 @@
+"""Fixtures for real-browser tests: the app served over loopback and Debian's headless Chromium."""
+from __future__ import annotations
+
+import shutil
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+from flask import Flask
+from werkzeug.serving import make_server
+
+CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                 "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
+
+
+@dataclass(frozen=True)
+class LiveServer:
+    """The app being served: its base URL and the app object."""
+
+    url: str
+    app: Flask
+
+
+@pytest.fixture
+def live_server(app) -> Iterator[LiveServer]:
+    """The test's app on a free loopback port, served by a threaded werkzeug server."""
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    app.config["PUBLIC_BASE_URL"] = f"http://127.0.0.1:{server.server_port}"
+    thread = threading.Thread(target=server.serve_forever, name="app-under-test", daemon=True)
+    thread.start()
+    try:
+        yield LiveServer(url=app.config["PUBLIC_BASE_URL"], app=app)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """Debian's Chromium driven by Playwright (browser downloads are not available here)."""
+    from playwright.sync_api import sync_playwright
+
+    executable = shutil.which("chromium") or shutil.which("chromium-browser")
+    if executable is None:
+        pytest.fail("chromium is not installed; `make test` installs it with apt-get")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def phone(chromium):
+    """A phone-sized browser context (360 px wide, touch)."""
+    context = chromium.new_context(viewport={"width": 360, "height": 740}, device_scale_factor=2,
+                                   is_mobile=True, has_touch=True)
+    yield context
+    context.close()
+
+
+@pytest.fixture
+def tablet(chromium):
+    """A tablet-sized browser context for the review queue."""
+    context = chromium.new_context(viewport={"width": 1024, "height": 768}, has_touch=True)
+    yield context
+    context.close()

@@ -1,0 +1,156 @@
+"""The capture page in a real headless Chromium on a phone-sized screen."""
+from __future__ import annotations
+
+import base64
+import io
+import json
+
+import pytest
+from PIL import Image, ImageDraw, ImageFilter
+
+from models import Ticket, db
+
+pytestmark = pytest.mark.browser
+
+
+def camera_jpeg(width: int = 4000, height: int = 3000) -> bytes:
+    """A photo-like 12-megapixel JPEG: gradients, shapes and a little grain."""
+    image = Image.linear_gradient("L").resize((width, height)).convert("RGB")
+    draw = ImageDraw.Draw(image)
+    for i in range(12):
+        x, y = (i * 331) % width, (i * 197) % height
+        draw.ellipse([x, y, x + 600, y + 400], fill=(40 + i * 15, 90, 160 - i * 8))
+        draw.rectangle([y % width, x % height, y % width + 300, x % height + 900], fill=(150, 120 + i * 5, 60))
+    noise = Image.effect_noise((width, height), 18).convert("RGB")
+    image = Image.blend(image, noise, 0.12).filter(ImageFilter.SMOOTH)
+    buffer = io.BytesIO()
+    image.save(buffer, "JPEG", quality=92)
+    return buffer.getvalue()
+
+
+def create_link(client, tenant) -> dict:
+    return client.post("/v1/links", headers=tenant.headers,
+                       json={"project_id": tenant.project()["id"], "label": "Gate 3"}).json
+
+
+def sign(page) -> None:
+    """Draw a signature on the canvas with the pointer."""
+    page.locator("#signature-pad").scroll_into_view_if_needed()
+    box = page.locator("#signature-pad").bounding_box()
+    page.mouse.move(box["x"] + 20, box["y"] + box["height"] / 2)
+    page.mouse.down()
+    for step in range(1, 12):
+        page.mouse.move(box["x"] + 20 + step * 22, box["y"] + box["height"] / 2 + (-1) ** step * 30)
+    page.mouse.up()
+
+
+def fill_ticket(page) -> None:
+    page.fill('textarea[name="description"]', "Cut and patched slab for the plumber's sleeve")
+    page.fill('textarea[name="reason"]', "Sleeve was missed by the plumbing sub")
+    page.fill('input[name="directed_by"]', "Sam Ortiz, GC superintendent")
+    page.fill('input[name="captured_by"]', "Lee Park")
+    page.fill('input[name="labor[0].trade"]', "Concrete finisher")
+    page.fill('input[name="labor[0].workers"]', "2")
+    page.fill('input[name="labor[0].hours"]', "3")
+    page.fill('input[name="labor[0].rate"]', "72.50")
+    page.fill('input[name="labor[0].costCode"]', "03-300")
+
+
+def test_fill_add_rows_photo_sign_and_send(client, acme, live_server, phone, app):
+    link = create_link(client, acme)
+    page = phone.new_page()
+    page.goto(link["urls"]["qr"])
+    fill_ticket(page)
+    page.click('button.add-row[data-kind="labor"]')
+    page.wait_for_selector('#labor-rows > .row:nth-child(2)')
+    second = page.locator("#labor-rows > .row").nth(1)
+    second.locator('input[name$=".trade"]').fill("Laborer")
+    second.locator('input[name$=".hours"]').fill("3")
+    second.locator('input[name$=".rate"]').fill("48")
+    page.click('button.add-row[data-kind="materials"]')
+    page.wait_for_selector('#materials-rows > .row:nth-child(2)')
+    page.locator("#materials-rows > .row").nth(1).locator(".remove-row").click()
+    assert page.locator("#materials-rows > .row").count() == 1
+    page.locator("#materials-rows > .row").first.locator('input[name$=".description"]').fill("Non-shrink grout")
+    page.locator("#materials-rows > .row").first.locator('input[name$=".quantity"]').fill("4")
+    page.locator("#materials-rows > .row").first.locator('input[name$=".unitCost"]').fill("21.75")
+
+    page.set_input_files('input[name="photo_files"]', files=[
+        {"name": "slab.jpg", "mimeType": "image/jpeg", "buffer": camera_jpeg()}])
+    page.wait_for_selector("#photo-list img", timeout=30_000)
+    sign(page)
+    page.fill('input[name="signature.name"]', "Sam Ortiz")
+    page.fill('input[name="signature.role"]', "Superintendent")
+
+    with page.expect_request(lambda r: r.method == "POST" and "/tickets" in r.url) as sent:
+        page.click("button[type=submit]")
+    payload = json.loads(sent.value.post_data)
+    photo_bytes = base64.b64decode(payload["photos"][0]["data_url"].split(",", 1)[1])
+    assert len(photo_bytes) < 400 * 1024
+    with Image.open(io.BytesIO(photo_bytes)) as photo:
+        assert max(photo.size) == 2048
+    page.wait_for_selector("#done:not([hidden])")
+    reference = page.inner_text("#done-reference")
+    assert reference.startswith("T-")
+    assert "Sent" in page.inner_text("#queue-status")
+
+    tickets = client.get("/v1/tickets", headers=acme.headers).json["data"]
+    assert len(tickets) == 1
+    ticket = client.get(f"/v1/tickets/{tickets[0]['id']}", headers=acme.headers).json
+    assert ticket["captured_via"] == "qr" and ticket["link_token"] == link["token"]
+    assert ticket["photo_count"] == 1
+    assert ticket["signature"]["name"] == "Sam Ortiz"
+    assert [l["trade"] for l in ticket["labor"]] == ["Concrete finisher", "Laborer"]
+    assert ticket["materials"][0]["amount"] == 87.0
+    assert ticket["total"] == 2 * 3 * 72.5 + 3 * 48 + 87.0
+    assert ticket["id"].replace("-", "")[:8].upper() == reference[2:]
+
+
+def test_offline_ticket_is_kept_and_sent_once(client, acme, live_server, phone, app):
+    link = create_link(client, acme)
+    page = phone.new_page()
+    page.goto(link["url"])
+    page.wait_for_function("document.documentElement.classList.contains('js')")
+    fill_ticket(page)
+    phone.set_offline(True)
+    page.click("button[type=submit]")
+    page.wait_for_selector("#queue-status.saved")
+    assert "Saved on this phone, will send" in page.inner_text("#queue-status")
+    with app.app_context():
+        assert db.session.query(Ticket).count() == 0
+    phone.set_offline(False)
+    page.wait_for_selector("#queue-status.sent", timeout=20_000)
+    assert "Sent" in page.inner_text("#queue-status")
+    # Open the page again: nothing is left in the queue to resend.
+    page.reload()
+    page.wait_for_function("document.documentElement.classList.contains('js')")
+    page.wait_for_timeout(300)  # let the on-load flush run; it must find nothing
+    with app.app_context():
+        tickets = db.session.query(Ticket).all()
+        assert len(tickets) == 1
+        assert tickets[0].client_ref is not None
+    queued = page.evaluate("idbKeyval.keys()")
+    assert queued == []
+
+
+def test_errors_show_beside_their_fields(client, acme, live_server, phone):
+    link = create_link(client, acme)
+    page = phone.new_page()
+    page.goto(link["url"])
+    page.wait_for_function("document.documentElement.classList.contains('js')")
+    page.fill('input[name="labor[0].trade"]', "Laborer")
+    page.fill('input[name="labor[0].hours"]', "2000")
+    page.click("button[type=submit]")
+    page.wait_for_selector('.js-form-error:not([hidden])')
+    assert page.inner_text('[data-error-for="description"]')
+    assert "1000" in page.inner_text('[data-error-for="labor[0].hours"]')
+
+
+def test_revoked_link_page(client, acme, live_server, phone):
+    link = create_link(client, acme)
+    client.post(f"/v1/links/{link['token']}/revoke", headers=acme.headers)
+    page = phone.new_page()
+    response = page.goto(link["url"])
+    assert response.status == 410
+    assert "This link no longer works" in page.inner_text("h1")
+    assert "Ask your project manager for a new one." in page.inner_text("main")
