@@ -6,14 +6,18 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from flask import Flask
+from flask import Flask, request
 from flask_migrate import Migrate
+from flask_wtf.csrf import CSRFProtect
 
 from models import db
 from services.database import configure_engine, normalise_database_url
+from services.auth import login_manager
 from services.ratelimit import limiter
+from services.web import SessionCookies, add_security_headers
 
 migrate = Migrate(render_as_batch=True, compare_type=True)
+csrf = CSRFProtect()
 
 MiB = 1024 * 1024
 
@@ -48,6 +52,19 @@ def default_config(instance_path: str) -> dict[str, Any]:
         "CAPABILITY_CACHE_S": 60,
         "PHOTO_DIR": os.path.join(instance_path, "photos"),
         "MAX_PHOTO_BYTES": 2 * MiB,
+        # An approval holds its ticket this long at most; a crashed one frees it after that.
+        "APPROVAL_CLAIM_TTL_S": 120,
+        # Where crews reach the service; capture links are built on it (else the request host).
+        "PUBLIC_BASE_URL": None,
+        "CAPTURE_RATE_LIMIT": "30 per minute;600 per day",
+        # Reviewer sessions: HttpOnly, SameSite=Lax, and Secure whenever the request is HTTPS.
+        "SESSION_COOKIE_HTTPONLY": True,
+        "SESSION_COOKIE_SAMESITE": "Lax",
+        "SESSION_COOKIE_SECURE": False,
+        "PERMANENT_SESSION_LIFETIME": 12 * 3600,
+        "LOGIN_RATE_LIMIT": "5 per minute",
+        "WTF_CSRF_CHECK_DEFAULT": False,
+        "WTF_CSRF_TIME_LIMIT": None,
     }
 
 
@@ -83,6 +100,19 @@ def instance_secret(path: Path) -> str:
     return secret
 
 
+def protect_session_forms() -> None:
+    """Check the CSRF token on every state-changing request made with a reviewer session.
+
+    /v1 calls carry an API key instead of a cookie, and capture links carry their token
+    in the URL, so neither can be forged by another site through the browser.
+    """
+    if request.method in ("GET", "HEAD", "OPTIONS"):
+        return
+    if request.path.startswith("/v1/") or request.path.startswith("/c/"):
+        return
+    csrf.protect()
+
+
 def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     """Build the Flask app: configuration, extensions, blueprints, errors, commands."""
     instance_path = (test_config or {}).get("INSTANCE_PATH") or os.environ.get("EWT_INSTANCE_PATH")
@@ -95,12 +125,17 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     configure_engine(app)
     migrate.init_app(app, db, directory=str(Path(app.root_path) / "migrations"))
     limiter.init_app(app)
+    csrf.init_app(app)
+    login_manager.init_app(app)
+    app.session_interface = SessionCookies()
+    app.before_request(protect_session_forms)
+    app.after_request(add_security_headers)
 
-    from blueprints import home, me, openapi, projects, tickets
+    from blueprints import home, links, me, openapi, projects, tickets
     from blueprints.cli import register_commands
     from blueprints.errors import register_error_handlers
 
-    for blueprint in (home.bp, me.bp, openapi.bp, projects.bp, tickets.bp):
+    for blueprint in (home.bp, me.bp, openapi.bp, projects.bp, tickets.bp, links.bp):
         app.register_blueprint(blueprint)
     register_error_handlers(app)
     register_commands(app)

@@ -244,6 +244,10 @@ class TicketInput(Shape):
     photos: list[PhotoIn] = Field(default_factory=list, max_length=12,
                                   description="At most 12 photos per ticket.")
     signature: SignatureIn | None = None
+    client_ref: str | None = Field(
+        default=None, pattern=r"^[A-Za-z0-9_-]{8,64}$",
+        description="Your own id for this ticket (8 to 64 letters, digits, '-', '_'). Sending "
+                    "the same value again returns the ticket made the first time, not a second one.")
 
 
 class PhotosInput(Shape):
@@ -384,5 +388,79 @@ class TicketListQuery(Shape):
 
     status: Literal["submitted", "written", "rejected"] | None = None
     project_id: str | None = Field(default=None, max_length=40)
+    q: str | None = Field(default=None, max_length=100,
+                          description="Case-insensitive text to look for in the description.")
     limit: int = Field(default=50, ge=1, le=200, description="1 to 200, default 50.")
     offset: int = Field(default=0, ge=0, le=10_000_000)
+
+
+# ----------------------------------------------------------------- approval
+
+Flag = Annotated[bool, Field(strict=True)]
+BudgetCodeId = Annotated[int, Field(strict=True, gt=0, lt=2**63)]
+
+
+class ApproveInput(Shape):
+    """How to approve a ticket; every field is optional and an empty body means all defaults."""
+
+    allow_unrouted: Flag = Field(default=False, description=(
+        "Accept a blank budget code for lines that could not be routed. Never set this "
+        "automatically."))
+    allow_rejected: Flag = Field(default=False, description="Allow approving a rejected ticket.")
+    require_exact: Flag = Field(default=False, description=(
+        "Also refuse any line not on a confirmed budget code (`exact: false`); use it "
+        "whenever no person reviews the write."))
+    routes: dict[str, BudgetCodeId] = Field(default_factory=dict, max_length=200, description=(
+        "Per-line budget code override: keys are line indexes as strings (see `routing`), "
+        "values budget code ids of the ticket's project. A line routed here counts as exact."))
+    destination: Literal["change_event", "daily_log"] | None = Field(default=None, description=(
+        "Where to file. Omitted: a change event when the project has the tool, else 409 "
+        "no_change_events (a daily log is never chosen automatically)."))
+
+
+class ApprovalResult(Ticket):
+    """The approved ticket with its project-system record, and whether it was already written."""
+
+    already: bool = Field(description=(
+        "True when the ticket was written before this call; nothing new was written."))
+
+
+# ------------------------------------------------------------------ links
+
+class LinkInput(Shape):
+    """A capture link to create."""
+
+    project_id: ProjectId
+    label: str | None = Field(default=None, max_length=120,
+                              description="Who or where it is for, e.g. 'North trailer'.")
+
+
+class LinkUrls(Shape):
+    """The three forms of a link's address; the ticket records which one was opened."""
+
+    plain: str
+    qr: str
+    sms: str
+
+
+class Link(Shape):
+    """A capture link. The token is a credential: anyone holding it can submit tickets."""
+
+    token: str
+    url: str = Field(description="The plain capture address.")
+    urls: LinkUrls
+    project_id: str
+    project_name: str
+    label: str | None
+    created_at: dt.datetime
+    revoked_at: dt.datetime | None
+    ticket_count: int
+    qr_svg_url: str = Field(description="A QR code (SVG) of the qr address.")
+    poster_url: str = Field(description="A printable poster for the site trailer.")
+    sms_href: str = Field(description="An sms: link that opens a text with the sms address.")
+
+
+class LinkList(Shape):
+    """The company's capture links, newest first."""
+
+    data: list[Link]

@@ -5,7 +5,7 @@ import datetime as dt
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from models.base import Money, db, utcnow
@@ -25,6 +25,11 @@ class Ticket(db.Model):
         Index("ix_tickets_company_captured", "company_id", "captured_at", "id"),
         Index("ix_tickets_company_status_captured", "company_id", "status", "captured_at", "id"),
         Index("ix_tickets_company_project_captured", "company_id", "project_id", "captured_at", "id"),
+        Index("ix_tickets_company_project_status_captured", "company_id", "project_id", "status",
+              "captured_at", "id"),
+        Index("ix_tickets_link_token", "link_token"),
+        # A phone resending a queued ticket carries the same client reference: one ticket only.
+        UniqueConstraint("company_id", "client_ref", name="uq_tickets_company_client_ref"),
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
@@ -38,6 +43,7 @@ class Ticket(db.Model):
     captured_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
     captured_via: Mapped[str] = mapped_column(String(8))
     link_token: Mapped[str | None] = mapped_column(String(64))
+    client_ref: Mapped[str | None] = mapped_column(String(64))
     total: Mapped[Decimal] = mapped_column(Money())
     lines: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
     warnings: Mapped[list[str]] = mapped_column(JSON, default=list)
@@ -46,6 +52,13 @@ class Ticket(db.Model):
     approved_by: Mapped[str | None] = mapped_column(String(300))
     approved_at: Mapped[dt.datetime | None]
     external: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # The routing the record was written with (RoutingLine shapes), overrides included.
+    written_routing: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)
+    # An approval in progress: who holds the ticket and since when (expires after a TTL).
+    approval_claim_id: Mapped[str | None] = mapped_column(String(36))
+    approval_claimed_at: Mapped[dt.datetime | None]
+    # Destinations earlier approval attempts wrote to, or may have: a retry looks there first.
+    approval_destinations: Mapped[list[str] | None] = mapped_column(JSON)
 
     photos: Mapped[list[TicketPhoto]] = relationship(
         back_populates="ticket", order_by="TicketPhoto.position", lazy="selectin")

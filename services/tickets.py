@@ -11,6 +11,7 @@ from typing import Any
 
 from flask import current_app
 from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
 
 from models import Decision as DecisionRecord
 from models import Ticket as TicketRecord
@@ -132,9 +133,22 @@ def _process_signature(data: TicketInput, warnings: list[str]
 
 
 def create_ticket(company_id: int, data: TicketInput, *, captured_via: str = "api",
-                  link_token: str | None = None) -> Ticket:
-    """Validate against the project, process photos and signature, and store a new ticket."""
-    project = projects.require_project(company_id, data.project_id)
+                  link_token: str | None = None, project_checked: bool = False
+                  ) -> tuple[Ticket, bool]:
+    """Store a new ticket, or return the one made earlier under the same client_ref.
+
+    Returns (ticket, created). A capture link has already fixed its project
+    (`project_checked`), so a crew can submit while the project system is away.
+    """
+    client_ref = data.client_ref
+    if client_ref:
+        existing = find_by_client_ref(company_id, client_ref)
+        if existing is not None:
+            return existing, False
+    if project_checked:
+        project_id = data.project_id
+    else:
+        project_id = str(projects.require_project(company_id, data.project_id).id)
     lines, total, warnings = price_lines(data)
     photo_rows, problems = _process_photos(data.photos, "photos", 0)
     signature, signature_problems = _process_signature(data, warnings)
@@ -142,17 +156,30 @@ def create_ticket(company_id: int, data: TicketInput, *, captured_via: str = "ap
     if problems:
         raise ValidationFailed("some images could not be used; see details", details=problems)
     ticket = TicketRecord(
-        id=str(uuid.uuid4()), company_id=company_id, project_id=str(project.id),
+        id=str(uuid.uuid4()), company_id=company_id, project_id=project_id, client_ref=client_ref,
         status="submitted", description=data.description, reason=data.reason,
         directed_by=data.directed_by, captured_by=data.captured_by or None,
         captured_via=captured_via, link_token=link_token, total=total, lines=lines,
         warnings=warnings, signature=signature, photo_count=len(photo_rows),
     )
-    with write_transaction() as session:
-        session.add(ticket)
-        for row in photo_rows:
-            session.add(TicketPhoto(ticket_id=ticket.id, **row))
-    return get_ticket(company_id, ticket.id)
+    try:
+        with write_transaction() as session:
+            session.add(ticket)
+            for row in photo_rows:
+                session.add(TicketPhoto(ticket_id=ticket.id, **row))
+    except IntegrityError:
+        existing = find_by_client_ref(company_id, client_ref) if client_ref else None
+        if existing is None:
+            raise
+        return existing, False
+    return get_ticket(company_id, ticket.id), True
+
+
+def find_by_client_ref(company_id: int, client_ref: str) -> Ticket | None:
+    """The ticket a phone already sent under this client reference, if any."""
+    ticket_id = db.session.scalar(select(TicketRecord.id).where(
+        TicketRecord.company_id == company_id, TicketRecord.client_ref == client_ref))
+    return None if ticket_id is None else get_ticket(company_id, ticket_id)
 
 
 def find_ticket(company_id: int, ticket_id: str) -> TicketRecord:
@@ -228,21 +255,52 @@ def to_ticket(ticket: TicketRecord, routes: list[Route], extra_warnings: list[st
     return Ticket(**fields, routing=routing_lines(routes))
 
 
-def list_tickets(company_id: int, *, status: str | None, project_id: str | None,
-                 limit: int, offset: int) -> TicketList:
-    """A page of the company's tickets, newest first, id breaking ties."""
+def _list_conditions(company_id: int, status: str | None, project_id: str | None,
+                     q: str | None) -> list:
+    """WHERE conditions for a filtered ticket list, always scoped to the company."""
     conditions = [TicketRecord.company_id == company_id]
     if status:
         conditions.append(TicketRecord.status == status)
     if project_id:
         conditions.append(TicketRecord.project_id == project_id)
+    if q and q.strip():
+        needle = q.strip().lower()
+        for special in ("\\", "%", "_"):
+            needle = needle.replace(special, "\\" + special)
+        conditions.append(func.lower(TicketRecord.description).like(f"%{needle}%", escape="\\"))
+    return conditions
+
+
+def list_ticket_records(company_id: int, *, status: str | None = None, project_id: str | None = None,
+                        q: str | None = None, limit: int = 50, offset: int = 0
+                        ) -> tuple[list[TicketRecord], int]:
+    """A page of ticket records, newest first with the id breaking ties, and the match count."""
+    conditions = _list_conditions(company_id, status, project_id, q)
     total = db.session.scalar(select(func.count()).select_from(TicketRecord).where(*conditions))
     rows = db.session.scalars(
         select(TicketRecord).where(*conditions)
         .order_by(TicketRecord.captured_at.desc(), TicketRecord.id.desc())
         .limit(limit).offset(offset))
+    return list(rows), total
+
+
+def list_tickets(company_id: int, *, status: str | None, project_id: str | None,
+                 limit: int, offset: int, q: str | None = None) -> TicketList:
+    """A page of the company's tickets, newest first, id breaking ties."""
+    rows, total = list_ticket_records(company_id, status=status, project_id=project_id, q=q,
+                                      limit=limit, offset=offset)
     return TicketList(data=[TicketSummary(**summarize(t)) for t in rows], total=total,
                       limit=limit, offset=offset)
+
+
+def status_counts(company_id: int, project_id: str | None = None) -> dict[str, int]:
+    """How many of the company's tickets are in each status."""
+    conditions = _list_conditions(company_id, None, project_id, None)
+    rows = db.session.execute(select(TicketRecord.status, func.count()).where(*conditions)
+                              .group_by(TicketRecord.status))
+    counts = {status: 0 for status in ("submitted", "written", "rejected")}
+    counts.update({status: count for status, count in rows})
+    return counts
 
 
 def add_photos(company_id: int, ticket_id: str, items: list[PhotoIn]) -> Ticket:
@@ -279,3 +337,20 @@ def _check_photo_room(ticket: TicketRecord, adding: int) -> None:
 def append_decision(session, ticket: TicketRecord, action: str, by: str | None) -> None:
     """Append one entry to a ticket's decision history."""
     session.add(DecisionRecord(ticket_id=ticket.id, action=action, by=by))
+
+
+def photo_file(company_id: int, ticket_id: str, position: int, *, thumbnail: bool = False) -> bytes:
+    """The stored JPEG of one of a ticket's photos (or its thumbnail)."""
+    ticket = find_ticket(company_id, ticket_id)
+    photo = next((p for p in ticket.photos if p.position == position), None)
+    if photo is None:
+        raise NotFound("no such photo on this ticket", code="photo_not_found")
+    return photo_store().open(photo.thumb_key if thumbnail else photo.image_key)
+
+
+def signature_file(company_id: int, ticket_id: str) -> bytes:
+    """The stored PNG of a ticket's signature."""
+    ticket = find_ticket(company_id, ticket_id)
+    if not ticket.signature:
+        raise NotFound("this ticket has no signature", code="signature_not_found")
+    return photo_store().open(ticket.signature["image_key"])

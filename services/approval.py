@@ -1,0 +1,442 @@
+"""Approve, reject and restore tickets; approval writes a ticket into the project system once.
+
+Approval runs in four steps, so that no database lock is held while the project system is
+called and so that a retry, a crash or a concurrent caller never writes a second record:
+
+1. read and check everything (status, routes, lines, destination) without writing;
+2. claim the ticket in a short write transaction; another unexpired claim answers 409
+   ``approval_in_progress``;
+3. outside any transaction, find the record an earlier attempt left (by the origin id
+   derived from the ticket id) or create it, then attach the files it still lacks;
+4. in a second short write transaction, mark the ticket written and release the claim.
+
+A failed write releases the claim and answers 502; the ticket stays approvable. The claim of
+a process that crashed expires after APPROVAL_CLAIM_TTL_S, and the next approval then finds
+the record by its origin id.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import math
+import re
+import uuid
+from decimal import ROUND_HALF_UP, Decimal
+
+from flask import current_app
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from models import Ticket as TicketRecord
+from models import db, utcnow
+from models.schemas import ApprovalResult, ApproveInput, RoutingLine, Ticket
+from services import projects
+from services.connections import client_for, project_system_errors
+from services.database import write_transaction
+from services.errors import Conflict, ValidationFailed, field_problem
+from services.project_system import (
+    Attachment,
+    BudgetCode,
+    ChangeEventDraft,
+    ChangeEventLine,
+    ManpowerDraft,
+    ProjectSystem,
+    RemoteRecord,
+    ToolDisabled,
+)
+from services.projects import Catalog
+from services.routing import Route, Router
+from services.tickets import (
+    append_decision,
+    find_ticket,
+    get_ticket,
+    photo_store,
+    routing_lines,
+    summarize,
+)
+
+CHANGE_EVENT = "change_event"
+DAILY_LOG = "daily_log"
+TITLE_DESCRIPTION_CHARS = 80
+MAX_NOTES_CHARS = 8000
+RETRY_AFTER_MAX_S = 5
+# Records are looked up from a little before the ticket was captured: no attempt is older.
+LOOKUP_MARGIN = dt.timedelta(minutes=1)
+HOURLY_KINDS = ("labor", "equipment")
+CENT = Decimal("0.01")
+DAILY_LOG_NOTE = ("This daily log entry is a dated record of the work, not a financial record: "
+                  "it bills nothing, and the ticket's photos and signature are not on it.")
+
+
+@dataclasses.dataclass(frozen=True)
+class Claim:
+    """This approval's hold on a ticket, and where earlier attempts may have written."""
+
+    id: str
+    earlier: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """Everything the write step needs, prepared so that it reads nothing from the database."""
+
+    project_id: int
+    origin_id: str
+    created_after: dt.datetime
+    log_date: dt.date
+    change_event: ChangeEventDraft
+    manpower: ManpowerDraft
+    files: tuple[tuple[str, str, str], ...]
+
+
+def origin_id(ticket_id: str) -> str:
+    """The origin id set on every record written for a ticket."""
+    return f"ewt-ticket-{ticket_id}"
+
+
+# ----------------------------------------------------------------- approve
+
+def approve(company_id: int, ticket_id: str, options: ApproveInput, actor: str) -> ApprovalResult:
+    """Write a ticket into the project system exactly once; a written one comes back as is."""
+    ticket = find_ticket(company_id, ticket_id)
+    if ticket.status == "written":
+        return _written_result(company_id, ticket.id, already=True)
+    _refuse_rejected(ticket, options.allow_rejected)
+    routes = _routes(ticket, projects.catalog(company_id, ticket.project_id), options.routes, actor)
+    destination = _destination(company_id, ticket, options.destination)
+    _check_lines(routes, options)
+    client = client_for(company_id)
+    claim = _claim(ticket.id, options.allow_rejected, destination)
+    if claim is None:
+        return _written_result(company_id, ticket.id, already=True)
+    try:
+        plan = _plan(ticket, routes)
+        with project_system_errors():
+            destination, record = _write(client, plan, destination, claim.earlier)
+    except Exception:
+        _release(ticket.id, claim.id)
+        raise
+    return _finish(company_id, ticket.id, destination, record, routes, actor)
+
+
+def _refuse_rejected(ticket: TicketRecord, allow_rejected: bool) -> None:
+    """409 ticket_rejected for a rejected ticket unless the caller allows it."""
+    if ticket.status == "rejected" and not allow_rejected:
+        raise Conflict("the ticket is rejected; restore it, or approve with allow_rejected: true",
+                       code="ticket_rejected")
+
+
+def _routes(ticket: TicketRecord, codes: Catalog, overrides: dict[str, int],
+            actor: str) -> list[Route]:
+    """Route the ticket's lines and apply the caller's overrides; 400 for unusable ones."""
+    routes = Router(codes.cost_codes, codes.budget_codes).route_all(ticket.lines)
+    chosen: dict[int, BudgetCode] = {}
+    problems: list[dict[str, str]] = []
+    for key, code_id in overrides.items():
+        field = f"routes.{key}"
+        if not (key.isdecimal() and str(int(key)) == key and int(key) < len(routes)):
+            lines = f"its lines are 0 to {len(routes) - 1}" if routes else "it has no lines"
+            problems.append(field_problem(field, f"no line {key[:20]!r} on this ticket; {lines}"))
+        elif (code := codes.budget_code_by_id(code_id)) is None:
+            problems.append(field_problem(
+                field, f"budget code {code_id} is not on project {ticket.project_id}"))
+        else:
+            chosen[int(key)] = code
+    if problems:
+        raise ValidationFailed("some routes cannot be used; see details", details=problems)
+    return [dataclasses.replace(route, budget_code=chosen[route.line], exact=True,
+                                needs_review=False, reason=f"routed by {actor}")
+            if route.line in chosen else route for route in routes]
+
+
+def _destination(company_id: int, ticket: TicketRecord, requested: str | None) -> str:
+    """Where to write: a daily log only when named, else a change event if the project has them."""
+    if requested == DAILY_LOG:
+        return DAILY_LOG
+    if projects.change_events_enabled(company_id, ticket.project_id):
+        return CHANGE_EVENT
+    raise Conflict(f"project {ticket.project_id} has no change-event tool; approve with "
+                   "destination 'daily_log' to file a dated daily log entry, which bills nothing",
+                   code="no_change_events")
+
+
+def _check_lines(routes: list[Route], options: ApproveInput) -> None:
+    """409 lines_need_review listing every line the options do not let through."""
+    refused = []
+    for route in routes:
+        if route.budget_code is None and not options.allow_unrouted:
+            reason = "no budget code"
+        elif options.require_exact and not route.exact:
+            reason = "not on a confirmed budget code (exact: false)"
+        else:
+            continue
+        refused.append({"line": route.line, "reason": reason, "description": route.description})
+    if refused:
+        raise Conflict(f"{len(refused)} line(s) need review before this approval: give them a "
+                       "budget code with `routes` (see details); nothing was written",
+                       code="lines_need_review", details=refused)
+
+
+def _lock(session: Session, ticket_id: str) -> TicketRecord:
+    """Re-read a ticket inside a write transaction, fresh from the database and row-locked."""
+    return session.scalars(select(TicketRecord).where(TicketRecord.id == ticket_id)
+                           .with_for_update().execution_options(populate_existing=True)).one()
+
+
+def _refuse_claimed(ticket: TicketRecord, now: dt.datetime) -> None:
+    """409 approval_in_progress, with Retry-After, while another approval's claim is live."""
+    if ticket.approval_claim_id is None or ticket.approval_claimed_at is None:
+        return
+    expires = ticket.approval_claimed_at + dt.timedelta(
+        seconds=current_app.config["APPROVAL_CLAIM_TTL_S"])
+    if expires <= now:
+        return
+    wait = max(1, min(RETRY_AFTER_MAX_S, math.ceil((expires - now).total_seconds())))
+    raise Conflict("another approval of this ticket is writing it now; retry shortly to see "
+                   "its outcome", code="approval_in_progress", headers={"Retry-After": str(wait)})
+
+
+def _claim(ticket_id: str, allow_rejected: bool, destination: str) -> Claim | None:
+    """Take the ticket for this approval; None when it turned out to be written already."""
+    now = utcnow()
+    with write_transaction() as session:
+        ticket = _lock(session, ticket_id)
+        if ticket.status == "written":
+            return None
+        _refuse_rejected(ticket, allow_rejected)
+        _refuse_claimed(ticket, now)
+        earlier = tuple(kind for kind in ticket.approval_destinations or () if kind != destination)
+        claim = Claim(id=str(uuid.uuid4()), earlier=earlier)
+        ticket.approval_claim_id = claim.id
+        ticket.approval_claimed_at = now
+        ticket.approval_destinations = [*earlier, destination]
+    return claim
+
+
+def _release(ticket_id: str, claim_id: str) -> None:
+    """Give the ticket back after a failed write, if this approval still holds it."""
+    with write_transaction() as session:
+        ticket = _lock(session, ticket_id)
+        if ticket.approval_claim_id == claim_id:
+            ticket.approval_claim_id = None
+            ticket.approval_claimed_at = None
+
+
+def _plan(ticket: TicketRecord, routes: list[Route]) -> Plan:
+    """Both drafts and the attachment list of a ticket, from its loaded state."""
+    files = [(_photo_filename(photo.position, photo.name, photo.image_key), photo.image_key,
+              _content_type(photo.image_key)) for photo in ticket.photos]
+    if ticket.signature:
+        key = ticket.signature["image_key"]
+        files.append((f"signature.{key.rsplit('.', 1)[1]}", key, _content_type(key)))
+    return Plan(project_id=int(ticket.project_id), origin_id=origin_id(ticket.id),
+                created_after=ticket.captured_at - LOOKUP_MARGIN, log_date=_log_date(ticket),
+                change_event=change_event_draft(ticket, routes), manpower=manpower_draft(ticket),
+                files=tuple(files))
+
+
+def _write(client: ProjectSystem, plan: Plan, destination: str,
+           earlier: tuple[str, ...]) -> tuple[str, RemoteRecord]:
+    """Find the record an earlier attempt left, or create it; then attach what it lacks."""
+    found = _find_earlier(client, plan, earlier)
+    if found is not None:
+        destination, record = found
+    else:
+        record = _find(client, plan, destination) or _create(client, plan, destination)
+    if destination == CHANGE_EVENT:
+        _attach_missing(client, plan, record)
+    return destination, record
+
+
+def _find_earlier(client: ProjectSystem, plan: Plan,
+                  earlier: tuple[str, ...]) -> tuple[str, RemoteRecord] | None:
+    """A record left at a destination an earlier attempt tried, so a retry never adds another."""
+    for destination in earlier:
+        try:
+            record = _find(client, plan, destination)
+        except ToolDisabled:
+            continue  # the tool was switched off since: nothing there can be seen or reused
+        if record is not None:
+            return destination, record
+    return None
+
+
+def _find(client: ProjectSystem, plan: Plan, destination: str) -> RemoteRecord | None:
+    """The ticket's record at a destination, found by origin id."""
+    if destination == CHANGE_EVENT:
+        return client.find_change_event(plan.project_id, plan.origin_id,
+                                        created_after=plan.created_after)
+    return client.find_manpower_log(plan.project_id, plan.origin_id, plan.log_date)
+
+
+def _create(client: ProjectSystem, plan: Plan, destination: str) -> RemoteRecord:
+    """Create the ticket's record at a destination."""
+    if destination == CHANGE_EVENT:
+        return client.create_change_event(plan.project_id, plan.change_event)
+    return client.create_manpower_log(plan.project_id, plan.manpower)
+
+
+def _attach_missing(client: ProjectSystem, plan: Plan, record: RemoteRecord) -> None:
+    """Attach the photos and signature the change event does not list yet."""
+    present = set(record.attachment_filenames)
+    store = photo_store()
+    for filename, key, content_type in plan.files:
+        if filename not in present:
+            client.attach_file(plan.project_id, record.id,
+                               Attachment(filename=filename, content_type=content_type,
+                                          data=store.open(key)))
+
+
+def _finish(company_id: int, ticket_id: str, destination: str, record: RemoteRecord,
+            routes: list[Route], actor: str) -> ApprovalResult:
+    """Mark the ticket written with its record, unless someone else already did."""
+    now = utcnow()
+    with write_transaction() as session:
+        ticket = _lock(session, ticket_id)
+        # The record exists whoever holds the claim now, so the ticket must say so.
+        already = ticket.status == "written"
+        if not already:
+            ticket.status = "written"
+            ticket.external = {
+                "destination": destination,
+                "change_event_id": record.id if destination == CHANGE_EVENT else None,
+                "manpower_log_id": record.id if destination == DAILY_LOG else None,
+                "number": record.number, "written_at": now.isoformat(), "url": record.url,
+                "note": DAILY_LOG_NOTE if destination == DAILY_LOG else None,
+            }
+            ticket.written_routing = [line.model_dump(mode="json")
+                                      for line in routing_lines(routes)]
+            ticket.approved_by = actor
+            ticket.approved_at = now
+            ticket.approval_claim_id = None
+            ticket.approval_claimed_at = None
+            append_decision(session, ticket, "approved", actor)
+    return _written_result(company_id, ticket_id, already=already)
+
+
+def _written_result(company_id: int, ticket_id: str, *, already: bool) -> ApprovalResult:
+    """A written ticket with the routing it was written with, read without the project system."""
+    db.session.expire_all()
+    ticket = find_ticket(company_id, ticket_id)
+    routing = [RoutingLine.model_validate(line) for line in ticket.written_routing or ()]
+    return ApprovalResult(**summarize(ticket), routing=routing, already=already)
+
+
+# ----------------------------------------------------------------- what is written
+
+def _one_line(text: str, limit: int) -> str:
+    """Text on one line, cut to ``limit`` characters with an ellipsis."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[:limit - 1].rstrip() + "…"
+
+
+def _photo_filename(position: int, name: str, image_key: str) -> str:
+    """A stable attachment name such as 'photo-01-trench.jpg', so retries can skip it."""
+    stem = re.sub(r"[^A-Za-z0-9_-]+", "-", name.rsplit(".", 1)[0]).strip("-_")[:40]
+    if re.fullmatch(r"photo-\d+", stem):
+        stem = ""  # the name given when the phone sent none says nothing new
+    extension = image_key.rsplit(".", 1)[1]
+    return f"photo-{position + 1:02d}-{stem}.{extension}" if stem else \
+        f"photo-{position + 1:02d}.{extension}"
+
+
+def _content_type(image_key: str) -> str:
+    """The content type of a stored image from its key."""
+    return "image/png" if image_key.endswith(".png") else "image/jpeg"
+
+
+def _log_date(ticket: TicketRecord) -> dt.date:
+    """The daily log date of a ticket: the UTC date it was captured."""
+    return ticket.captured_at.astimezone(dt.timezone.utc).date()
+
+
+def _context_lines(ticket: TicketRecord) -> list[str]:
+    """Why, who and when, as lines of text for the record."""
+    lines = [f"Reason (out of scope): {ticket.reason}", f"Directed by: {ticket.directed_by}",
+             f"Captured by: {ticket.captured_by or 'not given'} on "
+             f"{ticket.captured_at.astimezone(dt.timezone.utc):%Y-%m-%d %H:%M} UTC "
+             f"(via {ticket.captured_via})"]
+    if ticket.signature:
+        signer = ", ".join(part for part in (ticket.signature.get("name"),
+                                             ticket.signature.get("role")) if part)
+        lines.append(f"Signed by: {signer or 'unnamed'}")
+    return lines
+
+
+def change_event_draft(ticket: TicketRecord, routes: list[Route]) -> ChangeEventDraft:
+    """The change event for a ticket: one line item per routed line."""
+    title = (f"Extra work: {_one_line(ticket.description, TITLE_DESCRIPTION_CHARS)} "
+             f"(#{ticket.id[:8]})")
+    description = "\n".join([ticket.description, "", *_context_lines(ticket),
+                             f"Claimed total: {ticket.total}", f"Extra-work ticket {ticket.id}"])
+    lines = tuple(ChangeEventLine(
+        description=route.description,
+        budget_code_id=route.budget_code.id if route.budget_code else None,
+        cost_type=route.cost_type, quantity=route.quantity, unit_cost=route.unit_cost,
+        amount=route.amount, unit_of_measure="hr" if route.kind in HOURLY_KINDS else None)
+        for route in routes)
+    return ChangeEventDraft(origin_id=origin_id(ticket.id), title=title,
+                            description=description, lines=lines)
+
+
+def manpower_draft(ticket: TicketRecord) -> ManpowerDraft:
+    """The daily log manpower entry for a ticket: its labor as workers and hours per worker."""
+    labor = [line for line in ticket.lines if line["kind"] == "labor"]
+    workers = sum((Decimal(line["workers"]) for line in labor), Decimal(0))
+    worker_hours = sum((Decimal(line["workers"]) * Decimal(line["hours"]) for line in labor),
+                       Decimal(0))
+    num_workers = max(1, math.ceil(workers))
+    num_hours = (worker_hours / num_workers).quantize(CENT, ROUND_HALF_UP) if labor \
+        else Decimal("0.00")
+    work = [f"- {line['kind']}: " + (f"{line['trade']}, {line['workers']} × {line['hours']} h"
+                                     if line["kind"] == "labor" else line["description"])
+            for line in ticket.lines]
+    notes = "\n".join([f"Extra work (ticket {ticket.id}): {ticket.description}",
+                       *_context_lines(ticket), *work,
+                       f"Claimed total {ticket.total}; this entry bills nothing."])
+    return ManpowerDraft(origin_id=origin_id(ticket.id), date=_log_date(ticket),
+                         num_workers=num_workers, num_hours=num_hours,
+                         notes=_cut(notes, MAX_NOTES_CHARS))
+
+
+def _cut(text: str, limit: int) -> str:
+    """Text cut to ``limit`` characters with an ellipsis, line breaks kept."""
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+# ----------------------------------------------------------------- reject and restore
+
+def reject(company_id: int, ticket_id: str, actor: str) -> Ticket:
+    """Close a submitted ticket without writing anything to the project system."""
+    ticket = find_ticket(company_id, ticket_id)
+    with write_transaction() as session:
+        current = _lock(session, ticket.id)
+        _refuse_written(current)
+        if current.status == "rejected":
+            raise Conflict("the ticket is already rejected", code="ticket_rejected")
+        _refuse_claimed(current, utcnow())
+        current.status = "rejected"
+        append_decision(session, current, "rejected", actor)
+    db.session.expire_all()
+    return get_ticket(company_id, ticket.id)
+
+
+def restore(company_id: int, ticket_id: str, actor: str) -> Ticket:
+    """Put a rejected ticket back to submitted; a submitted one is returned as is."""
+    ticket = find_ticket(company_id, ticket_id)
+    with write_transaction() as session:
+        current = _lock(session, ticket.id)
+        _refuse_written(current)
+        if current.status == "rejected":
+            _refuse_claimed(current, utcnow())
+            current.status = "submitted"
+            append_decision(session, current, "restored", actor)
+    db.session.expire_all()
+    return get_ticket(company_id, ticket.id)
+
+
+def _refuse_written(ticket: TicketRecord) -> None:
+    """409 ticket_written: a ticket in the project system can no longer change state."""
+    if ticket.status == "written":
+        raise Conflict("the ticket is already written to the project system",
+                       code="ticket_written")
