@@ -4,12 +4,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from flask import Blueprint, Response, current_app, g, jsonify, render_template, request
+from flask_login import current_user, login_required
 
 from blueprints.api import api_route, read_json_object
 from models.schemas import Link, LinkInput, LinkList
-from services import capture, links
+from services import capture, links, projects
 from services.errors import ServiceError
 from services.ratelimit import limiter
+from services.web import render_page
 
 bp = Blueprint("links", __name__)
 
@@ -167,3 +169,46 @@ def capture_poster(token: str) -> Response:
     return _capture_response(render_template("capture/poster.html", link=link,
                                              qr=links.qr_svg(token),
                                              url=links.capture_url(token, "qr")))
+
+
+def _links_panel(error: str | None = None, status: int = 200) -> Response:
+    """The links page, or its panel for htmx."""
+    try:
+        choices = projects.list_projects(current_user.company_id)
+    except ServiceError:
+        choices = []
+    response = render_page("review/links.html", "review/_links.html",
+                           links=links.list_links(current_user.company_id), projects=choices,
+                           error=error)
+    response.status_code = status
+    return response
+
+
+@bp.get("/links")
+@login_required
+def links_page() -> Response:
+    """List capture links with their QR codes, SMS links and posters."""
+    return _links_panel()
+
+
+@bp.post("/links")
+@login_required
+def create_link_page() -> Response:
+    """Create a capture link from the page."""
+    try:
+        links.create_link(current_user.company_id, request.form.get("project_id", ""),
+                          request.form.get("label", "").strip()[:120] or None)
+    except ServiceError as error:
+        return _links_panel(error=error.message, status=422)
+    return _links_panel()
+
+
+@bp.post("/links/<token>/revoke")
+@login_required
+def revoke_link_page(token: str) -> Response:
+    """Revoke a capture link from the page."""
+    try:
+        links.revoke_link(current_user.company_id, token)
+    except ServiceError as error:
+        return _links_panel(error=error.message, status=error.status)
+    return _links_panel()

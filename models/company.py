@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+from flask_login import UserMixin
 from sqlalchemy import ForeignKey, String
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
@@ -43,7 +44,7 @@ class ApiKey(db.Model):
         return f"key:{self.name} ({self.prefix})"
 
 
-class Reviewer(db.Model):
+class Reviewer(UserMixin, db.Model):
     """A project manager who works the review queue in the browser."""
 
     __tablename__ = "reviewers"

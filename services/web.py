@@ -1,0 +1,51 @@
+"""Web-page plumbing shared by the blueprints: security headers, sessions, fragments."""
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Flask, Response, render_template, request
+from flask.sessions import SecureCookieSessionInterface
+
+CONTENT_SECURITY_POLICY = "; ".join([
+    "default-src 'self'",
+    "script-src 'self'",
+    "style-src 'self'",
+    "img-src 'self' data: blob:",
+    "connect-src 'self'",
+    "worker-src 'self'",
+    "object-src 'none'",
+    "base-uri 'self'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+])
+
+
+class SessionCookies(SecureCookieSessionInterface):
+    """Session cookies that are Secure whenever the request came in over HTTPS."""
+
+    def get_cookie_secure(self, app: Flask) -> bool:
+        """Mark the cookie Secure when configured to, or when this request is HTTPS."""
+        return bool(app.config["SESSION_COOKIE_SECURE"]) or request.is_secure
+
+
+def is_htmx() -> bool:
+    """Whether htmx made this request (htmx 2 and 4 both send HX-Request)."""
+    return request.headers.get("HX-Request") == "true"
+
+
+def render_page(page: str, fragment: str, **context: Any) -> Response:
+    """The fragment alone for htmx, else the full page that includes that very fragment."""
+    body = render_template(fragment if is_htmx() else page, **context)
+    response = Response(body, mimetype="text/html")
+    response.vary.add("HX-Request")
+    return response
+
+
+def add_security_headers(response: Response) -> Response:
+    """Headers every answer gets; pages also get the Content-Security-Policy."""
+    response.headers.setdefault("X-Content-Type-Options", "nosniff")
+    if response.mimetype == "text/html":
+        response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+        response.headers.setdefault("X-Frame-Options", "DENY")
+        response.headers.setdefault("Referrer-Policy", "same-origin")
+    return response
