@@ -35,7 +35,9 @@ def default_config(instance_path: str) -> dict[str, Any]:
         "API_KEY_TOUCH_INTERVAL_S": 60,
         "RATELIMIT_STORAGE_URI": "memory://",
         "RATELIMIT_STRATEGY": "moving-window",
-        "RATELIMIT_HEADERS_ENABLED": True,
+        # Retry-After is set by our 429 handler only; the limiter's own headers would put it
+        # on every answer.
+        "RATELIMIT_HEADERS_ENABLED": False,
         "RATELIMIT_KEY_PREFIX": "ewt",
         "PASSWORD_HASH_PROFILE": "default",
         "JSON_SORT_KEYS": False,

@@ -6,6 +6,7 @@ from werkzeug.exceptions import HTTPException
 
 from models import db
 from services.errors import ServiceError
+from services.ratelimit import retry_after_seconds
 
 HTTP_CODES = {
     400: "bad_request",
@@ -57,6 +58,8 @@ def register_error_handlers(app: Flask) -> None:
         """Render werkzeug's HTTP errors (404, 405, 413, 429, ...) in our shape."""
         status = error.code or 500
         headers = {k: v for k, v in error.get_headers() if k.lower() in ("allow", "retry-after")}
+        if status == 429:
+            headers["Retry-After"] = str(retry_after_seconds())
         message = _http_message(error)
         return error_response(status, HTTP_CODES.get(status, f"http_{status}"), message,
                               headers=headers)

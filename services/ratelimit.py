@@ -5,6 +5,9 @@ routes together. Requests without a key are counted per client address.
 """
 from __future__ import annotations
 
+import math
+import time
+
 from flask import current_app
 from flask_limiter import Limiter
 from flask_limiter.util import get_remote_address
@@ -40,6 +43,14 @@ def rate_limit_key() -> str:
 def api_rate_limit() -> str:
     """The configured /v1 limit, read per request so tests and deployments can change it."""
     return current_app.config["API_RATE_LIMIT"]
+
+
+def retry_after_seconds() -> int:
+    """Whole seconds until the breached limit lets this caller in again (at least 1)."""
+    current = limiter.current_limit
+    if current is None:
+        return 1
+    return max(1, math.ceil(current.reset_at - time.time()))
 
 
 limiter = Limiter(key_func=rate_limit_key)
