@@ -29,7 +29,7 @@ from sqlalchemy.orm import Session
 
 from models import Ticket as TicketRecord
 from models import db, utcnow
-from models.schemas import ApprovalResult, ApproveInput, RoutingLine, Ticket
+from models.schemas import ApprovalResult, ApproveInput, Ticket
 from services import projects
 from services.connections import client_for, project_system_errors
 from services.database import write_transaction
@@ -52,7 +52,6 @@ from services.tickets import (
     get_ticket,
     photo_store,
     routing_lines,
-    summarize,
 )
 
 CHANGE_EVENT = "change_event"
@@ -317,9 +316,7 @@ def _finish(company_id: int, ticket_id: str, destination: str, record: RemoteRec
 def _written_result(company_id: int, ticket_id: str, *, already: bool) -> ApprovalResult:
     """A written ticket with the routing it was written with, read without the project system."""
     db.session.expire_all()
-    ticket = find_ticket(company_id, ticket_id)
-    routing = [RoutingLine.model_validate(line) for line in ticket.written_routing or ()]
-    return ApprovalResult(**summarize(ticket), routing=routing, already=already)
+    return ApprovalResult(**get_ticket(company_id, ticket_id).model_dump(), already=already)
 
 
 # ----------------------------------------------------------------- what is written

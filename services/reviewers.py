@@ -7,7 +7,7 @@ from argon2 import PasswordHasher, profiles
 from flask import current_app
 from sqlalchemy import select
 
-from models import Company, Reviewer, db
+from models import Company, Reviewer
 from services.database import write_transaction
 from services.errors import Conflict, NotFound, ValidationFailed, field_problem
 

@@ -218,8 +218,11 @@ def routing_lines(routes: list[Route]) -> list[RoutingLine]:
 
 
 def get_ticket(company_id: int, ticket_id: str) -> Ticket:
-    """A ticket with every field and its routing."""
+    """A ticket with every field and its routing; a written ticket shows the routing it was written with."""
     ticket = find_ticket(company_id, ticket_id)
+    if ticket.status == "written" and ticket.written_routing:
+        return Ticket(**summarize(ticket),
+                      routing=[RoutingLine.model_validate(line) for line in ticket.written_routing])
     routes, routing_warnings = route_ticket(company_id, ticket)
     return to_ticket(ticket, routes, routing_warnings)
 
@@ -312,7 +315,7 @@ def add_photos(company_id: int, ticket_id: str, items: list[PhotoIn]) -> Ticket:
         raise ValidationFailed("some photos could not be used; see details", details=problems)
     with write_transaction() as session:
         current = session.scalar(select(TicketRecord).where(TicketRecord.id == ticket.id)
-                                 .with_for_update())
+                                 .with_for_update().execution_options(populate_existing=True))
         _check_photo_room(current, len(rows))
         for offset, row in enumerate(rows):
             row["position"] = current.photo_count + offset
