@@ -1,14 +1,17 @@
 """The start page."""
 from __future__ import annotations
 
-from flask import Blueprint, render_template
+from flask import Blueprint, Response, redirect, render_template, url_for
+from flask_login import current_user
 
 bp = Blueprint("home", __name__)
 
 
 @bp.get("/")
-def index() -> str:
-    """Show the start page with pointers to the queue and the API description."""
+def index() -> Response | str:
+    """Signed-in reviewers go to the queue; everyone else sees the start page."""
+    if current_user.is_authenticated:
+        return redirect(url_for("tickets.queue_page"))
     return render_template("home.html")
 
 

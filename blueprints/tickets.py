@@ -1,19 +1,24 @@
-"""Tickets: create, list, read, attach photos, approve, reject, restore."""
+"""Tickets: the /v1 routes and the review pages (queue, ticket), on the same services."""
 from __future__ import annotations
 
-from flask import Blueprint, g
+from flask import Blueprint, Response, g, request
+from flask_login import current_user, login_required
 
 from blueprints.api import api_route
 from models.schemas import (
     ApprovalResult,
     ApproveInput,
+    BudgetCodeInput,
     PhotosInput,
     Ticket,
     TicketInput,
     TicketList,
     TicketListQuery,
 )
-from services import approval, tickets
+from services import approval, projects, review, tickets
+from services.errors import ServiceError
+from services.validation import validate
+from services.web import render_page
 
 bp = Blueprint("tickets", __name__)
 
@@ -91,3 +96,129 @@ def reject_ticket(ticket_id: str) -> Ticket:
 def restore_ticket(ticket_id: str) -> Ticket:
     """Put a rejected ticket back to submitted; idempotent on a submitted one."""
     return approval.restore(g.company_id, ticket_id, actor=g.actor)
+
+
+# ------------------------------------------------------------------ pages
+
+def _ticket_panel(ticket_id: str, *, error: ServiceError | None = None, message: str | None = None,
+                  selected: dict[int, int] | None = None, status: int = 200) -> Response:
+    """The ticket page, or its main panel for htmx."""
+    page = review.ticket_page(current_user.company_id, ticket_id, error=error, message=message,
+                              selected_routes=selected)
+    response = render_page("review/ticket.html", "review/_ticket.html", page=page)
+    response.status_code = status
+    return response
+
+
+@bp.get("/queue")
+@login_required
+def queue_page() -> Response:
+    """The review queue: 'Needs review' first, filter by status and project, search descriptions."""
+    status = request.args.get("status", "submitted")
+    data = review.queue(current_user.company_id, status=None if status == "all" else status,
+                        project_id=request.args.get("project_id") or None,
+                        q=(request.args.get("q") or "").strip()[:100] or None)
+    return render_page("review/queue.html", "review/_queue_rows.html", queue=data,
+                       tabs=review.STATUS_TABS)
+
+
+@bp.get("/tickets/<ticket_id>")
+@login_required
+def ticket_page(ticket_id: str) -> Response:
+    """One ticket with everything a reviewer needs to approve it."""
+    return _ticket_panel(ticket_id)
+
+
+@bp.post("/tickets/<ticket_id>/approve")
+@login_required
+def approve_page(ticket_id: str) -> Response:
+    """Approve from the page: the same service and rules as the API, with the page's routes."""
+    form = request.form.to_dict()
+    try:
+        result = review.approve_from_form(current_user.company_id, ticket_id, form,
+                                          actor=current_user.email)
+    except ServiceError as error:
+        if error.status == 404:
+            raise
+        return _ticket_panel(ticket_id, error=error, status=422,
+                             selected=review.selected_routes_from_form(form))
+    note = "It was already written." if result.already else "Written to the project system."
+    return _ticket_panel(ticket_id, message=note)
+
+
+@bp.post("/tickets/<ticket_id>/reject")
+@login_required
+def reject_page(ticket_id: str) -> Response:
+    """Reject from the page."""
+    try:
+        approval.reject(current_user.company_id, ticket_id, actor=current_user.email)
+    except ServiceError as error:
+        if error.status == 404:
+            raise
+        return _ticket_panel(ticket_id, error=error, status=422)
+    return _ticket_panel(ticket_id, message="Rejected. Nothing was written to the project system.")
+
+
+@bp.post("/tickets/<ticket_id>/restore")
+@login_required
+def restore_page(ticket_id: str) -> Response:
+    """Restore a rejected ticket to the queue from the page."""
+    try:
+        approval.restore(current_user.company_id, ticket_id, actor=current_user.email)
+    except ServiceError as error:
+        if error.status == 404:
+            raise
+        return _ticket_panel(ticket_id, error=error, status=422)
+    return _ticket_panel(ticket_id, message="Restored to the queue.")
+
+
+@bp.post("/tickets/<ticket_id>/budget-codes")
+@login_required
+def create_budget_code_page(ticket_id: str) -> Response:
+    """Create the budget code a line lacks, through the same service as the budget-codes endpoint."""
+    form = request.form.to_dict()
+    ticket = tickets.find_ticket(current_user.company_id, ticket_id)
+    try:
+        body = validate(BudgetCodeInput, {"cost_code_item_id": form.get("cost_code_item_id"),
+                                          "cost_type": form.get("cost_type") or "other"})
+        made = projects.create_budget_code(current_user.company_id, ticket.project_id,
+                                           body.cost_code_item_id, body.cost_type)
+    except ServiceError as error:
+        if error.status == 404 and error.code == "ticket_not_found":
+            raise
+        return _ticket_panel(ticket_id, error=error, status=422)
+    selected = review.selected_routes_from_form(form)
+    line = form.get("line", "")
+    if line.isdigit():
+        selected[int(line)] = made.id
+    return _ticket_panel(ticket_id, message=f"Budget code {made.code} is ready; it is selected "
+                                           f"for line {line}.", selected=selected)
+
+
+def _image(data: bytes, media_type: str) -> Response:
+    """An image answer that browsers cache privately."""
+    response = Response(data, mimetype=media_type)
+    response.headers["Cache-Control"] = "private, max-age=3600"
+    return response
+
+
+@bp.get("/tickets/<ticket_id>/photos/<int:position>.jpg")
+@login_required
+def photo_page(ticket_id: str, position: int) -> Response:
+    """A photo at full size."""
+    return _image(tickets.photo_file(current_user.company_id, ticket_id, position), "image/jpeg")
+
+
+@bp.get("/tickets/<ticket_id>/photos/<int:position>/thumb.jpg")
+@login_required
+def photo_thumb_page(ticket_id: str, position: int) -> Response:
+    """A photo's thumbnail."""
+    return _image(tickets.photo_file(current_user.company_id, ticket_id, position, thumbnail=True),
+                  "image/jpeg")
+
+
+@bp.get("/tickets/<ticket_id>/signature.png")
+@login_required
+def signature_page(ticket_id: str) -> Response:
+    """The signature image."""
+    return _image(tickets.signature_file(current_user.company_id, ticket_id), "image/png")

@@ -149,7 +149,7 @@ def approve_from_form(company_id: int, ticket_id: str, form: dict[str, str], act
     routes = {}
     for key, value in form.items():
         if key.startswith("routes[") and key.endswith("]") and value:
-            routes[key[len("routes["):-1]] = value
+            routes[key[len("routes["):-1]] = int(value) if value.isdigit() else value
     options = validate(ApproveInput, {
         "destination": form.get("destination") or None,
         "allow_unrouted": form.get("allow_unrouted") == "on",

@@ -33,9 +33,9 @@ def is_htmx() -> bool:
     return request.headers.get("HX-Request") == "true"
 
 
-def render_page(page: str, fragment: str, **context: Any) -> Response:
+def render_page(full_template: str, fragment_template: str, **context: Any) -> Response:
     """The fragment alone for htmx, else the full page that includes that very fragment."""
-    body = render_template(fragment if is_htmx() else page, **context)
+    body = render_template(fragment_template if is_htmx() else full_template, **context)
     response = Response(body, mimetype="text/html")
     response.vary.add("HX-Request")
     return response
