@@ -32,16 +32,20 @@ project system (Procore) as change events or daily-log entries.
 Decisions where the contract left the shape open:
 
 * Every list response is an object with a `data` array; GET /tickets adds `total`,
-  `limit` and `offset`.
+  `limit` and `offset`, sorts newest first (capture time, then id) and takes `q`.
 * Every error is `{"error": {"code", "message", "details"}}` with a stable `code`;
   validation errors (400, code `validation_failed`) list each problem in `details`
-  as `{"field", "message"}`.
+  as `{"field", "message"}`, with paths such as `labor[2].hours`.
 * Authentication: `Authorization: Bearer <key>` or `X-API-Key: <key>`; 401 codes are
   `api_key_missing`, `api_key_malformed`, `api_key_invalid`, `api_key_revoked`.
 * Rate limit: one shared bucket of 120 requests per minute per key across all /v1
   routes; 429 (`rate_limited`) carries `Retry-After` in seconds.
 * Body limit: 413 (`payload_too_large`) above the configured maximum (34 MiB by default,
   room for 12 photos of up to 2 MiB each in base64).
+* Amounts are exact decimals rounded to cents; `total` is the sum of the line amounts.
+* Approve refuses lines with 409 `lines_need_review`; reject on a rejected ticket is
+  409 `ticket_rejected`; a ticket is written to the project system at most once.
+* `client_ref` on POST /tickets makes retries safe: the same value returns the same ticket.
 """
 
 

@@ -99,3 +99,26 @@ def test_keys_list_filters_by_company(app, runner, tenant):
     output = runner.invoke(args=["keys", "list", "--company", str(other.company_id)]).output
     assert other.prefix in output and tenant.prefix not in output
     assert re.search(r"last_used=never", output)
+
+
+def test_reviewer_cli_create_and_reset_password(app, runner, tenant):
+    from services.auth import check_login
+
+    created = runner.invoke(args=["reviewers", "create", "--company", str(tenant.company_id),
+                                  "--email", "PM@Example.com"], input="first password 1\nfirst password 1\n")
+    assert created.exit_code == 0, created.output
+    assert "created reviewer pm@example.com" in created.output
+    with app.app_context():
+        assert check_login("pm@example.com", "first password 1") is not None
+    duplicate = runner.invoke(args=["reviewers", "create", "--company", str(tenant.company_id),
+                                    "--email", "pm@example.com"], input="another one 22\nanother one 22\n")
+    assert duplicate.exit_code != 0 and "already exists" in duplicate.output
+    short = runner.invoke(args=["reviewers", "create", "--company", str(tenant.company_id),
+                                "--email", "x@example.com"], input="short\nshort\n")
+    assert short.exit_code != 0
+    reset = runner.invoke(args=["reviewers", "reset-password", "--email", "pm@example.com"],
+                          input="second password 2\nsecond password 2\n")
+    assert reset.exit_code == 0, reset.output
+    with app.app_context():
+        assert check_login("pm@example.com", "first password 1") is None
+        assert check_login("pm@example.com", "second password 2") is not None
