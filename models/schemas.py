@@ -6,10 +6,20 @@ document is never a second, hand-kept copy.
 from __future__ import annotations
 
 import datetime as dt
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    TypeAdapter,
+    ValidationError,
+    WithJsonSchema,
+)
 
 
 class Shape(BaseModel):
@@ -134,15 +144,39 @@ class Capability(Shape):
 
 # ----------------------------------------------------------------- tickets
 
-def _finite(low: int | float, high: int | float, places: int = 4) -> Any:
-    """A non-negative, finite decimal with documented bounds."""
-    return Annotated[Decimal, Field(ge=low, le=high, allow_inf_nan=False, decimal_places=places)]
+SIX_PLACES = Decimal("0.000001")
 
 
-Hours = _finite(0, 1000)
-Workers = Annotated[Decimal, Field(gt=0, le=500, allow_inf_nan=False, decimal_places=2)]
-Rate = _finite(0, 100_000)
-Quantity = _finite(0, 1_000_000)
+def _to_decimal(value: Any) -> Any:
+    """Read a JSON number (or numeric text, as forms send) exactly, kept to 6 decimal places.
+
+    Floats are read through their shortest text, so 0.1 is 0.1 and not 0.1000000000000000055.
+    """
+    if isinstance(value, bool):
+        raise ValueError("must be a number")
+    if isinstance(value, (int, float, str, Decimal)):
+        try:
+            number = Decimal(str(value).strip()) if not isinstance(value, Decimal) else value
+        except InvalidOperation:
+            raise ValueError("must be a number")
+        if not number.is_finite():
+            raise ValueError("must be a finite number")
+        if abs(number) >= 10**12:
+            raise ValueError("is far too large")
+        return number.quantize(SIX_PLACES, rounding=ROUND_HALF_UP)
+    return value
+
+
+def _number(low: int, high: int) -> Any:
+    """A finite decimal within documented bounds, documented as a JSON number."""
+    return Annotated[Decimal, Field(ge=low, le=high), BeforeValidator(_to_decimal),
+                     WithJsonSchema({"type": "number", "minimum": low, "maximum": high})]
+
+
+Hours = _number(0, 1000)
+Workers = _number(0, 500)
+Rate = _number(0, 100_000)
+Quantity = _number(0, 1_000_000)
 CostCodeText = Annotated[str | None, Field(default=None, max_length=40,
                                            description="Project cost code, e.g. '02-200'; helps routing.")]
 JsonNumber = Annotated[Decimal, PlainSerializer(float, return_type=float, when_used="json")]
@@ -156,7 +190,7 @@ class LaborLineIn(Shape):
 
     trade: str = Field(min_length=1, max_length=100)
     hours: Hours = Field(description="Hours per worker, 0 to 1000.")
-    workers: Workers = Field(default=Decimal(1), description="Defaults to 1; at most 500.")
+    workers: Workers = Field(default=1, validate_default=True, description="Defaults to 1; at most 500.")
     rate: Rate | None = Field(default=None, description="Per hour, 0 to 100000.")
     costCode: CostCodeText = None
 
@@ -187,18 +221,22 @@ class Coords(Shape):
     accuracy_m: float | None = Field(default=None, ge=0, le=100_000, allow_inf_nan=False)
 
 
+_DATETIME = TypeAdapter(dt.datetime)
+
+
 def _check_timestamp(value: str | None) -> str | None:
-    """Accept an ISO 8601 date or date-time string and keep it as given."""
+    """Accept an RFC 3339 / ISO 8601 date-time string and keep it exactly as given."""
     if value is None or value == "":
         return None
     try:
-        dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
+        _DATETIME.validate_python(value)
+    except ValidationError:
         raise ValueError("not an ISO 8601 date-time, e.g. 2026-05-04T07:30:00Z")
     return value
 
 
-Timestamp = Annotated[str | None, Field(default=None, max_length=40),
+Timestamp = Annotated[str | None, Field(default=None, max_length=40,
+                                        json_schema_extra={"format": "date-time"}),
                       AfterValidator(_check_timestamp)]
 
 
@@ -206,7 +244,9 @@ class PhotoIn(Shape):
     """A photo: a data URL (or bare base64) of a JPEG, PNG or WebP image, at most 2 MiB."""
 
     name: str | None = Field(default=None, max_length=200)
-    data_url: str = Field(min_length=1, description="data:image/jpeg;base64,... or bare base64.")
+    data_url: Annotated[str, Field(min_length=1, description=(
+        "data:image/jpeg;base64,... or bare base64. The image itself is checked too: "
+        "anything that is not a JPEG, PNG or WebP is refused with 400."))]
     taken_at: Timestamp = None
     coords: Coords | None = None
 
@@ -397,7 +437,14 @@ class TicketListQuery(Shape):
 # ----------------------------------------------------------------- approval
 
 Flag = Annotated[bool, Field(strict=True)]
-BudgetCodeId = Annotated[int, Field(strict=True, gt=0, lt=2**63)]
+def _whole_number(value: Any) -> Any:
+    """Refuse booleans and text where a JSON integer is meant; 17.0 still counts as 17."""
+    if isinstance(value, (bool, str)):
+        raise ValueError("must be an integer")
+    return value
+
+
+BudgetCodeId = Annotated[int, Field(gt=0, lt=2**63), BeforeValidator(_whole_number)]
 
 
 class ApproveInput(Shape):
