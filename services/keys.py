@@ -109,7 +109,7 @@ def revoke_key(prefix: str, company_id: int | None = None) -> ApiKey:
             query = query.where(ApiKey.company_id == company_id)
         record = session.scalar(query)
         if record is None:
-            raise NotFound(f"no key with prefix {prefix}", code="key_not_found")
+            raise NotFound("no such key", code="key_not_found")
         if record.revoked_at is None:
             record.revoked_at = utcnow()
     return record

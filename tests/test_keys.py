@@ -71,7 +71,7 @@ def test_missing_malformed_unknown_revoked_keys_get_401(client, runner, tenant):
 def test_revoking_unknown_prefix_fails_cleanly(runner):
     result = runner.invoke(args=["keys", "revoke", "ewt_nothing"])
     assert result.exit_code != 0
-    assert "no key with prefix" in result.output
+    assert "no such key" in result.output
 
 
 def test_last_used_at_recorded_and_throttled(app, client, tenant):

@@ -1,0 +1,97 @@
+"""Tenancy, generated from the URL map: another company's ids and tokens look exactly missing."""
+from __future__ import annotations
+
+import re
+import uuid
+
+import pytest
+
+from services import reviewers
+from tests.images import data_url, jpeg_bytes, png_bytes
+
+PASSWORD = "correct horse battery"
+
+# Capture pages are public: the token in their URL is the credential, whoever holds it.
+PUBLIC_PREFIXES = ("/c/", "/static/")
+
+
+def owned_resources(client, owner) -> dict[str, str]:
+    """Resources of the owning company, keyed by URL variable name."""
+    ticket = client.post("/v1/tickets", headers=owner.headers, json={
+        "project_id": owner.project()["id"], "description": "Owner's ticket", "reason": "r",
+        "directed_by": "d", "labor": [{"trade": "Laborer", "hours": 1, "rate": 1, "costCode": "02-200"}],
+        "photos": [{"data_url": data_url(jpeg_bytes())}],
+        "signature": {"name": "S", "image": data_url(png_bytes(), "image/png")}}).json
+    link = client.post("/v1/links", headers=owner.headers, json={"project_id": owner.project()["id"]}).json
+    return {"ticket_id": ticket["id"], "project_id": owner.project()["id"], "token": link["token"],
+            "prefix": owner.prefix, "position": "0", "kind": "labor"}
+
+
+MISSING = {"ticket_id": str(uuid.UUID(int=0x1234)), "project_id": "1", "token": "x" * 32,
+           "prefix": "ewt_zzzzzzzz", "position": "0", "kind": "labor"}
+
+
+def fill(rule: str, values: dict[str, str]) -> str:
+    """Put values into a Flask rule's variables."""
+    return re.sub(r"<(?:[^:<>]+:)?([^<>]+)>", lambda m: values[m.group(1)], rule)
+
+
+def body_for(rule: str, owner_values: dict[str, str]) -> dict:
+    """A request body that would succeed for the owner, so only ownership can refuse it."""
+    if rule.endswith("/photos"):
+        return {"photos": [{"data_url": data_url(jpeg_bytes())}]}
+    if rule.endswith("/budget-codes"):
+        return {"cost_code_item_id": 1, "cost_type": "labor"}
+    return {}
+
+
+def signed_in(app, tenant, client):
+    """Sign a reviewer of the tenant in on this client and return the CSRF token."""
+    with app.app_context():
+        reviewers.create_reviewer(tenant.company_id, "intruder@rival.example", PASSWORD)
+    page = client.get("/login").get_data(as_text=True)
+    token = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
+    assert client.post("/login", data={"csrf_token": token, "email": "intruder@rival.example",
+                                       "password": PASSWORD}).status_code == 302
+    return re.search(r'name="csrf_token" value="([^"]+)"', client.get("/queue").get_data(as_text=True)).group(1)
+
+
+def test_every_route_with_an_id_treats_foreign_ids_as_missing(app, client, acme, rival):
+    owner_values = owned_resources(client, acme)
+    intruder = app.test_client()
+    csrf = signed_in(app, rival, intruder)
+    checked = []
+    for rule in app.url_map.iter_rules():
+        if not rule.arguments or rule.rule.startswith(PUBLIC_PREFIXES):
+            continue
+        for method in sorted(rule.methods - {"HEAD", "OPTIONS"}):
+            answers = []
+            for values in (owner_values, MISSING):
+                url = fill(rule.rule, values)
+                if rule.rule.startswith("/v1/"):
+                    response = intruder.open(url, method=method, headers=rival.headers,
+                                             json=body_for(rule.rule, owner_values) if method == "POST" else None)
+                else:
+                    response = intruder.open(url, method=method,
+                                             data={"csrf_token": csrf} if method == "POST" else None)
+                answers.append((response.status_code, response.get_data()))
+            foreign, missing = answers
+            assert foreign == missing, f"{method} {rule.rule}"
+            assert foreign[0] == 404, f"{method} {rule.rule}: {foreign}"
+            checked.append(f"{method} {rule.rule}")
+    assert len(checked) == 19  # every route with an id or token outside the public capture pages
+    # And nothing of the owner's changed.
+    ticket = client.get(f"/v1/tickets/{owner_values['ticket_id']}", headers=acme.headers).json
+    assert ticket["status"] == "submitted" and ticket["photo_count"] == 1 and ticket["decisions"] == []
+    link = client.get("/v1/links", headers=acme.headers).json["data"][0]
+    assert link["revoked_at"] is None
+    assert client.get("/v1/me", headers=acme.headers).status_code == 200
+
+
+@pytest.mark.parametrize("path", ["/v1/tickets", "/v1/links", "/v1/projects"])
+def test_lists_show_only_the_callers_company(client, acme, rival, path):
+    owned_resources(client, acme)
+    theirs = client.get(path, headers=rival.headers).json["data"]
+    mine = client.get(path, headers=acme.headers).json["data"]
+    assert mine and not {str(x.get("id", x.get("token"))) for x in mine} & \
+        {str(x.get("id", x.get("token"))) for x in theirs}
