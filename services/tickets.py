@@ -87,12 +87,11 @@ def photo_store() -> images.ImageStore:
     return images.ImageStore(current_app.config["PHOTO_DIR"])
 
 
-def _process_photos(items: list[PhotoIn], field: str, first_position: int
-                    ) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
-    """Decode, verify, re-encode and store photos; collect a problem per bad photo."""
-    store = photo_store()
+def _check_photos(items: list[PhotoIn], field: str, first_position: int
+                  ) -> tuple[list[tuple[dict[str, Any], images.ProcessedImage]], list[dict[str, str]]]:
+    """Decode, verify and re-encode photos in memory; collect a problem per bad photo."""
     max_bytes = current_app.config["MAX_PHOTO_BYTES"]
-    stored, problems = [], []
+    checked, problems = [], []
     for i, item in enumerate(items):
         try:
             processed = images.process_photo(images.decode_image_input(item.data_url, max_bytes=max_bytes))
@@ -100,22 +99,30 @@ def _process_photos(items: list[PhotoIn], field: str, first_position: int
             label = f" ({item.name})" if item.name else ""
             problems.append(field_problem(f"{field}[{i}].data_url", f"photo {i + 1}{label}: {error.message}"))
             continue
-        stored.append({
+        checked.append(({
             "position": first_position + i,
             "name": item.name or f"photo-{first_position + i + 1}.jpg",
             "taken_at": item.taken_at,
             "coords": item.coords.model_dump() if item.coords else None,
-            "image_key": store.put(processed.data, processed.extension),
-            "thumb_key": store.put(processed.thumb, "jpg"),
             "width": processed.width,
             "height": processed.height,
-        })
-    return stored, problems
+        }, processed))
+    return checked, problems
 
 
-def _process_signature(data: TicketInput, warnings: list[str]
-                       ) -> tuple[dict[str, Any] | None, list[dict[str, str]]]:
-    """Verify and store the signature image; without an image the signature does not count."""
+def _store_photos(checked: list[tuple[dict[str, Any], images.ProcessedImage]]) -> list[dict[str, Any]]:
+    """Write checked photos to the store; only called once every image of the request passed."""
+    store = photo_store()
+    rows = []
+    for row, processed in checked:
+        rows.append(dict(row, image_key=store.put(processed.data, processed.extension),
+                         thumb_key=store.put(processed.thumb, "jpg")))
+    return rows
+
+
+def _check_signature(data: TicketInput, warnings: list[str]
+                     ) -> tuple[images.ProcessedImage | None, list[dict[str, str]]]:
+    """Verify the signature image; without an image the signature does not count."""
     signature = data.signature
     if signature is None:
         return None, []
@@ -124,12 +131,18 @@ def _process_signature(data: TicketInput, warnings: list[str]
         return None, []
     try:
         raw = images.decode_image_input(signature.image, max_bytes=current_app.config["MAX_PHOTO_BYTES"])
-        processed = images.process_signature(raw)
+        return images.process_signature(raw), []
     except images.ImageRejected as error:
         return None, [field_problem("signature.image", f"signature: {error.message}")]
+
+
+def _store_signature(data: TicketInput, processed: images.ProcessedImage | None) -> dict[str, Any] | None:
+    """Write the checked signature image and describe it for the ticket."""
+    if processed is None or data.signature is None:
+        return None
     key = photo_store().put(processed.data, processed.extension)
-    return {"name": signature.name or None, "role": signature.role or None,
-            "signed_at": signature.signed_at, "image_key": key}, []
+    return {"name": data.signature.name or None, "role": data.signature.role or None,
+            "signed_at": data.signature.signed_at, "image_key": key}
 
 
 def create_ticket(company_id: int, data: TicketInput, *, captured_via: str = "api",
@@ -150,11 +163,13 @@ def create_ticket(company_id: int, data: TicketInput, *, captured_via: str = "ap
     else:
         project_id = str(projects.require_project(company_id, data.project_id).id)
     lines, total, warnings = price_lines(data)
-    photo_rows, problems = _process_photos(data.photos, "photos", 0)
-    signature, signature_problems = _process_signature(data, warnings)
+    checked_photos, problems = _check_photos(data.photos, "photos", 0)
+    checked_signature, signature_problems = _check_signature(data, warnings)
     problems += signature_problems
     if problems:
         raise ValidationFailed("some images could not be used; see details", details=problems)
+    photo_rows = _store_photos(checked_photos)
+    signature = _store_signature(data, checked_signature)
     ticket = TicketRecord(
         id=str(uuid.uuid4()), company_id=company_id, project_id=project_id, client_ref=client_ref,
         status="submitted", description=data.description, reason=data.reason,
@@ -310,9 +325,10 @@ def add_photos(company_id: int, ticket_id: str, items: list[PhotoIn]) -> Ticket:
     """Attach photos to a ticket not yet written, keeping at most 12 in all."""
     ticket = find_ticket(company_id, ticket_id)
     _check_photo_room(ticket, len(items))
-    rows, problems = _process_photos(items, "photos", ticket.photo_count)
+    checked, problems = _check_photos(items, "photos", ticket.photo_count)
     if problems:
         raise ValidationFailed("some photos could not be used; see details", details=problems)
+    rows = _store_photos(checked)
     with write_transaction() as session:
         current = session.scalar(select(TicketRecord).where(TicketRecord.id == ticket.id)
                                  .with_for_update().execution_options(populate_existing=True))
