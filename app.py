@@ -13,6 +13,7 @@ from flask_wtf.csrf import CSRFProtect
 from models import db
 from services.database import configure_engine, normalise_database_url
 from services.auth import login_manager
+from services.logs import configure_logging
 from services.ratelimit import limiter
 from services.web import SessionCookies, add_security_headers
 
@@ -132,6 +133,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     app.session_interface = SessionCookies()
     app.before_request(protect_session_forms)
     app.after_request(add_security_headers)
+    configure_logging(app)
 
     from blueprints import auth, home, keys, links, me, openapi, projects, tickets
     from blueprints.cli import register_commands

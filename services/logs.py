@@ -1,0 +1,89 @@
+"""Logs: one JSON line per request on stdout, with nothing secret in it.
+
+Routes are logged as their pattern (`/c/<token>`), never as the path a client sent,
+so a link token, a ticket id in a URL or a query string never reaches the log.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import re
+import secrets
+import sys
+import time
+from typing import Any
+
+from flask import Flask, Response, g, request
+
+REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
+_SECRET_SHAPES = [
+    re.compile(r"ewt_[A-Za-z0-9_-]{43}"),            # API keys
+    re.compile(r"(/c/)[A-Za-z0-9_-]{16,}"),          # capture-link tokens in paths
+    re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]+"),
+    re.compile(r"(?i)(client_secret[\"'=:\s]+)[^\s\"'&,]+"),
+]
+
+
+def redact(text: str) -> str:
+    """Blank out anything shaped like a key, a link token, a bearer token or a client secret."""
+    for shape in _SECRET_SHAPES:
+        text = shape.sub(lambda m: (m.group(1) if m.groups() else "") + "[redacted]", text)
+    return text
+
+
+class JsonLines(logging.Formatter):
+    """Formats a record as one JSON object on one line, secrets redacted."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """Render the record."""
+        entry: dict[str, Any] = {
+            "ts": round(record.created, 3),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": redact(record.getMessage()),
+        }
+        entry.update(getattr(record, "fields", {}))
+        if record.exc_info:
+            entry["error"] = redact(self.formatException(record.exc_info))
+        return json.dumps(entry, default=str)
+
+
+def configure_logging(app: Flask) -> None:
+    """Send this app's logs, and the request log, to stdout as JSON lines."""
+    root = logging.getLogger()
+    # Under test, pytest collects records itself; elsewhere they go to stdout.
+    if not app.testing and not any(isinstance(h.formatter, JsonLines) for h in root.handlers):
+        handler = logging.StreamHandler(sys.stdout)
+        handler.setFormatter(JsonLines())
+        root.addHandler(handler)
+        if root.level > logging.INFO or root.level == logging.NOTSET:
+            root.setLevel(logging.INFO)
+    app.before_request(_start_request)
+    app.after_request(_log_request)
+
+
+def _start_request() -> None:
+    """Note the start time and the request id (the caller's, if it is well-formed)."""
+    g.request_started = time.perf_counter()
+    offered = request.headers.get("X-Request-Id", "")
+    g.request_id = offered if REQUEST_ID.match(offered) else secrets.token_hex(8)
+
+
+def _log_request(response: Response) -> Response:
+    """Write the request's log line and hand the request id back to the caller."""
+    started = getattr(g, "request_started", None)
+    duration_ms = round((time.perf_counter() - started) * 1000, 1) if started else None
+    api_key = getattr(g, "api_key", None)
+    fields = {
+        "request_id": getattr(g, "request_id", None),
+        "method": request.method,
+        "route": request.url_rule.rule if request.url_rule is not None else "(no route)",
+        "status": response.status_code,
+        "duration_ms": duration_ms,
+        "company_id": getattr(g, "company_id", None),
+        "key_prefix": api_key.prefix if api_key is not None else None,
+    }
+    logging.getLogger("ewt.requests").info("request", extra={"fields": fields})
+    if getattr(g, "request_id", None):
+        response.headers["X-Request-Id"] = g.request_id
+    return response

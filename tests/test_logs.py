@@ -1,0 +1,62 @@
+"""Request logs: one JSON line per request, and no secret in any log line."""
+from __future__ import annotations
+
+import json
+import logging
+import re
+
+from services import reviewers
+from services.logs import JsonLines, redact
+from tests.images import data_url, jpeg_bytes
+
+
+def formatted(caplog) -> list[str]:
+    """Every captured record as the JSON line production would write."""
+    formatter = JsonLines()
+    return [formatter.format(record) for record in caplog.records]
+
+
+def test_request_lines_carry_route_status_company_and_prefix(app, client, acme, caplog):
+    caplog.set_level(logging.INFO)
+    response = client.get("/v1/me", headers={**acme.headers, "X-Request-Id": "trace-12345678"})
+    assert response.headers["X-Request-Id"] == "trace-12345678"
+    lines = [json.loads(line) for line in formatted(caplog) if '"logger": "ewt.requests"' in line]
+    entry = lines[-1]
+    assert entry["route"] == "/v1/me" and entry["status"] == 200 and entry["method"] == "GET"
+    assert entry["company_id"] == acme.company_id and entry["key_prefix"] == acme.prefix
+    assert entry["request_id"] == "trace-12345678" and entry["duration_ms"] >= 0
+    generated = client.get("/v1/me", headers={"X-Request-Id": "bad id with spaces"})
+    assert re.fullmatch(r"[0-9a-f]{16}", generated.headers["X-Request-Id"])
+
+
+def test_no_secret_reaches_any_log_line(app, client, acme, caplog):
+    caplog.set_level(logging.DEBUG)
+    password = "a reviewer password 9"
+    with app.app_context():
+        reviewers.create_reviewer(acme.company_id, "pm@acme.example", password)
+    link = client.post("/v1/links", headers=acme.headers, json={"project_id": acme.project()["id"]}).json
+    client.get(link["url"])
+    ticket = client.post(f"/c/{link['token']}/tickets?via=qr", json={
+        "description": "d", "reason": "r", "directed_by": "x",
+        "labor": [{"trade": "Laborer", "hours": 1, "rate": 1, "costCode": "02-200"}],
+        "photos": [{"data_url": data_url(jpeg_bytes())}]}).json
+    client.get("/v1/projects", headers={"X-API-Key": acme.key})
+    client.post(f"/v1/tickets/{ticket['id']}/approve", headers=acme.headers, json={})
+    client.get("/v1/me", headers={"Authorization": "Bearer ewt_" + "Z" * 43})  # an unknown key
+    page = client.get("/login").get_data(as_text=True)
+    token = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
+    client.post("/login", data={"csrf_token": token, "email": "pm@acme.example", "password": password})
+    lines = formatted(caplog)
+    assert len(lines) >= 8
+    everything = "\n".join(lines)
+    for secret in (acme.key, "ewt_" + "Z" * 43, link["token"], acme.client_secret, password):
+        assert secret not in everything
+    assert "Bearer " not in everything
+
+
+def test_redact_blanks_every_secret_shape():
+    text = ("GET /c/AbCdEfGhIjKlMnOpQrStUvWxYz012345/q Authorization: Bearer abc.def "
+            "key ewt_" + "k" * 43 + " client_secret=s3cr3t")
+    cleaned = redact(text)
+    assert "AbCdEf" not in cleaned and "abc.def" not in cleaned and "k" * 43 not in cleaned
+    assert "s3cr3t" not in cleaned and cleaned.count("[redacted]") == 4
