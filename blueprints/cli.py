@@ -7,7 +7,7 @@ import click
 from flask import Flask
 from flask.cli import AppGroup, with_appcontext
 
-from services import companies, connections, demo, keys, projects, reviewers
+from services import backup, companies, connections, demo, keys, projects, reviewers
 from services.errors import ServiceError
 
 keys_cli = AppGroup("keys", help="Create, list and revoke API keys.")
@@ -110,6 +110,8 @@ def register_commands(app: Flask) -> None:
     app.cli.add_command(demo_command)
     app.cli.add_command(companies_cli)
     app.cli.add_command(project_system_cli)
+    app.cli.add_command(backup_command)
+    app.cli.add_command(restore_command)
 
 
 project_system_cli = AppGroup("project-system", help="Connect a company to Procore and check it.")
@@ -170,3 +172,30 @@ def _print_findings(findings: list[tuple[bool, str]]) -> None:
     """Print check results, one line each."""
     for ok, text in findings:
         click.echo(f"  {'ok  ' if ok else 'FAIL'} {text}")
+
+
+@click.command("backup")
+@click.argument("path")
+@with_appcontext
+def backup_command(path: str) -> None:
+    """Copy the database and photos to a new folder PATH while the service keeps running."""
+    try:
+        summary = backup.create_backup(path)
+    except backup.BackupError as error:
+        raise click.ClickException(str(error))
+    click.echo(f"backed up {summary.tickets} tickets and {summary.photo_files} photo files to {summary.path}")
+
+
+@click.command("restore")
+@click.argument("path")
+@click.option("--yes", is_flag=True, help="Replace the current data without asking.")
+@with_appcontext
+def restore_command(path: str, yes: bool) -> None:
+    """Replace this instance's database and photos with the backup in PATH (stop the service first)."""
+    if not yes:
+        click.confirm("This replaces the current database and photos. Is the service stopped?", abort=True)
+    try:
+        summary = backup.restore_backup(path)
+    except backup.BackupError as error:
+        raise click.ClickException(str(error))
+    click.echo(f"restored {summary.tickets} tickets and {summary.photo_files} photo files from {summary.path}")
