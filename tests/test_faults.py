@@ -1,0 +1,64 @@
+"""Faults of the project system at every step of an approval: never a duplicate, never lost."""
+from __future__ import annotations
+
+import sqlite3
+from contextlib import closing
+
+import pytest
+
+from tests.images import data_url, jpeg_bytes, png_bytes
+from tests.test_approval import act, control, create, origin_rows, stored
+
+# (label, fault settings, expected status of the faulted approve)
+FAULTS = [
+    ("refused before anything is stored", {"status": 500, "message": "Internal hiccup"}, 502),
+    ("stored, then the answer lost", {"status": 500, "after_commit": True}, 502),
+    ("attachment upload fails", {"status": 503, "methods": ["PATCH"], "match": "change_events/"}, 502),
+    ("attachment stored, answer lost", {"status": 502, "after_commit": True, "methods": ["PATCH"],
+                                        "match": "change_events/"}, 502),
+    ("timeout after the record is stored", {"status": 500, "after_commit": True, "delay_s": 2.0}, 502),
+    ("timeout before anything is stored", {"status": 500, "delay_s": 2.0}, 502),
+    ("dropped connection after storing", {"status": 0, "after_commit": True}, 502),
+    ("dropped connection", {"status": 0}, 502),
+    ("rate limited", {"status": 429, "retry_after": 1, "message": "You have surpassed the max"}, 502),
+]
+
+
+def attachments(sandbox_server, change_event_id: int) -> list[str]:
+    """File names attached to a change event in the sandbox."""
+    with closing(sqlite3.connect(sandbox_server.db_path)) as connection:
+        rows = connection.execute("SELECT filename FROM attachments WHERE owner_kind = 'change_event' "
+                                  "AND owner_id = ?", [change_event_id])
+        return [row[0] for row in rows]
+
+
+@pytest.mark.parametrize("label, fault, first_status", FAULTS, ids=[f[0] for f in FAULTS])
+def test_fault_then_retry_writes_exactly_once(client, acme, app, sandbox_server, label, fault,
+                                              first_status):
+    app.config["PROJECT_SYSTEM_READ_TIMEOUT_S"] = 1
+    app.config["PROJECT_SYSTEM_READ_RETRIES"] = 0
+    ticket = create(client, acme, photos=[{"name": "a.jpg", "data_url": data_url(jpeg_bytes(30, 20))},
+                                          {"name": "b.jpg", "data_url": data_url(jpeg_bytes(20, 30))}],
+                    signature={"name": "Sam", "image": data_url(png_bytes(), "image/png")})
+    switches = control(sandbox_server, acme)
+    switches.fault(count=1, **fault)
+    first = act(client, acme, ticket["id"], "approve", {})
+    assert first.status_code == first_status, (label, first.json)
+    if first.status_code == 502:
+        assert first.json["error"]["code"].startswith("project_system")
+        assert stored(app, ticket["id"]).status == "submitted"
+        assert stored(app, ticket["id"]).approval_claim_id is None  # released, approvable again
+        second = act(client, acme, ticket["id"], "approve", {})
+        assert second.status_code == 200, (label, second.json)
+    switches.close()
+    written = stored(app, ticket["id"])
+    assert written.status == "written"
+    assert [d.action for d in written.decisions] == ["approved"]
+    rows = origin_rows(sandbox_server, "change_events", ticket["id"])
+    assert len(rows) == 1, label
+    assert rows[0]["id"] == written.external["change_event_id"]
+    names = attachments(sandbox_server, rows[0]["id"])
+    assert sorted(names) == sorted(set(names)) and len(names) == 3, (label, names)
+    again = act(client, acme, ticket["id"], "approve", {})
+    assert again.json["already"] is True
+    assert len(origin_rows(sandbox_server, "change_events", ticket["id"])) == 1
