@@ -1,0 +1,109 @@
+"""SIGKILL during a create-and-approve load: nothing acknowledged is lost, nothing written twice."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+from models import Ticket, db
+from tests.test_approval import origin_rows
+from tests.test_serve import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def start_server(app, sandbox_server, tmp_path, port: int, **extra_env: str) -> subprocess.Popen:
+    """The app under gunicorn on the test's database, as its own process group."""
+    env = dict(os.environ, DATABASE_URL=app.config["SQLALCHEMY_DATABASE_URI"],
+               EWT_INSTANCE_PATH=str(tmp_path / "instance"), EWT_SANDBOX_URL=sandbox_server.url,
+               EWT_API_RATE_LIMIT='"100000 per minute"', EWT_SECRET_KEY="crash-test",
+               EWT_PHOTO_DIR=app.config["PHOTO_DIR"], **extra_env)
+    log = (tmp_path / f"server-{port}.log").open("w")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "--workers", "1", "--threads", "8", "--bind",
+         f"127.0.0.1:{port}", "app:create_app()"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    log.close()  # the child holds its own copy of the file
+    for _ in range(600):  # bounded wait for the worker to answer
+        try:
+            if requests.get(f"http://127.0.0.1:{port}/v1/openapi.json", timeout=5).status_code == 200:
+                return server
+        except requests.RequestException:
+            time.sleep(0.05)
+    raise AssertionError("server did not start")
+
+
+@pytest.mark.live
+def test_sigkill_mid_load_loses_nothing_and_duplicates_nothing(app, acme, sandbox_server, tmp_path):
+    port = free_port()
+    server = start_server(app, sandbox_server, tmp_path, port)
+    base = f"http://127.0.0.1:{port}"
+    created: list[str] = []
+    approve_sent: list[str] = []
+    lock = threading.Lock()
+    killed = threading.Event()
+
+    def work(worker: int) -> None:
+        session = requests.Session()
+        for i in range(40):
+            if killed.is_set():
+                return
+            try:
+                answer = session.post(f"{base}/v1/tickets", headers=acme.headers, timeout=30, json={
+                    "project_id": acme.project()["id"], "description": f"w{worker} t{i}", "reason": "r",
+                    "directed_by": "d",
+                    "labor": [{"trade": "Laborer", "hours": 1, "rate": 10, "costCode": "02-200"}]})
+                if answer.status_code != 200:
+                    continue
+                with lock:
+                    created.append(answer.json()["id"])
+                if i % 2 == 0:
+                    with lock:
+                        approve_sent.append(answer.json()["id"])
+                    session.post(f"{base}/v1/tickets/{answer.json()['id']}/approve",
+                                 headers=acme.headers, json={}, timeout=30)
+            except requests.RequestException:
+                return  # the server died under us
+
+    workers = [threading.Thread(target=work, args=(n,)) for n in range(6)]
+    for thread in workers:
+        thread.start()
+    while len(approve_sent) < 12 and any(t.is_alive() for t in workers):
+        time.sleep(0.01)
+    os.killpg(server.pid, signal.SIGKILL)
+    killed.set()
+    server.wait(timeout=30)
+    for thread in workers:
+        thread.join(timeout=60)
+    assert len(created) >= 12
+
+    # Restart. A claim left by the killed process expires at once here, as it would after its TTL.
+    restarted = start_server(app, sandbox_server, tmp_path, free_port(), EWT_APPROVAL_CLAIM_TTL_S="0")
+    port2 = restarted.args[restarted.args.index("--bind") + 1].split(":")[1]
+    try:
+        with app.app_context():
+            db.session.expire_all()
+            stored = {t.id: t.status for t in db.session.query(Ticket)}
+        assert set(created) <= set(stored), "an acknowledged ticket was lost"
+        for ticket_id in approve_sent:
+            assert len(origin_rows(sandbox_server, "change_events", ticket_id)) <= 1
+            answer = requests.post(f"http://127.0.0.1:{port2}/v1/tickets/{ticket_id}/approve",
+                                   headers=acme.headers, json={}, timeout=60)
+            assert answer.status_code == 200, answer.text
+            assert len(origin_rows(sandbox_server, "change_events", ticket_id)) == 1
+    finally:
+        os.killpg(restarted.pid, signal.SIGTERM)
+        restarted.wait(timeout=30)
+    with app.app_context():
+        db.session.expire_all()
+        for ticket_id in approve_sent:
+            ticket = db.session.get(Ticket, ticket_id)
+            assert ticket.status == "written"
+            assert [d.action for d in ticket.decisions].count("approved") == 1
