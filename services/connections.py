@@ -10,6 +10,7 @@ from flask import current_app
 from sqlalchemy import select
 
 from models import Company, ProjectSystemConnection, db, utcnow
+from services import health
 from services.database import write_transaction
 from services.errors import Conflict, NotFound, ProjectSystemRefused, ValidationFailed, field_problem
 from services.project_system import (
@@ -95,15 +96,21 @@ def project_system_errors() -> Iterator[None]:
     try:
         yield
     except ProjectSystemAuthError as error:
+        health.project_system_seen(False, "auth_failed")
         raise ProjectSystemRefused(f"the project system refused our credentials: {error.message}",
                                    code="project_system_auth_failed")
     except ProjectSystemUnavailable as error:
+        health.project_system_seen(False, "unavailable")
         raise ProjectSystemRefused(f"the project system could not be reached: {error.message}",
                                    code="project_system_unavailable")
     except ProjectSystemError as error:
+        reachable = error.status is not None and error.status < 500
+        health.project_system_seen(reachable, None if reachable else f"http_{error.status}")
         status = f" ({error.status})" if error.status else ""
         raise ProjectSystemRefused(f"the project system answered{status}: {error.message}",
                                    code="project_system_error")
+    else:
+        health.project_system_seen(True)
 
 
 def save_connection(company_id: int, *, environment: str, client_id: str, client_secret: str,

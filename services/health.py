@@ -1,0 +1,63 @@
+"""Health: what an operator (or a load balancer) needs to know, with nothing secret in it."""
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from flask import current_app
+from sqlalchemy import text
+
+from models import db
+
+MIN_FREE_BYTES = 200 * 1024 * 1024
+
+_seen_lock = threading.Lock()
+_last_seen: dict[str, Any] = {"ok_at": None, "failed_at": None, "last_error": None}
+
+
+def project_system_seen(ok: bool, code: str | None = None) -> None:
+    """Remember, in this process, the outcome of the latest project-system call."""
+    with _seen_lock:
+        if ok:
+            _last_seen["ok_at"] = time.time()
+        else:
+            _last_seen["failed_at"] = time.time()
+            _last_seen["last_error"] = code
+
+
+def _migration_heads() -> tuple[str | None, set[str]]:
+    """The database's current revision and the revisions the code expects."""
+    folder = Path(current_app.root_path) / "migrations"
+    script = ScriptDirectory(str(folder))
+    with db.engine.connect() as connection:
+        current = MigrationContext.configure(connection).get_current_revision()
+    return current, set(script.get_heads())
+
+
+def health() -> tuple[dict[str, Any], bool]:
+    """Check the database, migrations, free disk and the project system; return (report, healthy)."""
+    checks: dict[str, Any] = {}
+    try:
+        db.session.execute(text("SELECT 1"))
+        checks["database"] = {"ok": True, "dialect": db.engine.dialect.name}
+    except Exception as error:  # noqa: BLE001 - any failure here means the database is unusable
+        checks["database"] = {"ok": False, "error": type(error).__name__}
+    if checks["database"]["ok"]:
+        current, heads = _migration_heads()
+        checks["migrations"] = {"ok": current in heads, "current": current, "expected": sorted(heads)}
+    else:
+        checks["migrations"] = {"ok": False, "current": None, "expected": []}
+    usage = shutil.disk_usage(current_app.instance_path)
+    checks["disk"] = {"ok": usage.free >= MIN_FREE_BYTES, "free_bytes": usage.free}
+    with _seen_lock:
+        seen = dict(_last_seen)
+    failing = seen["failed_at"] is not None and (seen["ok_at"] is None or seen["failed_at"] > seen["ok_at"])
+    checks["project_system"] = {"ok": not failing, **seen}
+    healthy = all(checks[name]["ok"] for name in ("database", "migrations", "disk"))
+    status = "ok" if healthy and not failing else ("degraded" if healthy else "failing")
+    return {"status": status, "checks": checks}, healthy

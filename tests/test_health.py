@@ -1,0 +1,51 @@
+"""GET /healthz."""
+from __future__ import annotations
+
+from sqlalchemy import text
+
+from models import db
+from services import health
+
+
+def test_healthy_service_reports_ok_without_a_key(app, client, acme):
+    health._last_seen.update(ok_at=None, failed_at=None, last_error=None)
+    client.get("/v1/projects", headers=acme.headers)
+    response = client.get("/healthz")
+    assert response.status_code == 200
+    report = response.json
+    assert report["status"] == "ok"
+    checks = report["checks"]
+    assert checks["database"] == {"ok": True, "dialect": "sqlite"}
+    assert checks["migrations"]["ok"] and checks["migrations"]["current"] in checks["migrations"]["expected"]
+    assert checks["disk"]["ok"] and checks["disk"]["free_bytes"] > 0
+    assert checks["project_system"]["ok"] and checks["project_system"]["ok_at"] is not None
+    body = response.get_data(as_text=True)
+    assert acme.client_secret not in body and acme.key not in body
+
+
+def test_unreachable_project_system_degrades_but_serves(app, client, acme):
+    app.config["SANDBOX_URL"] = "http://127.0.0.1:9"
+    app.config["PROJECT_SYSTEM_READ_RETRIES"] = 0
+    assert client.get("/v1/projects", headers=acme.headers).status_code == 502
+    response = client.get("/healthz")
+    assert response.status_code == 200
+    assert response.json["status"] == "degraded"
+    assert response.json["checks"]["project_system"] == {
+        "ok": False, "ok_at": response.json["checks"]["project_system"]["ok_at"],
+        "failed_at": response.json["checks"]["project_system"]["failed_at"], "last_error": "unavailable"}
+
+
+def test_migrations_behind_is_503(app, client):
+    with app.app_context():
+        db.session.execute(text("UPDATE alembic_version SET version_num = '0004'"))
+        db.session.commit()
+    response = client.get("/healthz")
+    assert response.status_code == 503
+    assert response.json["status"] == "failing"
+    assert response.json["checks"]["migrations"]["current"] == "0004"
+
+
+def test_low_disk_is_503(app, client, monkeypatch):
+    monkeypatch.setattr(health, "MIN_FREE_BYTES", 2**62)
+    response = client.get("/healthz")
+    assert response.status_code == 503 and response.json["checks"]["disk"]["ok"] is False
