@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 5000
 
-.PHONY: run test venv migrate chromium clean
+.PHONY: run test test-scale venv migrate chromium clean
 
 venv: $(STAMP)
 
@@ -27,6 +27,10 @@ chromium:
 
 test: $(STAMP) chromium
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The whole suite again on PostgreSQL and Redis, started on loopback for the run.
+test-scale: $(STAMP) chromium
+	./bin/with-scale-services $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -1,7 +1,6 @@
 """Shared fixtures: an app with a fresh migrated database per test, clients and helpers."""
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,38 +9,21 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from app import create_app
+from tests.databases import limiter_settings, private_database
 
-pytest_plugins = ["tests.plugins.sandbox", "tests.plugins.browser"]
-
-
-@pytest.fixture(scope="session")
-def migrated_template(tmp_path_factory) -> Path:
-    """A database file with every migration applied, copied for each test."""
-    from flask_migrate import upgrade
-
-    folder = tmp_path_factory.mktemp("template")
-    path = folder / "template.sqlite3"
-    app = create_app({"TESTING": True, "INSTANCE_PATH": str(folder / "instance"),
-                      "SQLALCHEMY_DATABASE_URI": f"sqlite:///{path}", "SECRET_KEY": "t"})
-    with app.app_context():
-        upgrade()
-        from models import db
-        db.engine.dispose()
-    return path
+pytest_plugins = ["tests.plugins.databases", "tests.plugins.sandbox", "tests.plugins.browser"]
 
 
-def app_config(tmp_path: Path, template: Path, **overrides) -> dict:
+def app_config(tmp_path: Path, template, **overrides) -> dict:
     """Test configuration on a private copy of the migrated database."""
-    database = tmp_path / "tickets.sqlite3"
-    if not database.exists():
-        shutil.copyfile(template, database)
     config = {
         "TESTING": True,
         "INSTANCE_PATH": str(tmp_path / "instance"),
-        "SQLALCHEMY_DATABASE_URI": f"sqlite:///{database}",
+        "SQLALCHEMY_DATABASE_URI": private_database(tmp_path, template),
         "SECRET_KEY": "test-secret-not-used-outside-tests",
         "PASSWORD_HASH_PROFILE": "cheapest",
         "SQLITE_SYNCHRONOUS": "NORMAL",
+        **limiter_settings(),
     }
     config.update(overrides)
     return config

@@ -6,11 +6,15 @@ import threading
 
 import requests
 
+import pytest
+
 from app import create_app
 from models import Ticket, TicketPhoto, db
 from services.photos import ImageStore
 from tests.conftest import app_config
 from tests.images import data_url, jpeg_bytes
+
+pytestmark = pytest.mark.sqlite_only  # PostgreSQL is backed up with pg_dump, as README says
 
 
 def test_backup_during_writes_then_restore(app, client, acme, live_server, runner, tmp_path,

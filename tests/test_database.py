@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import text
@@ -11,6 +13,7 @@ from models import Company, db
 from services.database import write_transaction
 
 
+@pytest.mark.sqlite_only
 def test_sqlite_runs_with_wal_foreign_keys_and_busy_timeout(app):
     with app.app_context():
         assert db.session.execute(text("PRAGMA journal_mode")).scalar() == "wal"
@@ -18,6 +21,7 @@ def test_sqlite_runs_with_wal_foreign_keys_and_busy_timeout(app):
         assert db.session.execute(text("PRAGMA busy_timeout")).scalar() == 30_000
 
 
+@pytest.mark.sqlite_only
 def test_write_transaction_takes_the_write_lock_at_begin(app):
     statements = []
     with app.app_context():

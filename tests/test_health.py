@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from sqlalchemy import text
+from sqlalchemy.engine import make_url
 
 from models import db
 from services import health
@@ -15,7 +16,8 @@ def test_healthy_service_reports_ok_without_a_key(app, client, acme):
     report = response.json
     assert report["status"] == "ok"
     checks = report["checks"]
-    assert checks["database"] == {"ok": True, "dialect": "sqlite"}
+    backend = make_url(app.config["SQLALCHEMY_DATABASE_URI"]).get_backend_name()
+    assert checks["database"] == {"ok": True, "dialect": backend}
     assert checks["migrations"]["ok"] and checks["migrations"]["current"] in checks["migrations"]["expected"]
     assert checks["disk"]["ok"] and checks["disk"]["free_bytes"] > 0
     assert checks["project_system"]["ok"] and checks["project_system"]["ok_at"] is not None

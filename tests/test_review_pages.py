@@ -4,7 +4,6 @@ from __future__ import annotations
 import datetime as dt
 import re
 
-import pytest
 import time_machine
 
 from services import reviewers
