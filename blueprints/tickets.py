@@ -146,30 +146,29 @@ def approve_page(ticket_id: str) -> Response:
     return _ticket_panel(ticket_id, message=note)
 
 
-@bp.post("/tickets/<ticket_id>/reject")
-@login_required
-def reject_page(ticket_id: str) -> Response:
-    """Reject from the page."""
+def _decide(ticket_id: str, decide, done: str) -> Response:
+    """Run reject or restore for the signed-in reviewer and show the ticket again."""
     try:
-        approval.reject(current_user.company_id, ticket_id, actor=current_user.email)
+        decide(current_user.company_id, ticket_id, actor=current_user.email)
     except ServiceError as error:
         if error.status == 404:
             raise
         return _ticket_panel(ticket_id, error=error, status=422)
-    return _ticket_panel(ticket_id, message="Rejected. Nothing was written to the project system.")
+    return _ticket_panel(ticket_id, message=done)
+
+
+@bp.post("/tickets/<ticket_id>/reject")
+@login_required
+def reject_page(ticket_id: str) -> Response:
+    """Reject from the page."""
+    return _decide(ticket_id, approval.reject, "Rejected. Nothing was written to the project system.")
 
 
 @bp.post("/tickets/<ticket_id>/restore")
 @login_required
 def restore_page(ticket_id: str) -> Response:
     """Restore a rejected ticket to the queue from the page."""
-    try:
-        approval.restore(current_user.company_id, ticket_id, actor=current_user.email)
-    except ServiceError as error:
-        if error.status == 404:
-            raise
-        return _ticket_panel(ticket_id, error=error, status=422)
-    return _ticket_panel(ticket_id, message="Restored to the queue.")
+    return _decide(ticket_id, approval.restore, "Restored to the queue.")
 
 
 @bp.post("/tickets/<ticket_id>/budget-codes")
