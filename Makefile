@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 5000
 
-.PHONY: run test test-scale venv migrate chromium clean
+.PHONY: run test test-scale bench venv migrate chromium clean
 
 venv: $(STAMP)
 
@@ -31,6 +31,17 @@ test: $(STAMP) chromium
 # The whole suite again on PostgreSQL and Redis, started on loopback for the run.
 test-scale: $(STAMP) chromium
 	./bin/with-scale-services $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Benchmarks (not part of `make test`): load, scale, capture page, photos, approval, memory.
+# Writes bench/RESULTS.md; takes about five minutes. BENCH_ARGS="--seconds 3" for a quick look.
+BENCH_STAMP := $(VENV)/.installed-bench
+$(BENCH_STAMP): $(STAMP) pyproject.toml
+	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
+	@touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP) chromium
+	./bench/ensure-wrk
+	$(BIN)/python -m bench.run $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -9,8 +9,10 @@ from typing import Any
 from flask import Flask, request
 from flask_migrate import Migrate
 from flask_wtf.csrf import CSRFProtect
+from werkzeug.middleware.proxy_fix import ProxyFix
 
 from models import db
+from services import compression
 from services.database import configure_engine, normalise_database_url
 from services.auth import login_manager
 from services.logs import configure_logging
@@ -68,6 +70,9 @@ def default_config(instance_path: str) -> dict[str, Any]:
         "LOGIN_RATE_LIMIT": "5 per minute",
         "WTF_CSRF_CHECK_DEFAULT": False,
         "WTF_CSRF_TIME_LIMIT": None,
+        # How many reverse proxies stand in front (deploy/Caddyfile: one). 0 ignores every
+        # X-Forwarded-* header, which any client can send.
+        "TRUSTED_PROXIES": 0,
     }
 
 
@@ -123,7 +128,15 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
                 instance_path=os.path.abspath(instance_path) if instance_path else None)
     os.makedirs(app.instance_path, exist_ok=True)
     load_configuration(app, test_config)
+    # Behind the proxy, take the client's address, scheme and host from the X-Forwarded-*
+    # headers it sets, believing only the hops it added (rate limits count per address;
+    # cookies are Secure when the client used HTTPS).
+    proxies = int(app.config["TRUSTED_PROXIES"])
+    if proxies:
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=proxies, x_proto=proxies, x_host=proxies)
 
+    # First registered, so it runs after every other after-request hook.
+    compression.init_app(app)
     db.init_app(app)
     configure_engine(app)
     migrate.init_app(app, db, directory=str(Path(app.root_path) / "migrations"))

@@ -66,6 +66,22 @@ class Ticket(db.Model):
         back_populates="ticket", order_by="Decision.id", lazy="selectin")
 
 
+class TicketCount(db.Model):
+    """How many of a company's tickets are in one project and status.
+
+    Kept in the same write transaction as every ticket created and every status change
+    (services.tickets.count_ticket), so ticket lists and the queue can give totals without
+    counting rows; the migration that made the table filled it from the tickets.
+    """
+
+    __tablename__ = "ticket_counts"
+
+    company_id: Mapped[int] = mapped_column(ForeignKey("companies.id"), primary_key=True)
+    project_id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    status: Mapped[str] = mapped_column(String(16), primary_key=True)
+    tickets: Mapped[int] = mapped_column(Integer, default=0)
+
+
 class TicketPhoto(db.Model):
     """One photo of a ticket: the stored image, its thumbnail and what the phone said about it."""
 

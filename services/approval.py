@@ -48,6 +48,7 @@ from services.projects import Catalog
 from services.routing import Route, Router
 from services.tickets import (
     append_decision,
+    change_status,
     find_ticket,
     get_ticket,
     photo_store,
@@ -295,7 +296,7 @@ def _finish(company_id: int, ticket_id: str, destination: str, record: RemoteRec
         # The record exists whoever holds the claim now, so the ticket must say so.
         already = ticket.status == "written"
         if not already:
-            ticket.status = "written"
+            change_status(session, ticket, "written")
             ticket.external = {
                 "destination": destination,
                 "change_event_id": record.id if destination == CHANGE_EVENT else None,
@@ -412,7 +413,7 @@ def reject(company_id: int, ticket_id: str, actor: str) -> Ticket:
         if current.status == "rejected":
             raise Conflict("the ticket is already rejected", code="ticket_rejected")
         _refuse_claimed(current, utcnow())
-        current.status = "rejected"
+        change_status(session, current, "rejected")
         append_decision(session, current, "rejected", actor)
     db.session.expire_all()
     return get_ticket(company_id, ticket.id)
@@ -426,7 +427,7 @@ def restore(company_id: int, ticket_id: str, actor: str) -> Ticket:
         _refuse_written(current)
         if current.status == "rejected":
             _refuse_claimed(current, utcnow())
-            current.status = "submitted"
+            change_status(session, current, "submitted")
             append_decision(session, current, "restored", actor)
     db.session.expire_all()
     return get_ticket(company_id, ticket.id)

@@ -9,10 +9,11 @@ they run concurrently under WAL.
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterator
 from contextvars import ContextVar
 
-from flask import Flask
+from flask import Flask, current_app
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
@@ -74,9 +75,35 @@ def write_transaction() -> Iterator[Session]:
         return
     if session.in_transaction():
         session.commit()
+    lock = _sqlite_writer_lock(session)
+    # Bounded, so a writer can never hang here: past the busy timeout SQLite decides as before.
+    held = lock is not None and lock.acquire(timeout=current_app.config["SQLITE_BUSY_TIMEOUT_MS"] / 1000)
     token = _write_intent.set(True)
     try:
         with session.begin():
             yield session
     finally:
         _write_intent.reset(token)
+        if held:
+            lock.release()
+
+
+_writer_locks: dict[str, threading.Lock] = {}
+_writer_locks_guard = threading.Lock()
+
+
+def _sqlite_writer_lock(session: Session) -> threading.Lock | None:
+    """This process's lock for writers to one SQLite file (None for other databases).
+
+    SQLite lets one writer in at a time; the others poll with growing sleeps (up to 100 ms
+    each), so under load a few threads of the same process lose the race again and again
+    and wait a second or more. Queueing this process's writers on a lock first hands the
+    database to the next one as soon as it is free; other processes still meet SQLite's own
+    lock and busy timeout.
+    """
+    bind = session.get_bind()
+    if bind.dialect.name != "sqlite":
+        return None
+    key = str(bind.url)
+    with _writer_locks_guard:
+        return _writer_locks.setdefault(key, threading.Lock())

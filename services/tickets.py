@@ -5,17 +5,19 @@ total is the sum of the rounded line amounts, so a ticket always adds up.
 """
 from __future__ import annotations
 
+import functools
 import uuid
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from flask import current_app
 from sqlalchemy import func, select
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
 from models import Decision as DecisionRecord
 from models import Ticket as TicketRecord
-from models import TicketPhoto, db
+from models import TicketCount, TicketPhoto, db
 from models.schemas import (
     Decision,
     EquipmentLine,
@@ -182,6 +184,7 @@ def create_ticket(company_id: int, data: TicketInput, *, captured_via: str = "ap
             session.add(ticket)
             for row in photo_rows:
                 session.add(TicketPhoto(ticket_id=ticket.id, **row))
+            count_ticket(session, company_id, project_id, "submitted", 1)
     except IntegrityError:
         existing = find_by_client_ref(company_id, client_ref) if client_ref else None
         if existing is None:
@@ -294,7 +297,10 @@ def list_ticket_records(company_id: int, *, status: str | None = None, project_i
                         ) -> tuple[list[TicketRecord], int]:
     """A page of ticket records, newest first with the id breaking ties, and the match count."""
     conditions = _list_conditions(company_id, status, project_id, q)
-    total = db.session.scalar(select(func.count()).select_from(TicketRecord).where(*conditions))
+    if q and q.strip():
+        total = db.session.scalar(select(func.count()).select_from(TicketRecord).where(*conditions))
+    else:
+        total = counted_tickets(company_id, status=status, project_id=project_id)
     rows = db.session.scalars(
         select(TicketRecord).where(*conditions)
         .order_by(TicketRecord.captured_at.desc(), TicketRecord.id.desc())
@@ -313,12 +319,58 @@ def list_tickets(company_id: int, *, status: str | None, project_id: str | None,
 
 def status_counts(company_id: int, project_id: str | None = None) -> dict[str, int]:
     """How many of the company's tickets are in each status."""
-    conditions = _list_conditions(company_id, None, project_id, None)
-    rows = db.session.execute(select(TicketRecord.status, func.count()).where(*conditions)
-                              .group_by(TicketRecord.status))
+    query = select(TicketCount.status, func.sum(TicketCount.tickets)).where(
+        TicketCount.company_id == company_id)
+    if project_id:
+        query = query.where(TicketCount.project_id == project_id)
     counts = {status: 0 for status in ("submitted", "written", "rejected")}
-    counts.update({status: count for status, count in rows})
+    counts.update({status: int(count) for status, count in
+                   db.session.execute(query.group_by(TicketCount.status))})
     return counts
+
+
+def counted_tickets(company_id: int, *, status: str | None = None,
+                    project_id: str | None = None) -> int:
+    """How many of the company's tickets match a status and project, from the kept counts."""
+    query = select(func.coalesce(func.sum(TicketCount.tickets), 0)).where(
+        TicketCount.company_id == company_id)
+    if status:
+        query = query.where(TicketCount.status == status)
+    if project_id:
+        query = query.where(TicketCount.project_id == project_id)
+    return int(db.session.scalar(query))
+
+
+def count_ticket(session, company_id: int, project_id: str, status: str, change: int) -> None:
+    """Move the count of a company's tickets in one project and status, in the caller's transaction.
+
+    Every write that creates a ticket or changes its status calls this inside the same write
+    transaction, so the counts never disagree with the tickets. One upsert statement, so two
+    transactions counting the first ticket of a project cannot both insert the row.
+    """
+    session.execute(_count_statement(session.get_bind().dialect.name),
+                    {"company_id": company_id, "project_id": project_id, "status": status,
+                     "tickets": change})
+
+
+@functools.cache
+def _count_statement(dialect: str):
+    """The counting upsert for a database dialect, built once (building it costs more than running it)."""
+    insert = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}[dialect]
+    table = TicketCount.__table__
+    statement = insert(table)
+    return statement.on_conflict_do_update(
+        index_elements=[table.c.company_id, table.c.project_id, table.c.status],
+        set_={"tickets": table.c.tickets + statement.excluded.tickets})
+
+
+def change_status(session, ticket: TicketRecord, status: str) -> None:
+    """Give a ticket a new status and move the counts with it (inside a write transaction)."""
+    if ticket.status == status:
+        return
+    count_ticket(session, ticket.company_id, ticket.project_id, ticket.status, -1)
+    count_ticket(session, ticket.company_id, ticket.project_id, status, 1)
+    ticket.status = status
 
 
 def add_photos(company_id: int, ticket_id: str, items: list[PhotoIn]) -> Ticket:

@@ -195,3 +195,30 @@ def test_service_worker_is_served_for_the_capture_scope(client):
     assert response.status_code == 200
     assert response.headers["Service-Worker-Allowed"] == "/c/"
     assert b"send-tickets" in response.data
+
+
+@pytest.mark.parametrize("accept, encoding", [("gzip, deflate, br", "br"), ("gzip", "gzip")])
+def test_capture_page_and_its_scripts_come_compressed(client, acme, accept, encoding):
+    """A phone that accepts compression gets the page and its files compressed; 304 still works."""
+    import gzip
+
+    import brotli
+
+    decode = brotli.decompress if encoding == "br" else gzip.decompress
+    link = make_link(client, acme)
+    plain_page = client.get(f"/c/{link['token']}")
+    page = client.get(f"/c/{link['token']}", headers={"Accept-Encoding": accept})
+    assert plain_page.headers.get("Content-Encoding") is None
+    assert page.headers["Content-Encoding"] == encoding and "Accept-Encoding" in page.headers["Vary"]
+    assert b"ticket-form" in decode(page.data) and len(page.data) < len(plain_page.data) / 2
+    with client.get("/static/capture.js") as plain:  # send_file's handle closes with the answer
+        plain_script = plain.data
+    script = client.get("/static/capture.js", headers={"Accept-Encoding": accept})
+    assert script.headers["Content-Encoding"] == encoding and "Accept-Ranges" not in script.headers
+    assert decode(script.data) == plain_script
+    assert script.headers["ETag"] != plain.headers["ETag"]
+    again = client.get("/static/capture.js", headers={"Accept-Encoding": accept,
+                                                       "If-None-Match": script.headers["ETag"]})
+    assert again.status_code == 304 and again.data == b""
+    assert client.get("/v1/openapi.json", headers={"Accept-Encoding": accept}).headers.get(
+        "Content-Encoding") is None

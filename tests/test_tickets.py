@@ -279,3 +279,39 @@ def test_routing_reads_use_the_cache(client, acme, app, sandbox_server):
     for _ in range(5):
         assert client.get(f"/v1/tickets/{ticket['id']}", headers=acme.headers).status_code == 200
     assert len(procore.calls) == before
+
+
+def test_list_totals_follow_creates_and_status_changes(client, acme, rival, app):
+    """The kept counts behind `total` and the queue agree with the tickets after every change."""
+    from services.tickets import status_counts
+
+    with_tool, without_tool = acme.project(True)["id"], acme.project(False)["id"]
+    ids = [client.post("/v1/tickets", headers=acme.headers,
+                       json=ticket_body(with_tool if i < 3 else without_tool)).json["id"]
+           for i in range(5)]
+    client.post("/v1/tickets", headers=rival.headers, json=ticket_body(rival.project()["id"]))
+    base = "/v1/tickets/{}/{}"
+    assert client.post(base.format(ids[0], "reject"), headers=acme.headers).status_code == 200
+    assert client.post(base.format(ids[1], "reject"), headers=acme.headers).status_code == 200
+    assert client.post(base.format(ids[1], "restore"), headers=acme.headers).status_code == 200
+    assert client.post(base.format(ids[2], "approve"), headers=acme.headers,
+                       json={"allow_unrouted": True}).status_code == 200
+
+    def total(query: str = "") -> int:
+        """The list's total for a query string."""
+        return client.get(f"/v1/tickets?limit=1{query}", headers=acme.headers).json["total"]
+
+    assert total() == 5
+    assert total("&status=submitted") == 3 and total("&status=rejected") == 1
+    assert total("&status=written") == 1
+    assert total(f"&project_id={with_tool}") == 3
+    assert total(f"&project_id={without_tool}&status=submitted") == 2
+    assert total("&q=trench") == 5
+    with app.app_context():
+        counted = {status: db.session.query(Ticket).filter_by(company_id=acme.company_id,
+                                                              status=status).count()
+                   for status in ("submitted", "written", "rejected")}
+        assert status_counts(acme.company_id) == counted == {"submitted": 3, "written": 1,
+                                                             "rejected": 1}
+        assert status_counts(acme.company_id, with_tool) == {"submitted": 1, "written": 1,
+                                                             "rejected": 1}

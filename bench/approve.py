@@ -1,0 +1,155 @@
+"""Approvals against the sandbox: project-system calls per approval and how long one takes.
+
+Tickets with one photo and a signature (two attachments) are made through the live
+service. Approvals then run in this process on an app built from the service's own
+environment (same database, same sandbox), so the ProcoreClient's call log can be read;
+one more approval goes through the live service over HTTP for comparison.
+"""
+from __future__ import annotations
+
+import base64
+import io
+import statistics
+import time
+from dataclasses import dataclass, field
+
+import requests
+from PIL import Image
+
+
+def signature_png() -> bytes:
+    """A small transparent PNG with a stroke, like a drawn signature."""
+    from PIL import ImageDraw
+
+    image = Image.new("RGBA", (600, 200), (0, 0, 0, 0))
+    ImageDraw.Draw(image).line([(20, 150), (120, 40), (220, 160), (320, 50), (560, 120)],
+                               fill=(20, 20, 20, 255), width=6)
+    out = io.BytesIO()
+    image.save(out, "PNG")
+    return out.getvalue()
+
+
+def data_url(raw: bytes, media_type: str) -> str:
+    """Bytes as a base64 data URL."""
+    return f"data:{media_type};base64,{base64.b64encode(raw).decode()}"
+
+
+def make_ticket(base_url: str, key: str, project_id: str, photo: bytes) -> str:
+    """Create a ticket with one photo and a signature through the live API; return its id."""
+    body = {
+        "project_id": project_id, "description": "Cored two holes for a relocated floor drain",
+        "reason": "Drain moved by the plumbing engineer after our pour",
+        "directed_by": "Sam Ortiz, GC superintendent", "captured_by": "Lee Park",
+        "labor": [{"trade": "Concrete finisher", "workers": 2, "hours": 3, "rate": 72.5,
+                   "costCode": "03-300"}],
+        "equipment": [{"description": "Core drill", "hours": 2, "rate": 45,
+                       "costCode": "03-300"}],
+        "materials": [{"description": "Non-shrink grout", "quantity": 3, "unitCost": 29,
+                       "costCode": "03-300"}],
+        "photos": [{"name": "drain.jpg", "data_url": data_url(photo, "image/jpeg")}],
+        "signature": {"name": "Sam Ortiz", "role": "Superintendent",
+                      "image": data_url(signature_png(), "image/png")},
+    }
+    answer = requests.post(f"{base_url}/v1/tickets", json=body, timeout=60,
+                           headers={"Authorization": f"Bearer {key}"})
+    answer.raise_for_status()
+    return str(answer.json()["id"])
+
+
+@dataclass
+class Approval:
+    """One approval: wall time, project-system calls made and the time spent in them."""
+
+    ms: float
+    calls: list[tuple[str, str]]
+    project_system_ms: float
+    attachments: int
+
+
+@dataclass
+class ApprovalFigures:
+    """Warm approvals (caches filled by an earlier one) and the first, cold one."""
+
+    warm: list[Approval]
+    cold: Approval
+    live_ms: list[float] = field(default_factory=list)
+
+    @property
+    def calls(self) -> int:
+        """Project-system calls of a warm approval (the largest seen)."""
+        return max(len(a.calls) for a in self.warm)
+
+    @property
+    def attachments(self) -> int:
+        """Attachments per approved ticket."""
+        return self.warm[0].attachments
+
+    @property
+    def ms(self) -> float:
+        """Median wall time of the warm approvals."""
+        return statistics.median(a.ms for a in self.warm)
+
+    @property
+    def project_system_ms(self) -> float:
+        """Median time the warm approvals spent waiting on the project system."""
+        return statistics.median(a.project_system_ms for a in self.warm)
+
+
+def _timed_session(client) -> list[float]:
+    """Wrap a ProcoreClient's HTTP session so each call's duration is recorded."""
+    spent: list[float] = []
+    session = client._session
+    original = session.request
+
+    def request(*args, **kwargs):
+        """Time one HTTP call to the project system."""
+        start = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            spent.append((time.perf_counter() - start) * 1000)
+
+    session.request = request
+    return spent
+
+
+def approve_in_process(app, company_id: int, key: str, ticket_id: str) -> Approval:
+    """Approve one ticket through the app's own API route, counting project-system calls."""
+    from services.connections import client_for
+
+    with app.app_context():
+        client = client_for(company_id)
+    if not hasattr(client, "_bench_spent"):
+        client._bench_spent = _timed_session(client)
+    before, spent_before = len(client.calls), len(client._bench_spent)
+    test = app.test_client()
+    start = time.perf_counter()
+    answer = test.post(f"/v1/tickets/{ticket_id}/approve", json={},
+                       headers={"Authorization": f"Bearer {key}"})
+    ms = (time.perf_counter() - start) * 1000
+    if answer.status_code != 200:
+        raise RuntimeError(f"approve answered {answer.status_code}: {answer.get_data(as_text=True)}")
+    body = answer.get_json()
+    return Approval(ms=ms, calls=list(client.calls[before:]),
+                    project_system_ms=sum(client._bench_spent[spent_before:]),
+                    attachments=body["photo_count"] + (1 if body.get("signature") else 0))
+
+
+def approve_live(base_url: str, key: str, ticket_id: str) -> float:
+    """Approve one ticket through the live service over HTTP; return the wall time in ms."""
+    start = time.perf_counter()
+    answer = requests.post(f"{base_url}/v1/tickets/{ticket_id}/approve", json={}, timeout=120,
+                           headers={"Authorization": f"Bearer {key}"})
+    ms = (time.perf_counter() - start) * 1000
+    answer.raise_for_status()
+    return ms
+
+
+def measure_approvals(app, base_url: str, company_id: int, key: str, project_id: str,
+                      photo: bytes, warm_runs: int = 3, live_runs: int = 3) -> ApprovalFigures:
+    """Cold then warm in-process approvals, then a few through the live service."""
+    ids = [make_ticket(base_url, key, project_id, photo) for _ in range(1 + warm_runs + live_runs)]
+    cold = approve_in_process(app, company_id, key, ids[0])
+    warm = [approve_in_process(app, company_id, key, ticket) for ticket in ids[1:1 + warm_runs]]
+    live = [approve_live(base_url, key, ticket) for ticket in ids[1 + warm_runs:]]
+    return ApprovalFigures(warm=warm, cold=cold, live_ms=live)

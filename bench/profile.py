@@ -1,0 +1,85 @@
+"""Profile one endpoint of the live service under wrk load with py-spy (how the misses were traced).
+
+    .venv/bin/python -m bench.profile list          # or: me, get, create
+    .venv/bin/python -m bench.profile list --tickets 100000
+
+Starts the service as `make run` does, seeds tickets, runs wrk while py-spy samples the
+gunicorn worker (only threads holding the GIL, so waiting threads do not count), then
+prints the heaviest frames, inclusive, and keeps the collapsed stacks in
+bench/out/profile-<endpoint>.txt for a flame graph. py-spy needs ptrace rights (root,
+or kernel.yama.ptrace_scope=0).
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+import requests
+
+from bench import seed
+from bench.run import OUT, demo_company, in_process_app
+from bench.servers import VENV_BIN, start_service, wrk
+
+
+def top_frames(collapsed: Path, count: int = 40) -> list[tuple[float, str]]:
+    """The frames present in the most samples, as (percent of samples, frame)."""
+    inclusive: collections.Counter[str] = collections.Counter()
+    total = 0
+    for line in collapsed.read_text().splitlines():
+        stack, _, samples = line.rpartition(" ")
+        total += int(samples)
+        for frame in set(stack.split(";")):
+            inclusive[frame] += int(samples)
+    plumbing = ("threading.py", "concurrent/futures", "gunicorn/workers/gthread.py:5")
+    return [(100 * n / max(total, 1), frame) for frame, n in inclusive.most_common()
+            if not any(part in frame for part in plumbing)][:count]
+
+
+def main() -> int:
+    """Start the service, load one endpoint, sample it, print where the time goes."""
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("endpoint", choices=("me", "list", "get", "create"))
+    parser.add_argument("--tickets", type=int, default=1_000)
+    parser.add_argument("--seconds", type=int, default=10)
+    args = parser.parse_args()
+    OUT.mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="ewt-profile-") as workdir:
+        service = start_service(Path(workdir))
+        try:
+            company = demo_company(service)
+            key, project = company["api_key"], next(
+                p["id"] for p in company["projects"] if p["change_events"])
+            seed.seed_tickets(in_process_app(service), int(company["company_id"]), project,
+                              args.tickets)
+            ticket = requests.get(f"{service.url}/v1/tickets?limit=1", timeout=30,
+                                  headers={"Authorization": f"Bearer {key}"}).json()["data"][0]
+            path = {"me": "/v1/me", "list": "/v1/tickets?limit=50", "get": f"/v1/tickets/"
+                    f"{ticket['id']}", "create": "/v1/tickets"}[args.endpoint]
+            script = "post_ticket.lua" if args.endpoint == "create" else "get.lua"
+            out = OUT / f"profile-{args.endpoint}.txt"
+            worker = service.worker_pid()
+            sampler = threading.Thread(target=subprocess.run, args=([
+                str(VENV_BIN / "py-spy"), "record", "--pid", str(worker), "--gil",
+                "--nonblocking", "--rate", "250", "--duration", str(args.seconds - 2),
+                "--format", "raw", "--output", str(out)],), kwargs={"capture_output": True})
+            sampler.start()
+            result = wrk(service.url + path, script, {"BENCH_KEY": key, "BENCH_PROJECT": project},
+                         seconds=args.seconds, warmup_s=0, worker_pid=worker)
+            sampler.join()
+        finally:
+            service.stop()
+    print(f"{args.endpoint}: {result.rps:.0f} req/s, p50 {result.p50_ms:.1f} ms, "
+          f"p99 {result.p99_ms:.1f} ms; stacks in {out}")
+    for percent, frame in top_frames(out):
+        print(f"{percent:5.1f}%  {frame}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

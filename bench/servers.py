@@ -1,0 +1,231 @@
+"""Start and stop the servers under test, find their worker processes, and drive wrk."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "bench"
+VENV_BIN = Path(sys.executable).parent
+GUNICORN_THREADS = 8  # what `make run` (bin/serve) uses
+
+
+def free_port() -> int:
+    """A free loopback port, as the OS hands it out."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for_port(port: int, timeout_s: float = 60.0) -> None:
+    """Block until something accepts connections on the port, or fail after the timeout."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {timeout_s:.0f} s")
+
+
+def _children() -> dict[int, list[int]]:
+    """Map each process id to the ids of its children, read from /proc."""
+    tree: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        tree.setdefault(parent, []).append(int(entry))
+    return tree
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below pid, depth first."""
+    tree, found, stack = _children(), [], [pid]
+    while stack:
+        for child in tree.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
+def cmdline(pid: int) -> str:
+    """A process's command line with spaces between arguments ('' if it is gone)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of one process in MiB (VmRSS from /proc/<pid>/status)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmRSS for process {pid}")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time a process has used so far, in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Served:
+    """A server process group we started: its launcher's pid, port and log file."""
+
+    name: str
+    process: subprocess.Popen
+    port: int
+    log_path: Path
+    marker: str  # a piece of the gunicorn command line that identifies its processes
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def url(self) -> str:
+        """The base URL of the server."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def worker_pid(self) -> int:
+        """The gunicorn worker: the process running our app whose parent also runs it."""
+        pids = [p for p in descendants(self.process.pid) if self.marker in cmdline(p)]
+        workers = [p for p in pids if self.marker in cmdline(_parent(p))]
+        if len(workers) != 1:
+            raise RuntimeError(f"expected one {self.name} worker, found {workers}")
+        return workers[0]
+
+    def stop(self) -> None:
+        """Stop the launcher with SIGTERM (it stops what it started), then its group if needed."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(timeout=10)
+
+
+def _parent(pid: int) -> int:
+    """The parent of a process (0 if it is gone)."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except OSError:
+        return 0
+
+
+def service_env(instance: Path, port: int, sandbox_port: int) -> dict[str, str]:
+    """The environment `make run` gives bin/serve, on a private instance and ports.
+
+    The API rate limit is lifted for the benchmark only: the load runs are far above
+    the default 120 requests a minute per key.
+    """
+    env = dict(os.environ)
+    env.pop("DATABASE_URL", None)
+    env.update(HOST="127.0.0.1", PORT=str(port), SANDBOX_PORT=str(sandbox_port),
+               THREADS=str(GUNICORN_THREADS), EWT_INSTANCE_PATH=str(instance),
+               EWT_API_RATE_LIMIT="1000000 per minute",
+               # What bin/serve derives itself, spelt out for the bench's in-process app.
+               EWT_SANDBOX_URL=f"http://127.0.0.1:{sandbox_port}",
+               EWT_SANDBOX_DB_PATH=str(instance / "sandbox.sqlite3"),
+               PATH=f"{VENV_BIN}:{env.get('PATH', '')}")
+    return env
+
+
+def start_service(workdir: Path) -> Served:
+    """Start bin/serve (what `make run` runs) on free ports with its instance under workdir."""
+    port, sandbox_port = free_port(), free_port()
+    instance = workdir / "instance"
+    env = service_env(instance, port, sandbox_port)
+    log_path = workdir / "serve.log"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen([str(ROOT / "bin" / "serve")], cwd=ROOT, env=env, stdout=log,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+    served = Served("service", process, port, log_path, "app:create_app()",
+                    extra={"instance": instance, "sandbox_port": sandbox_port, "env": env})
+    wait_for_port(sandbox_port, 120)
+    wait_for_port(port, 120)
+    return served
+
+
+def start_ceiling(workdir: Path, sizes: dict[str, int]) -> Served:
+    """Start the bare ceiling app under gunicorn with bin/serve's settings (no access log)."""
+    port = free_port()
+    env = dict(os.environ, BENCH_CEILING_SIZES=json.dumps(sizes))
+    log_path = workdir / "ceiling.log"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            [str(VENV_BIN / "gunicorn"), "--workers", "1", "--threads", str(GUNICORN_THREADS),
+             "--bind", f"127.0.0.1:{port}", "bench.ceiling_app:app"],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    served = Served("ceiling", process, port, log_path, "bench.ceiling_app:app")
+    wait_for_port(port, 60)
+    return served
+
+
+def wait_until_idle(pid: int, timeout_s: float = 30.0) -> None:
+    """Wait until a worker has finished the requests wrk left queued (under 5 % CPU for 0.3 s)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        before = cpu_seconds(pid)
+        time.sleep(0.3)
+        if cpu_seconds(pid) - before < 0.015:
+            return
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    """One wrk run's figures."""
+
+    url: str
+    seconds: float
+    requests: int
+    rps: float
+    p50_ms: float
+    p90_ms: float
+    p99_ms: float
+    max_ms: float
+    errors: dict
+    worker_cpu_s: float | None
+
+    @property
+    def ok(self) -> bool:
+        """No socket errors and no error statuses."""
+        return not any(self.errors.values())
+
+
+def wrk(url: str, script: str, env: dict[str, str], *, seconds: int = 10, connections: int = 16,
+        warmup_s: int = 2, worker_pid: int | None = None) -> LoadResult:
+    """Run wrk (one thread, `connections` connections) after a short warm-up; parse its report."""
+    full_env = dict(os.environ, BENCH_LUA_DIR=str(BENCH / "lua"), **env)
+    script_path = str(BENCH / "lua" / script)
+    if warmup_s:
+        subprocess.run(["wrk", "-t1", f"-c{connections}", f"-d{warmup_s}s", "-s", script_path, url],
+                       env=full_env, capture_output=True, check=True, timeout=warmup_s + 60)
+    cpu_before = cpu_seconds(worker_pid) if worker_pid else None
+    done = subprocess.run(["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency",
+                           "--timeout", "10s", "-s", script_path, url],
+                          env=full_env, capture_output=True, text=True, check=True,
+                          timeout=seconds + 60)
+    cpu = cpu_seconds(worker_pid) - cpu_before if worker_pid else None
+    if worker_pid:
+        wait_until_idle(worker_pid)
+    line = next(l for l in done.stdout.splitlines() if l.startswith("BENCH_JSON "))
+    data = json.loads(line[len("BENCH_JSON "):])
+    duration = data["duration_us"] / 1e6
+    lat = data["latency_us"]
+    return LoadResult(url=url, seconds=duration, requests=data["requests"],
+                      rps=data["requests"] / duration, p50_ms=lat["p50"] / 1000,
+                      p90_ms=lat["p90"] / 1000, p99_ms=lat["p99"] / 1000,
+                      max_ms=lat["max"] / 1000, errors=data["errors"], worker_cpu_s=cpu)
