@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 5000
 
-.PHONY: run test test-scale bench venv migrate chromium clean
+.PHONY: run test test-scale soak bench venv migrate chromium clean
 
 venv: $(STAMP)
 
@@ -42,6 +42,11 @@ $(BENCH_STAMP): $(STAMP) pyproject.toml
 bench: $(BENCH_STAMP) chromium
 	./bench/ensure-wrk
 	$(BIN)/python -m bench.run $(BENCH_ARGS)
+
+# Long randomised reliability runs; their figures go into bench/RESULTS.md.
+soak: $(STAMP)
+	$(BIN)/python -m pytest -m soak tests/soak $(PYTEST_ARGS)
+	$(BIN)/python -m bench.soak
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -11,6 +11,8 @@ import json
 import statistics
 from pathlib import Path
 
+from bench import soak
+
 HERE = Path(__file__).resolve().parent
 LABELS = {"me": "GET /v1/me", "list": "GET /v1/tickets?limit=50", "get": "GET /v1/tickets/{id}",
           "create": "POST /v1/tickets"}
@@ -262,4 +264,5 @@ def write(r: dict, path: Path) -> None:
     if fixes.exists():
         out += ["", fixes.read_text().strip()]
     out += detail_sections(r)
+    out += ["", *soak.section()]
     path.write_text("\n".join(out) + "\n")

@@ -19,13 +19,31 @@ from pydantic import (
     TypeAdapter,
     ValidationError,
     WithJsonSchema,
+    field_validator,
 )
 
 
-class Shape(BaseModel):
-    """Base of every API shape: unknown input fields are ignored, output is plain JSON."""
+# Whitespace as JSON Schema patterns (ECMA-262) know it, so "\\S" in the document and the
+# trimming here agree on what a blank string is.
+ECMA_SPACE = ("\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007"
+              "\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff")
 
-    model_config = ConfigDict(extra="ignore", str_strip_whitespace=True)
+
+def required_text(max_length: int, **extra: Any) -> Any:
+    """A required string that must hold more than whitespace once trimmed."""
+    return Field(min_length=1, max_length=max_length, json_schema_extra={"pattern": "\\S"}, **extra)
+
+
+class Shape(BaseModel):
+    """Base of every API shape: unknown input fields are ignored, strings are trimmed."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _trim(cls, value: Any) -> Any:
+        """Trim surrounding whitespace from every string."""
+        return value.strip(ECMA_SPACE) if isinstance(value, str) else value
 
 
 class ErrorDetail(Shape):
@@ -188,7 +206,7 @@ OptionalJsonNumber = Annotated[Decimal | None,
 class LaborLineIn(Shape):
     """Labor: a trade, hours per worker, how many workers, and the hourly rate."""
 
-    trade: str = Field(min_length=1, max_length=100)
+    trade: str = required_text(100)
     hours: Hours = Field(description="Hours per worker, 0 to 1000.")
     workers: Workers = Field(default=1, validate_default=True, description="Defaults to 1; at most 500.")
     rate: Rate | None = Field(default=None, description="Per hour, 0 to 100000.")
@@ -198,7 +216,7 @@ class LaborLineIn(Shape):
 class EquipmentLineIn(Shape):
     """Equipment: what ran, for how many hours, at what hourly rate."""
 
-    description: str = Field(min_length=1, max_length=300)
+    description: str = required_text(300)
     hours: Hours
     rate: Rate | None = Field(default=None, description="Per hour, 0 to 100000.")
     costCode: CostCodeText = None
@@ -207,7 +225,7 @@ class EquipmentLineIn(Shape):
 class MaterialLineIn(Shape):
     """Materials: what was used, how much, at what unit cost."""
 
-    description: str = Field(min_length=1, max_length=300)
+    description: str = required_text(300)
     quantity: Quantity = Field(description="0 to 1000000.")
     unitCost: Rate | None = Field(default=None, description="0 to 100000.")
     costCode: CostCodeText = None
@@ -244,7 +262,7 @@ class PhotoIn(Shape):
     """A photo: a data URL (or bare base64) of a JPEG, PNG or WebP image, at most 2 MiB."""
 
     name: str | None = Field(default=None, max_length=200)
-    data_url: Annotated[str, Field(min_length=1, description=(
+    data_url: Annotated[str, required_text(50_000_000, description=(
         "data:image/jpeg;base64,... or bare base64. The image itself is checked too: "
         "anything that is not a JPEG, PNG or WebP is refused with 400."))]
     taken_at: Timestamp = None
@@ -267,16 +285,16 @@ def _id_text(value: Any) -> Any:
     return value
 
 
-ProjectId = Annotated[str, BeforeValidator(_id_text), Field(min_length=1, max_length=40)]
+ProjectId = Annotated[str, BeforeValidator(_id_text), required_text(40)]
 
 
 class TicketInput(Shape):
     """A new ticket, as the API and the capture form both submit it."""
 
     project_id: ProjectId
-    description: str = Field(min_length=1, max_length=4000, description="What was done.")
-    reason: str = Field(min_length=1, max_length=2000, description="Why it is out of scope.")
-    directed_by: str = Field(min_length=1, max_length=200, description="Who authorized it.")
+    description: str = required_text(4000, description="What was done.")
+    reason: str = required_text(2000, description="Why it is out of scope.")
+    directed_by: str = required_text(200, description="Who authorized it.")
     captured_by: str | None = Field(default=None, max_length=200)
     labor: list[LaborLineIn] = Field(default_factory=list, max_length=50)
     equipment: list[EquipmentLineIn] = Field(default_factory=list, max_length=50)

@@ -21,7 +21,7 @@ from tests.test_schemathesis import current, schema
 from tests.test_serve import free_port
 
 pytestmark = pytest.mark.soak
-FIGURES = Path(__file__).resolve().parents[2] / "bench" / "out" / "soak.json"
+FIGURES = Path(__file__).resolve().parents[2] / "bench" / "soak.json"
 
 
 def record(name: str, figures: dict) -> None:
