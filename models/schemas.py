@@ -445,7 +445,8 @@ class TicketListQuery(Shape):
     """Filters and paging for the ticket list."""
 
     status: Literal["submitted", "written", "rejected"] | None = None
-    project_id: str | None = Field(default=None, max_length=40)
+    project_id: str | None = Field(default=None, max_length=40, pattern=r"^[0-9]+$",
+                                   description="A project id: the project system's number.")
     q: str | None = Field(default=None, max_length=100,
                           description="Case-insensitive text to look for in the description.")
     limit: int = Field(default=50, ge=1, le=200, description="1 to 200, default 50.")

