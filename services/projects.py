@@ -78,11 +78,10 @@ def catalog(company_id: int, project_id: str) -> Catalog:
     project = require_project(company_id, project_id)
 
     def load() -> Catalog:
-        client = client_for(company_id)
         with project_system_errors():
-            return Catalog(cost_codes=tuple(client.list_cost_codes(project.id)),
-                           cost_types=tuple(client.list_cost_types(project.id)),
-                           budget_codes=tuple(client.list_budget_codes(project.id)))
+            cost_codes, cost_types, budget_codes = client_for(company_id).read_catalog(project.id)
+        return Catalog(cost_codes=tuple(cost_codes), cost_types=tuple(cost_types),
+                       budget_codes=tuple(budget_codes))
     return _cache("catalogs").get_or_load(("catalog", company_id, project.id),
                                  current_app.config["CATALOG_CACHE_S"], load)
 

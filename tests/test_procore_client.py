@@ -399,3 +399,17 @@ def test_secrets_stay_out_of_repr_and_errors(procore_client, sandbox_company, sa
                  repr(caught.value)):
         assert secret not in text and token not in text
     assert "ProcoreClient(api_base=" in repr(procore_client)
+
+
+def test_read_catalog_reads_each_list_once(procore_client, sandbox_company):
+    """One pass gives the same codes as the separate reads, with one call per list."""
+    project_id = next(p["id"] for p in sandbox_company["projects"] if p["change_events"])
+    procore_client.list_projects()  # the token is fetched here, not counted below
+    before = len(procore_client.calls)
+    cost_codes, cost_types, budget_codes = procore_client.read_catalog(project_id)
+    paths = [path for _, path in procore_client.calls[before:]]
+    assert paths == ["/rest/v1.0/cost_codes", "/rest/v1.0/line_item_types",
+                     f"/rest/v1.0/projects/{project_id}/work_breakdown_structure/wbs_codes"]
+    assert cost_codes == procore_client.list_cost_codes(project_id)
+    assert cost_types == procore_client.list_cost_types(project_id)
+    assert budget_codes == procore_client.list_budget_codes(project_id)

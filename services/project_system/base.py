@@ -168,6 +168,11 @@ class ProjectSystem(Protocol):
         """The project's active budget codes."""
         ...
 
+    def read_catalog(self, project_id: int
+                     ) -> tuple[list[CostCode], list[CostType], list[BudgetCode]]:
+        """Cost codes, cost types and budget codes together, each read once."""
+        ...
+
     def create_budget_code(self, project_id: int, cost_code_id: int,
                            cost_type: str) -> BudgetCode:
         """Create the budget code for a cost code and cost type, or return the existing one."""

@@ -284,7 +284,11 @@ class ProcoreClient:
 
     def list_cost_codes(self, project_id: int) -> list[CostCode]:
         """The project's cost codes that are no other code's parent (divisions are left out)."""
-        rows = self._cost_code_rows(project_id)
+        return self._codes_from_rows(self._cost_code_rows(project_id))
+
+    @staticmethod
+    def _codes_from_rows(rows: list[dict[str, Any]]) -> list[CostCode]:
+        """Cost codes from Procore's rows, leaving out the divisions (codes that are parents)."""
         parents = {_parent_id(row) for row in rows}
         return [CostCode(id=int(row["id"]), code=_full_code(row), name=row["name"])
                 for row in rows if row["id"] not in parents]
@@ -322,6 +326,14 @@ class ProcoreClient:
         """The project's active budget codes with their cost code and normalized cost type."""
         return self._budget_codes(project_id, self._cost_code_rows(project_id),
                                   self.list_cost_types(project_id))
+
+    def read_catalog(self, project_id: int
+                     ) -> tuple[list[CostCode], list[CostType], list[BudgetCode]]:
+        """Cost codes, cost types and budget codes in one pass (each list read once)."""
+        rows = self._cost_code_rows(project_id)
+        cost_codes = self._codes_from_rows(rows)
+        cost_types = self.list_cost_types(project_id)
+        return cost_codes, cost_types, self._budget_codes(project_id, rows, cost_types)
 
     def create_budget_code(self, project_id: int, cost_code_id: int,
                            cost_type: str) -> BudgetCode:
