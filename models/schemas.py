@@ -35,9 +35,13 @@ def required_text(max_length: int, **extra: Any) -> Any:
 
 
 class Shape(BaseModel):
-    """Base of every API shape: unknown input fields are ignored, strings are trimmed."""
+    """Base of every API shape: unknown input fields are ignored, output is plain JSON."""
 
     model_config = ConfigDict(extra="ignore")
+
+
+class InputShape(Shape):
+    """Base of every shape a caller sends: strings are trimmed before they are checked."""
 
     @field_validator("*", mode="before")
     @classmethod
@@ -124,14 +128,14 @@ class CostCodeList(Shape):
     data: list[CostCodeItem]
 
 
-class CostCodeQuery(Shape):
+class CostCodeQuery(InputShape):
     """Search parameters for cost codes."""
 
     q: str | None = Field(default=None, max_length=100,
                           description="Case-insensitive substring of the code or the name.")
 
 
-class BudgetCodeInput(Shape):
+class BudgetCodeInput(InputShape):
     """A budget code to create for a cost code and cost type."""
 
     cost_code_item_id: int = Field(gt=0, lt=2**63)
@@ -203,7 +207,7 @@ OptionalJsonNumber = Annotated[Decimal | None,
                                                return_type=float | None, when_used="json")]
 
 
-class LaborLineIn(Shape):
+class LaborLineIn(InputShape):
     """Labor: a trade, hours per worker, how many workers, and the hourly rate."""
 
     trade: str = required_text(100)
@@ -213,7 +217,7 @@ class LaborLineIn(Shape):
     costCode: CostCodeText = None
 
 
-class EquipmentLineIn(Shape):
+class EquipmentLineIn(InputShape):
     """Equipment: what ran, for how many hours, at what hourly rate."""
 
     description: str = required_text(300)
@@ -222,7 +226,7 @@ class EquipmentLineIn(Shape):
     costCode: CostCodeText = None
 
 
-class MaterialLineIn(Shape):
+class MaterialLineIn(InputShape):
     """Materials: what was used, how much, at what unit cost."""
 
     description: str = required_text(300)
@@ -231,7 +235,7 @@ class MaterialLineIn(Shape):
     costCode: CostCodeText = None
 
 
-class Coords(Shape):
+class Coords(InputShape):
     """Where a photo was taken, as the phone reported it."""
 
     lat: float = Field(ge=-90, le=90, allow_inf_nan=False)
@@ -258,7 +262,7 @@ Timestamp = Annotated[str | None, Field(default=None, max_length=40,
                       AfterValidator(_check_timestamp)]
 
 
-class PhotoIn(Shape):
+class PhotoIn(InputShape):
     """A photo: a data URL (or bare base64) of a JPEG, PNG or WebP image, at most 2 MiB."""
 
     name: str | None = Field(default=None, max_length=200)
@@ -269,7 +273,7 @@ class PhotoIn(Shape):
     coords: Coords | None = None
 
 
-class SignatureIn(Shape):
+class SignatureIn(InputShape):
     """The signature of the general contractor's person; it counts only with an image."""
 
     name: str | None = Field(default=None, max_length=200)
@@ -288,7 +292,7 @@ def _id_text(value: Any) -> Any:
 ProjectId = Annotated[str, BeforeValidator(_id_text), required_text(40)]
 
 
-class TicketInput(Shape):
+class TicketInput(InputShape):
     """A new ticket, as the API and the capture form both submit it."""
 
     project_id: ProjectId
@@ -308,7 +312,7 @@ class TicketInput(Shape):
                     "the same value again returns the ticket made the first time, not a second one.")
 
 
-class PhotosInput(Shape):
+class PhotosInput(InputShape):
     """Photos to attach to a ticket that is not written yet."""
 
     photos: list[PhotoIn] = Field(min_length=1, max_length=12)
@@ -441,7 +445,7 @@ class TicketList(Shape):
     offset: int
 
 
-class TicketListQuery(Shape):
+class TicketListQuery(InputShape):
     """Filters and paging for the ticket list."""
 
     status: Literal["submitted", "written", "rejected"] | None = None
@@ -466,7 +470,7 @@ def _whole_number(value: Any) -> Any:
 BudgetCodeId = Annotated[int, Field(gt=0, lt=2**63), BeforeValidator(_whole_number)]
 
 
-class ApproveInput(Shape):
+class ApproveInput(InputShape):
     """How to approve a ticket; every field is optional and an empty body means all defaults."""
 
     allow_unrouted: Flag = Field(default=False, description=(
@@ -493,7 +497,7 @@ class ApprovalResult(Ticket):
 
 # ------------------------------------------------------------------ links
 
-class LinkInput(Shape):
+class LinkInput(InputShape):
     """A capture link to create."""
 
     project_id: ProjectId

@@ -36,7 +36,7 @@ from models.schemas import (
 from services import photos as images
 from services import projects
 from services.database import write_transaction
-from services.errors import Conflict, NotFound, ProjectSystemRefused, ValidationFailed, field_problem
+from services.errors import Conflict, NotFound, ServiceError, ValidationFailed, field_problem
 from services.routing import Route, Router, unrouted
 
 CENT = Decimal("0.01")
@@ -219,7 +219,7 @@ def route_ticket(company_id: int, ticket: TicketRecord) -> tuple[list[Route], li
     """Route a ticket's lines with the project's current codes, or flag them all if unreadable."""
     try:
         codes = projects.catalog(company_id, ticket.project_id)
-    except (ProjectSystemRefused, NotFound) as error:
+    except ServiceError as error:  # not connected, unreachable, project gone: flag every line
         return unrouted(ticket.lines, "the project's budget codes could not be read"), \
             [f"routing is unavailable: {error.message}"]
     return Router(codes.cost_codes, codes.budget_codes).route_all(ticket.lines), []

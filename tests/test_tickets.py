@@ -315,3 +315,19 @@ def test_list_totals_follow_creates_and_status_changes(client, acme, rival, app)
                                                              "rejected": 1}
         assert status_counts(acme.company_id, with_tool) == {"submitted": 1, "written": 1,
                                                              "rejected": 1}
+
+
+def test_ticket_reads_even_when_the_project_system_is_not_connected(client, acme, app):
+    """Without a connection the ticket still reads; every line is flagged for a person."""
+    from models import ProjectSystemConnection
+
+    body = ticket_body(acme.project()["id"], labor=[{"trade": "Laborer", "hours": 1, "rate": 1}])
+    ticket = client.post("/v1/tickets", headers=acme.headers, json=body).json
+    with app.app_context():
+        db.session.query(ProjectSystemConnection).delete()
+        db.session.commit()
+    app.extensions.pop("project_system_caches", None)
+    read = client.get(f"/v1/tickets/{ticket['id']}", headers=acme.headers)
+    assert read.status_code == 200
+    assert read.json["routing"][0]["needs_review"] is True
+    assert any(w.startswith("routing is unavailable") for w in read.json["warnings"])
