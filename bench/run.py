@@ -86,20 +86,6 @@ def body_size(url: str, key: str, method: str = "GET", body: dict | None = None)
     return len(answer.content)
 
 
-def post_body(project_id: str) -> dict:
-    """The body the wrk POST script sends (three lines, no photos), for the size probe."""
-    return {"project_id": project_id,
-            "description": "Cut and patched the slab for a plumbing sleeve the plumber missed",
-            "reason": "Sleeve was left out by the plumbing sub; not in our concrete scope",
-            "directed_by": "Sam Ortiz, GC superintendent", "captured_by": "Lee Park",
-            "labor": [{"trade": "Concrete finisher", "workers": 2, "hours": 3, "rate": 72.5,
-                       "costCode": "03-300"}],
-            "equipment": [{"description": "Core drill", "hours": 2, "rate": 45,
-                           "costCode": "03-300"}],
-            "materials": [{"description": "Non-shrink grout", "quantity": 3, "unitCost": 29,
-                           "costCode": "03-300"}]}
-
-
 def load_runs(paths: dict[str, str], servers: list, env: dict, seconds: int) -> dict:
     """wrk on each read path, alternating servers per path so drift hits both alike."""
     results: dict[str, dict[str, LoadResult]] = {}
@@ -172,7 +158,7 @@ def run_sections(workdir: Path, service, camera: bytes, args, results: dict,
 
     log(f"seeding {args.small - 1} tickets")
     seed.seed_tickets(app, company_id, project_id, args.small - 1)
-    sizes = {"create": body_size(service.url + "/v1/tickets", key, "POST", post_body(project_id))}
+    sizes = {"create": body_size(service.url + "/v1/tickets", key, "POST", approve.ticket_body(project_id))}
     ticket_id = requests.get(f"{service.url}/v1/tickets?limit=1", timeout=30,
                              headers={"Authorization": f"Bearer {key}"}).json()["data"][0]["id"]
     paths = {"me": "/v1/me", "list": "/v1/tickets?limit=50", "get": f"/v1/tickets/{ticket_id}"}
