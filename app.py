@@ -29,7 +29,6 @@ def default_config(instance_path: str) -> dict[str, Any]:
     """Embedded defaults: a SQLite file and photos under instance/, the built-in sandbox."""
     return {
         "SQLALCHEMY_DATABASE_URI": "sqlite:///" + os.path.join(instance_path, "tickets.sqlite3"),
-        "SQLALCHEMY_ENGINE_OPTIONS": {"pool_pre_ping": True},
         "SQLITE_BUSY_TIMEOUT_MS": 30_000,
         "SQLITE_SYNCHRONOUS": "FULL",
         # 12 photos of up to 2 MiB each, base64-encoded, plus the signature and text.
@@ -87,6 +86,9 @@ def load_configuration(app: Flask, test_config: dict[str, Any] | None) -> None:
         app.config.from_mapping(test_config)
     if app.config.get("DATABASE_URL"):
         app.config["SQLALCHEMY_DATABASE_URI"] = normalise_database_url(app.config["DATABASE_URL"])
+    if not app.config["SQLALCHEMY_DATABASE_URI"].startswith("sqlite"):
+        # A server can drop idle connections; a SQLite file cannot, so it skips the ping.
+        app.config.setdefault("SQLALCHEMY_ENGINE_OPTIONS", {"pool_pre_ping": True})
     app.json.sort_keys = bool(app.config["JSON_SORT_KEYS"])
     if not app.config.get("SECRET_KEY"):
         app.config["SECRET_KEY"] = instance_secret(Path(app.instance_path) / "secret_key")
