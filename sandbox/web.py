@@ -33,28 +33,31 @@ def index() -> str:
     return render_template("index.html")
 
 
+def _record_of_project(db, table: str, record_id: int, project_id: int) -> dict:
+    """A record of a project, or 404 when the project has no such record."""
+    row = next(db.query(f"SELECT * FROM {table} WHERE id = ? AND project_id = ?",
+                        [record_id, project_id]), None)
+    if row is None:
+        abort(404)
+    return row
+
+
 @bp.get("/<int:project_id>/project/change_events/events/<int:event_id>")
 def change_event_page(project_id: int, event_id: int) -> str:
     """A change event with its line items and attachments."""
     db = get_db()
-    row = next(db.query("SELECT * FROM change_events WHERE id = ? AND project_id = ?",
-                        [event_id, project_id]), None)
-    if row is None:
-        abort(404)
-    project = db.table("projects").get(project_id)
-    return render_template("change_event.html", event=change_event_v11(db, row), project=project)
+    row = _record_of_project(db, "change_events", event_id, project_id)
+    return render_template("change_event.html", event=change_event_v11(db, row),
+                           project=db.table("projects").get(project_id))
 
 
 @bp.get("/<int:project_id>/project/daily_log/manpower_logs/<int:log_id>")
 def manpower_log_page(project_id: int, log_id: int) -> str:
     """A daily log manpower entry."""
     db = get_db()
-    row = next(db.query("SELECT * FROM manpower_logs WHERE id = ? AND project_id = ?",
-                        [log_id, project_id]), None)
-    if row is None:
-        abort(404)
-    project = db.table("projects").get(project_id)
-    return render_template("manpower_log.html", log=manpower_json(db, row), project=project)
+    row = _record_of_project(db, "manpower_logs", log_id, project_id)
+    return render_template("manpower_log.html", log=manpower_json(db, row),
+                           project=db.table("projects").get(project_id))
 
 
 @bp.get("/_sandbox/files/<int:attachment_id>")

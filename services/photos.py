@@ -73,7 +73,11 @@ class ProcessedImage:
     width: int
     height: int
     content_type: str
-    sha256: str
+
+    @property
+    def sha256(self) -> str:
+        """Hex SHA-256 of the re-encoded image."""
+        return hashlib.sha256(self.data).hexdigest()
 
     @property
     def extension(self) -> str:
@@ -263,14 +267,8 @@ def process_photo(
         data = _encode(main, "JPEG", **options)
         thumb = _encode(_fit(main, thumb_edge), "JPEG", **options)
         width, height = main.size
-    return ProcessedImage(
-        data=data,
-        thumb=thumb,
-        width=width,
-        height=height,
-        content_type="image/jpeg",
-        sha256=hashlib.sha256(data).hexdigest(),
-    )
+    return ProcessedImage(data=data, thumb=thumb, width=width, height=height,
+                          content_type="image/jpeg")
 
 
 def process_signature(
@@ -289,14 +287,8 @@ def process_signature(
         data = _encode(main, "PNG", optimize=True)
         thumb = _encode(_fit(main, thumb_edge), "PNG", optimize=True)
         width, height = main.size
-    return ProcessedImage(
-        data=data,
-        thumb=thumb,
-        width=width,
-        height=height,
-        content_type="image/png",
-        sha256=hashlib.sha256(data).hexdigest(),
-    )
+    return ProcessedImage(data=data, thumb=thumb, width=width, height=height,
+                          content_type="image/png")
 
 
 class ImageStore:
