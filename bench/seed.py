@@ -74,6 +74,8 @@ def seed_tickets(app: Flask, company_id: int, project_id: str, target: int,
     from services.database import write_transaction
 
     count_ticket = getattr(service, "count_ticket", None)
+    # Where the service keeps each ticket's rendered summary, seeded rows get theirs too.
+    summary_document = getattr(service, "summary_document", None)
     missing = target - ticket_count(app, company_id)
     if missing <= 0:
         return 0
@@ -96,6 +98,8 @@ def seed_tickets(app: Flask, company_id: int, project_id: str, target: int,
                     "approved_at": None, "external": None, "written_routing": None,
                     "approval_claim_id": None, "approval_claimed_at": None,
                     "approval_destinations": None, **variant})
+                if summary_document is not None:
+                    rows[-1]["summary_json"] = summary_document(Ticket(**rows[-1]))
             with write_transaction() as session:
                 session.execute(table.insert(), rows)
                 if count_ticket is not None:  # the service keeps per-status counts

@@ -45,7 +45,7 @@ from services.project_system import (
     ToolDisabled,
 )
 from services.projects import Catalog
-from services.routing import Route, Router
+from services.routing import Route
 from services.tickets import (
     append_decision,
     change_status,
@@ -129,7 +129,7 @@ def _refuse_rejected(ticket: TicketRecord, allow_rejected: bool) -> None:
 def _routes(ticket: TicketRecord, codes: Catalog, overrides: dict[str, int],
             actor: str) -> list[Route]:
     """Route the ticket's lines and apply the caller's overrides; 400 for unusable ones."""
-    routes = Router(codes.cost_codes, codes.budget_codes).route_all(ticket.lines)
+    routes = codes.router.route_all(ticket.lines)
     chosen: dict[int, BudgetCode] = {}
     problems: list[dict[str, str]] = []
     for key, code_id in overrides.items():

@@ -1,10 +1,11 @@
 """Companies and the description of the caller."""
 from __future__ import annotations
 
-from models import ApiKey, Company, db
+from models import Company, db
 from models.schemas import CompanyRef, KeyRef, Me
 from services.database import write_transaction
 from services.errors import ValidationFailed, field_problem
+from services.keys import Caller
 
 
 def create_company(name: str) -> Company:
@@ -24,8 +25,7 @@ def get_company(company_id: int) -> Company | None:
     return db.session.get(Company, company_id)
 
 
-def describe_caller(api_key: ApiKey) -> Me:
+def describe_caller(caller: Caller) -> Me:
     """Describe the company and key behind an authenticated request."""
-    company = db.session.get(Company, api_key.company_id)
-    return Me(company=CompanyRef(id=company.id, name=company.name),
-              key=KeyRef(name=api_key.name, prefix=api_key.prefix))
+    return Me(company=CompanyRef(id=caller.company_id, name=caller.company_name),
+              key=KeyRef(name=caller.name, prefix=caller.prefix))

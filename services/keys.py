@@ -13,7 +13,7 @@ import secrets
 from dataclasses import dataclass
 
 from flask import current_app
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 
 from models import ApiKey, Company, db, utcnow
 from services.database import write_transaction
@@ -22,6 +22,32 @@ from services.errors import NotFound, Unauthorized, ValidationFailed, field_prob
 KEY_PREFIX = "ewt_"
 KEY_PATTERN = re.compile(r"^ewt_[A-Za-z0-9_-]{43}$")
 DISPLAY_PREFIX_LENGTH = 12
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who an authenticated /v1 request comes from: the key and its company."""
+
+    key_id: int
+    company_id: int
+    company_name: str
+    name: str
+    prefix: str
+
+    @property
+    def actor(self) -> str:
+        """How this key is named in audit fields such as approved_by (as ApiKey.actor)."""
+        return f"key:{self.name} ({self.prefix})"
+
+
+# Every /v1 request runs this, so it is one Core statement on the session's connection:
+# the ORM's identity map and attribute loading cost more than the query itself.
+_CALLER_QUERY = (
+    select(ApiKey.id, ApiKey.company_id, Company.name, ApiKey.name, ApiKey.prefix,
+           ApiKey.revoked_at, ApiKey.last_used_at)
+    .join(Company, Company.id == ApiKey.company_id)
+    .where(ApiKey.digest == bindparam("digest"))
+)
 
 
 @dataclass(frozen=True)
@@ -61,7 +87,7 @@ def issue_key(company_id: int, name: str) -> IssuedKey:
     return IssuedKey(secret=secret, record=record)
 
 
-def authenticate(secret: str | None, *, malformed_header: bool = False) -> ApiKey:
+def authenticate(secret: str | None, *, malformed_header: bool = False) -> Caller:
     """Resolve a presented key to its live record, or raise 401 with a precise code."""
     if malformed_header:
         raise Unauthorized("the Authorization header must be 'Bearer <API key>'",
@@ -71,26 +97,27 @@ def authenticate(secret: str | None, *, malformed_header: bool = False) -> ApiKe
                            "or 'X-API-Key: <key>'", code="api_key_missing")
     if not KEY_PATTERN.match(secret):
         raise Unauthorized("the API key is malformed", code="api_key_malformed")
-    record = db.session.scalar(select(ApiKey).where(ApiKey.digest == key_digest(secret)))
-    if record is None:
+    row = db.session.connection().execute(_CALLER_QUERY, {"digest": key_digest(secret)}).first()
+    if row is None:
         raise Unauthorized("the API key is not valid", code="api_key_invalid")
-    if record.revoked_at is not None:
+    key_id, company_id, company_name, name, prefix, revoked_at, last_used_at = row
+    if revoked_at is not None:
         raise Unauthorized("the API key has been revoked", code="api_key_revoked")
-    _touch(record)
-    return record
+    _touch(key_id, last_used_at)
+    return Caller(key_id=key_id, company_id=company_id, company_name=company_name, name=name,
+                  prefix=prefix)
 
 
-def _touch(record: ApiKey) -> None:
+def _touch(key_id: int, last_used_at: dt.datetime | None) -> None:
     """Record last use, at most once per configured interval to spare the write lock."""
     now = utcnow()
     interval = dt.timedelta(seconds=current_app.config["API_KEY_TOUCH_INTERVAL_S"])
-    if record.last_used_at is not None and now - record.last_used_at < interval:
+    if last_used_at is not None and now - last_used_at < interval:
         return
     with write_transaction() as session:
         session.execute(
-            ApiKey.__table__.update().where(ApiKey.id == record.id).values(last_used_at=now)
+            ApiKey.__table__.update().where(ApiKey.id == key_id).values(last_used_at=now)
         )
-    record.last_used_at = now
 
 
 def list_keys(company_id: int | None = None) -> list[ApiKey]:

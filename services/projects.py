@@ -1,6 +1,7 @@
 """Projects, cost codes, budget codes and capability, read from the project system."""
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from flask import current_app
@@ -16,6 +17,7 @@ from services.cache import TTLCache
 from services.connections import client_for, project_system_errors
 from services.errors import NotFound
 from services.project_system import BudgetCode, CostCode, CostType, RemoteProject
+from services.routing import Router
 
 
 
@@ -32,6 +34,11 @@ class Catalog:
     cost_codes: tuple[CostCode, ...]
     cost_types: tuple[CostType, ...]
     budget_codes: tuple[BudgetCode, ...]
+
+    @functools.cached_property
+    def router(self) -> Router:
+        """A router over this catalog, built once per cached catalog (it indexes every name)."""
+        return Router(self.cost_codes, self.budget_codes)
 
     def budget_code(self, cost_code_id: int, cost_type: str) -> BudgetCode | None:
         """The budget code for a cost code and cost type, if the project has one."""

@@ -1,18 +1,35 @@
-"""The request-rate limiter shared by every authenticated /v1 route.
+"""Request-rate limits: the one shared by every /v1 route, and the form limits.
 
-One bucket per API key, keyed by a digest of the key, counted across all /v1
-routes together. Requests without a key are counted per client address.
+/v1 counts one bucket per API key, keyed by a digest of the key, across all /v1
+routes together; requests without a key are counted per client address. That
+limit is checked once per request by `check_api_limit`, straight against
+Flask-Limiter's strategy and storage (memory, or Redis when several servers
+share it). Flask-Limiter's per-route machinery resolves every limit of a route
+twice per request, which cost a third of a small /v1 answer (bench/fixes.md);
+it still guards the login and capture forms, where it is skipped for /v1 paths.
 """
 from __future__ import annotations
 
+import functools
 import math
 import time
 
-from flask import current_app
+from flask import current_app, request
 from flask_limiter import Limiter
 from flask_limiter.util import get_remote_address
+from limits import RateLimitItem, parse
 
+from services.errors import ServiceError
 from services.keys import rate_limit_bucket
+
+API_SCOPE = "v1"
+
+
+class RateLimited(ServiceError):
+    """The caller spent its /v1 request budget for now."""
+
+    status = 429
+    code = "rate_limited"
 
 
 def presented_api_key() -> tuple[str | None, bool]:
@@ -40,9 +57,28 @@ def rate_limit_key() -> str:
     return "ip:" + get_remote_address()
 
 
-def api_rate_limit() -> str:
-    """The configured /v1 limit, read per request so tests and deployments can change it."""
-    return current_app.config["API_RATE_LIMIT"]
+@functools.lru_cache(maxsize=16)
+def _parsed_limit(text: str) -> RateLimitItem:
+    """The limit item for a configured limit text such as '120 per minute' (parsed once)."""
+    return parse(text)
+
+
+def check_api_limit() -> None:
+    """Count this /v1 request against its caller's bucket; 429 with Retry-After when spent."""
+    item = _parsed_limit(current_app.config["API_RATE_LIMIT"])
+    identifiers = (current_app.config["RATELIMIT_KEY_PREFIX"], rate_limit_key(), API_SCOPE)
+    strategy = limiter.limiter
+    if strategy.hit(item, *identifiers):
+        return
+    reset_at = strategy.get_window_stats(item, *identifiers).reset_time
+    wait_s = max(1, math.ceil(reset_at - time.time()))
+    raise RateLimited(f"rate limit exceeded ({item}); retry after the time in Retry-After",
+                      headers={"Retry-After": str(wait_s)})
+
+
+def is_api_request() -> bool:
+    """True for /v1 paths, which check_api_limit counts instead of Flask-Limiter's hooks."""
+    return request.path.startswith("/v1/")
 
 
 def retry_after_seconds() -> int:
@@ -54,4 +90,4 @@ def retry_after_seconds() -> int:
 
 
 limiter = Limiter(key_func=rate_limit_key)
-api_limit = limiter.shared_limit(api_rate_limit, scope="v1")
+limiter.request_filter(is_api_request)

@@ -11,17 +11,20 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from flask import current_app
-from sqlalchemy import func, select
+from pydantic import TypeAdapter
+from sqlalchemy import bindparam, event, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
 from models import Decision as DecisionRecord
 from models import Ticket as TicketRecord
-from models import TicketCount, TicketPhoto, db
+from models import TicketCount, TicketPhoto, db, utcnow
 from models.schemas import (
     Decision,
     EquipmentLine,
     External,
+    JsonDocument,
     LaborLine,
     MaterialLine,
     Photo,
@@ -30,14 +33,13 @@ from models.schemas import (
     Signature,
     Ticket,
     TicketInput,
-    TicketList,
     TicketSummary,
 )
 from services import photos as images
 from services import projects
 from services.database import write_transaction
 from services.errors import Conflict, NotFound, ServiceError, ValidationFailed, field_problem
-from services.routing import Route, Router, unrouted
+from services.routing import Route, unrouted
 
 CENT = Decimal("0.01")
 MAX_PHOTOS = 12
@@ -150,14 +152,30 @@ def _store_signature(data: TicketInput, processed: images.ProcessedImage | None)
 def create_ticket(company_id: int, data: TicketInput, *, captured_via: str = "api",
                   link_token: str | None = None, project_checked: bool = False
                   ) -> tuple[Ticket, bool]:
-    """Store a new ticket, or return the one made earlier under the same client_ref.
+    """Store a new ticket, or find the one made earlier under the same client_ref.
 
     Returns (ticket, created). A capture link has already fixed its project
     (`project_checked`), so a crew can submit while the project system is away.
     """
+    ticket_id, created = store_ticket(company_id, data, captured_via=captured_via,
+                                      link_token=link_token, project_checked=project_checked)
+    return get_ticket(company_id, ticket_id), created
+
+
+def create_ticket_document(company_id: int, data: TicketInput) -> JsonDocument:
+    """Store a ticket from the API (or find its client_ref's) and answer the Ticket document."""
+    ticket_id, _created = store_ticket(company_id, data)
+    return ticket_document(company_id, ticket_id)
+
+
+def store_ticket(company_id: int, data: TicketInput, *, captured_via: str = "api",
+                 link_token: str | None = None, project_checked: bool = False
+                 ) -> tuple[str, bool]:
+    """Store a new ticket and return (its id, True), or (the id, False) of the one a
+    client_ref already made."""
     client_ref = data.client_ref
     if client_ref:
-        existing = find_by_client_ref(company_id, client_ref)
+        existing = _id_for_client_ref(company_id, client_ref)
         if existing is not None:
             return existing, False
     if project_checked:
@@ -178,51 +196,66 @@ def create_ticket(company_id: int, data: TicketInput, *, captured_via: str = "ap
         directed_by=data.directed_by, captured_by=data.captured_by or None,
         captured_via=captured_via, link_token=link_token, total=total, lines=lines,
         warnings=warnings, signature=signature, photo_count=len(photo_rows),
+        captured_at=utcnow(),
     )
     try:
         with write_transaction() as session:
             session.add(ticket)
-            for row in photo_rows:
-                session.add(TicketPhoto(ticket_id=ticket.id, **row))
+            ticket.photos.extend(TicketPhoto(**row) for row in photo_rows)
             count_ticket(session, company_id, project_id, "submitted", 1)
     except IntegrityError:
-        existing = find_by_client_ref(company_id, client_ref) if client_ref else None
+        existing = _id_for_client_ref(company_id, client_ref) if client_ref else None
         if existing is None:
             raise
         return existing, False
-    return get_ticket(company_id, ticket.id), True
+    return ticket.id, True
 
 
-def find_by_client_ref(company_id: int, client_ref: str) -> Ticket | None:
-    """The ticket a phone already sent under this client reference, if any."""
-    ticket_id = db.session.scalar(select(TicketRecord.id).where(
+def _id_for_client_ref(company_id: int, client_ref: str) -> str | None:
+    """The id of the ticket a caller already sent under this client reference, if any."""
+    return db.session.scalar(select(TicketRecord.id).where(
         TicketRecord.company_id == company_id, TicketRecord.client_ref == client_ref))
-    return None if ticket_id is None else get_ticket(company_id, ticket_id)
+
+
+def _ticket_key(ticket_id: str) -> str | None:
+    """The stored form of a ticket id (a canonical UUID), or None if it cannot be one."""
+    try:
+        return str(uuid.UUID(str(ticket_id)))
+    except ValueError:
+        return None
+
+
+def _no_such_ticket() -> NotFound:
+    """The 404 for a ticket that is missing or belongs to another company (the same answer)."""
+    return NotFound("no such ticket on this company", code="ticket_not_found")
 
 
 def find_ticket(company_id: int, ticket_id: str) -> TicketRecord:
     """Load a ticket of this company, or 404 exactly as for a missing one."""
-    try:
-        key = str(uuid.UUID(str(ticket_id)))
-    except ValueError:
-        key = None
+    key = _ticket_key(ticket_id)
     ticket = None
     if key is not None:
         ticket = db.session.scalar(select(TicketRecord).where(
             TicketRecord.id == key, TicketRecord.company_id == company_id))
     if ticket is None:
-        raise NotFound("no such ticket on this company", code="ticket_not_found")
+        raise _no_such_ticket()
     return ticket
 
 
 def route_ticket(company_id: int, ticket: TicketRecord) -> tuple[list[Route], list[str]]:
     """Route a ticket's lines with the project's current codes, or flag them all if unreadable."""
+    return route_lines(company_id, ticket.project_id, ticket.lines)
+
+
+def route_lines(company_id: int, project_id: str, lines: list[dict[str, Any]]
+                ) -> tuple[list[Route], list[str]]:
+    """Route stored lines with the project's current codes, or flag them all if unreadable."""
     try:
-        codes = projects.catalog(company_id, ticket.project_id)
+        codes = projects.catalog(company_id, project_id)
     except ServiceError as error:  # not connected, unreachable, project gone: flag every line
-        return unrouted(ticket.lines, "the project's budget codes could not be read"), \
+        return unrouted(lines, "the project's budget codes could not be read"), \
             [f"routing is unavailable: {error.message}"]
-    return Router(codes.cost_codes, codes.budget_codes).route_all(ticket.lines), []
+    return codes.router.route_all(lines), []
 
 
 def routing_lines(routes: list[Route]) -> list[RoutingLine]:
@@ -233,6 +266,40 @@ def routing_lines(routes: list[Route]) -> list[RoutingLine]:
         budget_code=r.budget_code.flat_code if r.budget_code else None,
         budget_code_id=r.budget_code.id if r.budget_code else None, routed=r.routed,
         exact=r.exact, needs_review=r.needs_review, reason=r.reason) for r in routes]
+
+
+_ROUTING_JSON = TypeAdapter(list[RoutingLine])
+_DOCUMENT_STATEMENT = (
+    select(TicketRecord.summary_json, TicketRecord.status, TicketRecord.project_id,
+           TicketRecord.lines, TicketRecord.written_routing)
+    .where(TicketRecord.id == bindparam("id"), TicketRecord.company_id == bindparam("company_id")))
+
+
+def ticket_document(company_id: int, ticket_id: str) -> JsonDocument:
+    """One ticket with its routing, as the Ticket JSON document, built on its kept summary.
+
+    A Ticket is its summary's fields followed by `routing`, so the document is the kept
+    summary with the routing appended. When routing adds a warning (the summary's
+    `warnings` would change) or no summary is kept yet, it is shaped in full instead.
+    """
+    key = _ticket_key(ticket_id)
+    row = None if key is None else db.session.connection().execute(
+        _DOCUMENT_STATEMENT, {"id": key, "company_id": company_id}).first()
+    if row is None:
+        raise _no_such_ticket()
+    summary, status, project_id, lines, written_routing = row
+    if summary is not None and status == "written" and written_routing:
+        return _with_routing(summary, [RoutingLine.model_validate(line) for line in written_routing])
+    if summary is not None:
+        routes, routing_warnings = route_lines(company_id, project_id, lines)
+        if not routing_warnings:
+            return _with_routing(summary, routing_lines(routes))
+    return JsonDocument(get_ticket(company_id, key).model_dump_json())
+
+
+def _with_routing(summary: str, routing: list[RoutingLine]) -> JsonDocument:
+    """A kept summary document with `routing` appended as its last field."""
+    return JsonDocument(summary[:-1] + ',"routing":' + _ROUTING_JSON.dump_json(routing).decode() + "}")
 
 
 def get_ticket(company_id: int, ticket_id: str) -> Ticket:
@@ -309,12 +376,114 @@ def list_ticket_records(company_id: int, *, status: str | None = None, project_i
 
 
 def list_tickets(company_id: int, *, status: str | None, project_id: str | None,
-                 limit: int, offset: int, q: str | None = None) -> TicketList:
-    """A page of the company's tickets, newest first, id breaking ties."""
-    rows, total = list_ticket_records(company_id, status=status, project_id=project_id, q=q,
-                                      limit=limit, offset=offset)
-    return TicketList(data=[TicketSummary(**summarize(t)) for t in rows], total=total,
-                      limit=limit, offset=offset)
+                 limit: int, offset: int, q: str | None = None) -> JsonDocument:
+    """A page of the company's tickets, newest first, id breaking ties (a TicketList document).
+
+    Each ticket's summary is kept rendered in its row, so the page is one indexed read and a
+    join of those documents; a row stored before that (NULL) is shaped from its fields.
+    """
+    connection = db.session.connection()
+    if q and q.strip():
+        conditions = _list_conditions(company_id, status, project_id, q)
+        total = connection.execute(
+            select(func.count()).select_from(TicketRecord).where(*conditions)).scalar_one()
+        rows = connection.execute(
+            select(TicketRecord.id, TicketRecord.summary_json).where(*conditions)
+            .order_by(TicketRecord.captured_at.desc(), TicketRecord.id.desc())
+            .limit(limit).offset(offset)).all()
+    else:
+        # The common page (no search) runs statements built once per filter combination.
+        values = {"company_id": company_id, "status": status, "project_id": project_id,
+                  "limit": limit, "offset": offset}
+        by_status, by_project = bool(status), bool(project_id)
+        total = connection.execute(_total_statement(by_status, by_project), values).scalar_one()
+        rows = connection.execute(_page_statement(by_status, by_project), values).all()
+    documents = [summary for _id, summary in rows]
+    if None in documents:
+        documents = _with_missing_summaries(rows)
+    # The same bytes TicketList(...).model_dump_json() would write (tests compare the two).
+    return JsonDocument('{"data":[' + ",".join(documents) +
+                        f'],"total":{int(total)},"limit":{int(limit)},"offset":{int(offset)}}}')
+
+
+def _filters(by_status: bool, by_project: bool) -> list:
+    """Company, and optionally status and project, conditions with bound parameters."""
+    conditions = [TicketRecord.company_id == bindparam("company_id")]
+    if by_status:
+        conditions.append(TicketRecord.status == bindparam("status"))
+    if by_project:
+        conditions.append(TicketRecord.project_id == bindparam("project_id"))
+    return conditions
+
+
+@functools.cache
+def _page_statement(by_status: bool, by_project: bool):
+    """The kept summaries of one page of tickets, newest first (built once per filter set)."""
+    return (select(TicketRecord.id, TicketRecord.summary_json).where(*_filters(by_status, by_project))
+            .order_by(TicketRecord.captured_at.desc(), TicketRecord.id.desc())
+            .limit(bindparam("limit")).offset(bindparam("offset")))
+
+
+@functools.cache
+def _total_statement(by_status: bool, by_project: bool):
+    """How many tickets match, from the kept counts (built once per filter set)."""
+    conditions = [TicketCount.company_id == bindparam("company_id")]
+    if by_status:
+        conditions.append(TicketCount.status == bindparam("status"))
+    if by_project:
+        conditions.append(TicketCount.project_id == bindparam("project_id"))
+    return select(func.coalesce(func.sum(TicketCount.tickets), 0)).where(*conditions)
+
+
+def _with_missing_summaries(rows: list) -> list[str]:
+    """The documents of a page, shaping the tickets that have none kept from their fields."""
+    missing = [ticket_id for ticket_id, summary in rows if summary is None]
+    records = {t.id: t for t in db.session.scalars(
+        select(TicketRecord).where(TicketRecord.id.in_(missing)))}
+    return [summary if summary is not None else summary_document(records[ticket_id])
+            for ticket_id, summary in rows]
+
+
+def summary_document(ticket: TicketRecord) -> str:
+    """A ticket as lists show it: the TicketSummary JSON document."""
+    return TicketSummary(**summarize(ticket)).model_dump_json()
+
+
+@event.listens_for(Session, "before_flush")
+def render_summaries(session: Session, _context: Any, _instances: Any) -> None:
+    """Render again the kept summary of every ticket this flush writes.
+
+    A ticket is new or dirty whenever one of its fields changes or a photo or decision is
+    appended to it (services add them through the relationships for that reason), so no
+    write can leave a stale summary behind. Column defaults are applied here rather than
+    at INSERT, so the summary shows exactly what is stored.
+    """
+    for record in (*session.new, *session.dirty):
+        if not isinstance(record, TicketRecord):
+            continue
+        if record.captured_at is None:
+            record.captured_at = utcnow()
+        if record.status is None:
+            record.status = "submitted"
+        if record.warnings is None:
+            record.warnings = []
+        if record.photo_count is None:
+            record.photo_count = 0
+        record.summary_json = summary_document(record)
+
+
+def fill_summaries(batch: int = 500) -> int:
+    """Store the summary of every ticket that has none (tickets kept before summaries were)."""
+    filled = 0
+    while True:
+        with write_transaction() as session:
+            records = session.scalars(select(TicketRecord).where(
+                TicketRecord.summary_json.is_(None)).limit(batch)).all()
+            for record in records:
+                record.summary_json = summary_document(record)
+        filled += len(records)
+        if len(records) < batch:
+            return filled
 
 
 def status_counts(company_id: int, project_id: str | None = None) -> dict[str, int]:
@@ -387,7 +556,7 @@ def add_photos(company_id: int, ticket_id: str, items: list[PhotoIn]) -> Ticket:
         _check_photo_room(current, len(rows))
         for offset, row in enumerate(rows):
             row["position"] = current.photo_count + offset
-            session.add(TicketPhoto(ticket_id=current.id, **row))
+            current.photos.append(TicketPhoto(**row))
         current.photo_count += len(rows)
     db.session.expire_all()
     return get_ticket(company_id, ticket_id)
@@ -407,7 +576,8 @@ def _check_photo_room(ticket: TicketRecord, adding: int) -> None:
 
 def append_decision(session, ticket: TicketRecord, action: str, by: str | None) -> None:
     """Append one entry to a ticket's decision history."""
-    session.add(DecisionRecord(ticket_id=ticket.id, action=action, by=by))
+    # Through the relationship, with the time set now, so the ticket's summary shows it.
+    ticket.decisions.append(DecisionRecord(action=action, by=by, at=utcnow()))
 
 
 def photo_file(company_id: int, ticket_id: str, position: int, *, thumbnail: bool = False) -> bytes:
