@@ -7,7 +7,7 @@ import click
 from flask import Flask
 from flask.cli import AppGroup, with_appcontext
 
-from services import backup, companies, connections, demo, keys, projects, reviewers
+from services import backup, companies, connections, demo, keys, projects, reviewers, tickets
 from services.errors import ServiceError
 
 keys_cli = AppGroup("keys", help="Create, list and revoke API keys.")
@@ -112,10 +112,18 @@ def register_commands(app: Flask) -> None:
     app.cli.add_command(project_system_cli)
     app.cli.add_command(backup_command)
     app.cli.add_command(restore_command)
+    app.cli.add_command(tickets_cli)
 
 
 project_system_cli = AppGroup("project-system", help="Connect a company to Procore and check it.")
 companies_cli = AppGroup("companies", help="Create and list companies.")
+tickets_cli = AppGroup("tickets", help="Maintain stored tickets.")
+
+
+@tickets_cli.command("fill-summaries")
+def fill_summaries_command() -> None:
+    """Store the list document of every ticket kept before documents were (safe to repeat)."""
+    click.echo(f"filled {tickets.fill_summaries()} ticket summaries")
 
 
 @companies_cli.command("create")
