@@ -140,8 +140,9 @@ def test_service_applies_migrations_then_runs_gunicorn():
     assert environment(unit)["EWT_INSTANCE_PATH"] == DATA_DIR
     # gunicorn's control socket goes to the unit's own runtime folder, not into the data.
     assert environment(unit)["XDG_RUNTIME_DIR"] == "/run/" + one(unit, "RuntimeDirectory")
-    assert command(one(unit, "ExecStartPre")) == [f"{VENV_BIN}/flask", "--app", "app", "db",
-                                                  "upgrade"]
+    assert [command(line) for line in unit["Service"]["ExecStartPre"]] == [
+        [f"{VENV_BIN}/flask", "--app", "app", "db", "upgrade"],
+        [f"{VENV_BIN}/flask", "--app", "app", "tickets", "fill-summaries"]]
     assert command(one(unit, "ExecStart")) == [
         f"{VENV_BIN}/gunicorn", "--workers", "1", "--threads", "8",
         "--bind", "127.0.0.1:8000", "app:create_app()"]
@@ -319,8 +320,9 @@ def test_unit_commands_serve_and_back_up(tmp_path):
     env = {key: value for key, value in os.environ.items()
            if not key.startswith("EWT_") and key != "DATABASE_URL"}
     env.update(environment(main), EWT_INSTANCE_PATH=str(data), XDG_RUNTIME_DIR=str(runtime))
-    subprocess.run(localise(command(one(main, "ExecStartPre"))), cwd=ROOT, env=env, check=True,
-                   capture_output=True, timeout=120)
+    for line in main["Service"]["ExecStartPre"]:
+        subprocess.run(localise(command(line)), cwd=ROOT, env=env, check=True,
+                       capture_output=True, timeout=120)
     server = subprocess.Popen(localise(command(one(main, "ExecStart"))), cwd=ROOT, env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                               start_new_session=True)
