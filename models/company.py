@@ -38,11 +38,6 @@ class ApiKey(db.Model):
 
     company: Mapped[Company] = relationship(back_populates="api_keys")
 
-    @property
-    def actor(self) -> str:
-        """How this key is named in audit fields such as approved_by."""
-        return f"key:{self.name} ({self.prefix})"
-
 
 class Reviewer(UserMixin, db.Model):
     """A project manager who works the review queue in the browser."""

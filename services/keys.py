@@ -36,7 +36,7 @@ class Caller:
 
     @property
     def actor(self) -> str:
-        """How this key is named in audit fields such as approved_by (as ApiKey.actor)."""
+        """How this key is named in audit fields such as approved_by."""
         return f"key:{self.name} ({self.prefix})"
 
 

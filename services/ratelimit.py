@@ -70,8 +70,7 @@ def check_api_limit() -> None:
     strategy = limiter.limiter
     if strategy.hit(item, *identifiers):
         return
-    reset_at = strategy.get_window_stats(item, *identifiers).reset_time
-    wait_s = max(1, math.ceil(reset_at - time.time()))
+    wait_s = _seconds_until(strategy.get_window_stats(item, *identifiers).reset_time)
     raise RateLimited(f"rate limit exceeded ({item}); retry after the time in Retry-After",
                       headers={"Retry-After": str(wait_s)})
 
@@ -86,7 +85,12 @@ def retry_after_seconds() -> int:
     current = limiter.current_limit
     if current is None:
         return 1
-    return max(1, math.ceil(current.reset_at - time.time()))
+    return _seconds_until(current.reset_at)
+
+
+def _seconds_until(reset_at: float) -> int:
+    """Whole seconds from now until a window's reset time, at least 1."""
+    return max(1, math.ceil(reset_at - time.time()))
 
 
 limiter = Limiter(key_func=rate_limit_key)

@@ -16,6 +16,7 @@ from sqlalchemy import bindparam, event, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
+from sqlalchemy.orm.attributes import flag_modified
 
 from models import Decision as DecisionRecord
 from models import Ticket as TicketRecord
@@ -359,19 +360,26 @@ def _list_conditions(company_id: int, status: str | None, project_id: str | None
     return conditions
 
 
+# Newest first, the id breaking ties: the order of every ticket list.
+NEWEST_FIRST = (TicketRecord.captured_at.desc(), TicketRecord.id.desc())
+
+
+def _search_total(conditions: list) -> int:
+    """How many tickets match a search, counted from the rows (the kept counts know no text)."""
+    return int(db.session.scalar(select(func.count()).select_from(TicketRecord).where(*conditions)))
+
+
 def list_ticket_records(company_id: int, *, status: str | None = None, project_id: str | None = None,
                         q: str | None = None, limit: int = 50, offset: int = 0
                         ) -> tuple[list[TicketRecord], int]:
     """A page of ticket records, newest first with the id breaking ties, and the match count."""
     conditions = _list_conditions(company_id, status, project_id, q)
     if q and q.strip():
-        total = db.session.scalar(select(func.count()).select_from(TicketRecord).where(*conditions))
+        total = _search_total(conditions)
     else:
         total = counted_tickets(company_id, status=status, project_id=project_id)
     rows = db.session.scalars(
-        select(TicketRecord).where(*conditions)
-        .order_by(TicketRecord.captured_at.desc(), TicketRecord.id.desc())
-        .limit(limit).offset(offset))
+        select(TicketRecord).where(*conditions).order_by(*NEWEST_FIRST).limit(limit).offset(offset))
     return list(rows), total
 
 
@@ -385,19 +393,16 @@ def list_tickets(company_id: int, *, status: str | None, project_id: str | None,
     connection = db.session.connection()
     if q and q.strip():
         conditions = _list_conditions(company_id, status, project_id, q)
-        total = connection.execute(
-            select(func.count()).select_from(TicketRecord).where(*conditions)).scalar_one()
+        total = _search_total(conditions)
         rows = connection.execute(
             select(TicketRecord.id, TicketRecord.summary_json).where(*conditions)
-            .order_by(TicketRecord.captured_at.desc(), TicketRecord.id.desc())
-            .limit(limit).offset(offset)).all()
+            .order_by(*NEWEST_FIRST).limit(limit).offset(offset)).all()
     else:
         # The common page (no search) runs statements built once per filter combination.
         values = {"company_id": company_id, "status": status, "project_id": project_id,
                   "limit": limit, "offset": offset}
-        by_status, by_project = bool(status), bool(project_id)
-        total = connection.execute(_total_statement(by_status, by_project), values).scalar_one()
-        rows = connection.execute(_page_statement(by_status, by_project), values).all()
+        total = counted_tickets(company_id, status=status, project_id=project_id)
+        rows = connection.execute(_page_statement(bool(status), bool(project_id)), values).all()
     documents = [summary for _id, summary in rows]
     if None in documents:
         documents = _with_missing_summaries(rows)
@@ -420,8 +425,7 @@ def _filters(by_status: bool, by_project: bool) -> list:
 def _page_statement(by_status: bool, by_project: bool):
     """The kept summaries of one page of tickets, newest first (built once per filter set)."""
     return (select(TicketRecord.id, TicketRecord.summary_json).where(*_filters(by_status, by_project))
-            .order_by(TicketRecord.captured_at.desc(), TicketRecord.id.desc())
-            .limit(bindparam("limit")).offset(bindparam("offset")))
+            .order_by(*NEWEST_FIRST).limit(bindparam("limit")).offset(bindparam("offset")))
 
 
 @functools.cache
@@ -479,8 +483,8 @@ def fill_summaries(batch: int = 500) -> int:
         with write_transaction() as session:
             records = session.scalars(select(TicketRecord).where(
                 TicketRecord.summary_json.is_(None)).limit(batch)).all()
-            for record in records:
-                record.summary_json = summary_document(record)
+            for record in records:  # marked changed: render_summaries stores the document
+                flag_modified(record, "summary_json")
         filled += len(records)
         if len(records) < batch:
             return filled
@@ -501,13 +505,9 @@ def status_counts(company_id: int, project_id: str | None = None) -> dict[str, i
 def counted_tickets(company_id: int, *, status: str | None = None,
                     project_id: str | None = None) -> int:
     """How many of the company's tickets match a status and project, from the kept counts."""
-    query = select(func.coalesce(func.sum(TicketCount.tickets), 0)).where(
-        TicketCount.company_id == company_id)
-    if status:
-        query = query.where(TicketCount.status == status)
-    if project_id:
-        query = query.where(TicketCount.project_id == project_id)
-    return int(db.session.scalar(query))
+    return int(db.session.connection().execute(
+        _total_statement(bool(status), bool(project_id)),
+        {"company_id": company_id, "status": status, "project_id": project_id}).scalar_one())
 
 
 def count_ticket(session, company_id: int, project_id: str, status: str, change: int) -> None:
