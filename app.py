@@ -12,11 +12,10 @@ from flask_wtf.csrf import CSRFProtect
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from models import db
-from services import compression
+from services import compression, ratelimit
 from services.database import configure_engine, normalise_database_url
 from services.auth import login_manager
 from services.logs import configure_logging
-from services.ratelimit import limiter
 from services.web import SessionCookies, add_security_headers
 
 migrate = Migrate(render_as_batch=True, compare_type=True)
@@ -142,7 +141,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     db.init_app(app)
     configure_engine(app)
     migrate.init_app(app, db, directory=str(Path(app.root_path) / "migrations"))
-    limiter.init_app(app)
+    ratelimit.init_app(app)
     csrf.init_app(app)
     login_manager.init_app(app)
     app.session_interface = SessionCookies()

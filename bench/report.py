@@ -248,7 +248,7 @@ def write(r: dict, path: Path) -> None:
            f"- Python {m['python']}; {m['chromium']}; {m['wrk']}",
            "- Service as `make run` serves it: bin/serve, gunicorn 1 worker × 8 threads, SQLite "
            "under a temporary instance, sandbox process running, API rate limit lifted to "
-           "1,000,000 per minute for the bench only",
+           "1,000,000 per second (same moving-window check) for the bench only",
            "- Ceilings: bench/ceiling_app.py (bare Flask, same gunicorn settings, answers of the "
            "same size) for the API; a minimal page with one textarea for the capture page; "
            "see each section", "",

@@ -38,6 +38,7 @@ Decisions where the contract left the shape open:
   as `{"field", "message"}`, with paths such as `labor[2].hours`.
 * Authentication: `Authorization: Bearer <key>` or `X-API-Key: <key>`; 401 codes are
   `api_key_missing`, `api_key_malformed`, `api_key_invalid`, `api_key_revoked`.
+  Cookies are neither read nor set: a signed-in reviewer's browser session is no key.
 * Rate limit: one shared bucket of 120 requests per minute per key across all /v1
   routes; 429 (`rate_limited`) carries `Retry-After` in seconds.
 * Body limit: 413 (`payload_too_large`) above the configured maximum (34 MiB by default,

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Flask, Response, render_template, request
-from flask.sessions import SecureCookieSessionInterface
+from flask import Flask, Request, Response, render_template, request
+from flask.sessions import SecureCookieSession, SecureCookieSessionInterface
 
 CONTENT_SECURITY_POLICY = "; ".join([
     "default-src 'self'",
@@ -21,7 +21,17 @@ CONTENT_SECURITY_POLICY = "; ".join([
 
 
 class SessionCookies(SecureCookieSessionInterface):
-    """Session cookies that are Secure whenever the request came in over HTTPS."""
+    """Session cookies that are Secure whenever the request came in over HTTPS.
+
+    /v1 authenticates by API key alone, so its requests get no session: a browser's
+    cookie is never read there, and no answer sets one.
+    """
+
+    def open_session(self, app: Flask, request: Request) -> SecureCookieSession | None:
+        """The signed cookie session for pages; an empty, unsaved one for /v1."""
+        if request.path.startswith("/v1/"):
+            return self.make_null_session(app)
+        return super().open_session(app, request)
 
     def get_cookie_secure(self, app: Flask) -> bool:
         """Mark the cookie Secure when configured to, or when this request is HTTPS."""

@@ -1,6 +1,7 @@
 """SQLite tuning, write transactions and migrations."""
 from __future__ import annotations
 
+import collections
 import threading
 
 import pytest
@@ -10,7 +11,7 @@ from alembic.migration import MigrationContext
 from sqlalchemy import text
 
 from models import Company, db
-from services.database import write_transaction
+from services.database import FifoLock, write_transaction
 
 
 @pytest.mark.sqlite_only
@@ -23,19 +24,25 @@ def test_sqlite_runs_with_wal_foreign_keys_and_busy_timeout(app):
 
 @pytest.mark.sqlite_only
 def test_write_transaction_takes_the_write_lock_at_begin(app):
-    statements = []
+    # BEGIN goes straight to the driver, so the statements are traced by SQLite itself.
+    statements: list[str] = []
     with app.app_context():
         from sqlalchemy import event
 
-        listener = lambda conn, cursor, statement, *a: statements.append(statement)
-        event.listen(db.engine, "before_cursor_execute", listener)
+        def trace(dbapi_connection, _record, _proxy) -> None:
+            dbapi_connection.set_trace_callback(statements.append)
+
+        event.listen(db.engine, "checkout", trace)
         try:
             db.session.execute(text("SELECT 1"))
             with write_transaction() as session:
                 session.add(Company(name="Lock Test"))
         finally:
-            event.remove(db.engine, "before_cursor_execute", listener)
-    assert "BEGIN" in statements
+            event.remove(db.engine, "checkout", trace)
+            db.session.remove()
+            with db.engine.connect() as connection:
+                connection.connection.driver_connection.set_trace_callback(None)
+    assert statements.index("BEGIN") < statements.index("SELECT 1")
     assert "BEGIN IMMEDIATE" in statements
     assert statements.index("BEGIN IMMEDIATE") < next(
         i for i, s in enumerate(statements) if s.startswith("INSERT INTO companies"))
@@ -74,3 +81,43 @@ def test_migrations_match_the_models(app):
             context = MigrationContext.configure(connection, opts={"compare_type": True})
             differences = compare_metadata(context, db.metadata)
     assert differences == []
+
+
+def test_fifo_lock_hands_over_in_the_order_callers_asked():
+    lock = FifoLock()
+    assert lock.acquire()
+    order: list[int] = []
+    queued = threading.Semaphore(0)
+    waiting_count = lambda: len(lock._waiters)  # noqa: E731 - read-only peek for ordering
+
+    def waiter(n: int) -> None:
+        queued.release()
+        assert lock.acquire(timeout=30)
+        order.append(n)
+        lock.release()
+
+    threads = []
+    for n in range(5):
+        thread = threading.Thread(target=waiter, args=(n,))
+        thread.start()
+        queued.acquire()
+        # Start the next one only once this one is queued, so the asking order is known.
+        while waiting_count() < n + 1:
+            threading.Event().wait(0.001)
+        threads.append(thread)
+    lock.release()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert order == [0, 1, 2, 3, 4]
+    assert lock.acquire(timeout=0)  # free again after the last one
+    lock.release()
+
+
+def test_fifo_lock_timeout_gives_up_without_taking_or_blocking_the_lock():
+    lock = FifoLock()
+    assert lock.acquire()
+    assert lock.acquire(timeout=0.01) is False
+    assert lock._waiters == collections.deque()
+    lock.release()
+    assert lock.acquire(timeout=0)
+    lock.release()

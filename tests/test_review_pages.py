@@ -235,3 +235,17 @@ def test_crew_text_is_escaped_and_pages_carry_a_strict_csp(app, client, acme):
         assert "script-src 'self'" in policy and "unsafe-inline" not in policy
         assert "frame-ancestors 'none'" in policy
         assert response.headers["X-Content-Type-Options"] == "nosniff"
+
+
+def test_the_api_neither_reads_nor_sets_the_review_session(app, client, tenant):
+    browser = sign_in(app, client, tenant)
+    assert browser.get("/queue").status_code == 200
+    # The signed-in browser's cookie is no credential for /v1 ...
+    refused = client.get("/v1/me")
+    assert refused.status_code == 401
+    assert refused.json["error"]["code"] == "api_key_missing"
+    # ... and no /v1 answer sets or refreshes a cookie, with or without a key.
+    for answer in (refused, client.get("/v1/me", headers=tenant.headers),
+                   client.get("/v1/tickets", headers=tenant.headers)):
+        assert "Set-Cookie" not in answer.headers
+    assert browser.get("/queue").status_code == 200
