@@ -16,7 +16,7 @@ from services import compression, ratelimit
 from services.database import configure_engine, normalise_database_url
 from services.auth import login_manager
 from services.logs import configure_logging
-from services.web import SessionCookies, add_security_headers
+from services.web import SessionCookies, add_security_headers, is_api_path
 
 migrate = Migrate(render_as_batch=True, compare_type=True)
 csrf = CSRFProtect()
@@ -117,7 +117,7 @@ def protect_session_forms() -> None:
     """
     if request.method in ("GET", "HEAD", "OPTIONS"):
         return
-    if request.path.startswith("/v1/") or request.path.startswith("/c/"):
+    if is_api_path(request.path) or request.path.startswith("/c/"):
         return
     csrf.protect()
 

@@ -7,6 +7,7 @@ from werkzeug.exceptions import HTTPException
 from models import db
 from services.errors import ServiceError
 from services.ratelimit import retry_after_seconds
+from services.web import is_api_path
 
 HTTP_CODES = {
     400: "bad_request",
@@ -25,7 +26,7 @@ HTTP_CODES = {
 
 def wants_api_error() -> bool:
     """Answer with JSON for anything under /v1."""
-    return request.path == "/v1" or request.path.startswith("/v1/")
+    return is_api_path(request.path)
 
 
 def error_response(status: int, code: str, message: str, details=None,

@@ -23,6 +23,7 @@ from limits import RateLimitItem, parse
 
 from services.errors import ServiceError
 from services.keys import rate_limit_bucket
+from services.web import is_api_path
 
 API_SCOPE = "v1"
 
@@ -79,7 +80,7 @@ def check_api_limit() -> None:
 
 def is_api_request() -> bool:
     """True for /v1 paths, which check_api_limit counts instead of Flask-Limiter's hooks."""
-    return request.path.startswith("/v1/")
+    return is_api_path(request.path)
 
 
 def init_app(app: Flask) -> None:

@@ -20,6 +20,11 @@ CONTENT_SECURITY_POLICY = "; ".join([
 ])
 
 
+def is_api_path(path: str) -> bool:
+    """Whether a request path belongs to the JSON API under /v1."""
+    return path == "/v1" or path.startswith("/v1/")
+
+
 class SessionCookies(SecureCookieSessionInterface):
     """Session cookies that are Secure whenever the request came in over HTTPS.
 
@@ -29,7 +34,7 @@ class SessionCookies(SecureCookieSessionInterface):
 
     def open_session(self, app: Flask, request: Request) -> SecureCookieSession | None:
         """The signed cookie session for pages; an empty, unsaved one for /v1."""
-        if request.path.startswith("/v1/"):
+        if is_api_path(request.path):
             return self.make_null_session(app)
         return super().open_session(app, request)
 

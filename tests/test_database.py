@@ -26,11 +26,13 @@ def test_sqlite_runs_with_wal_foreign_keys_and_busy_timeout(app):
 def test_write_transaction_takes_the_write_lock_at_begin(app):
     # BEGIN goes straight to the driver, so the statements are traced by SQLite itself.
     statements: list[str] = []
+    traced = []
     with app.app_context():
         from sqlalchemy import event
 
         def trace(dbapi_connection, _record, _proxy) -> None:
             dbapi_connection.set_trace_callback(statements.append)
+            traced.append(dbapi_connection)
 
         event.listen(db.engine, "checkout", trace)
         try:
@@ -40,8 +42,8 @@ def test_write_transaction_takes_the_write_lock_at_begin(app):
         finally:
             event.remove(db.engine, "checkout", trace)
             db.session.remove()
-            with db.engine.connect() as connection:
-                connection.connection.driver_connection.set_trace_callback(None)
+            for dbapi_connection in traced:
+                dbapi_connection.set_trace_callback(None)
     assert statements.index("BEGIN") < statements.index("SELECT 1")
     assert "BEGIN IMMEDIATE" in statements
     assert statements.index("BEGIN IMMEDIATE") < next(
@@ -87,11 +89,8 @@ def test_fifo_lock_hands_over_in_the_order_callers_asked():
     lock = FifoLock()
     assert lock.acquire()
     order: list[int] = []
-    queued = threading.Semaphore(0)
-    waiting_count = lambda: len(lock._waiters)  # noqa: E731 - read-only peek for ordering
 
     def waiter(n: int) -> None:
-        queued.release()
         assert lock.acquire(timeout=30)
         order.append(n)
         lock.release()
@@ -100,9 +99,8 @@ def test_fifo_lock_hands_over_in_the_order_callers_asked():
     for n in range(5):
         thread = threading.Thread(target=waiter, args=(n,))
         thread.start()
-        queued.acquire()
         # Start the next one only once this one is queued, so the asking order is known.
-        while waiting_count() < n + 1:
+        while len(lock._waiters) < n + 1:
             threading.Event().wait(0.001)
         threads.append(thread)
     lock.release()

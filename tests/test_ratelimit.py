@@ -4,6 +4,9 @@ from __future__ import annotations
 import datetime as dt
 
 import time_machine
+from flask import request
+
+from services.ratelimit import _skipping_api_paths, limiter
 
 from tests.conftest import make_tenant
 
@@ -55,20 +58,16 @@ def test_limit_applies_to_other_authenticated_routes(app, client, tenant):
 def test_flask_limiter_hook_stays_off_api_paths(app, client, tenant):
     # /v1 is counted once by check_api_limit; Flask-Limiter's own per-request hook would
     # look the route's limits up again for nothing, so it must not run there.
-    from services.ratelimit import limiter
-
     reached: list[str] = []
     original = limiter._check_request_limit
 
     def counting(*args, **kwargs):
-        from flask import request
         reached.append(request.path)
         return original(*args, **kwargs)
 
     hooks = app.before_request_funcs[None]
     wrapped = next(hook for hook in hooks if getattr(hook, "__wrapped__", None) == original)
     index = hooks.index(wrapped)
-    from services.ratelimit import _skipping_api_paths
     hooks[index] = _skipping_api_paths(counting)
     try:
         assert client.get("/v1/me", headers=tenant.headers).status_code == 200
