@@ -490,7 +490,9 @@ class ApproveInput(InputShape):
         "values budget code ids of the ticket's project. A line routed here counts as exact."))
     destination: Literal["change_event", "daily_log"] | None = Field(default=None, description=(
         "Where to file. Omitted: a change event when the project has the tool, else 409 "
-        "no_change_events (a daily log is never chosen automatically)."))
+        "no_change_events (a daily log is never chosen automatically). A daily log entry "
+        "is dated with the capture time read in the project's time zone (UTC when the "
+        "project names none the service knows)."))
 
 
 class ApprovalResult(Ticket):

@@ -22,6 +22,7 @@ import math
 import re
 import uuid
 from decimal import ROUND_HALF_UP, Decimal
+from zoneinfo import ZoneInfo
 
 from flask import current_app
 from sqlalchemy import select
@@ -44,6 +45,7 @@ from services.project_system import (
     RemoteRecord,
     ToolDisabled,
 )
+from services.project_system.zones import jobsite_time, local_date
 from services.projects import Catalog
 from services.routing import Route
 from services.tickets import (
@@ -105,12 +107,13 @@ def approve(company_id: int, ticket_id: str, options: ApproveInput, actor: str) 
     routes = _routes(ticket, projects.catalog(company_id, ticket.project_id), options.routes, actor)
     destination = _destination(company_id, ticket, options.destination)
     _check_lines(routes, options)
+    zone = projects.time_zone(company_id, ticket.project_id)
     client = client_for(company_id)
     claim = _claim(ticket.id, options.allow_rejected, destination)
     if claim is None:
         return _written_result(company_id, ticket.id, already=True)
     try:
-        plan = _plan(ticket, routes)
+        plan = _plan(ticket, routes, zone)
         with project_system_errors():
             destination, record = _write(client, plan, destination, claim.earlier)
     except Exception:
@@ -222,16 +225,17 @@ def _release(ticket_id: str, claim_id: str) -> None:
             ticket.approval_claimed_at = None
 
 
-def _plan(ticket: TicketRecord, routes: list[Route]) -> Plan:
-    """Both drafts and the attachment list of a ticket, from its loaded state."""
+def _plan(ticket: TicketRecord, routes: list[Route], zone: ZoneInfo) -> Plan:
+    """Both drafts and the attachment list of a ticket, from its loaded state; dates in `zone`."""
     files = [(_photo_filename(photo.position, photo.name, photo.image_key), photo.image_key,
               _content_type(photo.image_key)) for photo in ticket.photos]
     if ticket.signature:
         key = ticket.signature["image_key"]
         files.append((f"signature.{key.rsplit('.', 1)[1]}", key, _content_type(key)))
     return Plan(project_id=int(ticket.project_id), origin_id=origin_id(ticket.id),
-                created_after=ticket.captured_at - LOOKUP_MARGIN, log_date=_log_date(ticket),
-                change_event=change_event_draft(ticket, routes), manpower=manpower_draft(ticket),
+                created_after=ticket.captured_at - LOOKUP_MARGIN, log_date=_log_date(ticket, zone),
+                change_event=change_event_draft(ticket, routes, zone),
+                manpower=manpower_draft(ticket, zone),
                 files=tuple(files))
 
 
@@ -343,17 +347,16 @@ def _content_type(image_key: str) -> str:
     return "image/png" if image_key.endswith(".png") else "image/jpeg"
 
 
-def _log_date(ticket: TicketRecord) -> dt.date:
-    """The daily log date of a ticket: the UTC date it was captured."""
-    return ticket.captured_at.astimezone(dt.timezone.utc).date()
+def _log_date(ticket: TicketRecord, zone: ZoneInfo) -> dt.date:
+    """The daily log date of a ticket: the jobsite's date (in the project's zone) when captured."""
+    return local_date(ticket.captured_at, zone)
 
 
-def _context_lines(ticket: TicketRecord) -> list[str]:
+def _context_lines(ticket: TicketRecord, zone: ZoneInfo) -> list[str]:
     """Why, who and when, as lines of text for the record."""
     lines = [f"Reason (out of scope): {ticket.reason}", f"Directed by: {ticket.directed_by}",
              f"Captured by: {ticket.captured_by or 'not given'} on "
-             f"{ticket.captured_at.astimezone(dt.timezone.utc):%Y-%m-%d %H:%M} UTC "
-             f"(via {ticket.captured_via})"]
+             f"{jobsite_time(ticket.captured_at, zone)} (via {ticket.captured_via})"]
     if ticket.signature:
         signer = ", ".join(part for part in (ticket.signature.get("name"),
                                              ticket.signature.get("role")) if part)
@@ -361,11 +364,12 @@ def _context_lines(ticket: TicketRecord) -> list[str]:
     return lines
 
 
-def change_event_draft(ticket: TicketRecord, routes: list[Route]) -> ChangeEventDraft:
+def change_event_draft(ticket: TicketRecord, routes: list[Route],
+                       zone: ZoneInfo) -> ChangeEventDraft:
     """The change event for a ticket: one line item per routed line."""
     title = (f"Extra work: {_one_line(ticket.description, TITLE_DESCRIPTION_CHARS)} "
              f"(#{ticket.id[:8]})")
-    description = "\n".join([ticket.description, "", *_context_lines(ticket),
+    description = "\n".join([ticket.description, "", *_context_lines(ticket, zone),
                              f"Claimed total: {ticket.total}", f"Extra-work ticket {ticket.id}"])
     lines = tuple(ChangeEventLine(
         description=route.description,
@@ -377,7 +381,7 @@ def change_event_draft(ticket: TicketRecord, routes: list[Route]) -> ChangeEvent
                             description=description, lines=lines)
 
 
-def manpower_draft(ticket: TicketRecord) -> ManpowerDraft:
+def manpower_draft(ticket: TicketRecord, zone: ZoneInfo) -> ManpowerDraft:
     """The daily log manpower entry for a ticket: its labor as workers and hours per worker."""
     labor = [line for line in ticket.lines if line["kind"] == "labor"]
     workers = sum((Decimal(line["workers"]) for line in labor), Decimal(0))
@@ -390,9 +394,9 @@ def manpower_draft(ticket: TicketRecord) -> ManpowerDraft:
                                      if line["kind"] == "labor" else line["description"])
             for line in ticket.lines]
     notes = "\n".join([f"Extra work (ticket {ticket.id}): {ticket.description}",
-                       *_context_lines(ticket), *work,
+                       *_context_lines(ticket, zone), *work,
                        f"Claimed total {ticket.total}; this entry bills nothing."])
-    return ManpowerDraft(origin_id=origin_id(ticket.id), date=_log_date(ticket),
+    return ManpowerDraft(origin_id=origin_id(ticket.id), date=_log_date(ticket, zone),
                          num_workers=num_workers, num_hours=num_hours,
                          notes=_cut(notes, MAX_NOTES_CHARS))
 

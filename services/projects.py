@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from zoneinfo import ZoneInfo
 
 from flask import current_app
 
@@ -17,6 +18,7 @@ from services.cache import TTLCache
 from services.connections import client_for, project_system_errors
 from services.errors import NotFound
 from services.project_system import BudgetCode, CostCode, CostType, RemoteProject
+from services.project_system.zones import project_zone
 from services.routing import Router
 
 
@@ -72,6 +74,11 @@ def require_project(company_id: int, project_id: str) -> RemoteProject:
         if str(project.id) == wanted:
             return project
     raise NotFound("no such project on this company", code="project_not_found")
+
+
+def time_zone(company_id: int, project_id: str) -> ZoneInfo:
+    """The project's time zone, in which its working days are dated (UTC when it names none)."""
+    return project_zone(require_project(company_id, project_id).time_zone)
 
 
 def list_projects(company_id: int) -> list[Project]:

@@ -10,6 +10,7 @@ from models.schemas import ApproveInput, Ticket
 from services import approval, projects, tickets
 from services.errors import ServiceError
 from services.project_system import BudgetCode
+from services.project_system.zones import UTC, jobsite_time
 from services.validation import validate
 
 STATUS_TABS = (("submitted", "Needs review"), ("written", "Written"), ("rejected", "Rejected"))
@@ -60,6 +61,7 @@ class TicketPage:
     ticket: Ticket
     project_name: str
     change_events: bool | None
+    captured_at_text: str
     choices: dict[int, LineChoice] = field(default_factory=dict)
     error: ServiceError | None = None
     message: str | None = None
@@ -122,11 +124,13 @@ def ticket_page(company_id: int, ticket_id: str, *, error: ServiceError | None =
     ticket = tickets.get_ticket(company_id, ticket_id)
     names = _project_names(company_id)
     page = TicketPage(ticket=ticket, project_name=names.get(ticket.project_id, ticket.project_id),
-                      change_events=None, error=error, message=message,
-                      selected_routes=selected_routes or {})
+                      change_events=None, captured_at_text=jobsite_time(ticket.captured_at, UTC),
+                      error=error, message=message, selected_routes=selected_routes or {})
     try:
         page.change_events = projects.change_events_enabled(company_id, ticket.project_id)
         codes = projects.catalog(company_id, ticket.project_id)
+        page.captured_at_text = jobsite_time(
+            ticket.captured_at, projects.time_zone(company_id, ticket.project_id))
     except ServiceError:
         return page
     record = tickets.find_ticket(company_id, ticket_id)

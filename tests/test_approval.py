@@ -7,6 +7,7 @@ import sqlite3
 import threading
 from contextlib import closing
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 import requests
@@ -174,13 +175,70 @@ def test_daily_log_destination_writes_a_dated_manpower_entry(client, acme, app, 
     assert external["destination"] == "daily_log" and external["change_event_id"] is None
     assert "not a financial record" in external["note"] and "bills nothing" in external["note"]
     log = remote(app, acme).get_manpower_log(int(project["id"]), external["manpower_log_id"])
-    assert log["date"] == ticket["captured_at"][:10]
+    captured = dt.datetime.fromisoformat(ticket["captured_at"].replace("Z", "+00:00"))
+    assert log["date"] == captured.astimezone(ZoneInfo("America/Los_Angeles")).date().isoformat()
     assert log["num_workers"] == math.ceil(3 + 1.5) == 5
     assert float(log["num_hours"]) == round((3 * 8 + 1.5 * 4) / 5, 2) == 6.0
     assert f"[ref:ewt-ticket-{ticket['id']}]" in log["notes"]
     assert "Moved the trench 3 m east" in log["notes"] and "Mini excavator" in log["notes"]
     page = requests.get(external["url"], timeout=10)
     assert page.status_code == 200 and page.headers["Content-Type"].startswith("text/html")
+
+
+def set_project_zone(sandbox_server, project_id: str, zone_name: str) -> None:
+    """Give a sandbox project another time zone, as a project admin would in Procore."""
+    with closing(sqlite3.connect(sandbox_server.db_path)) as connection, connection:
+        connection.execute("UPDATE projects SET time_zone = ? WHERE id = ?",
+                           [zone_name, int(project_id)])
+
+
+def backdate(app, ticket_id: str, captured_at: dt.datetime) -> None:
+    """Set when a ticket was captured, as if the crew had sent it then."""
+    with app.app_context():
+        db.session.get(Ticket, ticket_id).captured_at = captured_at
+        db.session.commit()
+
+
+@pytest.mark.parametrize(("zone_name", "captured_at", "log_date", "shown"), [
+    # 20:30 on 3 June in California is already 4 June in UTC.
+    ("Pacific Time (US & Canada)", "2026-06-04T03:30", "2026-06-03",
+     "2026-06-03 20:30 PDT (2026-06-04 03:30 UTC)"),
+    ("America/Denver", "2026-06-04T03:30", "2026-06-03", "2026-06-03 21:30 MDT"),
+    # 05:00 on 4 June in Tokyo is still 3 June in UTC.
+    ("Tokyo", "2026-06-03T20:00", "2026-06-04", "2026-06-04 05:00 JST"),
+    ("Eastern Time (US & Canada)", "2026-01-15T04:10", "2026-01-14", "2026-01-14 23:10 EST"),
+    # A zone nobody knows: the UTC date, and the notes say UTC only.
+    ("Mars Standard Time", "2026-06-04T03:30", "2026-06-04", "on 2026-06-04 03:30 UTC (via"),
+])
+def test_daily_log_is_dated_on_the_jobsite_day(client, acme, app, sandbox_server, zone_name,
+                                               captured_at, log_date, shown):
+    project = acme.project(change_events=False)
+    set_project_zone(sandbox_server, project["id"], zone_name)
+    ticket = create(client, acme, project)
+    backdate(app, ticket["id"],
+             dt.datetime.fromisoformat(captured_at).replace(tzinfo=dt.timezone.utc))
+    # The first write lands but its answer is lost; the retry must look on the same day.
+    control(sandbox_server, acme).fault(500, after_commit=True)
+    assert act(client, acme, ticket["id"], "approve",
+               {"destination": "daily_log"}).status_code == 502
+    response = act(client, acme, ticket["id"], "approve", {"destination": "daily_log"})
+    assert response.status_code == 200, response.json
+    (row,) = origin_rows(sandbox_server, "manpower_logs", ticket["id"])
+    assert response.json["external"]["manpower_log_id"] == row["id"]
+    log = remote(app, acme).get_manpower_log(int(project["id"]), row["id"])
+    assert log["date"] == log_date
+    assert shown in log["notes"]
+
+
+def test_change_event_shows_the_capture_time_on_the_jobsite_clock(client, acme, app,
+                                                                  sandbox_server):
+    project = acme.project()
+    ticket = create(client, acme, project)
+    backdate(app, ticket["id"], dt.datetime(2026, 6, 4, 3, 30, tzinfo=dt.timezone.utc))
+    response = act(client, acme, ticket["id"], "approve")
+    assert response.status_code == 200, response.json
+    (event,) = origin_rows(sandbox_server, "change_events", ticket["id"])
+    assert "on 2026-06-03 20:30 PDT (2026-06-04 03:30 UTC)" in event["description"]
 
 
 @pytest.mark.parametrize("body", [None, {}, {"destination": "change_event"}])

@@ -79,6 +79,7 @@ def test_pages_through_lists_by_link_header(procore_client, sandbox_company):
         project["name"] for project in sandbox_company["projects"])
     assert calls_to(procore_client, "GET", "/rest/v1.0/projects") == 2
     assert {project.active for project in projects} == {True, False}
+    assert {project.time_zone for project in projects} == {"Pacific Time (US & Canada)"}
     procore_client.per_page = 5
     paged = procore_client.list_cost_codes(project_id(sandbox_company))
     procore_client.per_page = 100

@@ -249,3 +249,17 @@ def test_the_api_neither_reads_nor_sets_the_review_session(app, client, tenant):
                    client.get("/v1/tickets", headers=tenant.headers)):
         assert "Set-Cookie" not in answer.headers
     assert browser.get("/queue").status_code == 200
+
+
+def test_ticket_page_shows_the_capture_time_on_the_jobsite_clock(app, client, acme):
+    from models import Ticket, db
+
+    browser = sign_in(app, client, acme)
+    ticket = new_ticket(client, acme)
+    with app.app_context():
+        db.session.get(Ticket, ticket["id"]).captured_at = dt.datetime(
+            2026, 6, 4, 3, 30, tzinfo=dt.timezone.utc)
+        db.session.commit()
+    html = browser.get(f"/tickets/{ticket['id']}").get_data(as_text=True)
+    # The seeded projects are in California: 03:30 UTC is 20:30 the evening before.
+    assert "2026-06-03 20:30 PDT (2026-06-04 03:30 UTC) via api" in html

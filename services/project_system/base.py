@@ -16,6 +16,8 @@ class RemoteProject:
     display_name: str | None
     project_number: str | None
     active: bool
+    # The project system's name for the zone, e.g. "Pacific Time (US & Canada)".
+    time_zone: str | None = None
 
 
 @dataclass(frozen=True)

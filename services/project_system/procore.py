@@ -252,7 +252,8 @@ class ProcoreClient:
         return [RemoteProject(id=int(row["id"]), name=row["name"],
                               display_name=row.get("display_name"),
                               project_number=row.get("project_number"),
-                              active=bool(row.get("active", True)))
+                              active=bool(row.get("active", True)),
+                              time_zone=_text_or_none(row.get("time_zone")))
                 for row in self._pages("/rest/v1.0/projects",
                                        {"company_id": self.company_id,
                                         "filters[by_status]": "All"})]
@@ -622,3 +623,8 @@ def _pick_cost_type(cost_types: list[CostType], wanted: str) -> CostType | None:
         standard = _STANDARD_CODES.get(wanted.lower())
         return next((item for item in by_word if item.code == standard), by_word[0])
     return next((item for item in cost_types if item.code.lower() == wanted.lower()), None)
+
+
+def _text_or_none(value: Any) -> str | None:
+    """A non-empty string field as is; anything else (missing, null, not text) as None."""
+    return value if isinstance(value, str) and value.strip() else None
