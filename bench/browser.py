@@ -158,8 +158,10 @@ def first_load(browser, url: str) -> PageLoad:
         for request_id, size in sizes.items():
             kind, resource_url = kinds.get(request_id, ("Other", "?"))
             resources.append({"url": resource_url, "type": kind, "bytes": size})
-        seen = {r["url"] for r in resources}
-        resources += [r for r in worker if r["url"] not in seen]
+        # The worker's requests are its own trips over the network (a page it keeps for
+        # offline use is fetched a second time), so all of them count; those answered from
+        # the HTTP cache weigh nothing.
+        resources += [r for r in worker if r["bytes"]]
 
         def total(kind: str) -> int:
             """Bytes of one resource type."""
@@ -182,8 +184,21 @@ def _worker_request(request) -> dict:
     if not body and response is not None:  # not always reported for a worker's own script
         length = response.headers.get("content-length")
         body = int(length) if length else len(response.body())
-    return {"url": request.url, "type": "Script", "bytes": body + sizes["responseHeadersSize"],
-            "service_worker": True}
+    content_type = response.headers.get("content-type", "") if response is not None else ""
+    return {"url": request.url, "type": _resource_type(content_type),
+            "bytes": body + sizes["responseHeadersSize"], "service_worker": True}
+
+
+def _resource_type(content_type: str) -> str:
+    """The DevTools resource type for a worker's request, from its content type: the worker
+    fetches its own script, and also the page, styles and row fragments it keeps offline."""
+    if "javascript" in content_type:
+        return "Script"
+    if "text/css" in content_type:
+        return "Stylesheet"
+    if "text/html" in content_type:
+        return "Document"
+    return "Other"
 
 
 def measure_page(browser, url: str, runs: int = 3) -> PageFigures:

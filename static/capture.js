@@ -347,8 +347,24 @@
 
   /* ---------------------------------------------------------------- start */
 
+  /* A page the worker did not serve (the first visit) asks it to keep a copy of the page,
+   * its scripts and styles, and the empty rows, so the form opens again with no signal. */
+  function keepThisPage(registration) {
+    if (navigator.serviceWorker.controller || !registration.active) { return; }
+    var assets = [];
+    document.querySelectorAll("script[src], link[rel=stylesheet]").forEach(function (element) {
+      assets.push(element.src || element.href);
+    });
+    var rows = [];
+    form.querySelectorAll(".add-row[hx-get]").forEach(function (button) {
+      rows.push(new URL(button.getAttribute("hx-get"), location.href).href);
+    });
+    registration.active.postMessage({ type: "keep-page", page: location.href, rows: rows, assets: assets });
+  }
+
   if (navigator.serviceWorker && window.isSecureContext) {
     navigator.serviceWorker.register("/c/sw.js", { scope: "/c/" }).catch(function () {});
+    navigator.serviceWorker.ready.then(keepThisPage).catch(function () {});
     navigator.serviceWorker.addEventListener("message", function (event) {
       if (event.data && event.data.type === "sent") {
         showStatus("sent", "Sent. Reference " + event.data.reference + ".");

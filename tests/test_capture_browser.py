@@ -133,6 +133,90 @@ def test_offline_ticket_is_kept_and_sent_once(client, acme, live_server, phone, 
     assert queued == []
 
 
+KEPT_PATHS = """async () => {
+    const cache = await caches.open('capture-pages-v1');
+    return (await cache.keys()).map(request => new URL(request.url).pathname);
+}"""
+
+
+def kept_paths(page) -> list[str]:
+    """Paths the capture service worker holds a copy of, in this phone's browser."""
+    return page.evaluate(KEPT_PATHS)
+
+
+def wait_for(page, check, timeout_s: float = 20.0) -> None:
+    """Poll a check of browser state (evaluate awaits promises; wait_for_function does not)."""
+    for _ in range(int(timeout_s / 0.05)):
+        if check():
+            return
+        page.wait_for_timeout(50)
+    raise AssertionError("the service worker did not get there in time")
+
+
+def wait_until_kept(page) -> None:
+    """Wait until the service worker holds the page, its script and its empty rows."""
+    path = page.evaluate("location.pathname")
+
+    def complete() -> bool:
+        kept = kept_paths(page)
+        return path in kept and "/static/capture.js" in kept and all(
+            any(k.endswith(f"/rows/{kind}") for k in kept)
+            for kind in ("labor", "equipment", "materials"))
+    wait_for(page, complete)
+
+
+def test_a_page_opened_once_opens_and_queues_with_no_signal(client, acme, live_server, phone,
+                                                           app):
+    link = create_link(client, acme)
+    page = phone.new_page()
+    page.goto(link["urls"]["sms"])
+    page.wait_for_function("document.documentElement.classList.contains('js')")
+    wait_until_kept(page)
+    # In the trench: no signal, and the browser dropped the tab. The form opens from the copy.
+    phone.set_offline(True)
+    page.reload()
+    page.wait_for_function("document.documentElement.classList.contains('js')")
+    assert acme.project()["name"] in page.inner_text("h1")
+    fill_ticket(page)
+    page.click('button.add-row[data-kind="labor"]')
+    page.wait_for_selector("#labor-rows > .row:nth-child(2)")
+    second = page.locator("#labor-rows > .row").nth(1)
+    second.locator('input[name$=".trade"]').fill("Laborer")
+    second.locator('input[name$=".hours"]').fill("2")
+    second.locator('input[name$=".rate"]').fill("48")
+    page.click("button[type=submit]")
+    page.wait_for_selector("#queue-status.saved")
+    with app.app_context():
+        assert db.session.query(Ticket).count() == 0
+    phone.set_offline(False)
+    page.wait_for_selector("#queue-status.sent", timeout=20_000)
+    with app.app_context():
+        (ticket,) = db.session.query(Ticket).all()
+        assert [line["trade"] for line in ticket.lines if line["kind"] == "labor"] == \
+            ["Concrete finisher", "Laborer"]
+        assert ticket.captured_via == "sms"
+
+
+def test_a_revoked_link_loses_its_copy_on_the_phone(client, acme, live_server, phone):
+    from playwright.sync_api import Error as PlaywrightError
+
+    link = create_link(client, acme)
+    page = phone.new_page()
+    page.goto(link["url"])
+    page.wait_for_function("document.documentElement.classList.contains('js')")
+    wait_until_kept(page)
+    revoked = client.post(f"/v1/links/{link['token']}/revoke", headers=acme.headers)
+    assert revoked.status_code == 200
+    answer = page.reload()
+    assert answer.status in (404, 410)
+    assert "no longer works" in page.inner_text("body")
+    wait_for(page, lambda: not any(path.startswith(f"/c/{link['token']}")
+                                   for path in kept_paths(page)))
+    phone.set_offline(True)
+    with pytest.raises(PlaywrightError):
+        page.reload()
+
+
 def test_errors_show_beside_their_fields(client, acme, live_server, phone):
     link = create_link(client, acme)
     page = phone.new_page()
