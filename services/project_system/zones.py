@@ -1,8 +1,9 @@
 """Project time zones: Procore names a project's zone the way Rails does ("Pacific Time (US &
 Canada)"), and a jobsite's working day has to be read in that zone, not in UTC.
 
-The table maps every zone name Procore offers to its IANA zone, grouped by IANA zone. An
-IANA name ("America/Denver") is accepted as it is. Anything else falls back to UTC.
+The table maps the Rails zone names (the list Procore's project settings appear to use) to
+IANA zones, grouped by IANA zone. An IANA name ("America/Denver") is accepted as it is.
+Anything else falls back to UTC, with a warning in the log.
 """
 from __future__ import annotations
 
