@@ -1,9 +1,8 @@
 """Capture links: the /v1 API for managing them and the public pages crews open on site."""
 from __future__ import annotations
 
-from pathlib import Path
-
-from flask import Blueprint, Response, current_app, g, jsonify, render_template, request
+from flask import (Blueprint, Response, current_app, g, jsonify, render_template, request,
+                   send_from_directory)
 from flask_login import current_user, login_required
 
 from blueprints.api import api_route, read_json_object
@@ -64,8 +63,9 @@ def _form_context(link, via: str, values: dict | None = None, errors: dict | Non
 @bp.get("/c/sw.js")
 def capture_service_worker() -> Response:
     """The capture pages' service worker, served under /c/ so its scope covers every link."""
-    script = Path(current_app.static_folder, "capture-sw.js").read_text(encoding="utf-8")
-    response = Response(script, mimetype="text/javascript")
+    # As a static file: an ETag for the browser's update checks, and compressed once, at best.
+    response = send_from_directory(current_app.static_folder, "capture-sw.js",
+                                   mimetype="text/javascript")
     response.headers["Service-Worker-Allowed"] = "/c/"
     response.headers["Cache-Control"] = "no-cache"
     return response

@@ -1,25 +1,17 @@
-/* Service worker for capture pages.
- *
- * It keeps a copy of each capture page the phone has opened, with the scripts, styles and
- * empty line rows it uses, so a crew can open the form again with no signal at all (in a
- * basement, a trench, a lift shaft). Pages are fetched from the network first and the copy
- * is only used when the network fails or has not answered in a few seconds; a link the
- * server says is revoked or unknown loses its copy.
- *
- * It also sends tickets queued on the phone when the browser regains signal, even after the
- * page was closed (Background Sync, where the browser has it). The page itself flushes the
- * same queue on load and online. */
+/* Capture pages' service worker: keeps a copy of each opened form (page, assets, empty rows)
+ * for use with no signal, network first; a revoked link loses its copy. Sends queued tickets
+ * when signal returns, even with the page closed (Background Sync, where the browser has it). */
 /* global idbKeyval */
 importScripts("/static/vendor/idb-keyval-6.3.0.umd.js");
 
 var QUEUE_PREFIX = "ticket:";
+var REFUSED_PREFIX = "refused:";
 var PAGE_CACHE = "capture-pages-v1";
 var NETWORK_WAIT_MS = 4000;
 var PAGE_PATH = /^\/c\/[A-Za-z0-9_-]+(\/[qs])?$/;
 var ROW_PATH = /^\/c\/([A-Za-z0-9_-]+)\/rows\/[a-z]+$/;
 
-/* Rows are asked for with a running number (?i=) the page does not need back: one copy
- * per link and kind serves them all. */
+/* One copy per link and kind serves every row (?i= is a counter the page does not need). */
 function cacheKey(url) {
   return ROW_PATH.test(url.pathname) ? url.origin + url.pathname : url.href;
 }
@@ -70,9 +62,8 @@ self.addEventListener("fetch", function (event) {
   }));
 });
 
-/* The page asks for this when it was loaded before the worker controlled it: keep the page
- * itself (fetched again, as the server forbids storing it in the HTTP cache), and what it
- * loaded (taken from the HTTP cache when there). */
+/* For a page loaded before the worker controlled it: the page is fetched again (it is
+ * no-store), its assets come from the HTTP cache. */
 function keepPage(message) {
   var hrefs = [message.page].concat(message.rows || [], message.assets || []);
   return Promise.all(hrefs.map(function (href) {
@@ -104,12 +95,20 @@ function sendQueued() {
               return idbKeyval.del(key).then(function () { return notify(body.reference); });
             });
           }
-          if ([400, 404, 410, 413].indexOf(response.status) >= 0) { return idbKeyval.del(key); }
+          if ([400, 404, 410, 413].indexOf(response.status) >= 0) { return keepRefused(key, entry, response); }
           throw new Error("not yet");
         });
       });
     }));
   });
+}
+
+function keepRefused(key, entry, response) {
+  return response.json().catch(function () { return null; }).then(function (body) {
+    var kept = { url: entry.url, payload: entry.payload, saved_at: entry.saved_at, status: response.status,
+                 error: (body && body.error) || null };
+    return idbKeyval.set(REFUSED_PREFIX + entry.payload.client_ref, kept);
+  }).then(function () { return idbKeyval.del(key); });
 }
 
 function notify(reference) {

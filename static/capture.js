@@ -8,6 +8,7 @@
   var LONG_EDGE = 2048;
   var TARGET_BYTES = 350 * 1024;
   var QUEUE_PREFIX = "ticket:";
+  var REFUSED_PREFIX = "refused:";
   var store = window.idbKeyval;
   var form = document.getElementById("ticket-form");
   if (!form) { return; }
@@ -21,6 +22,7 @@
   var rowCounter = 100;
   var signaturePad = null;
   var sending = false;
+  var restoredKey = null;
 
   function newClientRef() {
     if (window.crypto && crypto.randomUUID) { return crypto.randomUUID(); }
@@ -35,7 +37,6 @@
     statusBox.textContent = text;
   }
 
-  /* ---------------------------------------------------------------- rows */
 
   document.body.addEventListener("htmx:configRequest", function (event) {
     rowCounter += 1;
@@ -50,7 +51,6 @@
     }
   });
 
-  /* -------------------------------------------------------------- photos */
 
   function loadBitmap(file) {
     if (window.createImageBitmap) {
@@ -141,7 +141,6 @@
     });
   }
 
-  /* ----------------------------------------------------------- signature */
 
   function setUpSignature() {
     var canvas = document.getElementById("signature-pad");
@@ -161,7 +160,6 @@
     document.getElementById("signature-clear").addEventListener("click", function () { signaturePad.clear(); });
   }
 
-  /* ------------------------------------------------------------- payload */
 
   function value(name) {
     var field = form.elements.namedItem(name);
@@ -200,7 +198,6 @@
     return payload;
   }
 
-  /* -------------------------------------------------------------- errors */
 
   function clearErrors() {
     form.querySelectorAll(".error").forEach(function (el) {
@@ -242,7 +239,6 @@
     if (first) { first.focus(); }
   }
 
-  /* --------------------------------------------------------------- queue */
 
   function send(entry, onProgress) {
     return new Promise(function (resolve) {
@@ -285,6 +281,87 @@
     }
   }
 
+  /* A refused ticket is kept on the phone until the crew sends it again from a form. */
+  function keepRefused(entry, outcome) {
+    if (!store) { return Promise.resolve(null); }
+    var key = REFUSED_PREFIX + entry.payload.client_ref;
+    var kept = { url: entry.url, payload: entry.payload, saved_at: entry.saved_at, status: outcome.status,
+                 error: (outcome.body && outcome.body.error) || null };
+    return store.set(key, kept).then(function () { return forget(entry); })
+      .then(function () { return key; }).catch(function () { return null; });
+  }
+
+  function formIsEmpty() {
+    return !value("description") && !value("reason") && !value("directed_by") && photos.length === 0 &&
+      (!signaturePad || signaturePad.isEmpty());
+  }
+
+  function setField(name, text) {
+    var field = form.elements.namedItem(name);
+    if (field && text !== undefined && text !== null) { field.value = String(text); }
+  }
+
+  /* Rows are cloned from the first, so this needs no network. */
+  function fillForm(payload) {
+    form.reset();
+    clearErrors();
+    ["description", "reason", "directed_by", "captured_by"].forEach(function (name) { setField(name, payload[name]); });
+    ["labor", "equipment", "materials"].forEach(function (kind) {
+      var box = form.querySelector('.rows[data-kind="' + kind + '"]');
+      var rows = box.querySelectorAll(".row");
+      var first = rows[0];
+      Array.prototype.slice.call(rows, 1).forEach(function (row) { row.remove(); });
+      (payload[kind] || []).forEach(function (line, index) {
+        var row = index === 0 ? first : first.cloneNode(true);
+        row.querySelectorAll("input").forEach(function (input) {
+          var key = input.name.split(".").pop();
+          input.value = line[key] === undefined || line[key] === null ? "" : String(line[key]);
+        });
+        if (index > 0) { box.appendChild(row); }
+      });
+    });
+    photos = (payload.photos || []).map(function (p) {
+      return { name: p.name, data_url: p.data_url, taken_at: p.taken_at, size: 0 };
+    });
+    renderPhotos();
+    if (payload.signature) {
+      setField("signature.name", payload.signature.name);
+      setField("signature.role", payload.signature.role);
+      if (signaturePad && payload.signature.image) { signaturePad.fromDataURL(payload.signature.image); }
+    }
+  }
+
+  function restore(key, entry) {
+    restoredKey = key;
+    fillForm(entry.payload);
+    var linkGone = entry.status === 404 || entry.status === 410;
+    if (!linkGone && entry.error) { showErrors(entry.error); }
+    showStatus("saved", linkGone ? "This ticket's link no longer works. Check it and send it from here."
+      : "This ticket was not accepted. Fix the marked fields and send it again.");
+  }
+
+  function offerRefused() {
+    if (!store || restoredKey) { return Promise.resolve(); }
+    return store.keys().then(function (keys) {
+      var refused = keys.filter(function (key) { return String(key).indexOf(REFUSED_PREFIX) === 0; });
+      if (!refused.length) { return; }
+      return store.get(refused[0]).then(function (entry) {
+        if (!entry || !formIsEmpty()) { return; }
+        var linkGone = entry.status === 404 || entry.status === 410;
+        if (!linkGone && entry.url === form.getAttribute("data-submit-url")) { restore(refused[0], entry); return; }
+        showStatus("saved", (refused.length === 1 ? "A ticket" : refused.length + " tickets") +
+          " saved on this phone could not be sent" + (linkGone ? " because its link no longer works" : "") +
+          ". It is kept on this phone. ");
+        var button = document.createElement("button");
+        button.type = "button";
+        button.className = "secondary";
+        button.textContent = "Open it in this form";
+        button.addEventListener("click", function () { restore(refused[0], entry); });
+        statusBox.appendChild(button);
+      });
+    }).catch(function () {});
+  }
+
   function flushQueue() {
     if (!store || sending) { return Promise.resolve(); }
     sending = true;
@@ -299,13 +376,19 @@
                 showStatus("sent", "Sent. Reference " + outcome.body.reference + ".");
                 return forget(entry);
               }
-              if (outcome.state === "refused") { return forget(entry); }
+              if (outcome.state === "refused") { return keepRefused(entry, outcome); }
               showStatus("saved", "Saved on this phone, will send when there is signal.");
             });
           });
         });
       }, Promise.resolve());
-    }).catch(function () {}).then(function () { sending = false; });
+    }).catch(function () {}).then(function () { sending = false; }).then(offerRefused);
+  }
+
+  function dropRestored() {
+    var key = restoredKey;
+    restoredKey = null;
+    return key && store ? store.del(key).catch(function () {}) : Promise.resolve();
   }
 
   form.addEventListener("submit", function (event) {
@@ -316,7 +399,7 @@
     button.disabled = true;
     progress.hidden = false;
     progress.value = 0;
-    remember(entry).then(function () {
+    remember(entry).then(dropRestored).then(function () {
       return send(entry, function (percent) { progress.value = percent; });
     }).then(function (outcome) {
       button.disabled = false;
@@ -329,7 +412,8 @@
         showStatus("sent", "Sent. Reference " + outcome.body.reference + ".");
         window.scrollTo(0, 0);
       } else if (outcome.state === "refused") {
-        forget(entry);
+        // Kept on the phone too, so closing the tab loses nothing.
+        keepRefused(entry, outcome).then(function (key) { restoredKey = key; });
         showErrors((outcome.body && outcome.body.error) || { details: [] });
         if (outcome.status === 404 || outcome.status === 410) {
           showStatus("saved", "This link no longer works; ask your project manager for a new one.");
@@ -345,10 +429,8 @@
     });
   });
 
-  /* ---------------------------------------------------------------- start */
 
-  /* A page the worker did not serve (the first visit) asks it to keep a copy of the page,
-   * its scripts and styles, and the empty rows, so the form opens again with no signal. */
+  /* On a first visit, ask the worker to keep this page, its assets and empty rows for use offline. */
   function keepThisPage(registration) {
     if (navigator.serviceWorker.controller || !registration.active) { return; }
     var assets = [];

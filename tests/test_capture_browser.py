@@ -217,6 +217,73 @@ def test_a_revoked_link_loses_its_copy_on_the_phone(client, acme, live_server, p
         page.reload()
 
 
+def stored_keys(page) -> list[str]:
+    """What the capture page keeps in IndexedDB on the phone."""
+    return page.evaluate("idbKeyval.keys()")
+
+
+def test_a_queued_ticket_the_server_refuses_comes_back_into_the_form(client, acme, live_server,
+                                                                     phone, app):
+    link = create_link(client, acme)
+    page = phone.new_page()
+    page.goto(link["url"])
+    page.wait_for_function("document.documentElement.classList.contains('js')")
+    fill_ticket(page)
+    page.fill('input[name="labor[0].hours"]', "2000")  # over the limit only the server checks
+    phone.set_offline(True)
+    page.click("button[type=submit]")
+    page.wait_for_selector("#queue-status.saved")
+    phone.set_offline(False)
+    # Sent when the signal returns, refused: the ticket is back in the form with the reason.
+    page.wait_for_selector(".js-form-error:not([hidden])", timeout=20_000)
+    assert "not accepted" in page.inner_text("#queue-status")
+    assert page.input_value('textarea[name="description"]').startswith("Cut and patched slab")
+    assert "1000" in page.inner_text('[data-error-for="labor[0].hours"]')
+    (key,) = stored_keys(page)
+    assert key.startswith("refused:")
+    # Closing the tab loses nothing: the ticket opens in the form again.
+    page.reload()
+    page.wait_for_selector(".js-form-error:not([hidden])", timeout=20_000)
+    assert page.input_value('input[name="labor[0].hours"]') == "2000"
+    assert page.input_value('input[name="directed_by"]') == "Sam Ortiz, GC superintendent"
+    page.fill('input[name="labor[0].hours"]', "3")
+    page.click("button[type=submit]")
+    page.wait_for_selector("#done:not([hidden])", timeout=20_000)
+    with app.app_context():
+        (ticket,) = db.session.query(Ticket).all()
+        assert float(ticket.lines[0]["hours"]) == 3.0
+    wait_for(page, lambda: stored_keys(page) == [])
+
+
+def test_a_ticket_queued_for_a_revoked_link_goes_through_a_new_one(client, acme, live_server,
+                                                                   phone, app):
+    old = create_link(client, acme)
+    page = phone.new_page()
+    page.goto(old["url"])
+    page.wait_for_function("document.documentElement.classList.contains('js')")
+    fill_ticket(page)
+    phone.set_offline(True)
+    page.click("button[type=submit]")
+    page.wait_for_selector("#queue-status.saved")
+    assert client.post(f"/v1/links/{old['token']}/revoke", headers=acme.headers).status_code == 200
+    phone.set_offline(False)
+    # Refused with 410 when the signal returns: kept on the phone, not dropped.
+    wait_for(page, lambda: [k[:8] for k in stored_keys(page)] == ["refused:"])
+    new = create_link(client, acme)
+    page.goto(new["url"])
+    page.wait_for_selector("#queue-status button")
+    assert "no longer works" in page.inner_text("#queue-status")
+    page.click("#queue-status button")
+    assert page.input_value('input[name="labor[0].trade"]') == "Concrete finisher"
+    page.click("button[type=submit]")
+    page.wait_for_selector("#done:not([hidden])", timeout=20_000)
+    with app.app_context():
+        (ticket,) = db.session.query(Ticket).all()
+        assert ticket.link_token == new["token"]
+        assert ticket.description == "Cut and patched slab for the plumber's sleeve"
+    wait_for(page, lambda: stored_keys(page) == [])
+
+
 def test_errors_show_beside_their_fields(client, acme, live_server, phone):
     link = create_link(client, acme)
     page = phone.new_page()
