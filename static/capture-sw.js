@@ -9,7 +9,7 @@ var REFUSED_PREFIX = "refused:";
 var PAGE_CACHE = "capture-pages-v1";
 var NETWORK_WAIT_MS = 4000;
 var PAGE_PATH = /^\/c\/[A-Za-z0-9_-]+(\/[qs])?$/;
-var ROW_PATH = /^\/c\/([A-Za-z0-9_-]+)\/rows\/[a-z]+$/;
+var ROW_PATH = /^\/c\/[A-Za-z0-9_-]+\/rows\/[a-z]+$/;
 
 /* One copy per link and kind serves every row (?i= is a counter the page does not need). */
 function cacheKey(url) {

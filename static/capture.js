@@ -37,7 +37,6 @@
     statusBox.textContent = text;
   }
 
-
   document.body.addEventListener("htmx:configRequest", function (event) {
     rowCounter += 1;
     event.detail.parameters.i = rowCounter;
@@ -50,7 +49,6 @@
       if (row) { row.remove(); }
     }
   });
-
 
   function loadBitmap(file) {
     if (window.createImageBitmap) {
@@ -141,7 +139,6 @@
     });
   }
 
-
   function setUpSignature() {
     var canvas = document.getElementById("signature-pad");
     if (!canvas || !window.SignaturePad) { return; }
@@ -159,7 +156,6 @@
     resize();
     document.getElementById("signature-clear").addEventListener("click", function () { signaturePad.clear(); });
   }
-
 
   function value(name) {
     var field = form.elements.namedItem(name);
@@ -197,7 +193,6 @@
     }
     return payload;
   }
-
 
   function clearErrors() {
     form.querySelectorAll(".error").forEach(function (el) {
@@ -238,7 +233,6 @@
     var first = form.querySelector(".has-error input, .has-error textarea");
     if (first) { first.focus(); }
   }
-
 
   function send(entry, onProgress) {
     return new Promise(function (resolve) {
@@ -331,12 +325,14 @@
     }
   }
 
+  function linkGone(entry) { return entry.status === 404 || entry.status === 410; }
+
   function restore(key, entry) {
     restoredKey = key;
     fillForm(entry.payload);
-    var linkGone = entry.status === 404 || entry.status === 410;
-    if (!linkGone && entry.error) { showErrors(entry.error); }
-    showStatus("saved", linkGone ? "This ticket's link no longer works. Check it and send it from here."
+    var gone = linkGone(entry);
+    if (!gone && entry.error) { showErrors(entry.error); }
+    showStatus("saved", gone ? "This ticket's link no longer works. Check it and send it from here."
       : "This ticket was not accepted. Fix the marked fields and send it again.");
   }
 
@@ -347,10 +343,9 @@
       if (!refused.length) { return; }
       return store.get(refused[0]).then(function (entry) {
         if (!entry || !formIsEmpty()) { return; }
-        var linkGone = entry.status === 404 || entry.status === 410;
-        if (!linkGone && entry.url === form.getAttribute("data-submit-url")) { restore(refused[0], entry); return; }
+        if (!linkGone(entry) && entry.url === form.getAttribute("data-submit-url")) { restore(refused[0], entry); return; }
         showStatus("saved", (refused.length === 1 ? "A ticket" : refused.length + " tickets") +
-          " saved on this phone could not be sent" + (linkGone ? " because its link no longer works" : "") +
+          " saved on this phone could not be sent" + (linkGone(entry) ? " because its link no longer works" : "") +
           ". It is kept on this phone. ");
         var button = document.createElement("button");
         button.type = "button";
@@ -428,7 +423,6 @@
       }
     });
   });
-
 
   /* On a first visit, ask the worker to keep this page, its assets and empty rows for use offline. */
   function keepThisPage(registration) {

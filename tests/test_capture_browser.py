@@ -56,17 +56,22 @@ def fill_ticket(page) -> None:
     page.fill('input[name="labor[0].costCode"]', "03-300")
 
 
+def add_labor_row(page, trade: str, hours: str, rate: str) -> None:
+    """Add a second labor line with the + button and fill it."""
+    page.click('button.add-row[data-kind="labor"]')
+    page.wait_for_selector("#labor-rows > .row:nth-child(2)")
+    second = page.locator("#labor-rows > .row").nth(1)
+    second.locator('input[name$=".trade"]').fill(trade)
+    second.locator('input[name$=".hours"]').fill(hours)
+    second.locator('input[name$=".rate"]').fill(rate)
+
+
 def test_fill_add_rows_photo_sign_and_send(client, acme, live_server, phone, app):
     link = create_link(client, acme)
     page = phone.new_page()
     page.goto(link["urls"]["qr"])
     fill_ticket(page)
-    page.click('button.add-row[data-kind="labor"]')
-    page.wait_for_selector('#labor-rows > .row:nth-child(2)')
-    second = page.locator("#labor-rows > .row").nth(1)
-    second.locator('input[name$=".trade"]').fill("Laborer")
-    second.locator('input[name$=".hours"]').fill("3")
-    second.locator('input[name$=".rate"]').fill("48")
+    add_labor_row(page, "Laborer", "3", "48")
     page.click('button.add-row[data-kind="materials"]')
     page.wait_for_selector('#materials-rows > .row:nth-child(2)')
     page.locator("#materials-rows > .row").nth(1).locator(".remove-row").click()
@@ -178,12 +183,7 @@ def test_a_page_opened_once_opens_and_queues_with_no_signal(client, acme, live_s
     page.wait_for_function("document.documentElement.classList.contains('js')")
     assert acme.project()["name"] in page.inner_text("h1")
     fill_ticket(page)
-    page.click('button.add-row[data-kind="labor"]')
-    page.wait_for_selector("#labor-rows > .row:nth-child(2)")
-    second = page.locator("#labor-rows > .row").nth(1)
-    second.locator('input[name$=".trade"]').fill("Laborer")
-    second.locator('input[name$=".hours"]').fill("2")
-    second.locator('input[name$=".rate"]').fill("48")
+    add_labor_row(page, "Laborer", "2", "48")
     page.click("button[type=submit]")
     page.wait_for_selector("#queue-status.saved")
     with app.app_context():
