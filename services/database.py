@@ -1,4 +1,4 @@
-"""Database engine tuning and the write-transaction helper.
+"""Database engine tuning, the write-transaction helper, and driver reads for the hottest SELECTs.
 
 SQLite: WAL so readers never block the writer, foreign keys enforced, a busy
 timeout, and BEGIN IMMEDIATE for write transactions so that two writers queue
@@ -11,13 +11,16 @@ from __future__ import annotations
 import collections
 import contextlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
 
 from flask import Flask, current_app
-from sqlalchemy import event
+from sqlalchemy import event, exc
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
+from sqlalchemy.sql import Select
 
 from models import db
 
@@ -33,9 +36,10 @@ def normalise_database_url(url: str) -> str:
 
 
 def configure_engine(app: Flask) -> None:
-    """Attach the SQLite pragmas and the BEGIN hook to this app's engine."""
+    """Attach the SQLite pragmas and the BEGIN hook to this app's engine, and its driver reads."""
     with app.app_context():
         engine = db.engine
+    app.extensions["ewt_driver_reads"] = DriverReads(engine)
     if engine.dialect.name != "sqlite":
         return
     synchronous = app.config["SQLITE_SYNCHRONOUS"]
@@ -150,3 +154,126 @@ def _sqlite_writer_lock(session: Session) -> FifoLock | None:
     key = str(bind.url)
     with _writer_locks_guard:
         return _writer_locks.setdefault(key, FifoLock())
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """A SELECT compiled once for one dialect, with its columns' result processors."""
+
+    sql: str
+    positions: tuple[str, ...] | None
+    processors: tuple[Callable[[Any], Any] | None, ...]
+    fixed: dict[str, Any]
+
+
+class DriverReads:
+    """The hottest reads, run on the driver's connection instead of through a Session.
+
+    Every /v1 request looks up its API key, and the commonest reads are one kept document
+    or a page of them. Through a Session each such statement cost about 200 µs of
+    bookkeeping (session, execution context, result objects, teardown) around a query the
+    driver runs in about 12 µs (bench/fixes.md, round 5). A driver read checks a connection
+    out of the engine's own pool (so pool size, pre-ping, fork safety and `dispose()` all
+    apply as for the ORM), runs a SELECT compiled once for the engine's dialect, converts
+    each column with its type's own result processor (the values the ORM would give) and
+    returns the connection. Only SELECTs with plain bound values come here, built once
+    (module constants or cached builders: each is compiled once and kept); every write
+    still goes through `write_transaction`.
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._dialect = engine.dialect
+        self._begin = "BEGIN" if engine.dialect.name == "sqlite" else None
+        self._prepared: dict[int, tuple[Select, _Prepared]] = {}
+
+    def _prepare(self, statement: Select) -> _Prepared:
+        """Compile a statement for this dialect once, and check it suits a driver read."""
+        known = self._prepared.get(id(statement))
+        if known is not None:
+            return known[1]
+        dialect = self._dialect
+        compiled = statement.compile(dialect=dialect)
+        for name, bind in compiled.binds.items():
+            if bind.type.dialect_impl(dialect).bind_processor(dialect) is not None:
+                raise TypeError(f"bound value {name!r} needs conversion; use the session")
+        processors = tuple(column.type.dialect_impl(dialect).result_processor(dialect, None)
+                           for column in statement.selected_columns)
+        positions = tuple(compiled.positiontup) if compiled.positional else None
+        # Values written into the statement itself (`status == "written"`) travel with it.
+        fixed = {name: bind.value for name, bind in compiled.binds.items() if not bind.required}
+        prepared = _Prepared(sql=str(compiled), positions=positions, processors=processors,
+                             fixed=fixed)
+        # The statement is kept beside its plan so that its id cannot be reused by another.
+        self._prepared[id(statement)] = (statement, prepared)
+        return prepared
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[DriverReader]:
+        """Run the block's reads in one read transaction on one pooled connection."""
+        pooled = self._engine.raw_connection()
+        try:
+            yield DriverReader(self, pooled)
+        except exc.DBAPIError as error:
+            # A connection the server dropped must not go back to the pool for the next read.
+            if self._dialect.is_disconnect(error.orig, pooled.dbapi_connection, None):
+                pooled.invalidate(error.orig)
+            raise
+        finally:
+            if pooled.dbapi_connection is not None:
+                try:
+                    pooled.rollback()
+                except self._dialect.loaded_dbapi.Error as error:
+                    pooled.invalidate(error)
+            pooled.close()
+
+    def _execute(self, reader: DriverReader, statement: Select,
+                 params: Mapping[str, Any]) -> list[tuple]:
+        """Run one prepared SELECT in a reader's transaction and convert its rows."""
+        prepared = self._prepare(statement)
+        if prepared.fixed:
+            params = {**prepared.fixed, **params}
+        values: Any = params if prepared.positions is None else [
+            params[name] for name in prepared.positions]
+        cursor = None
+        try:
+            cursor = reader.connection.cursor()
+            if not reader.started and self._begin:
+                cursor.execute(self._begin)
+            reader.started = True
+            cursor.execute(prepared.sql, values)
+            rows = cursor.fetchall()
+        except self._dialect.loaded_dbapi.Error as error:
+            raise exc.DBAPIError.instance(prepared.sql, None, error, self._dialect.loaded_dbapi.Error,
+                                          dialect=self._dialect) from error
+        finally:
+            if cursor is not None:
+                cursor.close()
+        processors = prepared.processors
+        if any(processors):
+            rows = [tuple(value if convert is None else convert(value)
+                          for convert, value in zip(processors, row)) for row in rows]
+        return rows
+
+
+class DriverReader:
+    """The reads of one snapshot: every row, or the first, of prepared SELECTs."""
+
+    def __init__(self, reads: DriverReads, connection: Any) -> None:
+        self._reads = reads
+        self.connection = connection
+        self.started = False
+
+    def rows(self, statement: Select, params: Mapping[str, Any]) -> list[tuple]:
+        """Every row of a SELECT, as tuples of converted values."""
+        return self._reads._execute(self, statement, params)
+
+    def first(self, statement: Select, params: Mapping[str, Any]) -> tuple | None:
+        """The first row of a SELECT, or None."""
+        rows = self._reads._execute(self, statement, params)
+        return rows[0] if rows else None
+
+
+def driver_reads() -> DriverReads:
+    """This app's driver reads (see DriverReads)."""
+    return current_app.extensions["ewt_driver_reads"]

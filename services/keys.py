@@ -16,7 +16,7 @@ from flask import current_app
 from sqlalchemy import bindparam, select
 
 from models import ApiKey, Company, db, utcnow
-from services.database import write_transaction
+from services.database import driver_reads, write_transaction
 from services.errors import NotFound, Unauthorized, ValidationFailed, field_problem
 
 KEY_PREFIX = "ewt_"
@@ -40,8 +40,8 @@ class Caller:
         return f"key:{self.name} ({self.prefix})"
 
 
-# Every /v1 request runs this, so it is one Core statement on the session's connection:
-# the ORM's identity map and attribute loading cost more than the query itself.
+# Every /v1 request runs this, so it is one Core statement run as a driver read
+# (services.database.DriverReads): the ORM's bookkeeping cost more than the query itself.
 _CALLER_QUERY = (
     select(ApiKey.id, ApiKey.company_id, Company.name, ApiKey.name, ApiKey.prefix,
            ApiKey.revoked_at, ApiKey.last_used_at)
@@ -97,7 +97,8 @@ def authenticate(secret: str | None, *, malformed_header: bool = False) -> Calle
                            "or 'X-API-Key: <key>'", code="api_key_missing")
     if not KEY_PATTERN.match(secret):
         raise Unauthorized("the API key is malformed", code="api_key_malformed")
-    row = db.session.connection().execute(_CALLER_QUERY, {"digest": key_digest(secret)}).first()
+    with driver_reads().snapshot() as reader:
+        row = reader.first(_CALLER_QUERY, {"digest": key_digest(secret)})
     if row is None:
         raise Unauthorized("the API key is not valid", code="api_key_invalid")
     key_id, company_id, company_name, name, prefix, revoked_at, last_used_at = row

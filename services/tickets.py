@@ -38,7 +38,7 @@ from models.schemas import (
 )
 from services import photos as images
 from services import projects
-from services.database import write_transaction
+from services.database import driver_reads, write_transaction
 from services.errors import Conflict, NotFound, ServiceError, ValidationFailed, field_problem
 from services.routing import Route, unrouted
 
@@ -284,8 +284,10 @@ def ticket_document(company_id: int, ticket_id: str) -> JsonDocument:
     `warnings` would change) or no summary is kept yet, it is shaped in full instead.
     """
     key = _ticket_key(ticket_id)
-    row = None if key is None else db.session.connection().execute(
-        _DOCUMENT_STATEMENT, {"id": key, "company_id": company_id}).first()
+    row = None
+    if key is not None:
+        with driver_reads().snapshot() as reader:
+            row = reader.first(_DOCUMENT_STATEMENT, {"id": key, "company_id": company_id})
     if row is None:
         raise _no_such_ticket()
     summary, status, project_id, lines, written_routing = row
@@ -390,19 +392,21 @@ def list_tickets(company_id: int, *, status: str | None, project_id: str | None,
     Each ticket's summary is kept rendered in its row, so the page is one indexed read and a
     join of those documents; a row stored before that (NULL) is shaped from its fields.
     """
-    connection = db.session.connection()
     if q and q.strip():
         conditions = _list_conditions(company_id, status, project_id, q)
         total = _search_total(conditions)
-        rows = connection.execute(
+        rows = db.session.connection().execute(
             select(TicketRecord.id, TicketRecord.summary_json).where(*conditions)
             .order_by(*NEWEST_FIRST).limit(limit).offset(offset)).all()
     else:
-        # The common page (no search) runs statements built once per filter combination.
+        # The common page (no search) runs statements built once per filter combination,
+        # the count and the page in one read transaction.
         values = {"company_id": company_id, "status": status, "project_id": project_id,
                   "limit": limit, "offset": offset}
-        total = counted_tickets(company_id, status=status, project_id=project_id)
-        rows = connection.execute(_page_statement(bool(status), bool(project_id)), values).all()
+        by_status, by_project = bool(status), bool(project_id)
+        with driver_reads().snapshot() as reader:
+            total = reader.first(_total_statement(by_status, by_project), values)[0]
+            rows = reader.rows(_page_statement(by_status, by_project), values)
     documents = [summary for _id, summary in rows]
     if None in documents:
         documents = _with_missing_summaries(rows)
@@ -505,9 +509,10 @@ def status_counts(company_id: int, project_id: str | None = None) -> dict[str, i
 def counted_tickets(company_id: int, *, status: str | None = None,
                     project_id: str | None = None) -> int:
     """How many of the company's tickets match a status and project, from the kept counts."""
-    return int(db.session.connection().execute(
-        _total_statement(bool(status), bool(project_id)),
-        {"company_id": company_id, "status": status, "project_id": project_id}).scalar_one())
+    with driver_reads().snapshot() as reader:
+        return int(reader.first(_total_statement(bool(status), bool(project_id)),
+                                {"company_id": company_id, "status": status,
+                                 "project_id": project_id})[0])
 
 
 def count_ticket(session, company_id: int, project_id: str, status: str, change: int) -> None:
