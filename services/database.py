@@ -179,6 +179,12 @@ class DriverReads:
     returns the connection. Only SELECTs with plain bound values come here, built once
     (module constants or cached builders: each is compiled once and kept); every write
     still goes through `write_transaction`.
+
+    A driver read is its own transaction. Use one only where the request has no Session
+    read open whose older view it could contradict: at the start of a request (the key),
+    after a write committed, or for a whole answer. Found the hard way: a client_ref lookup
+    done this way saw a ticket that the request's older Session view did not, and the
+    request answered 404 for a ticket it had just found.
     """
 
     def __init__(self, engine: Engine) -> None:

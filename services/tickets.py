@@ -509,10 +509,11 @@ def status_counts(company_id: int, project_id: str | None = None) -> dict[str, i
 def counted_tickets(company_id: int, *, status: str | None = None,
                     project_id: str | None = None) -> int:
     """How many of the company's tickets match a status and project, from the kept counts."""
-    with driver_reads().snapshot() as reader:
-        return int(reader.first(_total_statement(bool(status), bool(project_id)),
-                                {"company_id": company_id, "status": status,
-                                 "project_id": project_id})[0])
+    # On the session, not a driver read: the review queue reads its page there too, and a
+    # count from a newer transaction could disagree with the page it is shown with.
+    return int(db.session.connection().execute(
+        _total_statement(bool(status), bool(project_id)),
+        {"company_id": company_id, "status": status, "project_id": project_id}).scalar_one())
 
 
 def count_ticket(session, company_id: int, project_id: str, status: str, change: int) -> None:
