@@ -1,4 +1,4 @@
-"""A camera-like test photo, and the server's processing of one photo against a Pillow baseline."""
+"""The server's processing of one photo, timed against a Pillow baseline."""
 from __future__ import annotations
 
 import io
@@ -6,23 +6,7 @@ import statistics
 import time
 from dataclasses import dataclass
 
-from PIL import Image, ImageDraw, ImageFilter
-
-
-def camera_jpeg(width: int = 4000, height: int = 3000) -> bytes:
-    """A photo-like 12-megapixel JPEG: gradients, shapes and light grain (as the browser tests make)."""
-    image = Image.linear_gradient("L").resize((width, height)).convert("RGB")
-    draw = ImageDraw.Draw(image)
-    for i in range(12):
-        x, y = (i * 331) % width, (i * 197) % height
-        draw.ellipse([x, y, x + 600, y + 400], fill=(40 + i * 15, 90, 160 - i * 8))
-        draw.rectangle([y % width, x % height, y % width + 300, x % height + 900],
-                       fill=(150, 120 + i * 5, 60))
-    noise = Image.effect_noise((width, height), 18).convert("RGB")
-    image = Image.blend(image, noise, 0.12).filter(ImageFilter.SMOOTH)
-    buffer = io.BytesIO()
-    image.save(buffer, "JPEG", quality=92)
-    return buffer.getvalue()
+from PIL import Image
 
 
 def _baseline(raw: bytes, quality: int = 82) -> bytes:

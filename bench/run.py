@@ -22,7 +22,16 @@ from pathlib import Path
 import requests
 
 from bench import approve, browser, photos, report, seed
-from bench.servers import BENCH, ROOT, LoadResult, rss_mb, start_ceiling, start_service, wrk
+from bench.servers import (
+    BENCH,
+    ROOT,
+    LoadResult,
+    rss_mb,
+    start_ceiling,
+    start_service,
+    wrk,
+)
+from tests.images import camera_jpeg
 
 OUT = BENCH / "out"
 READS = ("me", "list", "get")
@@ -120,7 +129,7 @@ def main() -> int:
     log(f"machine: {results['machine']}")
 
     log("making a 12-megapixel camera JPEG")
-    camera = photos.camera_jpeg()
+    camera = camera_jpeg()  # the photo the browser tests use
     with tempfile.TemporaryDirectory(prefix="ewt-bench-") as workdir:
         service = start_service(Path(workdir))
         started = [service]  # run_sections adds the ceiling, so a failure still stops it

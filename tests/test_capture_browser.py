@@ -6,26 +6,25 @@ import io
 import json
 
 import pytest
-from PIL import Image, ImageDraw, ImageFilter
+from PIL import Image
 
 from models import Ticket, db
+from tests.images import camera_jpeg
 
 pytestmark = pytest.mark.browser
 
 
-def camera_jpeg(width: int = 4000, height: int = 3000) -> bytes:
-    """A photo-like 12-megapixel JPEG: gradients, shapes and a little grain."""
-    image = Image.linear_gradient("L").resize((width, height)).convert("RGB")
-    draw = ImageDraw.Draw(image)
-    for i in range(12):
-        x, y = (i * 331) % width, (i * 197) % height
-        draw.ellipse([x, y, x + 600, y + 400], fill=(40 + i * 15, 90, 160 - i * 8))
-        draw.rectangle([y % width, x % height, y % width + 300, x % height + 900], fill=(150, 120 + i * 5, 60))
-    noise = Image.effect_noise((width, height), 18).convert("RGB")
-    image = Image.blend(image, noise, 0.12).filter(ImageFilter.SMOOTH)
-    buffer = io.BytesIO()
-    image.save(buffer, "JPEG", quality=92)
-    return buffer.getvalue()
+def wait_for_script(page) -> None:
+    """Wait until the capture script has started (it marks the page with the `js` class)."""
+    page.wait_for_function("document.documentElement.classList.contains('js')")
+
+
+def open_capture(phone, url: str):
+    """A new tab on the phone with the capture page at url open and its script started."""
+    page = phone.new_page()
+    page.goto(url)
+    wait_for_script(page)
+    return page
 
 
 def create_link(client, tenant) -> dict:
@@ -113,9 +112,7 @@ def test_fill_add_rows_photo_sign_and_send(client, acme, live_server, phone, app
 
 def test_offline_ticket_is_kept_and_sent_once(client, acme, live_server, phone, app):
     link = create_link(client, acme)
-    page = phone.new_page()
-    page.goto(link["url"])
-    page.wait_for_function("document.documentElement.classList.contains('js')")
+    page = open_capture(phone, link["url"])
     fill_ticket(page)
     phone.set_offline(True)
     page.click("button[type=submit]")
@@ -128,7 +125,7 @@ def test_offline_ticket_is_kept_and_sent_once(client, acme, live_server, phone, 
     assert "Sent" in page.inner_text("#queue-status")
     # Open the page again: nothing is left in the queue to resend.
     page.reload()
-    page.wait_for_function("document.documentElement.classList.contains('js')")
+    wait_for_script(page)
     page.wait_for_timeout(300)  # let the on-load flush run; it must find nothing
     with app.app_context():
         tickets = db.session.query(Ticket).all()
@@ -173,14 +170,12 @@ def wait_until_kept(page) -> None:
 def test_a_page_opened_once_opens_and_queues_with_no_signal(client, acme, live_server, phone,
                                                            app):
     link = create_link(client, acme)
-    page = phone.new_page()
-    page.goto(link["urls"]["sms"])
-    page.wait_for_function("document.documentElement.classList.contains('js')")
+    page = open_capture(phone, link["urls"]["sms"])
     wait_until_kept(page)
     # In the trench: no signal, and the browser dropped the tab. The form opens from the copy.
     phone.set_offline(True)
     page.reload()
-    page.wait_for_function("document.documentElement.classList.contains('js')")
+    wait_for_script(page)
     assert acme.project()["name"] in page.inner_text("h1")
     fill_ticket(page)
     add_labor_row(page, "Laborer", "2", "48")
@@ -201,9 +196,7 @@ def test_a_revoked_link_loses_its_copy_on_the_phone(client, acme, live_server, p
     from playwright.sync_api import Error as PlaywrightError
 
     link = create_link(client, acme)
-    page = phone.new_page()
-    page.goto(link["url"])
-    page.wait_for_function("document.documentElement.classList.contains('js')")
+    page = open_capture(phone, link["url"])
     wait_until_kept(page)
     revoked = client.post(f"/v1/links/{link['token']}/revoke", headers=acme.headers)
     assert revoked.status_code == 200
@@ -225,9 +218,7 @@ def stored_keys(page) -> list[str]:
 def test_a_queued_ticket_the_server_refuses_comes_back_into_the_form(client, acme, live_server,
                                                                      phone, app):
     link = create_link(client, acme)
-    page = phone.new_page()
-    page.goto(link["url"])
-    page.wait_for_function("document.documentElement.classList.contains('js')")
+    page = open_capture(phone, link["url"])
     fill_ticket(page)
     page.fill('input[name="labor[0].hours"]', "2000")  # over the limit only the server checks
     phone.set_offline(True)
@@ -258,9 +249,7 @@ def test_a_queued_ticket_the_server_refuses_comes_back_into_the_form(client, acm
 def test_a_ticket_queued_for_a_revoked_link_goes_through_a_new_one(client, acme, live_server,
                                                                    phone, app):
     old = create_link(client, acme)
-    page = phone.new_page()
-    page.goto(old["url"])
-    page.wait_for_function("document.documentElement.classList.contains('js')")
+    page = open_capture(phone, old["url"])
     fill_ticket(page)
     phone.set_offline(True)
     page.click("button[type=submit]")
@@ -286,9 +275,7 @@ def test_a_ticket_queued_for_a_revoked_link_goes_through_a_new_one(client, acme,
 
 def test_errors_show_beside_their_fields(client, acme, live_server, phone):
     link = create_link(client, acme)
-    page = phone.new_page()
-    page.goto(link["url"])
-    page.wait_for_function("document.documentElement.classList.contains('js')")
+    page = open_capture(phone, link["url"])
     page.fill('input[name="labor[0].trade"]', "Laborer")
     page.fill('input[name="labor[0].hours"]', "2000")
     page.click("button[type=submit]")
