@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.sql import Select
 
 from models import db
+from services import keycache
 
 _write_intent: ContextVar[bool] = ContextVar("write_intent", default=False)
 
@@ -36,10 +37,12 @@ def normalise_database_url(url: str) -> str:
 
 
 def configure_engine(app: Flask) -> None:
-    """Attach the SQLite pragmas and the BEGIN hook to this app's engine, and its driver reads."""
+    """Attach the SQLite pragmas and the BEGIN hook to this app's engine, its driver reads
+    and its caller cache."""
     with app.app_context():
         engine = db.engine
     app.extensions["ewt_driver_reads"] = DriverReads(engine)
+    keycache.init_app(app, engine)
     if engine.dialect.name != "sqlite":
         return
     synchronous = app.config["SQLITE_SYNCHRONOUS"]
@@ -180,6 +183,14 @@ class DriverReads:
     (module constants or cached builders: each is compiled once and kept); every write
     still goes through `write_transaction`.
 
+    `first` and `rows` run one SELECT on its own, which needs no explicit transaction: on
+    SQLite an autocommit SELECT reads one state of the file from its first row to its last,
+    and PostgreSQL's driver opens the transaction itself. `snapshot` runs several SELECTs
+    in one explicit read transaction. Leaving out BEGIN and ROLLBACK matters more than
+    their microseconds suggest: Python's sqlite3 module lets go of the GIL around each of
+    them (five times for the pair), and under load each let-go hands the interpreter to
+    another thread and costs a context switch or two (bench/fixes.md, round 6).
+
     A driver read is its own transaction. Use one only where the request has no Session
     read open whose older view it could contradict: at the start of a request (the key),
     after a write committed, or for a whole answer. Found the hard way: a client_ref lookup
@@ -214,12 +225,31 @@ class DriverReads:
         self._prepared[id(statement)] = (statement, prepared)
         return prepared
 
-    @contextlib.contextmanager
-    def snapshot(self) -> Iterator[DriverReader]:
+    @property
+    def dialect_name(self) -> str:
+        """The engine's dialect: 'sqlite' or 'postgresql'."""
+        return self._dialect.name
+
+    def first(self, statement: Select, params: Mapping[str, Any]) -> tuple | None:
+        """The first row of one SELECT read on its own, or None."""
+        with self._pooled_reader(explicit_transaction=False) as reader:
+            return reader.first(statement, params)
+
+    def rows(self, statement: Select, params: Mapping[str, Any]) -> list[tuple]:
+        """Every row of one SELECT read on its own."""
+        with self._pooled_reader(explicit_transaction=False) as reader:
+            return reader.rows(statement, params)
+
+    def snapshot(self) -> contextlib.AbstractContextManager[DriverReader]:
         """Run the block's reads in one read transaction on one pooled connection."""
+        return self._pooled_reader(explicit_transaction=True)
+
+    @contextlib.contextmanager
+    def _pooled_reader(self, *, explicit_transaction: bool) -> Iterator[DriverReader]:
+        """A reader on a connection checked out of the engine's pool, returned after the block."""
         pooled = self._engine.raw_connection()
         try:
-            yield DriverReader(self, pooled)
+            yield DriverReader(self, pooled, explicit_transaction=explicit_transaction)
         except exc.DBAPIError as error:
             # A connection the server dropped must not go back to the pool for the next read.
             if self._dialect.is_disconnect(error.orig, pooled.dbapi_connection, None):
@@ -244,7 +274,7 @@ class DriverReads:
         cursor = None
         try:
             cursor = reader.connection.cursor()
-            if not reader.started and self._begin:
+            if reader.explicit_transaction and not reader.started and self._begin:
                 cursor.execute(self._begin)
             reader.started = True
             cursor.execute(prepared.sql, values)
@@ -265,14 +295,20 @@ class DriverReads:
 class DriverReader:
     """The reads of one snapshot: every row, or the first, of prepared SELECTs."""
 
-    def __init__(self, reads: DriverReads, connection: Any) -> None:
+    def __init__(self, reads: DriverReads, connection: Any, *, explicit_transaction: bool) -> None:
         self._reads = reads
         self.connection = connection
+        self.explicit_transaction = explicit_transaction
         self.started = False
 
     def rows(self, statement: Select, params: Mapping[str, Any]) -> list[tuple]:
         """Every row of a SELECT, as tuples of converted values."""
         return self._reads._execute(self, statement, params)
+
+    @property
+    def dialect_name(self) -> str:
+        """The engine's dialect: 'sqlite' or 'postgresql'."""
+        return self._dialect.name
 
     def first(self, statement: Select, params: Mapping[str, Any]) -> tuple | None:
         """The first row of a SELECT, or None."""

@@ -286,8 +286,7 @@ def ticket_document(company_id: int, ticket_id: str) -> JsonDocument:
     key = _ticket_key(ticket_id)
     row = None
     if key is not None:
-        with driver_reads().snapshot() as reader:
-            row = reader.first(_DOCUMENT_STATEMENT, {"id": key, "company_id": company_id})
+        row = driver_reads().first(_DOCUMENT_STATEMENT, {"id": key, "company_id": company_id})
     if row is None:
         raise _no_such_ticket()
     summary, status, project_id, lines, written_routing = row
@@ -398,20 +397,34 @@ def list_tickets(company_id: int, *, status: str | None, project_id: str | None,
         rows = db.session.connection().execute(
             select(TicketRecord.id, TicketRecord.summary_json).where(*conditions)
             .order_by(*NEWEST_FIRST).limit(limit).offset(offset)).all()
-    else:
-        # The common page (no search) runs statements built once per filter combination,
-        # the count and the page in one read transaction.
-        values = {"company_id": company_id, "status": status, "project_id": project_id,
-                  "limit": limit, "offset": offset}
-        by_status, by_project = bool(status), bool(project_id)
-        with driver_reads().snapshot() as reader:
-            total = reader.first(_total_statement(by_status, by_project), values)[0]
-            rows = reader.rows(_page_statement(by_status, by_project), values)
+        return _ticket_list(_page_documents(rows), total, limit, offset)
+    # The common page (no search) runs statements built once per filter combination.
+    values = {"company_id": company_id, "status": status, "project_id": project_id,
+              "limit": limit, "offset": offset}
+    by_status, by_project = bool(status), bool(project_id)
+    reads = driver_reads()
+    if reads.dialect_name == "sqlite":
+        total, joined, listed, kept = reads.first(_joined_page_statement(by_status, by_project), values)
+        if listed == kept:
+            return _ticket_list(joined or "", total, limit, offset)
+    with reads.snapshot() as reader:
+        total = reader.first(_total_statement(by_status, by_project), values)[0]
+        rows = reader.rows(_page_statement(by_status, by_project), values)
+    return _ticket_list(_page_documents(rows), total, limit, offset)
+
+
+def _page_documents(rows: list) -> str:
+    """The kept summaries of a page's (id, summary) rows, joined by commas."""
     documents = [summary for _id, summary in rows]
     if None in documents:
         documents = _with_missing_summaries(rows)
+    return ",".join(documents)
+
+
+def _ticket_list(documents: str, total: int, limit: int, offset: int) -> JsonDocument:
+    """A TicketList document around a page's summaries, already joined by commas."""
     # The same bytes TicketList(...).model_dump_json() would write (tests compare the two).
-    return JsonDocument('{"data":[' + ",".join(documents) +
+    return JsonDocument('{"data":[' + documents +
                         f'],"total":{int(total)},"limit":{int(limit)},"offset":{int(offset)}}}')
 
 
@@ -430,6 +443,27 @@ def _page_statement(by_status: bool, by_project: bool):
     """The kept summaries of one page of tickets, newest first (built once per filter set)."""
     return (select(TicketRecord.id, TicketRecord.summary_json).where(*_filters(by_status, by_project))
             .order_by(*NEWEST_FIRST).limit(bindparam("limit")).offset(bindparam("offset")))
+
+
+@functools.cache
+def _joined_page_statement(by_status: bool, by_project: bool):
+    """The total and a page's kept summaries joined by commas, as one row (SQLite only).
+
+    Python's sqlite3 module lets go of the GIL around every column of every row it hands
+    over, about four times per ticket for a page, and under load each let-go costs a thread
+    switch (bench/fixes.md, round 6); joined inside SQLite, the page is one row. SQLite
+    feeds group_concat in the order the subquery yields its rows: a LIMIT keeps the
+    subquery from being merged into the aggregate, so that is the page's order (tests hold
+    it, ties included). The last two columns count the page's rows and its kept summaries:
+    when they differ, some ticket has none kept and the caller shapes the page row by row.
+    PostgreSQL's driver takes a whole result at once, so there the rows come back as rows.
+    """
+    page = (select(TicketRecord.summary_json.label("summary"))
+            .where(*_filters(by_status, by_project))
+            .order_by(*NEWEST_FIRST).limit(bindparam("limit")).offset(bindparam("offset"))
+            .subquery())
+    return select(_total_statement(by_status, by_project).scalar_subquery(),
+                  func.group_concat(page.c.summary, ","), func.count(), func.count(page.c.summary))
 
 
 @functools.cache

@@ -10,6 +10,7 @@ import pytest
 
 from app import create_app
 from models import Ticket, TicketPhoto, db
+from services import keys
 from services.photos import ImageStore
 from tests.conftest import app_config
 from tests.images import data_url, jpeg_bytes
@@ -79,3 +80,19 @@ def test_restore_refuses_a_damaged_backup(runner, tmp_path):
         handle.write(b"tampered")
     result = runner.invoke(args=["restore", "--yes", str(tmp_path / "b")])
     assert result.exit_code != 0 and "damaged" in result.output
+
+
+def test_a_key_the_restored_database_does_not_know_is_refused_at_once(app, client, tenant, runner,
+                                                                       tmp_path):
+    """Callers kept in memory (services.keycache) are forgotten when a backup is put back."""
+    assert runner.invoke(args=["backup", str(tmp_path / "before-new-key")]).exit_code == 0
+    with app.app_context():
+        newer = keys.issue_key(tenant.company_id, "made after the backup")
+    headers = {"Authorization": f"Bearer {newer.secret}"}
+    for _ in range(2):
+        assert client.get("/v1/me", headers=headers).status_code == 200
+    restored = runner.invoke(args=["restore", "--yes", str(tmp_path / "before-new-key")])
+    assert restored.exit_code == 0, restored.output
+    refused = client.get("/v1/me", headers=headers)
+    assert refused.status_code == 401
+    assert refused.get_json()["error"]["code"] == "api_key_invalid"

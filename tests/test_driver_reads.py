@@ -9,7 +9,7 @@ import datetime as dt
 import os
 
 import pytest
-from sqlalchemy import bindparam, exc, select, text, update
+from sqlalchemy import bindparam, event, exc, select, text, update
 
 from models import ApiKey, Ticket, db
 from services import keys
@@ -56,7 +56,7 @@ def test_hot_statements_give_the_values_the_session_gives(app, client, acme):
 
 
 def test_a_revoked_key_is_refused_on_the_very_next_request(client, runner, tenant):
-    """Nothing about a key is kept between requests: revocation needs no wait."""
+    """A revocation needs no wait, whether the key's caller was kept (services.keycache) or not."""
     for _ in range(3):
         assert client.get("/v1/me", headers=tenant.headers).status_code == 200
     assert runner.invoke(args=["keys", "revoke", tenant.prefix]).exit_code == 0
@@ -89,6 +89,33 @@ def test_a_snapshot_reads_one_state_of_the_database(app, tenant):
         with reads.snapshot() as reader:
             after = reader.rows(count, {"company_id": tenant.company_id})
     assert before == during and len(after) == len(before) + 1
+
+
+@pytest.mark.sqlite_only
+def test_one_statement_reads_without_an_explicit_transaction(app, tenant):
+    """BEGIN and ROLLBACK are left out of a lone SELECT (each lets go of the GIL on SQLite);
+    a snapshot of several statements still reads them in one transaction."""
+    statements: list[str] = []
+
+    def trace(dbapi_connection, _record) -> None:
+        dbapi_connection.set_trace_callback(statements.append)
+
+    with app.app_context():
+        reads = driver_reads()
+        db.engine.dispose()  # every connection from here on is a new one, traced
+        event.listen(db.engine, "connect", trace)
+        count = select(ApiKey.id).where(ApiKey.company_id == bindparam("company_id"))
+        assert len(reads.rows(count, {"company_id": tenant.company_id})) == 1
+        assert reads.first(count, {"company_id": tenant.company_id}) is not None
+        lone = list(statements)
+        with reads.snapshot() as reader:
+            reader.rows(count, {"company_id": tenant.company_id})
+            reader.rows(count, {"company_id": tenant.company_id})
+        event.remove(db.engine, "connect", trace)
+    statements = [s for s in statements if not s.startswith("PRAGMA")]
+    lone = [s for s in lone if not s.startswith("PRAGMA")]
+    assert len(lone) == 2 and all(s.lstrip().upper().startswith("SELECT") for s in lone), lone
+    assert [s.split()[0].upper() for s in statements[2:]] == ["BEGIN", "SELECT", "SELECT", "ROLLBACK"]
 
 
 @pytest.mark.skipif(not POSTGRES_URL, reason="a server ending a connection; runs in make test-scale")

@@ -2,9 +2,11 @@
 answer exactly what shaping the ticket from its fields would."""
 from __future__ import annotations
 
+import datetime as dt
 import json
 
 import pytest
+import time_machine
 from sqlalchemy import update
 
 from models import Ticket, db
@@ -109,6 +111,46 @@ def test_list_pages_and_filters_answer_the_shaped_document(client, app, acme):
         assert answer.get_data(as_text=True) == list_shaped_from_fields(
             app, acme.company_id, **filters), query
     assert client.get("/v1/tickets?q=work%203", headers=acme.headers).json["total"] == 1
+
+
+def test_long_lists_with_shared_timestamps_keep_their_order_byte_for_byte(client, app, acme):
+    """Pages of many tickets, most sharing a timestamp with others, answer the shaped list.
+
+    On SQLite a page's summaries are joined inside the database; this holds that the join
+    keeps the page's order, the id breaking ties, and that a page with one ticket whose
+    summary is not kept is shaped row by row and reads the same.
+    """
+    with_tool, without_tool = acme.project(True)["id"], acme.project(False)["id"]
+    start = dt.datetime(2026, 6, 1, 12, 0, tzinfo=dt.timezone.utc)
+    with time_machine.travel(start, tick=False) as clock:
+        for n in range(64):
+            project = with_tool if n % 3 else without_tool
+            created = client.post("/v1/tickets", headers=acme.headers, json=ticket_body(
+                project, description=f"Extra work {n}", photos=[], signature=None))
+            assert created.status_code == 200, created.json
+            if n % 4 == 3:
+                clock.shift(60)  # four tickets to each timestamp
+    pages = [({}, ""), ({"limit": 7, "offset": 5}, "?limit=7&offset=5"),
+             ({"limit": 200}, "?limit=200"), ({"limit": 5, "offset": 62}, "?limit=5&offset=62"),
+             ({"offset": 64}, "?offset=64"),
+             ({"project_id": without_tool, "limit": 9, "offset": 2},
+              f"?project_id={without_tool}&limit=9&offset=2"),
+             ({"status": "submitted", "project_id": with_tool},
+              f"?status=submitted&project_id={with_tool}")]
+
+    def assert_pages_agree() -> None:
+        for filters, query in pages:
+            answer = client.get("/v1/tickets" + query, headers=acme.headers)
+            assert answer.status_code == 200
+            assert answer.get_data(as_text=True) == list_shaped_from_fields(
+                app, acme.company_id, **filters), query
+
+    assert_pages_agree()
+    middle = client.get("/v1/tickets?limit=1&offset=9", headers=acme.headers).json["data"][0]["id"]
+    with app.app_context():
+        db.session.execute(update(Ticket).where(Ticket.id == middle).values(summary_json=None))
+        db.session.commit()
+    assert_pages_agree()
 
 
 def test_tickets_kept_before_summaries_read_the_same_and_are_filled(client, app, acme, runner):
