@@ -16,7 +16,7 @@ from services import compression, ratelimit
 from services.database import configure_engine, normalise_database_url
 from services.auth import login_manager
 from services.logs import configure_logging
-from services.web import SessionCookies, add_security_headers, is_api_path
+from services.web import SessionCookies, add_security_headers, is_api_path, keep_hooks_off_api_paths
 
 migrate = Migrate(render_as_batch=True, compare_type=True)
 csrf = CSRFProtect()
@@ -144,6 +144,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     ratelimit.init_app(app)
     csrf.init_app(app)
     login_manager.init_app(app)
+    keep_hooks_off_api_paths(app, login_manager)
     app.session_interface = SessionCookies()
     app.before_request(protect_session_forms)
     app.after_request(add_security_headers)

@@ -110,7 +110,7 @@ def init_app(app: Flask, engine: Engine) -> None:
 
     @event.listens_for(engine, "after_cursor_execute")
     def _note_key_writes(_conn, _cursor, statement: str, *_args: Any) -> None:
-        if _KEY_TABLES.search(statement) and not statement.lstrip()[:6].upper() == "SELECT":
+        if _KEY_TABLES.search(statement) and statement.lstrip()[:6].upper() != "SELECT":
             pending = _changes_after_commit.get()
             if generation not in pending:
                 _changes_after_commit.set(pending + (generation,))

@@ -14,16 +14,15 @@ from __future__ import annotations
 import functools
 import math
 import time
-from collections.abc import Callable
 
-from flask import Flask, current_app, request
+from flask import Flask, current_app
 from flask_limiter import Limiter
 from flask_limiter.util import get_remote_address
 from limits import RateLimitItem, parse
 
 from services.errors import ServiceError
 from services.keys import rate_limit_bucket
-from services.web import is_api_path
+from services.web import is_api_path, keep_hooks_off_api_paths
 
 API_SCOPE = "v1"
 
@@ -78,34 +77,14 @@ def check_api_limit() -> None:
                       headers={"Retry-After": str(wait_s)})
 
 
-def is_api_request() -> bool:
-    """True for /v1 paths, which check_api_limit counts instead of Flask-Limiter's hooks."""
-    return is_api_path(request.path)
-
-
 def init_app(app: Flask) -> None:
-    """Bind Flask-Limiter to the app, with its before-request hook skipping /v1 paths.
+    """Bind Flask-Limiter to the app, with its request hooks skipping /v1 paths.
 
-    Flask-Limiter has no setting for where its hook runs, and a request filter is only
-    consulted after the hook has looked up the route's limits (~50 µs of every /v1
-    answer), so the hook it registers is wrapped here instead.
+    A request filter is only consulted after the hook has looked up the route's limits
+    (~50 µs of every /v1 answer), so the hooks it registers are wrapped instead.
     """
     limiter.init_app(app)
-    hooks = app.before_request_funcs.setdefault(None, [])
-    for index, hook in enumerate(hooks):
-        if getattr(hook, "__self__", None) is limiter:
-            hooks[index] = _skipping_api_paths(hook)
-
-
-def _skipping_api_paths(hook: Callable[[], None]) -> Callable[[], None]:
-    """Wrap a before-request hook so that it does not run for /v1 paths."""
-
-    @functools.wraps(hook)
-    def hook_off_api_paths() -> None:
-        if not is_api_request():
-            hook()
-
-    return hook_off_api_paths
+    keep_hooks_off_api_paths(app, limiter)
 
 
 def retry_after_seconds() -> int:

@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 
 import time_machine
 from flask import request
 
-from services.ratelimit import _skipping_api_paths, limiter
+from services.auth import login_manager
+from services.ratelimit import limiter
+from services.web import keep_hooks_off_api_paths
 
 from tests.conftest import make_tenant
 
@@ -55,23 +58,50 @@ def test_limit_applies_to_other_authenticated_routes(app, client, tenant):
             assert client.get(path, headers=tenant.headers).status_code == 429, path
 
 
-def test_flask_limiter_hook_stays_off_api_paths(app, client, tenant):
-    # /v1 is counted once by check_api_limit; Flask-Limiter's own per-request hook would
-    # look the route's limits up again for nothing, so it must not run there.
-    reached: list[str] = []
-    original = limiter._check_request_limit
+class HookRecorder:
+    """Request hooks of a stand-in extension that note which paths reach them."""
 
-    def counting(*args, **kwargs):
-        reached.append(request.path)
-        return original(*args, **kwargs)
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str]] = []
 
-    hooks = app.before_request_funcs[None]
-    wrapped = next(hook for hook in hooks if getattr(hook, "__wrapped__", None) == original)
-    index = hooks.index(wrapped)
-    hooks[index] = _skipping_api_paths(counting)
+    def before(self) -> None:
+        self.calls.append(("before", request.path))
+
+    def after(self, response):
+        self.calls.append(("after", request.path))
+        return response
+
+    def teardown(self, _error) -> None:
+        self.calls.append(("teardown", request.path))
+
+
+def test_extension_hooks_stay_off_api_paths(app, client, tenant):
+    """Flask-Limiter's and Flask-Login's hooks skip /v1 (its own rate check and no cookie
+    session there) and still run for pages."""
+    recorder = HookRecorder()
+    before, after = app.before_request_funcs[None], app.after_request_funcs[None]
+    teardown = app.teardown_request_funcs[None]
+    # Bound methods and a partial, the two ways the real extensions register theirs.
+    added = [(before, recorder.before), (after, functools.partial(HookRecorder.after, recorder)),
+             (teardown, recorder.teardown)]
+    for hooks, hook in added:
+        hooks.append(hook)
+    keep_hooks_off_api_paths(app, recorder)
     try:
         assert client.get("/v1/me", headers=tenant.headers).status_code == 200
         assert client.get("/login").status_code == 200
     finally:
-        hooks[index] = wrapped
-    assert reached == ["/login"]
+        for hooks, _hook in added:
+            hooks.pop()
+    assert recorder.calls == [("before", "/login"), ("after", "/login"), ("teardown", "/login")]
+
+    def owner(hook):
+        inner = hook.__wrapped__
+        return inner.args[0] if isinstance(inner, functools.partial) else inner.__self__
+
+    wrapped = [(kind, owner(hook)) for kind, hooks in (("before", before), ("after", after),
+                                                       ("teardown", teardown))
+               for hook in hooks if hasattr(hook, "__wrapped__")]
+    assert sorted(wrapped, key=repr) == sorted(
+        [("before", limiter), ("after", limiter), ("teardown", limiter), ("after", login_manager)],
+        key=repr)
