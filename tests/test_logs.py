@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
+import threading
 
 from services import reviewers
-from services.logs import JsonLines, redact
+from services.logs import BatchedLines, JsonLines, redact
 from tests.images import data_url, jpeg_bytes
 
 
@@ -27,6 +29,27 @@ def test_request_lines_carry_route_status_company_and_prefix(app, client, acme, 
     assert entry["request_id"] == "trace-12345678" and entry["duration_ms"] >= 0
     generated = client.get("/v1/me", headers={"X-Request-Id": "bad id with spaces"})
     assert re.fullmatch(r"[0-9a-f]{16}", generated.headers["X-Request-Id"])
+
+
+def test_generated_request_ids_differ_across_requests_and_forked_workers(client):
+    """Ids come from the random module, which each forked worker reseeds: no two collide."""
+    def ids(count: int) -> list[str]:
+        return [client.get("/healthz").headers["X-Request-Id"] for _ in range(count)]
+
+    reader, writer = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child reports through the pipe
+        try:
+            os.write(writer, " ".join(ids(50)).encode())
+        finally:
+            os._exit(0)
+    os.close(writer)
+    mine = ids(50)
+    with os.fdopen(reader) as pipe:
+        theirs = pipe.read().split()
+    os.waitpid(child, 0)
+    assert len(theirs) == 50 and all(re.fullmatch(r"[0-9a-f]{16}", i) for i in mine + theirs)
+    assert len(set(mine) | set(theirs)) == 100
 
 
 def test_no_secret_reaches_any_log_line(app, client, acme, caplog):
@@ -60,3 +83,70 @@ def test_redact_blanks_every_secret_shape():
     cleaned = redact(text)
     assert "AbCdEf" not in cleaned and "abc.def" not in cleaned and "k" * 43 not in cleaned
     assert "s3cr3t" not in cleaned and cleaned.count("[redacted]") == 4
+
+
+class RecordingStream:
+    """A stream that keeps each write, and signals the first one."""
+
+    def __init__(self) -> None:
+        self.writes: list[str] = []
+        self.flushes = 0
+        self.written = threading.Event()
+
+    def write(self, text: str) -> None:
+        self.writes.append(text)
+        self.written.set()
+
+    def flush(self) -> None:
+        self.flushes += 1
+
+
+def batched_logger(name: str, stream: RecordingStream, interval_s: float) -> logging.Logger:
+    """A logger of its own writing plain messages through a BatchedLines handler."""
+    handler = BatchedLines(stream, interval_s=interval_s)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logger = logging.getLogger(f"tests.batched.{name}")
+    logger.handlers[:] = [handler]
+    logger.propagate = False
+    logger.setLevel(logging.INFO)
+    return logger
+
+
+def test_batched_lines_from_many_threads_are_written_once_each_in_one_write():
+    stream = RecordingStream()
+    logger = batched_logger("threads", stream, interval_s=3600)  # the test flushes, not the writer
+
+    def log_lines(thread: int) -> None:
+        for n in range(500):
+            logger.info("thread %d line %d", thread, n)
+
+    threads = [threading.Thread(target=log_lines, args=(t,)) for t in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert stream.writes == []  # kept, not yet written
+    logger.handlers[0].flush()
+    assert len(stream.writes) == 1 and stream.flushes == 1
+    lines = stream.writes[0].splitlines()
+    assert len(lines) == 4000 and len(set(lines)) == 4000
+    for thread in range(8):
+        mine = [line for line in lines if line.startswith(f"thread {thread} ")]
+        assert mine == [f"thread {thread} line {n}" for n in range(500)]
+
+
+def test_a_warning_is_written_at_once_after_the_lines_kept_before_it():
+    stream = RecordingStream()
+    logger = batched_logger("warning", stream, interval_s=3600)
+    logger.info("first")
+    logger.info("second")
+    logger.warning("something is wrong")
+    assert "".join(stream.writes) == "first\nsecond\nsomething is wrong\n"
+
+
+def test_the_writer_thread_writes_a_batch_without_being_asked():
+    stream = RecordingStream()
+    logger = batched_logger("writer", stream, interval_s=0)
+    logger.info("on its own")
+    assert stream.written.wait(timeout=30)
+    assert stream.writes == ["on its own\n"]

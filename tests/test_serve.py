@@ -82,7 +82,23 @@ def test_serve_prints_a_key_that_answers_me(tmp_path):
     finally:
         process.send_signal(signal.SIGTERM)  # the launcher stops the sandbox and the service
         process.wait(timeout=30)
+        lines.extend(process.stdout.read().splitlines())
         process.stdout.close()
         for leftover in (port, sandbox_port):
             with socket.socket() as probe:
                 assert probe.connect_ex(("127.0.0.1", leftover)) != 0, f"port {leftover} still served"
+    # One JSON line per request reached stdout, batched or not, by the time the service stopped.
+    requests_logged = [entry for entry in map(_json_or_none, lines)
+                       if entry and entry.get("logger") == "ewt.requests"]
+    routes = [(entry["route"], entry["status"]) for entry in requests_logged]
+    assert routes.count(("/v1/me", 200)) == 2, routes
+    assert ("/v1/projects", 200) in routes and ("/c/<token>", 200) in routes
+
+
+def _json_or_none(line: str) -> dict | None:
+    """A log line's JSON object, or None for the launcher's plain lines."""
+    try:
+        entry = json.loads(line)
+    except ValueError:
+        return None
+    return entry if isinstance(entry, dict) else None
