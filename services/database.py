@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.sql import Select
 
 from models import db
-from services import keycache
+from services import keptrows
 
 _write_intent: ContextVar[bool] = ContextVar("write_intent", default=False)
 
@@ -38,11 +38,11 @@ def normalise_database_url(url: str) -> str:
 
 def configure_engine(app: Flask) -> None:
     """Attach the SQLite pragmas and the BEGIN hook to this app's engine, its driver reads
-    and its caller cache."""
+    and its kept rows."""
     with app.app_context():
         engine = db.engine
     app.extensions["ewt_driver_reads"] = DriverReads(engine)
-    keycache.init_app(app, engine)
+    keptrows.init_app(app, engine)
     if engine.dialect.name != "sqlite":
         return
     synchronous = app.config["SQLITE_SYNCHRONOUS"]

@@ -18,7 +18,7 @@ from sqlalchemy import bindparam, select
 from models import ApiKey, Company, db, utcnow
 from services.database import driver_reads, write_transaction
 from services.errors import NotFound, Unauthorized, ValidationFailed, field_problem
-from services.keycache import caller_cache
+from services.keptrows import KEYS, kept_rows
 
 KEY_PREFIX = "ewt_"
 KEY_PATTERN = re.compile(r"^ewt_[A-Za-z0-9_-]{43}$")
@@ -42,7 +42,7 @@ class Caller:
 
 
 # Every /v1 request needs this row, so it is kept between requests where the database allows
-# (services.keycache) and otherwise read as one Core statement on the driver's connection
+# (services.keptrows) and otherwise read as one Core statement on the driver's connection
 # (services.database.DriverReads): the ORM's bookkeeping cost more than the query itself.
 _CALLER_QUERY = (
     select(ApiKey.id, ApiKey.company_id, Company.name, ApiKey.name, ApiKey.prefix,
@@ -100,11 +100,11 @@ def authenticate(secret: str | None, *, malformed_header: bool = False) -> Calle
     if not KEY_PATTERN.match(secret):
         raise Unauthorized("the API key is malformed", code="api_key_malformed")
     digest = key_digest(secret)
-    cache = caller_cache()
-    if cache is None:
+    kept = kept_rows(KEYS)
+    if kept is None:
         row = driver_reads().first(_CALLER_QUERY, {"digest": digest})
     else:
-        row = cache.lookup(digest, lambda: driver_reads().first(_CALLER_QUERY, {"digest": digest}))
+        row = kept.lookup(digest, lambda: driver_reads().first(_CALLER_QUERY, {"digest": digest}))
     if row is None:
         raise Unauthorized("the API key is not valid", code="api_key_invalid")
     key_id, company_id, company_name, name, prefix, revoked_at, last_used_at = row

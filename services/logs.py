@@ -84,7 +84,7 @@ class BatchedLines(logging.Handler):
             elif not self._gathered.is_set():
                 self._start_writer()
                 self._gathered.set()
-        except Exception:
+        except Exception:  # noqa: BLE001 - a log line must never fail its request
             self.handleError(record)
 
     def flush(self) -> None:

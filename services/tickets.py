@@ -39,6 +39,7 @@ from models.schemas import (
 from services import photos as images
 from services import projects
 from services.database import driver_reads, write_transaction
+from services.keptrows import TICKETS, kept_rows
 from services.errors import Conflict, NotFound, ServiceError, ValidationFailed, field_problem
 from services.routing import Route, unrouted
 
@@ -286,7 +287,7 @@ def ticket_document(company_id: int, ticket_id: str) -> JsonDocument:
     key = _ticket_key(ticket_id)
     row = None
     if key is not None:
-        row = driver_reads().first(_DOCUMENT_STATEMENT, {"id": key, "company_id": company_id})
+        row = _document_row(company_id, key)
     if row is None:
         raise _no_such_ticket()
     summary, status, project_id, lines, written_routing = row
@@ -297,6 +298,17 @@ def ticket_document(company_id: int, ticket_id: str) -> JsonDocument:
         if not routing_warnings:
             return _with_routing(summary, routing_lines(routes))
     return JsonDocument(get_ticket(company_id, key).model_dump_json())
+
+
+def _document_row(company_id: int, ticket_id: str) -> tuple | None:
+    """A ticket's kept summary and what routing it needs, kept between requests where the
+    database allows (services.keptrows), else read on the driver's connection."""
+    params = {"id": ticket_id, "company_id": company_id}
+    kept = kept_rows(TICKETS)
+    if kept is None:
+        return driver_reads().first(_DOCUMENT_STATEMENT, params)
+    return kept.lookup((company_id, ticket_id),
+                       lambda: driver_reads().first(_DOCUMENT_STATEMENT, params))
 
 
 def _with_routing(summary: str, routing: list[RoutingLine]) -> JsonDocument:
