@@ -63,11 +63,12 @@ _changes_after_commit: ContextVar[tuple[SharedGeneration, ...]] = ContextVar(
 class SharedGeneration:
     """Eight bytes shared through a mapped file by every process that uses one database."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, owned_like: str | None = None) -> None:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             if os.fstat(fd).st_size < GENERATION_BYTES:
                 os.ftruncate(fd, GENERATION_BYTES)
+                _match_owner(fd, owned_like)
             self._shared = mmap.mmap(fd, GENERATION_BYTES)
         finally:
             os.close(fd)
@@ -84,6 +85,21 @@ class SharedGeneration:
         since either value differs from every one a kept row holds.
         """
         self._shared[:GENERATION_BYTES] = secrets.token_bytes(GENERATION_BYTES)
+
+
+def _match_owner(fd: int, owned_like: str | None) -> None:
+    """Give a file root just made the owner of the database, as SQLite does with its -wal.
+
+    Otherwise a command run as root before the service's first start would leave a file
+    the service's own user could not open.
+    """
+    if owned_like is None or os.geteuid() != 0:
+        return
+    try:
+        owner = os.stat(owned_like)
+    except FileNotFoundError:
+        return
+    os.fchown(fd, owner.st_uid, owner.st_gid)
 
 
 class KeptRows:
@@ -131,7 +147,7 @@ def init_app(app: Flask, engine: Engine) -> None:
         path = generation_path(engine, kind)
         if path is None:
             return
-        generation = SharedGeneration(path)
+        generation = SharedGeneration(path, owned_like=engine.url.database)
         kept[kind.name] = KeptRows(generation, kind.most_kept)
         watched.append((kind.tables, generation))
 

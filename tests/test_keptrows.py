@@ -204,6 +204,16 @@ def test_a_generation_is_shared_through_its_file_and_the_cache_stays_bounded(tmp
     assert cache.lookup("digest-4999", lambda: pytest.fail("kept rows are not read again")) == (4999,)
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a file away")
+def test_a_generation_file_made_by_root_belongs_to_the_databases_owner(tmp_path):
+    database = tmp_path / "tickets.sqlite3"
+    database.write_bytes(b"")
+    os.chown(database, 4321, 4321)
+    SharedGeneration(str(tmp_path / "tickets.sqlite3-keys"), owned_like=str(database))
+    made = (tmp_path / "tickets.sqlite3-keys").stat()
+    assert (made.st_uid, made.st_gid) == (4321, 4321)
+
+
 def test_only_a_sqlite_file_gets_kept_rows(app):
     with app.app_context():
         on_sqlite = db.engine.dialect.name == "sqlite"
