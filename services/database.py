@@ -305,11 +305,6 @@ class DriverReader:
         """Every row of a SELECT, as tuples of converted values."""
         return self._reads._execute(self, statement, params)
 
-    @property
-    def dialect_name(self) -> str:
-        """The engine's dialect: 'sqlite' or 'postgresql'."""
-        return self._dialect.name
-
     def first(self, statement: Select, params: Mapping[str, Any]) -> tuple | None:
         """The first row of a SELECT, or None."""
         rows = self._reads._execute(self, statement, params)

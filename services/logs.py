@@ -18,6 +18,7 @@ import re
 import sys
 import threading
 import time
+import traceback
 from typing import Any
 
 from flask import Flask, Response, g, request
@@ -113,7 +114,19 @@ class BatchedLines(logging.Handler):
             time.sleep(self.interval_s)
             with self.lock:
                 self._gathered.clear()
-                self._write_kept()
+                try:
+                    self._write_kept()
+                except Exception:  # noqa: BLE001 - the writer must outlive one failed write
+                    self._report_failed_write()
+
+    @staticmethod
+    def _report_failed_write() -> None:
+        """Say on stderr that a batch was lost, as logging does for a failed record."""
+        if logging.raiseExceptions:
+            try:
+                traceback.print_exc(file=sys.stderr)
+            except OSError:
+                pass
 
     def _after_fork(self) -> None:
         """A forked child has no writer thread yet, and keeps no line of its parent's."""

@@ -39,8 +39,8 @@ from models.schemas import (
 from services import photos as images
 from services import projects
 from services.database import driver_reads, write_transaction
-from services.keptrows import TICKETS, kept_rows
 from services.errors import Conflict, NotFound, ServiceError, ValidationFailed, field_problem
+from services.keptrows import TICKETS, kept_rows
 from services.routing import Route, unrouted
 
 CENT = Decimal("0.01")
@@ -416,8 +416,9 @@ def list_tickets(company_id: int, *, status: str | None, project_id: str | None,
     by_status, by_project = bool(status), bool(project_id)
     reads = driver_reads()
     if reads.dialect_name == "sqlite":
-        total, joined, listed, kept = reads.first(_joined_page_statement(by_status, by_project), values)
-        if listed == kept:
+        total, joined, listed, summarised = reads.first(_joined_page_statement(by_status, by_project),
+                                                         values)
+        if listed == summarised:
             return _ticket_list(joined or "", total, limit, offset)
     with reads.snapshot() as reader:
         total = reader.first(_total_statement(by_status, by_project), values)[0]

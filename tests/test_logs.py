@@ -150,3 +150,28 @@ def test_the_writer_thread_writes_a_batch_without_being_asked():
     logger.info("on its own")
     assert stream.written.wait(timeout=30)
     assert stream.writes == ["on its own\n"]
+
+
+class FailingOnceStream(RecordingStream):
+    """A stream whose first write fails, as a full disk or a closed pipe would."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failed = threading.Event()
+
+    def write(self, text: str) -> None:
+        if not self.failed.is_set():
+            self.failed.set()
+            raise OSError("no space left on device")
+        super().write(text)
+
+
+def test_the_writer_thread_goes_on_after_a_failed_write(capsys):
+    stream = FailingOnceStream()
+    logger = batched_logger("failing", stream, interval_s=0)
+    logger.info("lost with the failed write")
+    assert stream.failed.wait(timeout=30)
+    logger.info("written by the same writer")
+    assert stream.written.wait(timeout=30)
+    assert stream.writes == ["written by the same writer\n"]
+    assert "no space left on device" in capsys.readouterr().err
