@@ -55,6 +55,13 @@ def fill_ticket(page) -> None:
     page.fill('input[name="labor[0].costCode"]', "03-300")
 
 
+def submit_offline(phone, page) -> None:
+    """Lose the signal, press Send, and wait until the page says the ticket is kept."""
+    phone.set_offline(True)
+    page.click("button[type=submit]")
+    page.wait_for_selector("#queue-status.saved")
+
+
 def add_labor_row(page, trade: str, hours: str, rate: str) -> None:
     """Add a second labor line with the + button and fill it."""
     page.click('button.add-row[data-kind="labor"]')
@@ -114,9 +121,7 @@ def test_offline_ticket_is_kept_and_sent_once(client, acme, live_server, phone, 
     link = create_link(client, acme)
     page = open_capture(phone, link["url"])
     fill_ticket(page)
-    phone.set_offline(True)
-    page.click("button[type=submit]")
-    page.wait_for_selector("#queue-status.saved")
+    submit_offline(phone, page)
     assert "Saved on this phone, will send" in page.inner_text("#queue-status")
     with app.app_context():
         assert db.session.query(Ticket).count() == 0
@@ -221,9 +226,7 @@ def test_a_queued_ticket_the_server_refuses_comes_back_into_the_form(client, acm
     page = open_capture(phone, link["url"])
     fill_ticket(page)
     page.fill('input[name="labor[0].hours"]', "2000")  # over the limit only the server checks
-    phone.set_offline(True)
-    page.click("button[type=submit]")
-    page.wait_for_selector("#queue-status.saved")
+    submit_offline(phone, page)
     phone.set_offline(False)
     # Sent when the signal returns, refused: the ticket is back in the form with the reason.
     page.wait_for_selector(".js-form-error:not([hidden])", timeout=20_000)
@@ -251,9 +254,7 @@ def test_a_ticket_queued_for_a_revoked_link_goes_through_a_new_one(client, acme,
     old = create_link(client, acme)
     page = open_capture(phone, old["url"])
     fill_ticket(page)
-    phone.set_offline(True)
-    page.click("button[type=submit]")
-    page.wait_for_selector("#queue-status.saved")
+    submit_offline(phone, page)
     assert client.post(f"/v1/links/{old['token']}/revoke", headers=acme.headers).status_code == 200
     phone.set_offline(False)
     # Refused with 410 when the signal returns: kept on the phone, not dropped.
