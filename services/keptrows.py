@@ -1,8 +1,8 @@
 """Hot rows kept in memory between requests, forgotten the moment their table changes.
 
 Two reads run on most /v1 requests: the API key's row (every request) and a ticket's
-document row (GET /v1/tickets/{id}, and the answer to a create). On SQLite each read
-cost more under load than the rest of a small answer (bench/fixes.md, round 6): Python's
+document row (GET /v1/tickets/{id}). On SQLite each read cost more under load than the
+rest of a small answer (bench/fixes.md, round 6): Python's
 sqlite3 module lets go of the GIL around every step and every column, and each let-go
 hands the interpreter to another busy thread.
 
@@ -21,7 +21,8 @@ Only a SQLite file gets generations, because every process that opens one runs o
 same machine. App servers sharing PostgreSQL cannot share a mapped file, so there each
 request reads its rows; PostgreSQL's driver takes a row in one go, so a read costs less
 there. Writes must go through a SQLAlchemy Session, whose `after_commit` moves the
-generations; a raw connection would leave other processes with what they kept.
+generations, or through services.database.DriverWrites, which moves them itself; any
+other connection would leave other processes with what they kept.
 """
 from __future__ import annotations
 
@@ -143,6 +144,7 @@ def init_app(app: Flask, engine: Engine) -> None:
     kept: dict[str, KeptRows | None] = {kind.name: None for kind in KINDS}
     app.extensions["ewt_kept_rows"] = kept
     watched: list[tuple[re.Pattern[str], SharedGeneration]] = []
+    app.extensions["ewt_kept_rows_watched"] = watched
     for kind in KINDS:
         path = generation_path(engine, kind)
         if path is None:
@@ -153,10 +155,8 @@ def init_app(app: Flask, engine: Engine) -> None:
 
     @event.listens_for(engine, "after_cursor_execute")
     def _note_writes(_conn, _cursor, statement: str, *_args: Any) -> None:
-        if statement.lstrip()[:6].upper() == "SELECT":
-            return
         for tables, generation in watched:
-            if tables.search(statement):
+            if _writes_to(tables, statement):
                 pending = _changes_after_commit.get()
                 if generation not in pending:
                     _changes_after_commit.set(pending + (generation,))
@@ -176,6 +176,19 @@ def _change_generations(_session: Session) -> None:
 def _forget_rolled_back_writes(_session: Session) -> None:
     """A rolled-back write changed nothing."""
     _changes_after_commit.set(())
+
+
+def _writes_to(tables: re.Pattern[str], statement: str) -> bool:
+    """Whether a statement may write one of these tables (any statement but a SELECT naming one)."""
+    return statement.lstrip()[:6].upper() != "SELECT" and tables.search(statement) is not None
+
+
+def note_committed_writes(statements: list[str]) -> None:
+    """Move on the generations of the tables that statements run outside any Session wrote
+    (services.database.DriverWrites), once their transaction has ended."""
+    for tables, generation in current_app.extensions["ewt_kept_rows_watched"]:
+        if any(_writes_to(tables, statement) for statement in statements):
+            generation.change()
 
 
 def kept_rows(kind: RowKind) -> KeptRows | None:
