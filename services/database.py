@@ -87,9 +87,8 @@ def write_transaction() -> Iterator[Session]:
         return
     if session.in_transaction():
         session.commit()
-    with _queued_writer(session.get_bind()):
-        with session.begin():
-            yield session
+    with _queued_writer(session.get_bind()), session.begin():
+        yield session
 
 
 @contextlib.contextmanager

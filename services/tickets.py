@@ -39,7 +39,13 @@ from models.schemas import (
 from services import photos as images
 from services import projects
 from services.database import driver_reads, driver_writes, write_transaction
-from services.errors import Conflict, NotFound, ServiceError, ValidationFailed, field_problem
+from services.errors import (
+    Conflict,
+    NotFound,
+    ServiceError,
+    ValidationFailed,
+    field_problem,
+)
 from services.keptrows import TICKETS, kept_rows
 from services.routing import Route, unrouted
 
@@ -199,14 +205,14 @@ def store_ticket(company_id: int, data: TicketInput, *, captured_via: str = "api
         raise ValidationFailed("some images could not be used; see details", details=problems)
     photo_rows = _store_photos(checked_photos)
     signature = _store_signature(data, checked_signature)
-    values = dict(
-        id=str(uuid.uuid4()), company_id=company_id, project_id=project_id, client_ref=client_ref,
-        status="submitted", description=data.description, reason=data.reason,
-        directed_by=data.directed_by, captured_by=data.captured_by or None,
-        captured_via=captured_via, link_token=link_token, total=total, lines=lines,
-        warnings=warnings, signature=signature, photo_count=len(photo_rows),
-        captured_at=utcnow(),
-    )
+    values: dict[str, Any] = {
+        "id": str(uuid.uuid4()), "company_id": company_id, "project_id": project_id,
+        "client_ref": client_ref, "status": "submitted", "description": data.description,
+        "reason": data.reason, "directed_by": data.directed_by,
+        "captured_by": data.captured_by or None, "captured_via": captured_via,
+        "link_token": link_token, "total": total, "lines": lines, "warnings": warnings,
+        "signature": signature, "photo_count": len(photo_rows), "captured_at": utcnow(),
+    }
     # Everything but the statements is done before the write lock is taken: writers queue
     # on that lock, so each microsecond spent holding it is paid by every writer waiting.
     values["summary_json"] = _new_ticket_summary(values, photo_rows)

@@ -70,10 +70,10 @@ def test_a_failure_inside_a_driver_write_stores_nothing(app, client, acme):
                for column in Ticket.__table__.columns if column.key != "approval_claimed_at"}
         row["id"], row["client_ref"] = "00000000-0000-4000-8000-000000000001", None
         writes = driver_writes()
-        with pytest.raises(RuntimeError, match="after the insert"):
-            with writes.transaction() as writer:
-                writer.insert(ticket_service._INSERT_TICKET, [row])
-                raise RuntimeError("after the insert")
+        with pytest.raises(RuntimeError, match="after the insert"), \
+                writes.transaction() as writer:
+            writer.insert(ticket_service._INSERT_TICKET, [row])
+            raise RuntimeError("after the insert")
         assert db.session.get(Ticket, row["id"]) is None
     assert stored_tickets(app) == 1
     assert_writer_free(app)
@@ -81,32 +81,27 @@ def test_a_failure_inside_a_driver_write_stores_nothing(app, client, acme):
 
 def test_driver_errors_arrive_as_sqlalchemys_and_a_dropped_connection_is_replaced(app):
     """A connection found closed is invalidated, and the next write gets a new one."""
+    count_row = {"company_id": 1, "project_id": "1", "status": "submitted", "tickets": 1}
     with app.app_context():
         writes = driver_writes()
-        with pytest.raises(exc.DBAPIError) as raised:
-            with writes.transaction() as writer:
-                dropped = writer.connection
-                dropped.close()
-                writer.insert(ticket_service._count_statement(writes.dialect_name),
-                              [{"company_id": 1, "project_id": "1", "status": "submitted",
-                                "tickets": 1}])
+        with pytest.raises(exc.DBAPIError) as raised, writes.transaction() as writer:
+            dropped = writer.connection
+            dropped.close()
+            writer.insert(ticket_service._count_statement(writes.dialect_name), [count_row])
         assert raised.value.orig is not None
-        with pytest.raises(exc.IntegrityError):  # no company 1: the foreign key refuses it
-            with writes.transaction() as writer:
-                assert writer.connection is not dropped
-                writer.insert(ticket_service._count_statement(writes.dialect_name),
-                              [{"company_id": 1, "project_id": "1", "status": "submitted",
-                                "tickets": 1}])
+        # No company 1: the foreign key refuses the row, on a new connection.
+        with pytest.raises(exc.IntegrityError), writes.transaction() as writer:
+            assert writer.connection is not dropped
+            writer.insert(ticket_service._count_statement(writes.dialect_name), [count_row])
     assert_writer_free(app)
 
 
 def test_a_driver_write_inside_a_write_transaction_is_refused(app):
     """It would wait for the place the enclosing transaction holds; it says so instead."""
-    with app.app_context():
-        with write_transaction():
-            with pytest.raises(RuntimeError, match="inside another write transaction"):
-                with driver_writes().transaction():
-                    pass
+    with app.app_context(), write_transaction(), \
+            pytest.raises(RuntimeError, match="inside another write transaction"), \
+            driver_writes().transaction():
+        pass
     assert_writer_free(app)
 
 
