@@ -20,7 +20,7 @@ from flask import Flask, current_app
 from sqlalchemy import event, exc
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
-from sqlalchemy.sql import Select
+from sqlalchemy.sql import Insert, Select
 
 from models import db
 from services import keptrows
@@ -325,14 +325,16 @@ class _PreparedWrite:
     sql: str
     positions: tuple[str, ...] | None
     processors: tuple[tuple[str, Callable[[Any], Any]], ...]
+    fixed: dict[str, Any]
 
 
 class DriverWrites:
     """The hottest write, a new ticket, run on the driver's connection instead of a Session.
 
-    Through a Session and Core a new ticket cost about 0.8 ms of bookkeeping around
-    statements the driver runs in a fraction of that, and all of it inside the write lock
-    that every other writer waits on (bench/fixes.md, round 7). A driver write queues on
+    Through the ORM's unit of work, and still through Core, most of a new ticket's write
+    was bookkeeping around statements the driver runs in a fraction of the time, all of
+    it inside the write lock that every other writer waits on (bench/fixes.md, round 7,
+    items 23 and 24). A driver write queues on
     the same writer lock as `write_transaction`, checks a connection out of the engine's
     pool, and runs INSERTs compiled once for the engine's dialect (each column's value
     converted by its type's own bind processor, as Core would) between BEGIN IMMEDIATE
@@ -348,14 +350,14 @@ class DriverWrites:
         self._engine = engine
         self._dialect = engine.dialect
         self._begin = "BEGIN IMMEDIATE" if engine.dialect.name == "sqlite" else None
-        self._prepared: dict[tuple[int, tuple[str, ...]], tuple[Any, _PreparedWrite]] = {}
+        self._prepared: dict[tuple[int, tuple[str, ...]], tuple[Insert, _PreparedWrite]] = {}
 
     @property
     def dialect_name(self) -> str:
         """The engine's dialect: 'sqlite' or 'postgresql'."""
         return self._dialect.name
 
-    def _prepare(self, statement: Any, keys: tuple[str, ...]) -> _PreparedWrite:
+    def _prepare(self, statement: Insert, keys: tuple[str, ...]) -> _PreparedWrite:
         """Compile an INSERT (or upsert) for these columns once."""
         known = self._prepared.get((id(statement), keys))
         if known is not None:
@@ -369,7 +371,9 @@ class DriverWrites:
             (name, processor) for name, bind in compiled.binds.items()
             if (processor := bind.type.dialect_impl(dialect).bind_processor(dialect)) is not None)
         positions = tuple(compiled.positiontup) if compiled.positional else None
-        prepared = _PreparedWrite(sql=str(compiled), positions=positions, processors=processors)
+        fixed = {name: bind.value for name, bind in compiled.binds.items() if not bind.required}
+        prepared = _PreparedWrite(sql=str(compiled), positions=positions, processors=processors,
+                                  fixed=fixed)
         self._prepared[(id(statement), keys)] = (statement, prepared)
         return prepared
 
@@ -423,7 +427,7 @@ class DriverWriter:
         self.connection = connection
         self.statements: list[str] = []
 
-    def insert(self, statement: Any, rows: list[Mapping[str, Any]]) -> None:
+    def insert(self, statement: Insert, rows: list[Mapping[str, Any]]) -> None:
         """Run an INSERT (or upsert) for rows that all name the same columns."""
         if not rows:
             return
@@ -437,7 +441,7 @@ class DriverWriter:
     @staticmethod
     def _values(prepared: _PreparedWrite, row: Mapping[str, Any]) -> Any:
         """A row's values converted for the driver, in the statement's order."""
-        converted = dict(row)
+        converted = {**prepared.fixed, **row}
         for name, processor in prepared.processors:
             converted[name] = processor(converted[name])
         if prepared.positions is None:

@@ -115,3 +115,17 @@ def test_what_a_request_reads_after_a_driver_write_includes_it(app, acme):
         stored = ticket_service.store_ticket(acme.company_id, data)
         assert stored.created
         assert ticket_service.find_ticket(acme.company_id, stored.id).client_ref == "seen-after-write"
+
+
+def test_values_fixed_in_a_statement_travel_with_it(app, acme):
+    """A value written into the INSERT itself is sent with the rows' own values."""
+    fixed_status = TicketCount.__table__.insert().values(status="rejected")
+    with app.app_context():
+        with driver_writes().transaction() as writer:
+            writer.insert(fixed_status, [
+                {"company_id": acme.company_id, "project_id": "p-1", "tickets": 2},
+                {"company_id": acme.company_id, "project_id": "p-2", "tickets": 3}])
+        stored = db.session.execute(select(TicketCount.project_id, TicketCount.status,
+                                           TicketCount.tickets).where(
+            TicketCount.company_id == acme.company_id).order_by(TicketCount.project_id)).all()
+    assert [tuple(row) for row in stored] == [("p-1", "rejected", 2), ("p-2", "rejected", 3)]
