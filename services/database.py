@@ -11,7 +11,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -166,6 +166,48 @@ def _sqlite_writer_lock(engine: Engine) -> FifoLock | None:
         return _writer_locks.setdefault(key, FifoLock())
 
 
+class _OnTheDriver:
+    """What driver reads and driver writes share: the engine, statements compiled once per
+    dialect, and the driver's errors and broken connections handled as the ORM handles them."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._dialect = engine.dialect
+        self._prepared: dict[Hashable, tuple[Any, Any]] = {}
+
+    @property
+    def dialect_name(self) -> str:
+        """The engine's dialect: 'sqlite' or 'postgresql'."""
+        return self._dialect.name
+
+    def _compiled_once(self, statement: Any, key: Hashable, prepare: Callable[[], Any]) -> Any:
+        """The plan kept under key, made by prepare() the first time."""
+        known = self._prepared.get(key)
+        if known is None:
+            # The statement is kept beside its plan so that its id cannot be reused by another.
+            known = self._prepared[key] = (statement, prepare())
+        return known[1]
+
+    def _driver_error(self, sql: str, error: Exception) -> exc.DBAPIError:
+        """SQLAlchemy's exception for a driver error (IntegrityError, OperationalError, ...)."""
+        return exc.DBAPIError.instance(sql, None, error, self._dialect.loaded_dbapi.Error,
+                                       dialect=self._dialect)
+
+    def _roll_back(self, pooled: Any) -> None:
+        """End a pooled connection's transaction; one that cannot even do that leaves the pool."""
+        try:
+            pooled.rollback()
+        except self._dialect.loaded_dbapi.Error as error:
+            pooled.invalidate(error)
+
+
+def _bindings(compiled: Any) -> tuple[tuple[str, ...] | None, dict[str, Any]]:
+    """A compiled statement's parameter order (None for named parameters) and the values
+    written into the statement itself (`status == "written"`), which travel with it."""
+    positions = tuple(compiled.positiontup) if compiled.positional else None
+    return positions, {name: bind.value for name, bind in compiled.binds.items() if not bind.required}
+
+
 @dataclass(frozen=True)
 class _Prepared:
     """A SELECT compiled once for one dialect, with its columns' result processors."""
@@ -176,7 +218,7 @@ class _Prepared:
     fixed: dict[str, Any]
 
 
-class DriverReads:
+class DriverReads(_OnTheDriver):
     """The hottest reads, run on the driver's connection instead of through a Session.
 
     Every /v1 request looks up its API key, and the commonest reads are one kept document
@@ -187,8 +229,8 @@ class DriverReads:
     apply as for the ORM), runs a SELECT compiled once for the engine's dialect, converts
     each column with its type's own result processor (the values the ORM would give) and
     returns the connection. Only SELECTs with plain bound values come here, built once
-    (module constants or cached builders: each is compiled once and kept); every write
-    still goes through `write_transaction`.
+    (module constants or cached builders: each is compiled once and kept); writes go
+    through `write_transaction`, or for a new ticket through `DriverWrites`.
 
     `first` and `rows` run one SELECT on its own, which needs no explicit transaction: on
     SQLite an autocommit SELECT reads one state of the file from its first row to its last,
@@ -206,16 +248,15 @@ class DriverReads:
     """
 
     def __init__(self, engine: Engine) -> None:
-        self._engine = engine
-        self._dialect = engine.dialect
+        super().__init__(engine)
         self._begin = "BEGIN" if engine.dialect.name == "sqlite" else None
-        self._prepared: dict[int, tuple[Select, _Prepared]] = {}
 
     def _prepare(self, statement: Select) -> _Prepared:
         """Compile a statement for this dialect once, and check it suits a driver read."""
-        known = self._prepared.get(id(statement))
-        if known is not None:
-            return known[1]
+        return self._compiled_once(statement, id(statement), lambda: self._compile(statement))
+
+    def _compile(self, statement: Select) -> _Prepared:
+        """Compile a SELECT, refusing bound values that would need converting."""
         dialect = self._dialect
         compiled = statement.compile(dialect=dialect)
         for name, bind in compiled.binds.items():
@@ -223,19 +264,9 @@ class DriverReads:
                 raise TypeError(f"bound value {name!r} needs conversion; use the session")
         processors = tuple(column.type.dialect_impl(dialect).result_processor(dialect, None)
                            for column in statement.selected_columns)
-        positions = tuple(compiled.positiontup) if compiled.positional else None
-        # Values written into the statement itself (`status == "written"`) travel with it.
-        fixed = {name: bind.value for name, bind in compiled.binds.items() if not bind.required}
-        prepared = _Prepared(sql=str(compiled), positions=positions, processors=processors,
-                             fixed=fixed)
-        # The statement is kept beside its plan so that its id cannot be reused by another.
-        self._prepared[id(statement)] = (statement, prepared)
-        return prepared
-
-    @property
-    def dialect_name(self) -> str:
-        """The engine's dialect: 'sqlite' or 'postgresql'."""
-        return self._dialect.name
+        positions, fixed = _bindings(compiled)
+        return _Prepared(sql=str(compiled), positions=positions, processors=processors,
+                         fixed=fixed)
 
     def first(self, statement: Select, params: Mapping[str, Any]) -> tuple | None:
         """The first row of one SELECT read on its own, or None."""
@@ -264,10 +295,7 @@ class DriverReads:
             raise
         finally:
             if pooled.dbapi_connection is not None:
-                try:
-                    pooled.rollback()
-                except self._dialect.loaded_dbapi.Error as error:
-                    pooled.invalidate(error)
+                self._roll_back(pooled)
             pooled.close()
 
     def _execute(self, reader: DriverReader, statement: Select,
@@ -287,8 +315,7 @@ class DriverReads:
             cursor.execute(prepared.sql, values)
             rows = cursor.fetchall()
         except self._dialect.loaded_dbapi.Error as error:
-            raise exc.DBAPIError.instance(prepared.sql, None, error, self._dialect.loaded_dbapi.Error,
-                                          dialect=self._dialect) from error
+            raise self._driver_error(prepared.sql, error) from error
         finally:
             if cursor is not None:
                 cursor.close()
@@ -328,17 +355,16 @@ class _PreparedWrite:
     fixed: dict[str, Any]
 
 
-class DriverWrites:
+class DriverWrites(_OnTheDriver):
     """The hottest write, a new ticket, run on the driver's connection instead of a Session.
 
     Through the ORM's unit of work, and still through Core, most of a new ticket's write
     was bookkeeping around statements the driver runs in a fraction of the time, all of
     it inside the write lock that every other writer waits on (bench/fixes.md, round 7,
-    items 23 and 24). A driver write queues on
-    the same writer lock as `write_transaction`, checks a connection out of the engine's
-    pool, and runs INSERTs compiled once for the engine's dialect (each column's value
-    converted by its type's own bind processor, as Core would) between BEGIN IMMEDIATE
-    and COMMIT. Errors come back as SQLAlchemy's exceptions (an IntegrityError stays an
+    items 23 and 24). A driver write queues on the same writer lock as
+    `write_transaction`, checks a connection out of the engine's pool, and runs INSERTs
+    compiled once for the engine's dialect (each column's value converted by its type's
+    own bind processor, as Core would) between BEGIN IMMEDIATE and COMMIT. Errors come back as SQLAlchemy's exceptions (an IntegrityError stays an
     IntegrityError). No Session sees these statements, so the transaction moves the kept
     rows' generations itself (services.keptrows.note_committed_writes).
 
@@ -347,21 +373,16 @@ class DriverWrites:
     """
 
     def __init__(self, engine: Engine) -> None:
-        self._engine = engine
-        self._dialect = engine.dialect
+        super().__init__(engine)
         self._begin = "BEGIN IMMEDIATE" if engine.dialect.name == "sqlite" else None
-        self._prepared: dict[tuple[int, tuple[str, ...]], tuple[Insert, _PreparedWrite]] = {}
-
-    @property
-    def dialect_name(self) -> str:
-        """The engine's dialect: 'sqlite' or 'postgresql'."""
-        return self._dialect.name
 
     def _prepare(self, statement: Insert, keys: tuple[str, ...]) -> _PreparedWrite:
         """Compile an INSERT (or upsert) for these columns once."""
-        known = self._prepared.get((id(statement), keys))
-        if known is not None:
-            return known[1]
+        return self._compiled_once(statement, (id(statement), keys),
+                                   lambda: self._compile(statement, keys))
+
+    def _compile(self, statement: Insert, keys: tuple[str, ...]) -> _PreparedWrite:
+        """Compile an INSERT for these columns, with each value's bind processor."""
         dialect = self._dialect
         compiled = statement.compile(dialect=dialect, column_keys=list(keys))
         missing = [name for name, bind in compiled.binds.items() if bind.required and name not in keys]
@@ -370,12 +391,9 @@ class DriverWrites:
         processors = tuple(
             (name, processor) for name, bind in compiled.binds.items()
             if (processor := bind.type.dialect_impl(dialect).bind_processor(dialect)) is not None)
-        positions = tuple(compiled.positiontup) if compiled.positional else None
-        fixed = {name: bind.value for name, bind in compiled.binds.items() if not bind.required}
-        prepared = _PreparedWrite(sql=str(compiled), positions=positions, processors=processors,
-                                  fixed=fixed)
-        self._prepared[(id(statement), keys)] = (statement, prepared)
-        return prepared
+        positions, fixed = _bindings(compiled)
+        return _PreparedWrite(sql=str(compiled), positions=positions, processors=processors,
+                              fixed=fixed)
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[DriverWriter]:
@@ -405,18 +423,6 @@ class DriverWrites:
                     # Also after a failure: a COMMIT that failed may still have landed, and
                     # moving a generation on only costs the next read.
                     keptrows.note_committed_writes(writer.statements)
-
-    def _roll_back(self, pooled: Any) -> None:
-        """Roll a failed write back; a connection that cannot even do that leaves the pool."""
-        try:
-            pooled.rollback()
-        except self._dialect.loaded_dbapi.Error as rollback_error:
-            pooled.invalidate(rollback_error)
-
-    def _map_error(self, sql: str, error: Exception) -> exc.DBAPIError:
-        """The SQLAlchemy exception for a driver error (IntegrityError, OperationalError, ...)."""
-        return exc.DBAPIError.instance(sql, None, error, self._dialect.loaded_dbapi.Error,
-                                       dialect=self._dialect)
 
 
 class DriverWriter:
@@ -459,7 +465,7 @@ class DriverWriter:
             else:
                 cursor.execute(sql, values)
         except self._writes._dialect.loaded_dbapi.Error as error:
-            raise self._writes._map_error(sql, error) from error
+            raise self._writes._driver_error(sql, error) from error
         finally:
             if cursor is not None:
                 cursor.close()
@@ -469,7 +475,7 @@ class DriverWriter:
         try:
             pooled.commit()
         except self._writes._dialect.loaded_dbapi.Error as error:
-            raise self._writes._map_error("COMMIT", error) from error
+            raise self._writes._driver_error("COMMIT", error) from error
 
 
 def driver_writes() -> DriverWrites:

@@ -196,6 +196,12 @@ def kept_rows(kind: RowKind) -> KeptRows | None:
     return current_app.extensions["ewt_kept_rows"][kind.name]
 
 
+def kept_or_read(kind: RowKind, key: Hashable, read: Callable[[], tuple | None]) -> tuple | None:
+    """The row for a key: kept between requests where the database allows, else `read()`."""
+    kept = kept_rows(kind)
+    return read() if kept is None else kept.lookup(key, read)
+
+
 def forget_everything() -> None:
     """Move every generation on (the database file was replaced, as by a restore)."""
     for rows in current_app.extensions["ewt_kept_rows"].values():

@@ -18,7 +18,7 @@ from sqlalchemy import bindparam, select
 from models import ApiKey, Company, db, utcnow
 from services.database import driver_reads, write_transaction
 from services.errors import NotFound, Unauthorized, ValidationFailed, field_problem
-from services.keptrows import KEYS, kept_rows
+from services.keptrows import KEYS, kept_or_read
 
 KEY_PREFIX = "ewt_"
 KEY_PATTERN = re.compile(r"^ewt_[A-Za-z0-9_-]{43}$")
@@ -100,11 +100,7 @@ def authenticate(secret: str | None, *, malformed_header: bool = False) -> Calle
     if not KEY_PATTERN.match(secret):
         raise Unauthorized("the API key is malformed", code="api_key_malformed")
     digest = key_digest(secret)
-    kept = kept_rows(KEYS)
-    if kept is None:
-        row = driver_reads().first(_CALLER_QUERY, {"digest": digest})
-    else:
-        row = kept.lookup(digest, lambda: driver_reads().first(_CALLER_QUERY, {"digest": digest}))
+    row = kept_or_read(KEYS, digest, lambda: driver_reads().first(_CALLER_QUERY, {"digest": digest}))
     if row is None:
         raise Unauthorized("the API key is not valid", code="api_key_invalid")
     key_id, company_id, company_name, name, prefix, revoked_at, last_used_at = row

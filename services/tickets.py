@@ -46,7 +46,7 @@ from services.errors import (
     ValidationFailed,
     field_problem,
 )
-from services.keptrows import TICKETS, kept_rows
+from services.keptrows import TICKETS, kept_or_read
 from services.routing import Route, unrouted
 
 CENT = Decimal("0.01")
@@ -343,11 +343,8 @@ def _document_row(company_id: int, ticket_id: str) -> tuple | None:
     """A ticket's kept summary and what routing it needs, kept between requests where the
     database allows (services.keptrows), else read on the driver's connection."""
     params = {"id": ticket_id, "company_id": company_id}
-    kept = kept_rows(TICKETS)
-    if kept is None:
-        return driver_reads().first(_DOCUMENT_STATEMENT, params)
-    return kept.lookup((company_id, ticket_id),
-                       lambda: driver_reads().first(_DOCUMENT_STATEMENT, params))
+    return kept_or_read(TICKETS, (company_id, ticket_id),
+                        lambda: driver_reads().first(_DOCUMENT_STATEMENT, params))
 
 
 def _with_routing(summary: str, routing: list[RoutingLine]) -> JsonDocument:
@@ -550,8 +547,9 @@ def render_summaries(session: Session, _context: Any, _instances: Any) -> None:
     A ticket is new or dirty whenever one of its fields changes or a photo or decision is
     appended to it (services add them through the relationships for that reason), so no
     write can leave a stale summary behind. The one write outside the ORM, a new ticket's
-    INSERT (store_ticket), renders its summary from the same function first. Column defaults are applied here rather than
-    at INSERT, so the summary shows exactly what is stored.
+    INSERT (store_ticket), renders its summary with the same function first. Column
+    defaults are applied here rather than at INSERT, so the summary shows exactly what is
+    stored.
     """
     for record in (*session.new, *session.dirty):
         if not isinstance(record, TicketRecord):
@@ -608,8 +606,8 @@ def count_ticket(session, company_id: int, project_id: str, status: str, change:
 
     Every write that changes a ticket's status calls this inside the same write transaction,
     and store_ticket runs the same statement beside its INSERT, so the counts never disagree
-    with the tickets. One upsert statement, so two
-    transactions counting the first ticket of a project cannot both insert the row.
+    with the tickets. One upsert statement, so two transactions counting the first ticket
+    of a project cannot both insert the row.
     """
     session.execute(_count_statement(session.get_bind().dialect.name),
                     {"company_id": company_id, "project_id": project_id, "status": status,
