@@ -26,10 +26,11 @@ other connection would leave other processes with what they kept.
 """
 from __future__ import annotations
 
+import functools
 import mmap
 import os
+import random
 import re
-import secrets
 from collections.abc import Callable, Hashable
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -83,9 +84,12 @@ class SharedGeneration:
         """Move to a new generation.
 
         A random value rather than a count: two processes changing it at once need no lock,
-        since either value differs from every one a kept row holds.
+        since either value differs from every one a kept row holds. Only a repeat of a value
+        would matter, and at 64 bits the random module (reseeded in each forked worker) makes
+        one as unlikely as the OS would, without a system call on every write.
         """
-        self._shared[:GENERATION_BYTES] = secrets.token_bytes(GENERATION_BYTES)
+        self._shared[:GENERATION_BYTES] = random.getrandbits(8 * GENERATION_BYTES).to_bytes(
+            GENERATION_BYTES, "little")
 
 
 def _match_owner(fd: int, owned_like: str | None) -> None:
@@ -178,8 +182,13 @@ def _forget_rolled_back_writes(_session: Session) -> None:
     _changes_after_commit.set(())
 
 
+@functools.lru_cache(maxsize=1024)
 def _writes_to(tables: re.Pattern[str], statement: str) -> bool:
-    """Whether a statement may write one of these tables (any statement but a SELECT naming one)."""
+    """Whether a statement may write one of these tables (any statement but a SELECT naming one).
+
+    Kept per statement: the same few compiled statements come back on every request, and
+    searching a long INSERT for table names took longer than running it.
+    """
     return statement.lstrip()[:6].upper() != "SELECT" and tables.search(statement) is not None
 
 

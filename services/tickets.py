@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import uuid
+from collections.abc import Iterable, Mapping
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, NamedTuple
 
@@ -243,9 +244,7 @@ _INSERT_PHOTOS = TicketPhoto.__table__.insert()
 
 def _new_ticket_summary(values: dict[str, Any], photo_rows: list[dict[str, Any]]) -> str:
     """The summary document of a ticket about to be inserted, rendered from its values."""
-    record = TicketRecord(**values)
-    record.photos = [TicketPhoto(**row) for row in photo_rows]
-    return summary_document(record)
+    return TicketSummary(**summary_fields(values, photo_rows, ())).model_dump_json()
 
 
 def _id_for_client_ref(company_id: int, client_ref: str) -> str | None:
@@ -362,28 +361,47 @@ def get_ticket(company_id: int, ticket_id: str) -> Ticket:
     return to_ticket(ticket, routes, routing_warnings)
 
 
+_LINE_MODELS = {"labor": LaborLine, "equipment": EquipmentLine, "materials": MaterialLine}
+
+
 def summarize(ticket: TicketRecord) -> dict[str, Any]:
     """Every field of a ticket except routing, as plain values."""
+    return summary_fields(
+        {name: getattr(ticket, name) for name in _SUMMARY_COLUMNS},
+        [{"name": p.name, "taken_at": p.taken_at, "coords": p.coords} for p in ticket.photos],
+        [Decision(action=d.action, by=d.by, at=d.at) for d in ticket.decisions])
+
+
+# The columns a summary shows. A new ticket's values (store_ticket) are rendered without an
+# ORM object, so a column missing from them is one nothing has set yet: None.
+_SUMMARY_COLUMNS = ("id", "status", "project_id", "description", "reason", "directed_by",
+                    "captured_at", "captured_via", "captured_by", "total", "lines", "signature",
+                    "photo_count", "link_token", "approved_by", "approved_at", "external",
+                    "warnings")
+
+
+def summary_fields(columns: Mapping[str, Any], photos: Iterable[Mapping[str, Any]],
+                   decisions: Iterable[Decision]) -> dict[str, Any]:
+    """A summary's fields from a ticket's column values, its photos' rows and its decisions."""
     kinds: dict[str, list] = {"labor": [], "equipment": [], "materials": []}
-    for line in ticket.lines:
+    for line in columns["lines"]:
         fields = {k: v for k, v in line.items() if k != "kind"}
-        model = {"labor": LaborLine, "equipment": EquipmentLine, "materials": MaterialLine}[line["kind"]]
-        kinds[line["kind"]].append(model.model_validate(fields))
-    signature = ticket.signature
+        kinds[line["kind"]].append(_LINE_MODELS[line["kind"]].model_validate(fields))
+    signature = columns["signature"]
+    external = columns.get("external")
     return dict(
-        id=ticket.id, status=ticket.status, project_id=ticket.project_id,
-        description=ticket.description, reason=ticket.reason, directed_by=ticket.directed_by,
-        captured_at=ticket.captured_at, captured_via=ticket.captured_via,
-        captured_by=ticket.captured_by, total=ticket.total, **kinds,
+        {name: columns.get(name) for name in _SUMMARY_COLUMNS if name not in _SHAPED_COLUMNS},
+        **kinds,
         signature=Signature(name=signature["name"], role=signature["role"],
                             signed_at=signature["signed_at"]) if signature else None,
-        photos=[Photo(name=p.name, taken_at=p.taken_at, coords=p.coords) for p in ticket.photos],
-        photo_count=ticket.photo_count, link_token=ticket.link_token,
-        approved_by=ticket.approved_by, approved_at=ticket.approved_at,
-        decisions=[Decision(action=d.action, by=d.by, at=d.at) for d in ticket.decisions],
-        external=External.model_validate(ticket.external) if ticket.external else None,
-        warnings=list(ticket.warnings or []),
+        photos=[Photo(name=p["name"], taken_at=p["taken_at"], coords=p["coords"]) for p in photos],
+        decisions=list(decisions),
+        external=External.model_validate(external) if external else None,
+        warnings=list(columns["warnings"] or []),
     )
+
+
+_SHAPED_COLUMNS = {"lines", "signature", "external", "warnings"}
 
 
 def to_ticket(ticket: TicketRecord, routes: list[Route], extra_warnings: list[str] = ()) -> Ticket:
