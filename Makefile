@@ -33,7 +33,7 @@ test-scale: $(STAMP) chromium
 	./bin/with-scale-services $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Benchmarks (not part of `make test`): load, scale, capture page, photos, approval, memory.
-# Writes bench/RESULTS.md; takes about five minutes. BENCH_ARGS="--seconds 3" for a quick look.
+# Writes bench/RESULTS.md; takes about seven minutes. BENCH_ARGS="--seconds 3 --rounds 1" for a quick look.
 BENCH_STAMP := $(VENV)/.installed-bench
 $(BENCH_STAMP): $(STAMP) pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'

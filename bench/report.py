@@ -234,6 +234,19 @@ def before_after(before: dict, after: dict) -> list[str]:
     return out
 
 
+def _rounds_note(ratios: dict[str, list[float]] | None) -> list[str]:
+    """Say how section 1's figures were chosen, with the ratio of every pair run."""
+    if not ratios:
+        return []
+    count = len(next(iter(ratios.values())))
+    each = "; ".join(f"{LABELS[name]} " + ", ".join(f"{ratio:.2f}" for ratio in values)
+                     for name, values in ratios.items())
+    note = (f"Section 1 ran each API figure as {count} pairs, the ceiling then the service "
+            "back to back, and reports the pair with the median ratio. Every pair's ratio, in "
+            f"the order run: {each}.")
+    return [note, ""]
+
+
 def write(r: dict, path: Path) -> None:
     """Write RESULTS.md for one run."""
     m = r["machine"]
@@ -256,6 +269,7 @@ def write(r: dict, path: Path) -> None:
            + (": " + "; ".join(f"{row['section'].split(',')[0]} {row['name']}" for row in misses)
               if misses else "."), "",
            "Ratio = measured ÷ ceiling. KB = 1,000 bytes.", ""]
+    out += _rounds_note(r["api"].get("ratios"))
     out += summary_table(rows)
     baseline = HERE / "baseline.json"
     if baseline.exists():

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import requests
@@ -108,6 +109,20 @@ def load_runs(paths: dict[str, str], servers: list, env: dict, seconds: int) -> 
     return results
 
 
+def paired_runs(run_pair: Callable[[], dict[str, LoadResult]], rounds: int
+                ) -> tuple[dict[str, LoadResult], list[float]]:
+    """Run a (ceiling, service) pair `rounds` times; keep the pair with the median ratio.
+
+    The machine's speed drifts by 10-20 % within minutes, and one pair alone passed or
+    missed a target by that drift. Each pair is measured back to back, so its ratio is
+    fair; the median of several is the figure reported, with every ratio beside it.
+    """
+    pairs = [run_pair() for _ in range(rounds)]
+    ratios = [pair["service"].rps / pair["ceiling"].rps for pair in pairs]
+    middle = sorted(range(rounds), key=lambda i: ratios[i])[(rounds - 1) // 2]
+    return pairs[middle], ratios
+
+
 def _check(result: LoadResult, server: str, path: str) -> None:
     """Refuse figures from a run that had errors: they would measure failures."""
     if not result.ok:
@@ -119,6 +134,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=int, default=10, help="length of each wrk run")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="alternating ceiling/service pairs per API figure (median kept)")
     parser.add_argument("--small", type=int, default=1_000, help="tickets for the first reads")
     parser.add_argument("--big", type=int, default=100_000, help="tickets for the scale reads")
     parser.add_argument("--save-baseline", action="store_true",
@@ -148,7 +165,7 @@ def main() -> int:
     if args.save_baseline:
         (BENCH / "baseline.json").write_text(text)
     # Only a full run (the defaults) replaces bench/RESULTS.md; a quick look goes to bench/out/.
-    full = (args.seconds, args.small, args.big) == (10, 1_000, 100_000)
+    full = (args.seconds, args.small, args.big, args.rounds) == (10, 1_000, 100_000, 3)
     target = BENCH / "RESULTS.md" if full else OUT / "RESULTS.md"
     report.write(json.loads(text), target)
     log(f"wrote {target}")
@@ -177,14 +194,24 @@ def run_sections(workdir: Path, service, camera: bytes, args, results: dict,
     started.append(ceiling)
     results["sizes"] = sizes
 
-    log(f"API reads with {small_count} tickets")
-    reads = load_runs(paths, [ceiling, service], env, args.seconds)
-    log("wrk POST /v1/tickets")
-    create = {s.name: wrk(s.url + "/v1/tickets", "post_ticket.lua", env, seconds=args.seconds,
-                          worker_pid=s.worker_pid()) for s in (ceiling, service)}
-    for name, result in create.items():
-        _check(result, name, "POST /v1/tickets")
-    results["api"] = {"tickets": small_count, "reads": reads, "create": create}
+    log(f"API reads with {small_count} tickets, {args.rounds} alternating rounds")
+    reads, rounds = {}, {}
+    for name, path in paths.items():
+        reads[name], rounds[name] = paired_runs(
+            lambda name=name, path=path: load_runs({name: path}, [ceiling, service], env,
+                                                   args.seconds)[name], args.rounds)
+
+    def create_pair() -> dict[str, LoadResult]:
+        """One wrk run of POST /v1/tickets on the ceiling, then on the service."""
+        log("wrk POST /v1/tickets")
+        pair = {s.name: wrk(s.url + "/v1/tickets", "post_ticket.lua", env, seconds=args.seconds,
+                            worker_pid=s.worker_pid()) for s in (ceiling, service)}
+        for name, result in pair.items():
+            _check(result, name, "POST /v1/tickets")
+        return pair
+    create, rounds["create"] = paired_runs(create_pair, args.rounds)
+    results["api"] = {"tickets": small_count, "reads": reads, "create": create,
+                      "ratios": rounds}
 
     log(f"seeding up to {args.big} tickets")
     start = time.monotonic()
