@@ -378,6 +378,8 @@ _SUMMARY_COLUMNS = ("id", "status", "project_id", "description", "reason", "dire
                     "captured_at", "captured_via", "captured_by", "total", "lines", "signature",
                     "photo_count", "link_token", "approved_by", "approved_at", "external",
                     "warnings")
+# Of those, the ones a summary shapes rather than copies.
+_SHAPED_COLUMNS = {"lines", "signature", "external", "warnings"}
 
 
 def summary_fields(columns: Mapping[str, Any], photos: Iterable[Mapping[str, Any]],
@@ -399,9 +401,6 @@ def summary_fields(columns: Mapping[str, Any], photos: Iterable[Mapping[str, Any
         external=External.model_validate(external) if external else None,
         warnings=list(columns["warnings"] or []),
     )
-
-
-_SHAPED_COLUMNS = {"lines", "signature", "external", "warnings"}
 
 
 def to_ticket(ticket: TicketRecord, routes: list[Route], extra_warnings: list[str] = ()) -> Ticket:
