@@ -16,7 +16,7 @@ from services import compression, ratelimit
 from services.database import configure_engine, normalise_database_url
 from services.auth import login_manager
 from services.logs import configure_logging
-from services.web import SessionCookies, add_security_headers, is_api_path, keep_hooks_off_api_paths
+from services.web import PageHooks, SessionCookies, add_security_headers
 
 migrate = Migrate(render_as_batch=True, compare_type=True)
 csrf = CSRFProtect()
@@ -110,14 +110,15 @@ def instance_secret(path: Path) -> str:
 
 
 def protect_session_forms() -> None:
-    """Check the CSRF token on every state-changing request made with a reviewer session.
+    """Check the CSRF token on every state-changing page request made with a reviewer session.
 
-    /v1 calls carry an API key instead of a cookie, and capture links carry their token
-    in the URL, so neither can be forged by another site through the browser.
+    Runs for pages only (PageHooks): /v1 calls carry an API key instead of a cookie. Capture
+    links carry their token in the URL, so neither can be forged by another site through
+    the browser.
     """
     if request.method in ("GET", "HEAD", "OPTIONS"):
         return
-    if is_api_path(request.path) or request.path.startswith("/c/"):
+    if request.path.startswith("/c/"):
         return
     csrf.protect()
 
@@ -136,7 +137,9 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     if proxies:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=proxies, x_proto=proxies, x_host=proxies)
 
-    # First registered, so it runs after every other after-request hook.
+    # Registered first, so its after-hook (compression, last of all) runs after every other.
+    pages = PageHooks()
+    pages.init_app(app)
     compression.init_app(app)
     db.init_app(app)
     configure_engine(app)
@@ -144,9 +147,10 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     ratelimit.init_app(app)
     csrf.init_app(app)
     login_manager.init_app(app)
-    keep_hooks_off_api_paths(app, login_manager)
+    pages.adopt(app, csrf)
+    pages.adopt(app, login_manager)
     app.session_interface = SessionCookies()
-    app.before_request(protect_session_forms)
+    pages.before.append(protect_session_forms)
     app.after_request(add_security_headers)
     configure_logging(app)
 

@@ -80,9 +80,8 @@ def read_json_object(required: bool = True) -> dict[str, Any]:
     return data
 
 
-def authenticate_request() -> None:
-    """Resolve the request's API key and remember the caller on flask.g."""
-    secret, malformed = presented_api_key()
+def authenticate_request(secret: str | None, malformed: bool) -> None:
+    """Resolve the presented API key and remember the caller on flask.g."""
     record = keys.authenticate(secret, malformed_header=malformed)
     g.api_key = record
     g.company_id = record.company_id
@@ -113,8 +112,9 @@ def api_route(bp: Blueprint, rule: str, *, method: str = "GET", tag: str,
         @functools.wraps(view)
         def handler(**path_args: Any) -> Response:
             if not public:
-                check_api_limit()
-                authenticate_request()
+                secret, malformed = presented_api_key()
+                check_api_limit(secret)
+                authenticate_request(secret, malformed)
             kwargs: dict[str, Any] = dict(path_args)
             if query is not None:
                 kwargs["query"] = validate(query, request.args.to_dict(flat=True))

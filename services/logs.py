@@ -21,7 +21,7 @@ import time
 import traceback
 from typing import Any
 
-from flask import Flask, Response, g, request
+from flask import Flask, Request, Response, g, request
 
 REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
 _SECRET_SHAPES = [
@@ -32,8 +32,16 @@ _SECRET_SHAPES = [
 ]
 
 
+# What every shape above starts with: a text without any of these holds no secret, and
+# most messages (the request line's among them) are let through after this one search.
+_SECRET_STARTS = re.compile(r"ewt_|/c/|(?i:bearer|client_secret)")
+_ENCODER = json.JSONEncoder(default=str)
+
+
 def redact(text: str) -> str:
     """Blank out anything shaped like a key, a link token, a bearer token or a client secret."""
+    if _SECRET_STARTS.search(text) is None:
+        return text
     for shape in _SECRET_SHAPES:
         text = shape.sub(lambda m: (m.group(1) if m.groups() else "") + "[redacted]", text)
     return text
@@ -53,7 +61,7 @@ class JsonLines(logging.Formatter):
         entry.update(getattr(record, "fields", {}))
         if record.exc_info:
             entry["error"] = redact(self.formatException(record.exc_info))
-        return json.dumps(entry, default=str)
+        return _ENCODER.encode(entry)
 
 
 class BatchedLines(logging.Handler):
@@ -154,18 +162,28 @@ def configure_logging(app: Flask) -> None:
     logging.logProcesses = False
     logging.logThreads = False
     logging.logMultiprocessing = False
-    app.before_request(_start_request)
+    # The start time comes with the request object rather than from a before-request hook:
+    # under load every hook a small answer runs shows (bench/fixes.md).
+    app.request_class = TimedRequest
     app.after_request(_log_request)
 
 
-def _start_request() -> None:
-    """Note the start time and the request id (the caller's, if it is well-formed)."""
-    g.request_started = time.perf_counter()
-    offered = request.headers.get("X-Request-Id", "")
+class TimedRequest(Request):
+    """A request that notes when the app began on it, for the log line's duration."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.started = time.perf_counter()
+
+
+def request_id_for(offered: str | None) -> str:
+    """The caller's X-Request-Id if it is well-formed, else a new random one."""
+    if offered and REQUEST_ID.match(offered):
+        return offered
     # A request id only tells log lines apart and guards nothing, so it comes from the
     # random module (reseeded in each forked worker) rather than from the OS: getrandom
     # is a system call on every request, and system calls are dear under load here.
-    g.request_id = offered if REQUEST_ID.match(offered) else f"{random.getrandbits(64):016x}"
+    return f"{random.getrandbits(64):016x}"
 
 
 def _log_request(response: Response) -> Response:
@@ -174,8 +192,8 @@ def _log_request(response: Response) -> Response:
     # and this runs on every answer.
     state = g._get_current_object()
     current = request._get_current_object()
-    started = getattr(state, "request_started", None)
-    request_id = getattr(state, "request_id", None)
+    started = getattr(current, "started", None)
+    request_id = request_id_for(current.headers.get("X-Request-Id"))
     api_key = getattr(state, "api_key", None)
     rule = current.url_rule
     _REQUEST_LOG.info("request", extra={"fields": {
@@ -187,8 +205,7 @@ def _log_request(response: Response) -> Response:
         "company_id": getattr(state, "company_id", None),
         "key_prefix": api_key.prefix if api_key is not None else None,
     }})
-    if request_id:
-        response.headers["X-Request-Id"] = request_id
+    response.headers["X-Request-Id"] = request_id
     return response
 
 

@@ -45,52 +45,86 @@ class SessionCookies(SecureCookieSessionInterface):
         return bool(app.config["SESSION_COOKIE_SECURE"]) or request.is_secure
 
 
-def keep_hooks_off_api_paths(app: Flask, extension: object) -> None:
-    """Wrap the request hooks an extension registered on the app so they skip /v1 paths.
+class PageHooks:
+    """Request hooks only pages need, run from one hook of each kind that /v1 answers skip.
 
-    Flask-Limiter's hooks look up the route's limits and headers (/v1 is counted once by
-    services.ratelimit.check_api_limit instead), and Flask-Login's refreshes a remember-me
-    cookie (/v1 has no cookie session). Neither extension has a setting for the paths its
-    hooks run on, and under load every hook a small /v1 answer runs shows (bench/fixes.md).
+    Flask calls every registered hook on every request, and under load each one shows in a
+    small /v1 answer (bench/fixes.md). The form limits, the CSRF check, the remember-me
+    cookie and compression concern pages alone, so they hang here: /v1 pays one path check
+    per kind instead of a call per hook. Hooks run in Flask's own order.
     """
-    def owned(hook: Callable) -> bool:
-        if isinstance(hook, functools.partial):  # Flask-Limiter binds one hook this way
-            return hook.args[:1] == (extension,)
-        return getattr(hook, "__self__", None) is extension
 
-    for hooks, wrap in ((app.before_request_funcs, _before_off_api_paths),
-                        (app.after_request_funcs, _after_off_api_paths),
-                        (app.teardown_request_funcs, _teardown_off_api_paths)):
-        registered = hooks.get(None, [])
-        for index, hook in enumerate(registered):
-            if owned(hook):
-                registered[index] = wrap(hook)
+    def __init__(self) -> None:
+        self.before: list[Callable[[], Any]] = []
+        self.after: list[Callable[[Response], Response]] = []
+        self.teardown: list[Callable[[BaseException | None], None]] = []
 
+    def init_app(self, app: Flask) -> None:
+        """Register the three dispatching hooks (do it first: its after-hook then runs last)."""
+        app.extensions["page_hooks"] = self
+        app.before_request(self.run_before)
+        app.after_request(self.run_after)
+        app.teardown_request(self.run_teardown)
 
-def _before_off_api_paths(hook: Callable[[], Any]) -> Callable[[], Any]:
-    """A before-request hook that does not run for /v1 paths."""
-    @functools.wraps(hook)
-    def before_off_api_paths() -> Any:
-        return None if is_api_path(request.path) else hook()
-    return before_off_api_paths
+    def adopt(self, app: Flask, extension: object) -> None:
+        """Move the request hooks an extension registered on the app into this group.
 
+        Neither Flask-Limiter, Flask-WTF nor Flask-Login has a setting for the paths its
+        hooks run on; /v1 has its own rate check and no cookie session or form.
+        """
+        for registered, kept in ((app.before_request_funcs, self.before),
+                                 (app.after_request_funcs, self.after),
+                                 (app.teardown_request_funcs, self.teardown)):
+            hooks = registered.get(None, [])
+            owned = [hook for hook in hooks if registered_by(hook, extension)]
+            for hook in owned:
+                hooks.remove(hook)
+                kept.append(app.ensure_sync(hook))
 
-def _after_off_api_paths(hook: Callable[[Response], Response]) -> Callable[[Response], Response]:
-    """An after-request hook that does not run for /v1 paths."""
-    @functools.wraps(hook)
-    def after_off_api_paths(response: Response) -> Response:
-        return response if is_api_path(request.path) else hook(response)
-    return after_off_api_paths
+    def run_before(self) -> Any:
+        """Run the before-request hooks for a page; the first answer one returns wins."""
+        if is_api_path(request.path):
+            return None
+        for hook in self.before:
+            answer = hook()
+            if answer is not None:
+                return answer
+        return None
 
+    def run_after(self, response: Response) -> Response:
+        """Run the after-request hooks for a page, the last registered first."""
+        if is_api_path(request.path):
+            return response
+        for hook in reversed(self.after):
+            response = hook(response)
+        return response
 
-def _teardown_off_api_paths(hook: Callable[[BaseException | None], None]
-                            ) -> Callable[[BaseException | None], None]:
-    """A teardown hook that does not run for /v1 paths."""
-    @functools.wraps(hook)
-    def teardown_off_api_paths(error: BaseException | None) -> None:
-        if not is_api_path(request.path):
+    def run_teardown(self, error: BaseException | None) -> None:
+        """Run the teardown hooks for a page, the last registered first."""
+        if is_api_path(request.path):
+            return
+        for hook in reversed(self.teardown):
             hook(error)
-    return teardown_off_api_paths
+
+
+def page_hooks(app: Flask) -> PageHooks:
+    """The app's group of page-only request hooks."""
+    return app.extensions["page_hooks"]
+
+
+def registered_by(hook: Callable, extension: object) -> bool:
+    """Whether a hook belongs to an extension: its bound method, a partial or a closure over it."""
+    if isinstance(hook, functools.partial):  # Flask-Limiter binds one hook this way
+        return hook.args[:1] == (extension,)
+    if getattr(hook, "__self__", None) is extension:
+        return True
+    for cell in getattr(hook, "__closure__", None) or ():  # Flask-WTF's closes over itself
+        try:
+            if cell.cell_contents is extension:
+                return True
+        except ValueError:  # a cell not yet filled
+            continue
+    return False
 
 
 def is_htmx() -> bool:
@@ -108,7 +142,8 @@ def render_page(full_template: str, fragment_template: str, **context: Any) -> R
 
 def add_security_headers(response: Response) -> Response:
     """Headers every answer gets; pages also get the Content-Security-Policy."""
-    response.headers.setdefault("X-Content-Type-Options", "nosniff")
+    # Set outright: the value never differs, and a lookup first costs more than the set.
+    response.headers["X-Content-Type-Options"] = "nosniff"
     if request.path.startswith("/c/"):
         # Capture URLs carry their credential: never send them on to another site.
         response.headers["Referrer-Policy"] = "no-referrer"

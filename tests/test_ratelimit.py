@@ -3,13 +3,19 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import random
+import time
 
+import pytest
 import time_machine
 from flask import request
+from limits import parse
+from limits.storage import MemoryStorage
+from limits.strategies import MovingWindowRateLimiter
 
 from services.auth import login_manager
-from services.ratelimit import limiter
-from services.web import keep_hooks_off_api_paths
+from services.ratelimit import LOCAL_WINDOW, LocalMovingWindow, limiter
+from services.web import registered_by, page_hooks
 
 from tests.conftest import make_tenant
 
@@ -58,6 +64,64 @@ def test_limit_applies_to_other_authenticated_routes(app, client, tenant):
             assert client.get(path, headers=tenant.headers).status_code == 429, path
 
 
+def test_memory_storage_counts_v1_in_the_apps_own_window(app, client, tenant):
+    """On memory:// (the default) the tests above exercise LocalMovingWindow; on Redis, limits."""
+    window = app.extensions.get(LOCAL_WINDOW)
+    if not str(app.config["RATELIMIT_STORAGE_URI"]).startswith("memory://"):
+        assert window is None
+        return
+    assert isinstance(window, LocalMovingWindow)
+    with time_machine.travel(START, tick=False):
+        client.get("/v1/me", headers=tenant.headers)
+    assert window.bucket_count() == 1
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_local_window_decides_exactly_as_limits_moving_window(seed):
+    """Random bursts and pauses over several buckets and limits: every decision, and every
+    wait, matches limits' own moving window on its memory storage."""
+    rng = random.Random(seed)
+    ours, theirs = LocalMovingWindow(), MovingWindowRateLimiter(MemoryStorage())
+    items = [parse("5 per 10 seconds"), parse("3 per minute")]
+    with time_machine.travel(START, tick=False) as clock:
+        decisions = []
+        for _ in range(600):
+            clock.shift(rng.choice([0, 0, 0.5, 1, 2, 7, 30]) + rng.random() / 10)
+            item, bucket = rng.choice(items), rng.choice(["key:a", "key:b", "ip:127.0.0.1"])
+            wait_s = ours.hit(f"{item}/{bucket}", item.amount, item.get_expiry())
+            allowed = theirs.hit(item, bucket)
+            assert (wait_s is None) == allowed
+            if not allowed:
+                reset_at = theirs.get_window_stats(item, bucket).reset_time
+                assert wait_s == pytest.approx(reset_at - time.time())
+            decisions.append(allowed)
+    assert True in decisions and False in decisions
+
+
+def test_local_window_keeps_the_latest_times_when_the_limit_changes():
+    window = LocalMovingWindow()
+    with time_machine.travel(START, tick=False) as clock:
+        for _ in range(4):
+            assert window.hit("key:a", 10, 60) is None
+            clock.shift(1)
+        # Down to 3 per minute: the three latest requests fill it.
+        assert window.hit("key:a", 3, 60) == pytest.approx(60 - 3)
+        clock.shift(57.5)
+        assert window.hit("key:a", 3, 60) is None
+
+
+def test_local_window_drops_idle_buckets_and_refuses_a_zero_limit():
+    window = LocalMovingWindow()
+    with time_machine.travel(START, tick=False) as clock:
+        for index in range(50):
+            assert window.hit(f"ip:10.0.0.{index}", 5, 60) is None
+        assert window.bucket_count() == 50
+        clock.shift(61)
+        assert window.hit("key:a", 5, 60) is None
+        assert window.bucket_count() == 1
+        assert window.hit("key:b", 0, 60) == 60
+
+
 class HookRecorder:
     """Request hooks of a stand-in extension that note which paths reach them."""
 
@@ -75,33 +139,44 @@ class HookRecorder:
         self.calls.append(("teardown", request.path))
 
 
-def test_extension_hooks_stay_off_api_paths(app, client, tenant):
-    """Flask-Limiter's and Flask-Login's hooks skip /v1 (its own rate check and no cookie
-    session there) and still run for pages."""
+def test_page_hooks_take_an_extensions_hooks_off_api_paths(app, client, tenant):
+    """An extension's hooks, once adopted, skip /v1 and still run for pages, in Flask's order."""
     recorder = HookRecorder()
-    before, after = app.before_request_funcs[None], app.after_request_funcs[None]
-    teardown = app.teardown_request_funcs[None]
-    # Bound methods and a partial, the two ways the real extensions register theirs.
-    added = [(before, recorder.before), (after, functools.partial(HookRecorder.after, recorder)),
-             (teardown, recorder.teardown)]
+    pages = page_hooks(app)
+    kept = (list(pages.before), list(pages.after), list(pages.teardown))
+
+    def closure_hook():  # the shape Flask-WTF registers: a closure over the extension
+        recorder.calls.append(("closure", request.path))
+
+    # Bound methods, a partial and a closure: the ways the real extensions register theirs.
+    added = [(app.before_request_funcs[None], recorder.before),
+             (app.before_request_funcs[None], closure_hook),
+             (app.after_request_funcs[None], functools.partial(HookRecorder.after, recorder)),
+             (app.teardown_request_funcs[None], recorder.teardown)]
     for hooks, hook in added:
         hooks.append(hook)
-    keep_hooks_off_api_paths(app, recorder)
+    pages.adopt(app, recorder)
     try:
+        for hooks, hook in added:
+            assert hook not in hooks
         assert client.get("/v1/me", headers=tenant.headers).status_code == 200
         assert client.get("/login").status_code == 200
     finally:
-        for hooks, _hook in added:
-            hooks.pop()
-    assert recorder.calls == [("before", "/login"), ("after", "/login"), ("teardown", "/login")]
+        pages.before[:], pages.after[:], pages.teardown[:] = kept
+    assert recorder.calls == [("before", "/login"), ("closure", "/login"), ("after", "/login"),
+                              ("teardown", "/login")]
 
-    def owner(hook):
-        inner = hook.__wrapped__
-        return inner.args[0] if isinstance(inner, functools.partial) else inner.__self__
 
-    wrapped = [(kind, owner(hook)) for kind, hooks in (("before", before), ("after", after),
-                                                       ("teardown", teardown))
-               for hook in hooks if hasattr(hook, "__wrapped__")]
-    assert sorted(wrapped, key=repr) == sorted(
-        [("before", limiter), ("after", limiter), ("teardown", limiter), ("after", login_manager)],
-        key=repr)
+def test_extension_hooks_are_page_hooks_only(app):
+    """Flask-Limiter's, Flask-WTF's and Flask-Login's request hooks are all in the page group
+    (own rate check, no form and no cookie session under /v1); none is left on the app."""
+    from app import csrf
+
+    pages = page_hooks(app)
+    app_hooks = [hook for kind in (app.before_request_funcs, app.after_request_funcs,
+                                   app.teardown_request_funcs) for hook in kind.get(None, [])]
+    page_group = pages.before + pages.after + pages.teardown
+    for extension in (limiter, csrf, login_manager):
+        assert not [hook for hook in app_hooks if registered_by(hook, extension)], extension
+        assert [hook for hook in page_group if registered_by(hook, extension)], extension
+    assert sum(registered_by(hook, limiter) for hook in page_group) == 3
