@@ -3,10 +3,11 @@
 Routes are logged as their pattern (`/c/<token>`), never as the path a client sent,
 so a link token, a ticket id in a URL or a query string never reaches the log.
 
-Lines are written in batches (`BatchedLines`): a request only adds its line to a list,
-and a writer thread writes what gathered every 50 ms in one system call. Under load a
-write per request cost more than the rest of a small answer (bench/fixes.md, round 6).
-Warnings and errors are written at once, with every line before them.
+Lines are written in batches (`BatchedLines`): a request only adds its record to a
+list, and a writer thread formats and writes what gathered every 50 ms in one system
+call. Under load a write per request cost more than the rest of a small answer, and
+formatting in the request's thread several per cent more (bench/fixes.md, rounds 6
+and 9). Warnings and errors are written at once, with every line before them.
 """
 from __future__ import annotations
 
@@ -65,29 +66,32 @@ class JsonLines(logging.Formatter):
 
 
 class BatchedLines(logging.Handler):
-    """Writes formatted records to a stream in order, batched: at most `interval_s` late.
+    """Writes records to a stream in order, batched: at most `interval_s` late.
 
-    `emit` keeps the line; a daemon thread, woken by the first line of a batch, waits
-    `interval_s` and writes the batch with one write and one flush. A record at WARNING or
-    above is written by the logging thread itself, after the lines kept before it. Every
-    write happens under the handler's lock, so lines keep their order. `flush` (called by
-    logging at exit) writes what is kept. A process killed outright loses at most the last
-    `interval_s` of INFO lines.
+    `emit` keeps the record; a daemon thread, woken by the first record of a batch, waits
+    `interval_s`, then formats the batch and writes it with one write and one flush. A
+    record at WARNING or above is written by the logging thread itself, after the records
+    kept before it. Formatting and writing happen under the handler's lock, so lines keep
+    their order. A kept record's message is resolved when it is kept, so later changes to
+    its arguments do not show. `flush` (called by logging at exit) writes what is kept. A
+    process killed outright loses at most the last `interval_s` of INFO lines.
     """
 
     def __init__(self, stream: Any, interval_s: float = 0.05) -> None:
         super().__init__()
         self.stream = stream
         self.interval_s = interval_s
-        self._kept: list[str] = []
+        self._kept: list[logging.LogRecord] = []
         self._gathered = threading.Event()
         self._writer: threading.Thread | None = None
         os.register_at_fork(after_in_child=self._after_fork)
 
     def emit(self, record: logging.LogRecord) -> None:
-        """Keep the record's line (called with the handler's lock held)."""
+        """Keep the record (called with the handler's lock held)."""
         try:
-            self._kept.append(self.format(record))
+            if record.args:
+                record.msg, record.args = record.getMessage(), None
+            self._kept.append(record)
             if record.levelno >= logging.WARNING:
                 self._write_kept()
             elif not self._gathered.is_set():
@@ -97,16 +101,26 @@ class BatchedLines(logging.Handler):
             self.handleError(record)
 
     def flush(self) -> None:
-        """Write every kept line now."""
+        """Write every kept record now."""
         with self.lock:
             self._write_kept()
 
     def _write_kept(self) -> None:
-        """Write the kept lines in one go (the caller holds the lock)."""
+        """Format the kept records and write them in one go (the caller holds the lock)."""
         if self._kept:
-            lines, self._kept = self._kept, []
-            self.stream.write("\n".join(lines) + "\n")
-            self.stream.flush()
+            records, self._kept = self._kept, []
+            lines = [line for line in map(self._line, records) if line is not None]
+            if lines:
+                self.stream.write("\n".join(lines) + "\n")
+                self.stream.flush()
+
+    def _line(self, record: logging.LogRecord) -> str | None:
+        """One record's line; None, reported as logging reports it, if it cannot be formatted."""
+        try:
+            return self.format(record)
+        except Exception:  # noqa: BLE001 - one bad record must not cost the batch its lines
+            self.handleError(record)
+            return None
 
     def _start_writer(self) -> None:
         """Start this process's writer thread the first time a line is kept."""
@@ -193,7 +207,9 @@ def _log_request(response: Response) -> Response:
     state = g._get_current_object()
     current = request._get_current_object()
     started = getattr(current, "started", None)
-    request_id = request_id_for(current.headers.get("X-Request-Id"))
+    # Straight from the WSGI environ: a missing header read through request.headers
+    # raises and catches an exception, and most requests send none.
+    request_id = request_id_for(current.environ.get("HTTP_X_REQUEST_ID"))
     api_key = getattr(state, "api_key", None)
     rule = current.url_rule
     _REQUEST_LOG.info("request", extra={"fields": {

@@ -175,3 +175,26 @@ def test_the_writer_thread_goes_on_after_a_failed_write(capsys):
     assert stream.written.wait(timeout=30)
     assert stream.writes == ["written by the same writer\n"]
     assert "no space left on device" in capsys.readouterr().err
+
+
+def test_a_kept_line_shows_its_arguments_as_they_were_when_logged():
+    """Records are formatted by the writer later: the message is resolved when kept."""
+    stream = RecordingStream()
+    logger = batched_logger("arguments", stream, interval_s=3600)
+    lines = ["first state"]
+    logger.info("lines: %s", lines)
+    lines[0] = "changed afterwards"
+    logger.handlers[0].flush()
+    assert stream.writes == ["lines: ['first state']\n"]
+
+
+def test_a_record_that_cannot_be_formatted_costs_only_its_own_line(capsys):
+    stream = RecordingStream()
+    logger = batched_logger("unformattable", stream, interval_s=3600)
+    logger.handlers[0].setFormatter(logging.Formatter("%(message)s %(missing_field)s"))
+    logger.info("kept before", extra={"missing_field": "a"})
+    logger.info("cannot be formatted")
+    logger.info("kept after", extra={"missing_field": "b"})
+    logger.handlers[0].flush()
+    assert stream.writes == ["kept before a\nkept after b\n"]
+    assert "missing_field" in capsys.readouterr().err
