@@ -121,8 +121,7 @@ class LocalMovingWindow:
             if len(times) == limit and times[0] >= now - window_s:
                 return times[0] + window_s - now
             times.append(now)
-            if window_s > self._longest_s:
-                self._longest_s = window_s
+            self._longest_s = max(self._longest_s, window_s)
             if now >= self._next_sweep:
                 # Against the longest window ever asked for: a bucket counted under another
                 # limit is only dropped once no limit could still refuse by it.

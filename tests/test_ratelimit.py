@@ -15,8 +15,7 @@ from limits.strategies import MovingWindowRateLimiter
 
 from services.auth import login_manager
 from services.ratelimit import LOCAL_WINDOW, LocalMovingWindow, limiter
-from services.web import registered_by, page_hooks
-
+from services.web import page_hooks, registered_by
 from tests.conftest import make_tenant
 
 START = dt.datetime(2026, 3, 2, 9, 0, tzinfo=dt.timezone.utc)
