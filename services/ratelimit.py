@@ -97,10 +97,10 @@ class LocalMovingWindow:
 
     The rule is limits' moving window: a request is refused while the limit-th most recent
     one counted is younger than the window. Each bucket keeps the times of its last `limit`
-    requests in a bounded deque, all under one lock. limits' memory storage keeps a lock and
-    an object per request and starts a timer thread every 10 ms to expire them, which under
-    load cost a /v1 answer several per cent (bench/fixes.md). Buckets idle for a whole
-    window are dropped, at most once per window.
+    requests still within the window in a bounded deque, all under one lock. limits' memory
+    storage keeps a lock and an object per request and starts a timer thread every 10 ms to
+    expire them, which under load cost a /v1 answer several per cent (bench/fixes.md).
+    Buckets idle for a whole window are dropped, at most once per window.
     """
 
     def __init__(self) -> None:
@@ -118,7 +118,10 @@ class LocalMovingWindow:
             times = self._times.get(bucket)
             if times is None or times.maxlen != limit:  # a new bucket, or the limit changed
                 times = self._times[bucket] = deque(times or (), maxlen=limit)
-            if len(times) == limit and times[0] >= now - window_s:
+            # Times that left the window go, so a high limit keeps only what it counts.
+            while times and times[0] < now - window_s:
+                times.popleft()
+            if len(times) == limit:
                 return times[0] + window_s - now
             times.append(now)
             self._longest_s = max(self._longest_s, window_s)

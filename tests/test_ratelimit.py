@@ -179,3 +179,15 @@ def test_extension_hooks_are_page_hooks_only(app):
         assert not [hook for hook in app_hooks if registered_by(hook, extension)], extension
         assert [hook for hook in page_group if registered_by(hook, extension)], extension
     assert sum(registered_by(hook, limiter) for hook in page_group) == 3
+
+
+def test_local_window_keeps_only_the_times_inside_the_window():
+    """A high limit does not make a bucket keep every request it ever counted."""
+    window = LocalMovingWindow()
+    with time_machine.travel(START, tick=False) as clock:
+        for _ in range(300):
+            assert window.hit("key:a", 1_000_000, 1) is None
+            clock.shift(0.01)
+        kept = window._times["key:a"]
+        assert 99 <= len(kept) <= 101
+        assert kept[0] >= kept[-1] - 1
