@@ -2,12 +2,23 @@
 from __future__ import annotations
 
 import json
+import time
 
 import click
 from flask import Flask
 from flask.cli import AppGroup, with_appcontext
 
-from services import backup, companies, connections, demo, keys, projects, reviewers, tickets
+from services import (
+    backup,
+    companies,
+    connections,
+    demo,
+    keys,
+    photo_sweep,
+    projects,
+    reviewers,
+    tickets,
+)
 from services.errors import ServiceError
 
 keys_cli = AppGroup("keys", help="Create, list and revoke API keys.")
@@ -113,11 +124,33 @@ def register_commands(app: Flask) -> None:
     app.cli.add_command(backup_command)
     app.cli.add_command(restore_command)
     app.cli.add_command(tickets_cli)
+    app.cli.add_command(photos_cli)
 
 
 project_system_cli = AppGroup("project-system", help="Connect a company to Procore and check it.")
 companies_cli = AppGroup("companies", help="Create and list companies.")
 tickets_cli = AppGroup("tickets", help="Maintain stored tickets.")
+photos_cli = AppGroup("photos", help="Look after the stored photo and signature files.")
+
+
+@photos_cli.command("orphans")
+@click.option("--min-age-hours", type=click.FloatRange(min=1), default=24.0, show_default=True,
+              help="Only files unchanged for this long (at least an hour).")
+@click.option("--remove", is_flag=True, help="Remove them; without it they are only listed.")
+def photo_orphans_command(min_age_hours: float, remove: bool) -> None:
+    """List image files no ticket refers to (left by refused or interrupted requests)."""
+    report = photo_sweep.sweep_orphans(min_age_hours * 3600, remove=remove)
+    now = time.time()
+    for orphan in report.found:
+        click.echo(f"{orphan.path}\t{orphan.size} bytes\t{(now - orphan.modified) / 3600:.0f} h old")
+    found_bytes = sum(orphan.size for orphan in report.found)
+    if remove:
+        removed_bytes = sum(orphan.size for orphan in report.removed)
+        click.echo(f"removed {len(report.removed)} of {len(report.found)} orphaned files "
+                   f"({removed_bytes:,} bytes)")
+    else:
+        click.echo(f"{len(report.found)} orphaned files ({found_bytes:,} bytes); "
+                   "--remove takes them away")
 
 
 @tickets_cli.command("fill-summaries")

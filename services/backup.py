@@ -81,7 +81,10 @@ def create_backup(target: str | os.PathLike) -> BackupSummary:
                     continue  # a write in progress; not referenced by any committed ticket
                 relative = Path(folder, name).relative_to(photos_source)
                 (destination / PHOTOS_DIR / relative).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(Path(folder, name), destination / PHOTOS_DIR / relative)
+                try:
+                    shutil.copy2(Path(folder, name), destination / PHOTOS_DIR / relative)
+                except FileNotFoundError:
+                    continue  # an orphan the sweep took meanwhile (`flask photos orphans`)
                 copied += 1
     summary = BackupSummary(path=destination, tickets=tickets, photo_files=copied,
                             database_sha256=_file_sha256(destination / DATABASE_FILE))

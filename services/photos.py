@@ -10,6 +10,8 @@ bytes.
 
 import base64
 import binascii
+import contextlib
+import fcntl
 import hashlib
 import io
 import os
@@ -17,6 +19,7 @@ import re
 import struct
 import tempfile
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -292,7 +295,16 @@ def process_signature(
 
 
 class ImageStore:
-    """Content-addressed image files under root, at root/ab/cd/<sha256>.<ext>."""
+    """Content-addressed image files under root, at root/ab/cd/<sha256>.<ext>.
+
+    A file is written before the transaction that refers to it commits, so a request that
+    fails after storing its images leaves files no ticket names. `remove_if_unchanged_since`
+    lets a sweep take those away: storing and removing hold the store's lock (shared and
+    exclusive), and storing a file that is already there refreshes its modification time,
+    so a file a request is about to refer to never looks old to the sweep.
+    """
+
+    LOCK_FILE = ".lock"
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         """Use root as the store directory (created on first write)."""
@@ -305,31 +317,75 @@ class ImageStore:
         return self.root / key[:2] / key[2:4] / key
 
     def put(self, data: bytes, extension: str) -> str:
-        """Store data atomically and durably under its SHA-256 and return the key; a no-op if already stored."""
+        """Store data atomically and durably under its SHA-256 and return the key.
+
+        Already stored: only the file's modification time is refreshed.
+        """
         if extension not in _STORE_EXTENSIONS:
             raise ValueError(f"extension must be one of {sorted(_STORE_EXTENSIONS)}")
         key = f"{hashlib.sha256(data).hexdigest()}.{extension}"
         path = self.path_for(key)
-        if path.exists():
-            return key
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # Same directory as the target, so os.replace is an atomic rename; the
-        # temp name cannot match the key pattern, so readers never see it.
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".part")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
+        with self._locked(fcntl.LOCK_SH):
             try:
-                os.unlink(tmp)
+                os.utime(path)
+                return key
             except FileNotFoundError:
                 pass
-            raise
-        _fsync_dir(path.parent)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            # Same directory as the target, so os.replace is an atomic rename; the
+            # temp name cannot match the key pattern, so readers never see it.
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".part")
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(data)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                os.replace(tmp, path)
+            except BaseException:
+                try:
+                    os.unlink(tmp)
+                except FileNotFoundError:
+                    pass
+                raise
+            _fsync_dir(path.parent)
         return key
+
+    def stored_files(self) -> Iterator[tuple[Path, str | None]]:
+        """Every file of the store as (path, key); a temp file a write left behind has no key."""
+        if not self.root.is_dir():
+            return
+        for folder, _, names in os.walk(self.root):
+            for name in names:
+                if _KEY_RE.fullmatch(name):
+                    yield Path(folder, name), name
+                elif name.startswith(".tmp-") and name.endswith(".part"):
+                    yield Path(folder, name), None
+
+    def remove_if_unchanged_since(self, path: Path, cutoff: float) -> int | None:
+        """Remove a store file last modified before `cutoff` (a time.time()); its size if removed.
+
+        Under the store's exclusive lock, so no `put` of the same file is halfway through.
+        """
+        with self._locked(fcntl.LOCK_EX):
+            try:
+                status = path.stat()
+                if status.st_mtime >= cutoff:
+                    return None
+                path.unlink()
+            except FileNotFoundError:
+                return None
+        return status.st_size
+
+    @contextlib.contextmanager
+    def _locked(self, operation: int) -> Iterator[None]:
+        """Hold the store's lock file, shared (storing) or exclusive (removing)."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.root / self.LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, operation)
+            yield
+        finally:
+            os.close(fd)  # closing the descriptor lets go of the lock
 
     def open(self, key: str) -> bytes:
         """Return the stored bytes for key; ValueError for a malformed key, KeyError if absent."""

@@ -3,6 +3,7 @@
 import base64
 import hashlib
 import io
+import os
 import re
 import struct
 import time
@@ -458,19 +459,23 @@ def test_store_same_bytes_same_key_one_file(tmp_path: Path) -> None:
     assert store.put(data, "jpg") == key
     assert key == hashlib.sha256(data).hexdigest() + ".jpg"
 
-    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    files = [p for p in tmp_path.rglob("*") if p.is_file() and p.name != ImageStore.LOCK_FILE]
     assert files == [tmp_path / key[:2] / key[2:4] / key]
     assert store.path_for(key) == files[0]
     assert store.exists(key)
     assert store.open(key) == data
 
 
-def test_store_put_is_a_no_op_when_the_file_exists(tmp_path: Path) -> None:
+def test_store_put_of_a_stored_file_only_refreshes_its_time(tmp_path: Path) -> None:
+    """The file is not written again, but it counts as new for the orphan sweep's grace."""
     store = ImageStore(tmp_path)
     key = store.put(b"first", "png")
-    mtime = store.path_for(key).stat().st_mtime_ns
+    path = store.path_for(key)
+    os.utime(path, (1_000_000_000, 1_000_000_000))
+    inode = path.stat().st_ino
     store.put(b"first", "png")
-    assert store.path_for(key).stat().st_mtime_ns == mtime
+    assert path.stat().st_ino == inode and path.read_bytes() == b"first"
+    assert path.stat().st_mtime > 1_000_000_000
 
 
 def test_store_round_trips_and_reports_missing_keys(tmp_path: Path) -> None:

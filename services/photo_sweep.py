@@ -1,0 +1,76 @@
+"""Image files no ticket refers to: listed, and removed when asked.
+
+A request stores its photos and signature before the transaction that refers to them
+commits (services.tickets), so a request refused after that point, or a process that
+dies there, leaves files no ticket names; so can a restore of an older backup. Only
+files unchanged for a grace period are taken. That period also covers every request
+still in flight: storing a file again refreshes its time (services.photos.ImageStore),
+and no request runs for an hour, let alone a day.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sqlalchemy import select
+
+from models import Ticket, TicketPhoto, db
+from services.tickets import photo_store
+
+MIN_AGE_FLOOR_S = 3600
+
+
+@dataclass(frozen=True)
+class OrphanFile:
+    """A store file no ticket refers to."""
+
+    path: Path
+    size: int
+    modified: float
+
+
+@dataclass
+class SweepReport:
+    """What a sweep found, and what it removed (nothing unless asked)."""
+
+    found: list[OrphanFile] = field(default_factory=list)
+    removed: list[OrphanFile] = field(default_factory=list)
+
+
+def referenced_image_keys() -> set[str]:
+    """Every image key a ticket refers to: its photos, their thumbnails and its signature."""
+    keys: set[str] = set()
+    for image_key, thumb_key in db.session.execute(
+            select(TicketPhoto.image_key, TicketPhoto.thumb_key)):
+        keys.update((image_key, thumb_key))
+    for signature in db.session.scalars(select(Ticket.signature)):
+        if isinstance(signature, dict) and signature.get("image_key"):
+            keys.add(signature["image_key"])
+    return keys
+
+
+def sweep_orphans(min_age_s: float, *, remove: bool) -> SweepReport:
+    """Store files no ticket refers to and unchanged for `min_age_s`; removed when `remove`."""
+    if min_age_s < MIN_AGE_FLOOR_S:
+        raise ValueError("the grace period must be at least an hour")
+    store = photo_store()
+    # The cutoff is fixed before the references are read: a file stored after it is too
+    # young to take, and one stored before it was committed long before the read.
+    cutoff = time.time() - min_age_s
+    referenced = referenced_image_keys()
+    report = SweepReport()
+    for path, key in store.stored_files():
+        if key is not None and key in referenced:
+            continue
+        try:
+            status = path.stat()
+        except FileNotFoundError:
+            continue
+        if status.st_mtime >= cutoff:
+            continue
+        orphan = OrphanFile(path=path, size=status.st_size, modified=status.st_mtime)
+        report.found.append(orphan)
+        if remove and store.remove_if_unchanged_since(path, cutoff) is not None:
+            report.removed.append(orphan)
+    return report

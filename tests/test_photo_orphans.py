@@ -1,0 +1,126 @@
+"""Image files no ticket refers to: listed, removed on request, and never a referenced one."""
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from services import backup, photo_sweep
+from services.photos import ImageStore
+from tests.images import data_url, jpeg_bytes, png_bytes
+
+DAY_S = 24 * 3600
+
+
+def age(path: Path, seconds: float) -> None:
+    """Make a file look last changed `seconds` ago."""
+    then = time.time() - seconds
+    os.utime(path, (then, then))
+
+
+def signed_ticket_with_photo(client, acme) -> dict:
+    """A ticket made through the API with one photo and a signature."""
+    answer = client.post("/v1/tickets", headers=acme.headers, json={
+        "project_id": acme.project()["id"], "description": "Patched the slab",
+        "reason": "The plumber cut it", "directed_by": "Sam Ortiz",
+        "photos": [{"data_url": data_url(jpeg_bytes(800, 600, color=(10, 200, 30)))}],
+        "signature": {"name": "Sam Ortiz", "image": data_url(png_bytes(), "image/png")}})
+    assert answer.status_code in (200, 201), answer.get_data(as_text=True)
+    return answer.json
+
+
+def referenced_paths(app, store: ImageStore) -> list[Path]:
+    """The files the tickets refer to."""
+    with app.app_context():
+        keys = photo_sweep.referenced_image_keys()
+    return [store.path_for(key) for key in keys]
+
+
+def test_orphans_are_listed_then_removed_and_referenced_files_stay(app, client, acme, runner):
+    signed_ticket_with_photo(client, acme)
+    store = ImageStore(app.config["PHOTO_DIR"])
+    referenced = referenced_paths(app, store)
+    assert len(referenced) == 3  # the photo, its thumbnail and the signature
+    # Left by requests refused after storing their images: one long ago, one just now.
+    old_orphan = store.path_for(store.put(jpeg_bytes(color=(1, 2, 3)), "jpg"))
+    young_orphan = store.path_for(store.put(jpeg_bytes(color=(4, 5, 6)), "jpg"))
+    leftover = old_orphan.parent / ".tmp-interrupted.part"
+    leftover.write_bytes(b"half a photo")
+    for path in [*referenced, old_orphan, leftover]:
+        age(path, 2 * DAY_S)
+
+    listed = runner.invoke(args=["photos", "orphans"])
+    assert listed.exit_code == 0, listed.output
+    assert str(old_orphan) in listed.output and str(leftover) in listed.output
+    assert str(young_orphan) not in listed.output
+    assert not any(str(path) in listed.output for path in referenced)
+    assert "2 orphaned files" in listed.output
+    assert old_orphan.exists() and leftover.exists()  # listing removes nothing
+
+    removed = runner.invoke(args=["photos", "orphans", "--remove"])
+    assert removed.exit_code == 0, removed.output
+    assert "removed 2 of 2" in removed.output
+    assert not old_orphan.exists() and not leftover.exists()
+    assert young_orphan.exists()
+    assert all(path.exists() for path in referenced)
+
+
+def test_a_file_stored_again_is_young_again_and_stays(app, runner):
+    """A crew's queued retry stores the same photo a refused attempt left a day ago."""
+    store = ImageStore(app.config["PHOTO_DIR"])
+    photo = jpeg_bytes(color=(7, 8, 9))
+    path = store.path_for(store.put(photo, "jpg"))
+    age(path, 2 * DAY_S)
+    store.put(photo, "jpg")
+    with app.app_context():
+        report = photo_sweep.sweep_orphans(DAY_S, remove=True)
+    assert report.found == [] and path.exists()
+
+
+def test_removal_waits_for_a_store_in_progress(app):
+    """Removing takes the store's lock exclusively, so a put halfway through finishes first;
+    here the put refreshes the file's time, and the removal then leaves it."""
+    store = ImageStore(app.config["PHOTO_DIR"])
+    path = store.path_for(store.put(jpeg_bytes(color=(11, 12, 13)), "jpg"))
+    age(path, 2 * DAY_S)
+    outcome: list[int | None] = []
+    with store._locked(fcntl.LOCK_SH):  # what put holds
+        remover = threading.Thread(
+            target=lambda: outcome.append(store.remove_if_unchanged_since(path, time.time() - DAY_S)))
+        remover.start()
+        remover.join(timeout=0.3)
+        assert remover.is_alive() and outcome == []  # waiting for the lock
+        os.utime(path)  # the put's refresh
+    remover.join(timeout=30)
+    assert outcome == [None] and path.exists()
+
+
+def test_a_grace_period_under_an_hour_is_refused(app, runner):
+    with app.app_context(), pytest.raises(ValueError):
+        photo_sweep.sweep_orphans(60, remove=True)
+    answer = runner.invoke(args=["photos", "orphans", "--min-age-hours", "0.5", "--remove"])
+    assert answer.exit_code == 2 and "0.5" in answer.output
+
+
+def test_a_backup_goes_on_when_the_sweep_takes_a_file_it_was_about_to_copy(
+        app, runner, tmp_path, monkeypatch):
+    store = ImageStore(app.config["PHOTO_DIR"])
+    kept = store.path_for(store.put(jpeg_bytes(color=(20, 21, 22)), "jpg"))
+    orphan = store.path_for(store.put(jpeg_bytes(color=(23, 24, 25)), "jpg"))
+    copy = shutil.copy2
+
+    def sweep_then_copy(source, destination, **kwargs):
+        if Path(source) == orphan:
+            orphan.unlink()  # the sweep got there first
+        return copy(source, destination, **kwargs)
+
+    monkeypatch.setattr(backup.shutil, "copy2", sweep_then_copy)
+    answer = runner.invoke(args=["backup", str(tmp_path / "backup")])
+    assert answer.exit_code == 0, answer.output
+    copied = [path.name for path in (tmp_path / "backup" / "photos").rglob("*") if path.is_file()]
+    assert copied == [kept.name]
