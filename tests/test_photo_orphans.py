@@ -107,6 +107,7 @@ def test_a_grace_period_under_an_hour_is_refused(app, runner):
     assert answer.exit_code == 2 and "0.5" in answer.output
 
 
+@pytest.mark.sqlite_only  # the backup command copies SQLite; PostgreSQL uses pg_dump
 def test_a_backup_goes_on_when_the_sweep_takes_a_file_it_was_about_to_copy(
         app, runner, tmp_path, monkeypatch):
     store = ImageStore(app.config["PHOTO_DIR"])
