@@ -364,9 +364,10 @@ class DriverWrites(_OnTheDriver):
     items 23 and 24). A driver write queues on the same writer lock as
     `write_transaction`, checks a connection out of the engine's pool, and runs INSERTs
     compiled once for the engine's dialect (each column's value converted by its type's
-    own bind processor, as Core would) between BEGIN IMMEDIATE and COMMIT. Errors come back as SQLAlchemy's exceptions (an IntegrityError stays an
-    IntegrityError). No Session sees these statements, so the transaction moves the kept
-    rows' generations itself (services.keptrows.note_committed_writes).
+    own bind processor, as Core would) between BEGIN IMMEDIATE and COMMIT. Errors come
+    back as SQLAlchemy's exceptions (an IntegrityError stays an IntegrityError). No
+    Session sees these statements, so the transaction moves the kept rows' generations
+    itself (services.keptrows.note_committed_writes).
 
     A request's open Session transaction is ended first, as `write_transaction` does, so
     what the request reads after the write sees it.
