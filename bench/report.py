@@ -42,6 +42,14 @@ def figures(r: dict) -> list[dict]:
                          c["p50_ms"], "—", None))
         rows.append(_fig(f"api.{name}.p99", section, f"{LABELS[name]} p99", s["p99_ms"], "ms",
                          c["p99_ms"], "< 100 ms", s["p99_ms"] < 100))
+        if name == "create" and "durable" in pair:
+            d = pair["durable"]
+            rows.append(_fig("api.create.durable", section,
+                             "Durable-write ceiling req/s (bare route + INSERT + COMMIT; informative)",
+                             d["rps"], "req/s", c["rps"], "—", None))
+            rows.append(_fig("api.create.vs_durable", section,
+                             f"{LABELS[name]} req/s against the durable-write ceiling",
+                             s["rps"], "req/s", d["rps"], "—", None))
     scale = r["scale"]
     section = f"2. Scale, {scale['big']:,} vs {scale['small']:,} tickets (ceiling = the smaller run)"
     for name in ("list", "get", "me"):
@@ -145,8 +153,10 @@ def detail_sections(r: dict) -> list[str]:
         for server in ("ceiling", "service"):
             out.append(line(f"{LABELS[name]}, {api['tickets']:,} tickets", server,
                             api["reads"][name][server]))
-    for server in ("ceiling", "service"):
-        out.append(line(LABELS["create"], server, api["create"][server]))
+    for server in ("ceiling", "durable", "service"):
+        if server in api["create"]:
+            label = "ceiling + durable write" if server == "durable" else server
+            out.append(line(LABELS["create"], label, api["create"][server]))
     for name in ("list", "get", "me"):
         out.append(line(f"{LABELS[name]}, {scale['big']:,} tickets", "service",
                         scale["reads"][name]["big"]))
@@ -263,8 +273,10 @@ def write(r: dict, path: Path) -> None:
            "under a temporary instance, sandbox process running, API rate limit lifted to "
            "1,000,000 per second (same moving-window check) for the bench only",
            "- Ceilings: bench/ceiling_app.py (bare Flask, same gunicorn settings, answers of the "
-           "same size) for the API; a minimal page with one textarea for the capture page; "
-           "see each section", "",
+           "same size) for the API, and for POST /v1/tickets also that route plus one durable "
+           "write (INSERT of the body, COMMIT, WAL with synchronous=FULL) to show what the write "
+           "alone costs; a minimal page with one textarea for the capture page; see each section",
+           "",
            f"**{len(misses)} of {sum(row['ok'] is not None for row in rows)} targets missed**"
            + (": " + "; ".join(f"{row['section'].split(',')[0]} {row['name']}" for row in misses)
               if misses else "."), "",

@@ -23,6 +23,7 @@ from pathlib import Path
 import requests
 
 from bench import approve, browser, photos, report, seed
+from bench.ceiling_app import DURABLE_PATH
 from bench.servers import (
     BENCH,
     ROOT,
@@ -202,10 +203,15 @@ def run_sections(workdir: Path, service, camera: bytes, args, results: dict,
                                                    args.seconds)[name], args.rounds)
 
     def create_pair() -> dict[str, LoadResult]:
-        """One wrk run of POST /v1/tickets on the ceiling, then on the service."""
+        """One wrk run of POST /v1/tickets on the ceiling, on the ceiling with a durable
+        write (informative: what the write alone costs), then on the service."""
         log("wrk POST /v1/tickets")
-        pair = {s.name: wrk(s.url + "/v1/tickets", "post_ticket.lua", env, seconds=args.seconds,
-                            worker_pid=s.worker_pid()) for s in (ceiling, service)}
+        runs = {"ceiling": ceiling.url + "/v1/tickets", "durable": ceiling.url + DURABLE_PATH,
+                "service": service.url + "/v1/tickets"}
+        pids = {"ceiling": ceiling.worker_pid(), "durable": ceiling.worker_pid(),
+                "service": service.worker_pid()}
+        pair = {name: wrk(url, "post_ticket.lua", env, seconds=args.seconds, worker_pid=pids[name])
+                for name, url in runs.items()}
         for name, result in pair.items():
             _check(result, name, "POST /v1/tickets")
         return pair

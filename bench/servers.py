@@ -165,7 +165,8 @@ def start_service(workdir: Path) -> Served:
 def start_ceiling(workdir: Path, sizes: dict[str, int]) -> Served:
     """Start the bare ceiling app under gunicorn with bin/serve's settings (no access log)."""
     port = free_port()
-    env = dict(os.environ, BENCH_CEILING_SIZES=json.dumps(sizes))
+    env = dict(os.environ, BENCH_CEILING_SIZES=json.dumps(sizes),
+               BENCH_CEILING_DB=str(workdir / "ceiling.sqlite3"))
     log_path = workdir / "ceiling.log"
     with open(log_path, "wb") as log:
         process = subprocess.Popen(

@@ -401,9 +401,10 @@ class DriverWrites(_OnTheDriver):
         """Run the block's inserts in one write transaction; commit on success, else roll back."""
         if _write_intent.get():
             raise RuntimeError("a driver write cannot run inside another write transaction")
-        session = db.session()
-        if session.in_transaction():
-            session.commit()
+        # Only a Session the request already has can hold a transaction; making one here
+        # just to ask would cost a Session and its teardown on every new ticket.
+        if db.session.registry.has() and db.session().in_transaction():
+            db.session().commit()
         # The writer's place first, then a connection, in the order write_transaction takes
         # them: writers waiting for the place while holding connections could leave the
         # writer that has it without a connection to write on.

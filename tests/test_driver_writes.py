@@ -129,3 +129,14 @@ def test_values_fixed_in_a_statement_travel_with_it(app, acme):
                                            TicketCount.tickets).where(
             TicketCount.company_id == acme.company_id).order_by(TicketCount.project_id)).all()
     assert [tuple(row) for row in stored] == [("p-1", "rejected", 2), ("p-2", "rejected", 3)]
+
+
+def test_a_driver_write_makes_no_session_of_its_own(app, acme):
+    """Asking whether a Session is in a transaction must not create one for the request.
+    (The first ticket reads the project list through a Session; the second finds it kept.)"""
+    data = ticket_service.TicketInput.model_validate(ticket_body(acme.project()["id"]))
+    for _ in range(2):
+        with app.test_request_context():
+            assert ticket_service.store_ticket(acme.company_id, data).created
+            made_a_session = db.session.registry.has()
+    assert not made_a_session
