@@ -206,12 +206,11 @@ def run_sections(workdir: Path, service, camera: bytes, args, results: dict,
         """One wrk run of POST /v1/tickets on the ceiling, on the ceiling with a durable
         write (informative: what the write alone costs), then on the service."""
         log("wrk POST /v1/tickets")
-        runs = {"ceiling": ceiling.url + "/v1/tickets", "durable": ceiling.url + DURABLE_PATH,
-                "service": service.url + "/v1/tickets"}
-        pids = {"ceiling": ceiling.worker_pid(), "durable": ceiling.worker_pid(),
-                "service": service.worker_pid()}
-        pair = {name: wrk(url, "post_ticket.lua", env, seconds=args.seconds, worker_pid=pids[name])
-                for name, url in runs.items()}
+        runs = {"ceiling": (ceiling, "/v1/tickets"), "durable": (ceiling, DURABLE_PATH),
+                "service": (service, "/v1/tickets")}
+        pair = {name: wrk(server.url + path, "post_ticket.lua", env, seconds=args.seconds,
+                          worker_pid=server.worker_pid())
+                for name, (server, path) in runs.items()}
         for name, result in pair.items():
             _check(result, name, "POST /v1/tickets")
         return pair

@@ -120,6 +120,7 @@ def test_local_window_keeps_only_the_times_inside_the_window():
         assert 99 <= len(kept) <= 101
         assert kept[0] >= kept[-1] - 1
 
+
 def test_local_window_drops_idle_buckets_and_refuses_a_zero_limit():
     window = LocalMovingWindow()
     with time_machine.travel(START, tick=False) as clock:
