@@ -220,12 +220,11 @@ def store_ticket(company_id: int, data: TicketInput, *, captured_via: str = "api
     photo_values = [dict(row, ticket_id=values["id"]) for row in photo_rows]
     writes = driver_writes()
     try:
-        with writes.transaction() as writer:
-            writer.insert(_INSERT_TICKET, [values])
-            writer.insert(_INSERT_PHOTOS, photo_values)
-            writer.insert(_count_statement(writes.dialect_name),
-                          [{"company_id": company_id, "project_id": project_id,
-                            "status": "submitted", "tickets": 1}])
+        writes.write([
+            (_INSERT_TICKET, [values]), (_INSERT_PHOTOS, photo_values),
+            (_count_statement(writes.dialect_name), [{
+                "company_id": company_id, "project_id": project_id, "status": "submitted",
+                "tickets": 1}])])
     except IntegrityError:
         existing = _id_for_client_ref(company_id, client_ref) if client_ref else None
         if existing is None:
