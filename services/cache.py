@@ -9,26 +9,71 @@ from typing import Generic, TypeVar
 T = TypeVar("T")
 
 
-class TTLCache(Generic[T]):
-    """Maps keys to values that expire a fixed number of seconds after they were stored."""
+class _Load(Generic[T]):
+    """One load of a key under way, which other callers may wait for."""
 
-    def __init__(self, max_entries: int = 4096) -> None:
+    def __init__(self) -> None:
+        self._done = threading.Event()
+        self._value: T | None = None
+        self._error: BaseException | None = None
+
+    def finish(self, value: T | None, error: BaseException | None) -> None:
+        """Hand the load's value, or its error, to whoever waits."""
+        self._value, self._error = value, error
+        self._done.set()
+
+    def result(self) -> T:
+        """Wait for the load, then give its value or raise its error."""
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        return self._value  # type: ignore[return-value]
+
+
+class TTLCache(Generic[T]):
+    """Maps keys to values that expire a fixed number of seconds after they were stored.
+
+    A key is loaded by one caller at a time. While it loads, other callers get the
+    expired value if there is one, or else wait for that load and share its value or its
+    error. Without this, an expiry under load sent every busy thread to the project system
+    at once, each spending a request of the company's hourly allowance on the same answer.
+    """
+
+    def __init__(self, max_entries: int = 4096,
+                 clock: Callable[[], float] = time.time) -> None:
         self._entries: dict[Hashable, tuple[float, T]] = {}
+        self._loading: dict[Hashable, _Load[T]] = {}
         self._lock = threading.Lock()
         self._max_entries = max_entries
+        self._clock = clock
 
     def get_or_load(self, key: Hashable, ttl_s: float, load: Callable[[], T]) -> T:
         """Return the cached value for key, loading and storing it when absent or expired."""
-        now = time.time()
         with self._lock:
             entry = self._entries.get(key)
-            if entry is not None and entry[0] > now:
+            if entry is not None and entry[0] > self._clock():
                 return entry[1]
-        value = load()
+            under_way = self._loading.get(key)
+            if under_way is None:
+                mine = self._loading[key] = _Load()
+            elif entry is not None:
+                return entry[1]
+        if under_way is not None:
+            return under_way.result()
+        try:
+            value = load()
+        except BaseException as error:
+            with self._lock:
+                del self._loading[key]
+            mine.finish(None, error)
+            raise
         with self._lock:
+            now = self._clock()
             if len(self._entries) >= self._max_entries:
                 self._evict_expired(now)
             self._entries[key] = (now + ttl_s, value)
+            del self._loading[key]
+        mine.finish(value, None)
         return value
 
     def invalidate(self, key: Hashable) -> None:
