@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from flask import Flask, current_app
-from sqlalchemy import event, exc
+from sqlalchemy import bindparam, event, exc
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 from sqlalchemy.sql import Insert, Select
@@ -388,13 +388,30 @@ class DriverWrites(_OnTheDriver):
         return self._compiled_once(statement, (id(statement), keys),
                                    lambda: self._compile(statement, keys))
 
+    def _prepare_rows(self, statement: Insert, keys: tuple[str, ...], count: int) -> _PreparedWrite:
+        """Compile an INSERT (or upsert) of `count` rows in one VALUES list, once; the values
+        of row n are bound as `<column>__<n>`."""
+        return self._compiled_once(statement, (id(statement), keys, count),
+                                   lambda: self._compile_rows(statement, keys, count))
+
     def _compile(self, statement: Insert, keys: tuple[str, ...]) -> _PreparedWrite:
         """Compile an INSERT for these columns, with each value's bind processor."""
-        dialect = self._dialect
-        compiled = statement.compile(dialect=dialect, column_keys=list(keys))
+        compiled = statement.compile(dialect=self._dialect, column_keys=list(keys))
         missing = [name for name, bind in compiled.binds.items() if bind.required and name not in keys]
         if missing:
             raise TypeError(f"no value for {missing}")
+        return self._prepared_write(compiled)
+
+    def _compile_rows(self, statement: Insert, keys: tuple[str, ...], count: int) -> _PreparedWrite:
+        """Compile an INSERT of several rows, each value a typed parameter of its own."""
+        columns = statement.table.c
+        rows = [{key: bindparam(f"{key}__{n}", type_=columns[key].type) for key in keys}
+                for n in range(count)]
+        return self._prepared_write(statement.values(rows).compile(dialect=self._dialect))
+
+    def _prepared_write(self, compiled: Any) -> _PreparedWrite:
+        """A compiled INSERT's text, parameter order, bind processors and fixed values."""
+        dialect = self._dialect
         processors = tuple(
             (name, processor) for name, bind in compiled.binds.items()
             if (processor := bind.type.dialect_impl(dialect).bind_processor(dialect)) is not None)
@@ -459,6 +476,10 @@ class DriverWrites(_OnTheDriver):
                     keptrows.note_committed_writes(writer.statements)
 
 
+# Bound variables per statement that every SQLite build accepts (newer ones take 32,766).
+_SQLITE_OLDEST_VARIABLE_LIMIT = 999
+
+
 class DriverWriter:
     """The statements of one driver write transaction."""
 
@@ -477,6 +498,26 @@ class DriverWriter:
             self.run(prepared.sql, values[0])
         else:
             self.run(prepared.sql, values, many=True)
+
+    def insert_together(self, statement: Insert, rows: list[Mapping[str, Any]]) -> None:
+        """Run an INSERT (or upsert) for rows that all name the same columns as one statement
+        with many VALUES rows (in chunks SQLite's oldest variable limit allows).
+
+        Python's sqlite3 module lets go of the GIL several times per statement it runs, as
+        many for a statement of many rows as for one row. SQLite applies the rows of one
+        statement in order, so an upsert whose rows share a key adds them up; PostgreSQL
+        refuses that, which is one reason only SQLite's GroupCommit comes here.
+        """
+        keys = tuple(rows[0]) if rows else ()
+        if len(rows) < 2 or self._writes._prepare(statement, keys).fixed:
+            self.insert(statement, rows)
+            return
+        per_statement = max(1, _SQLITE_OLDEST_VARIABLE_LIMIT // max(1, len(keys)))
+        for start in range(0, len(rows), per_statement):
+            chunk = rows[start:start + per_statement]
+            prepared = self._writes._prepare_rows(statement, keys, len(chunk))
+            numbered = {f"{key}__{n}": row[key] for n, row in enumerate(chunk) for key in keys}
+            self.run(prepared.sql, self._values(prepared, numbered))
 
     @staticmethod
     def _values(prepared: _PreparedWrite, row: Mapping[str, Any]) -> Any:
@@ -546,8 +587,9 @@ class GroupCommit:
     leads: it writes its rows in a transaction of their own. Callers arriving meanwhile
     queue; when the leader's COMMIT is done, the first of them leads the next batch, made of
     everything queued by then, and the others wait for that batch. No caller returns before
-    the COMMIT that holds its rows. Under a load of creates this took the worker CPU per
-    create down by about a tenth (bench/fixes.md, round 11).
+    the COMMIT that holds its rows. A batch runs one statement per kind of row, with every
+    caller's rows in its VALUES list (DriverWriter.insert_together). Under a load of creates
+    this took the worker CPU per create down by about a tenth (bench/fixes.md, round 11).
 
     A caller's error stays its own. If a statement fails, the batch is rolled back and each
     caller's rows are written again in a transaction of their own, in the order they came,
@@ -601,8 +643,8 @@ class GroupCommit:
         try:
             with self._transaction() as writer:
                 in_statements = True
-                for queued in batch:
-                    self._insert(writer, queued)
+                for statement, rows in self._rows_by_statement(batch):
+                    writer.insert_together(statement, rows)
                 in_statements = False
         except Exception as error:  # noqa: BLE001 - raised again in each caller it belongs to
             if not in_statements or len(batch) == 1:
@@ -621,6 +663,17 @@ class GroupCommit:
                 queued.error = error
             else:
                 queued.written = True
+
+    @staticmethod
+    def _rows_by_statement(batch: list[_QueuedWrite]) -> list[tuple[Insert, list[Mapping[str, Any]]]]:
+        """The batch's rows gathered per statement and set of columns, in the order first
+        met: every caller's tickets in one INSERT, then every caller's counts in one upsert."""
+        gathered: dict[tuple[int, tuple[str, ...]], tuple[Insert, list[Mapping[str, Any]]]] = {}
+        for queued in batch:
+            for statement, rows in queued.inserts:
+                if rows:
+                    gathered.setdefault((id(statement), tuple(rows[0])), (statement, []))[1].extend(rows)
+        return list(gathered.values())
 
     @staticmethod
     def _insert(writer: DriverWriter, queued: _QueuedWrite) -> None:
