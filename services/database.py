@@ -430,8 +430,7 @@ class DriverWrites(_OnTheDriver):
             self._group.write(inserts)
             return
         with self._locked_transaction() as writer:
-            for statement, rows in inserts:
-                writer.insert(statement, rows)
+            writer.insert_each(inserts)
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[DriverWriter]:
@@ -498,6 +497,11 @@ class DriverWriter:
             self.run(prepared.sql, values[0])
         else:
             self.run(prepared.sql, values, many=True)
+
+    def insert_each(self, inserts: Sequence[Inserts]) -> None:
+        """Run one caller's inserts in order."""
+        for statement, rows in inserts:
+            self.insert(statement, rows)
 
     def insert_together(self, statement: Insert, rows: list[Mapping[str, Any]]) -> None:
         """Run an INSERT (or upsert) for rows that all name the same columns as one statement
@@ -658,7 +662,7 @@ class GroupCommit:
         for queued in batch:
             try:
                 with self._transaction() as writer:
-                    self._insert(writer, queued)
+                    writer.insert_each(queued.inserts)
             except Exception as error:  # noqa: BLE001 - raised again in its caller
                 queued.error = error
             else:
@@ -674,12 +678,6 @@ class GroupCommit:
                 if rows:
                     gathered.setdefault((id(statement), tuple(rows[0])), (statement, []))[1].extend(rows)
         return list(gathered.values())
-
-    @staticmethod
-    def _insert(writer: DriverWriter, queued: _QueuedWrite) -> None:
-        """Run one caller's inserts."""
-        for statement, rows in queued.inserts:
-            writer.insert(statement, rows)
 
 
 def driver_writes() -> DriverWrites:

@@ -114,7 +114,7 @@ def queued_batch(app, first: Callable[[], object], then: list[Callable[[], objec
     return leader.finish(), [follower.finish() for follower in followers]
 
 
-def write_counts(app, company_id: int, project_id: str) -> Callable[[], None]:
+def write_counts(company_id: int, project_id: str) -> Callable[[], None]:
     """Work that counts one ticket on a project through a grouped write."""
     return lambda: driver_writes().write(count_row(company_id, project_id))
 
@@ -131,8 +131,8 @@ def test_callers_queued_during_a_write_share_the_next_commit(app, acme):
     projects = ["p-1", "p-2", "p-2", "p-3"]
     with sqlite_statements(app) as statements:
         leader, followers = queued_batch(
-            app, write_counts(app, acme.company_id, "p-0"),
-            [write_counts(app, acme.company_id, project) for project in projects])
+            app, write_counts(acme.company_id, "p-0"),
+            [write_counts(acme.company_id, project) for project in projects])
     assert [c.error for c in [leader, *followers]] == [None] * 5
     assert statements.count("BEGIN IMMEDIATE") == 2 and statements.count("COMMIT") == 2
     assert len(upserts(statements)) == 2
@@ -191,11 +191,11 @@ def test_rows_of_a_statement_with_values_of_its_own_go_in_one_by_one(app, acme):
 @pytest.mark.sqlite_only
 def test_one_callers_refused_row_refuses_nobody_else_in_the_batch(app, acme):
     """The batch is rolled back and each caller written alone: only the refused one fails."""
-    work = [write_counts(app, acme.company_id, "p-1"),
-            write_counts(app, MISSING_COMPANY, "p-2"),  # the foreign key refuses it
-            write_counts(app, acme.company_id, "p-3")]
+    work = [write_counts(acme.company_id, "p-1"),
+            write_counts(MISSING_COMPANY, "p-2"),  # the foreign key refuses it
+            write_counts(acme.company_id, "p-3")]
     with sqlite_statements(app) as statements:
-        leader, followers = queued_batch(app, write_counts(app, acme.company_id, "p-0"), work)
+        leader, followers = queued_batch(app, write_counts(acme.company_id, "p-0"), work)
     assert leader.error is None
     assert followers[0].error is None and followers[2].error is None
     assert isinstance(followers[1].error, exc.IntegrityError)
@@ -244,8 +244,8 @@ def test_a_failed_commit_fails_everyone_in_its_batch_and_stores_nothing(app, acm
     monkeypatch.setattr(database.DriverWriter, "run_commit", failing_commit(disk_error))
     with sqlite_statements(app) as statements:
         leader, followers = queued_batch(
-            app, write_counts(app, acme.company_id, "p-0"),
-            [write_counts(app, acme.company_id, f"p-{n}") for n in range(1, 4)])
+            app, write_counts(acme.company_id, "p-0"),
+            [write_counts(acme.company_id, f"p-{n}") for n in range(1, 4)])
     assert all(c.error is disk_error for c in [leader, *followers])
     assert counted(app, acme.company_id) == {}
     assert statements.count("BEGIN IMMEDIATE") == 2
@@ -258,8 +258,8 @@ def test_an_interrupted_batch_tells_nobody_their_rows_are_stored(app, acme, monk
     monkeypatch.setattr(database.DriverWriter, "run_commit",
                         failing_commit(KeyboardInterrupt()))
     leader, followers = queued_batch(
-        app, write_counts(app, acme.company_id, "p-0"),
-        [write_counts(app, acme.company_id, f"p-{n}") for n in range(1, 3)])
+        app, write_counts(acme.company_id, "p-0"),
+        [write_counts(acme.company_id, f"p-{n}") for n in range(1, 3)])
     # The leader's batch is interrupted; the first follower leads the next and is
     # interrupted too; the second, whose rows that batch held, hears that it was.
     assert isinstance(leader.error, KeyboardInterrupt)
@@ -268,7 +268,7 @@ def test_an_interrupted_batch_tells_nobody_their_rows_are_stored(app, acme, monk
     assert "interrupted" in str(followers[1].error)
     assert counted(app, acme.company_id) == {}
     monkeypatch.undo()
-    after = Caller(app, write_counts(app, acme.company_id, "p-9"))
+    after = Caller(app, write_counts(acme.company_id, "p-9"))
     after.start()
     assert after.finish().error is None
     assert counted(app, acme.company_id) == {"p-9": 1}
