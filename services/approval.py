@@ -20,7 +20,6 @@ import dataclasses
 import datetime as dt
 import math
 import re
-import uuid
 from decimal import ROUND_HALF_UP, Decimal
 from zoneinfo import ZoneInfo
 
@@ -35,6 +34,7 @@ from services import projects
 from services.connections import client_for, project_system_errors
 from services.database import write_transaction
 from services.errors import Conflict, ValidationFailed, field_problem
+from services.ids import new_id
 from services.project_system import (
     Attachment,
     BudgetCode,
@@ -209,7 +209,7 @@ def _claim(ticket_id: str, allow_rejected: bool, destination: str) -> Claim | No
         _refuse_rejected(ticket, allow_rejected)
         _refuse_claimed(ticket, now)
         earlier = tuple(kind for kind in ticket.approval_destinations or () if kind != destination)
-        claim = Claim(id=str(uuid.uuid4()), earlier=earlier)
+        claim = Claim(id=new_id(), earlier=earlier)
         ticket.approval_claim_id = claim.id
         ticket.approval_claimed_at = now
         ticket.approval_destinations = [*earlier, destination]
@@ -355,8 +355,8 @@ def _log_date(ticket: TicketRecord, zone: ZoneInfo) -> dt.date:
 def _context_lines(ticket: TicketRecord, zone: ZoneInfo) -> list[str]:
     """Why, who and when, as lines of text for the record."""
     lines = [f"Reason (out of scope): {ticket.reason}", f"Directed by: {ticket.directed_by}",
-             f"Captured by: {ticket.captured_by or 'not given'} on "
-             f"{jobsite_time(ticket.captured_at, zone)} (via {ticket.captured_via})"]
+             (f"Captured by: {ticket.captured_by or 'not given'} on "
+              f"{jobsite_time(ticket.captured_at, zone)} (via {ticket.captured_via})")]
     if ticket.signature:
         signer = ", ".join(part for part in (ticket.signature.get("name"),
                                              ticket.signature.get("role")) if part)

@@ -47,6 +47,7 @@ from services.errors import (
     ValidationFailed,
     field_problem,
 )
+from services.ids import new_id
 from services.keptrows import TICKETS, kept_or_read
 from services.routing import Route, unrouted
 
@@ -207,7 +208,7 @@ def store_ticket(company_id: int, data: TicketInput, *, captured_via: str = "api
     photo_rows = _store_photos(checked_photos)
     signature = _store_signature(data, checked_signature)
     values: dict[str, Any] = {
-        "id": str(uuid.uuid4()), "company_id": company_id, "project_id": project_id,
+        "id": new_id(), "company_id": company_id, "project_id": project_id,
         "client_ref": client_ref, "status": "submitted", "description": data.description,
         "reason": data.reason, "directed_by": data.directed_by,
         "captured_by": data.captured_by or None, "captured_via": captured_via,
