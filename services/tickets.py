@@ -24,15 +24,9 @@ from models import Ticket as TicketRecord
 from models import TicketCount, TicketPhoto, db, utcnow
 from models.schemas import (
     Decision,
-    EquipmentLine,
-    External,
     JsonDocument,
-    LaborLine,
-    MaterialLine,
-    Photo,
     PhotoIn,
     RoutingLine,
-    Signature,
     Ticket,
     TicketInput,
     TicketSummary,
@@ -126,6 +120,8 @@ def _check_photos(items: list[PhotoIn], field: str, first_position: int
 
 def _store_photos(checked: list[tuple[dict[str, Any], images.ProcessedImage]]) -> list[dict[str, Any]]:
     """Write checked photos to the store; only called once every image of the request passed."""
+    if not checked:
+        return []
     store = photo_store()
     rows = []
     for row, processed in checked:
@@ -323,9 +319,9 @@ def _document(company_id: int, ticket_id: str, row: tuple | None = None) -> Json
     summary with the routing appended. When routing adds a warning (the summary's
     `warnings` would change) or no summary is kept yet, it is shaped in full instead.
     """
-    key = _ticket_key(ticket_id)
-    if row is None and key is not None:
-        row = _document_row(company_id, key)
+    if row is None:
+        key = _ticket_key(ticket_id)
+        row = _document_row(company_id, key) if key is not None else None
     if row is None:
         raise _no_such_ticket()
     summary, status, project_id, lines, written_routing = row
@@ -335,7 +331,7 @@ def _document(company_id: int, ticket_id: str, row: tuple | None = None) -> Json
         routes, routing_warnings = route_lines(company_id, project_id, lines)
         if not routing_warnings:
             return _with_routing(summary, routing_lines(routes))
-    return JsonDocument(get_ticket(company_id, key).model_dump_json())
+    return JsonDocument(get_ticket(company_id, ticket_id).model_dump_json())
 
 
 def _document_row(company_id: int, ticket_id: str) -> tuple | None:
@@ -361,9 +357,6 @@ def get_ticket(company_id: int, ticket_id: str) -> Ticket:
     return to_ticket(ticket, routes, routing_warnings)
 
 
-_LINE_MODELS = {"labor": LaborLine, "equipment": EquipmentLine, "materials": MaterialLine}
-
-
 def summarize(ticket: TicketRecord) -> dict[str, Any]:
     """Every field of a ticket except routing, as plain values."""
     return summary_fields(
@@ -384,21 +377,22 @@ _SHAPED_COLUMNS = {"lines", "signature", "external", "warnings"}
 
 def summary_fields(columns: Mapping[str, Any], photos: Iterable[Mapping[str, Any]],
                    decisions: Iterable[Decision]) -> dict[str, Any]:
-    """A summary's fields from a ticket's column values, its photos' rows and its decisions."""
+    """A summary's fields from a ticket's column values, its photos' rows and its decisions.
+
+    Lines, signature, photos and the external record stay the stored mappings: the summary
+    model validates them all in one pass and ignores their keys it does not show (a line's
+    kind, a signature's image key), rather than each being made a model of its own first.
+    """
     kinds: dict[str, list] = {"labor": [], "equipment": [], "materials": []}
     for line in columns["lines"]:
-        fields = {k: v for k, v in line.items() if k != "kind"}
-        kinds[line["kind"]].append(_LINE_MODELS[line["kind"]].model_validate(fields))
-    signature = columns["signature"]
-    external = columns.get("external")
+        kinds[line["kind"]].append(line)
     return dict(
         {name: columns.get(name) for name in _SUMMARY_COLUMNS if name not in _SHAPED_COLUMNS},
         **kinds,
-        signature=Signature(name=signature["name"], role=signature["role"],
-                            signed_at=signature["signed_at"]) if signature else None,
-        photos=[Photo(name=p["name"], taken_at=p["taken_at"], coords=p["coords"]) for p in photos],
+        signature=columns["signature"] or None,
+        photos=list(photos),
         decisions=list(decisions),
-        external=External.model_validate(external) if external else None,
+        external=columns.get("external") or None,
         warnings=list(columns["warnings"] or []),
     )
 
