@@ -669,10 +669,10 @@ class GroupCommit:
                 queued.written = True
 
     @staticmethod
-    def _rows_by_statement(batch: list[_QueuedWrite]) -> list[tuple[Insert, list[Mapping[str, Any]]]]:
+    def _rows_by_statement(batch: list[_QueuedWrite]) -> list[Inserts]:
         """The batch's rows gathered per statement and set of columns, in the order first
         met: every caller's tickets in one INSERT, then every caller's counts in one upsert."""
-        gathered: dict[tuple[int, tuple[str, ...]], tuple[Insert, list[Mapping[str, Any]]]] = {}
+        gathered: dict[tuple[int, tuple[str, ...]], Inserts] = {}
         for queued in batch:
             for statement, rows in queued.inserts:
                 if rows:
