@@ -16,7 +16,7 @@ from services import compression, ratelimit
 from services.database import configure_engine, normalise_database_url
 from services.auth import login_manager
 from services.logs import configure_logging
-from services.web import PageHooks, SessionCookies, add_security_headers
+from services.web import SessionCookies, add_security_headers, is_api_path
 
 migrate = Migrate(render_as_batch=True, compare_type=True)
 csrf = CSRFProtect()
@@ -36,6 +36,7 @@ def default_config(instance_path: str) -> dict[str, Any]:
         "API_KEY_TOUCH_INTERVAL_S": 60,
         "RATELIMIT_STORAGE_URI": "memory://",
         "RATELIMIT_STRATEGY": "moving-window",
+        "RATELIMIT_ENABLED": True,
         # Retry-After is set by our 429 handler only; the limiter's own headers would put it
         # on every answer.
         "RATELIMIT_HEADERS_ENABLED": False,
@@ -112,11 +113,10 @@ def instance_secret(path: Path) -> str:
 def protect_session_forms() -> None:
     """Check the CSRF token on every state-changing page request made with a reviewer session.
 
-    Runs for pages only (PageHooks): /v1 calls carry an API key instead of a cookie. Capture
-    links carry their token in the URL, so neither can be forged by another site through
-    the browser.
+    /v1 calls carry an API key instead of a cookie, and capture links carry their token in
+    the URL, so neither can be forged by another site through the browser.
     """
-    if request.method in ("GET", "HEAD", "OPTIONS"):
+    if request.method in ("GET", "HEAD", "OPTIONS") or is_api_path(request.path):
         return
     if request.path.startswith("/c/"):
         return
@@ -137,9 +137,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     if proxies:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=proxies, x_proto=proxies, x_host=proxies)
 
-    # Registered first, so its after-hook (compression, last of all) runs after every other.
-    pages = PageHooks()
-    pages.init_app(app)
+    # Registered first, so compression (an after-hook) runs after every other.
     compression.init_app(app)
     db.init_app(app)
     configure_engine(app)
@@ -147,10 +145,8 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     ratelimit.init_app(app)
     csrf.init_app(app)
     login_manager.init_app(app)
-    pages.adopt(app, csrf)
-    pages.adopt(app, login_manager)
     app.session_interface = SessionCookies()
-    pages.before.append(protect_session_forms)
+    app.before_request(protect_session_forms)
     app.after_request(add_security_headers)
     configure_logging(app)
 

@@ -17,7 +17,6 @@ from services import (
     photo_sweep,
     projects,
     reviewers,
-    tickets,
 )
 from services.errors import ServiceError
 
@@ -123,13 +122,11 @@ def register_commands(app: Flask) -> None:
     app.cli.add_command(project_system_cli)
     app.cli.add_command(backup_command)
     app.cli.add_command(restore_command)
-    app.cli.add_command(tickets_cli)
     app.cli.add_command(photos_cli)
 
 
 project_system_cli = AppGroup("project-system", help="Connect a company to Procore and check it.")
 companies_cli = AppGroup("companies", help="Create and list companies.")
-tickets_cli = AppGroup("tickets", help="Maintain stored tickets.")
 photos_cli = AppGroup("photos", help="Look after the stored photo and signature files.")
 
 
@@ -151,12 +148,6 @@ def photo_orphans_command(min_age_hours: float, remove: bool) -> None:
     else:
         click.echo(f"{len(report.found)} orphaned files ({found_bytes:,} bytes); "
                    "--remove takes them away")
-
-
-@tickets_cli.command("fill-summaries")
-def fill_summaries_command() -> None:
-    """Store the list document of every ticket kept before documents were (safe to repeat)."""
-    click.echo(f"filled {tickets.fill_summaries()} ticket summaries")
 
 
 @companies_cli.command("create")

@@ -9,7 +9,6 @@ from models.schemas import (
     ApprovalResult,
     ApproveInput,
     BudgetCodeInput,
-    JsonDocument,
     PhotosInput,
     Ticket,
     TicketInput,
@@ -25,7 +24,7 @@ bp = Blueprint("tickets", __name__)
 
 
 @api_route(bp, "/tickets", tag="tickets", query=TicketListQuery, response=TicketList)
-def list_tickets(query: TicketListQuery) -> JsonDocument:
+def list_tickets(query: TicketListQuery) -> TicketList:
     """List tickets, newest first; filter by status and project."""
     return tickets.list_tickets(g.company_id, status=query.status, project_id=query.project_id,
                                 limit=query.limit, offset=query.offset, q=query.q)
@@ -33,19 +32,19 @@ def list_tickets(query: TicketListQuery) -> JsonDocument:
 
 @api_route(bp, "/tickets", method="POST", tag="tickets", body=TicketInput, response=Ticket,
            errors=(404, 409, 502))
-def create_ticket(body: TicketInput) -> JsonDocument:
+def create_ticket(body: TicketInput) -> Ticket:
     """Create a ticket with the same validation as the capture form.
 
     Send a `client_ref` of your own to make retries safe: the same value again returns
     the ticket made the first time.
     """
-    return tickets.create_ticket_document(g.company_id, body)
+    return tickets.create_ticket(g.company_id, body)[0]
 
 
 @api_route(bp, "/tickets/<ticket_id>", tag="tickets", response=Ticket, errors=(404,))
-def get_ticket(ticket_id: str) -> JsonDocument:
+def get_ticket(ticket_id: str) -> Ticket:
     """Read one ticket with its routing."""
-    return tickets.ticket_document(g.company_id, ticket_id)
+    return tickets.get_ticket(g.company_id, ticket_id)
 
 
 @api_route(bp, "/tickets/<ticket_id>/photos", method="POST", tag="tickets", body=PhotosInput,

@@ -134,8 +134,6 @@ fi
 echo "== Migrations"
 (cd "$PREFIX" && runuser -u "$SERVICE_USER" -- env EWT_INSTANCE_PATH="$DATA_DIR" \
   "$PREFIX/.venv/bin/flask" --app app db upgrade)
-(cd "$PREFIX" && runuser -u "$SERVICE_USER" -- env EWT_INSTANCE_PATH="$DATA_DIR" \
-  "$PREFIX/.venv/bin/flask" --app app tickets fill-summaries)
 
 echo "== systemd units"
 for unit in "$SERVICE.service" "$SERVICE-sandbox.service" "$SERVICE-backup.service" \

@@ -40,11 +40,6 @@ class Shape(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
-class JsonDocument(str):
-    """A shape already serialised to its JSON text (e.g. a ticket list assembled from kept
-    summaries); served as it is, documented by the shape it was made from."""
-
-
 class InputShape(Shape):
     """Base of every shape a caller sends: strings are trimmed before they are checked."""
 

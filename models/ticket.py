@@ -59,11 +59,6 @@ class Ticket(db.Model):
     approval_claimed_at: Mapped[dt.datetime | None]
     # Destinations earlier approval attempts wrote to, or may have: a retry looks there first.
     approval_destinations: Mapped[list[str] | None] = mapped_column(JSON)
-    # The ticket as lists show it (the TicketSummary JSON document), rendered again before
-    # every flush that changes the ticket, its photos or its decisions
-    # (services.tickets.render_summaries), so a list page is read without loading the ORM.
-    # NULL for tickets stored before it existed, until `flask tickets fill-summaries`.
-    summary_json: Mapped[str | None] = mapped_column(Text)
 
     photos: Mapped[list[TicketPhoto]] = relationship(
         back_populates="ticket", order_by="TicketPhoto.position", lazy="selectin")

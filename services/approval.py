@@ -20,6 +20,7 @@ import dataclasses
 import datetime as dt
 import math
 import re
+import uuid
 from decimal import ROUND_HALF_UP, Decimal
 from zoneinfo import ZoneInfo
 
@@ -34,7 +35,6 @@ from services import projects
 from services.connections import client_for, project_system_errors
 from services.database import write_transaction
 from services.errors import Conflict, ValidationFailed, field_problem
-from services.ids import new_id
 from services.project_system import (
     Attachment,
     BudgetCode,
@@ -209,7 +209,7 @@ def _claim(ticket_id: str, allow_rejected: bool, destination: str) -> Claim | No
         _refuse_rejected(ticket, allow_rejected)
         _refuse_claimed(ticket, now)
         earlier = tuple(kind for kind in ticket.approval_destinations or () if kind != destination)
-        claim = Claim(id=new_id(), earlier=earlier)
+        claim = Claim(id=str(uuid.uuid4()), earlier=earlier)
         ticket.approval_claim_id = claim.id
         ticket.approval_claimed_at = now
         ticket.approval_destinations = [*earlier, destination]

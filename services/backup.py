@@ -19,7 +19,6 @@ from pathlib import Path
 from flask import current_app
 
 from models import db
-from services.keptrows import forget_everything
 
 DATABASE_FILE = "tickets.sqlite3"
 PHOTOS_DIR = "photos"
@@ -111,7 +110,6 @@ def restore_backup(source: str | os.PathLike) -> BackupSummary:
     staged = database.with_suffix(".restoring")
     shutil.copy2(origin / DATABASE_FILE, staged)
     os.replace(staged, database)
-    forget_everything()  # the restored file may hold other keys and tickets, or older ones
     photos_target = Path(current_app.config["PHOTO_DIR"])
     restored = 0
     if (origin / PHOTOS_DIR).is_dir():

@@ -14,7 +14,6 @@ import threading
 
 from flask import Flask, Response, request
 
-from services.web import page_hooks
 
 try:
     import brotli
@@ -30,11 +29,8 @@ _static_lock = threading.Lock()
 
 
 def init_app(app: Flask) -> None:
-    """Compress page answers after every other after-request hook has run (register it first).
-
-    /v1 answers are JSON, which is never compressed here, so the hook runs for pages only.
-    """
-    page_hooks(app).after.append(compress_response)
+    """Compress page answers after every other after-request hook has run (register it first)."""
+    app.after_request(compress_response)
 
 
 def _encoding() -> str | None:

@@ -13,12 +13,11 @@ import secrets
 from dataclasses import dataclass
 
 from flask import current_app
-from sqlalchemy import bindparam, select
+from sqlalchemy import select
 
 from models import ApiKey, Company, db, utcnow
-from services.database import driver_reads, write_transaction
+from services.database import write_transaction
 from services.errors import NotFound, Unauthorized, ValidationFailed, field_problem
-from services.keptrows import KEYS, kept_or_read
 
 KEY_PREFIX = "ewt_"
 KEY_PATTERN = re.compile(r"^ewt_[A-Za-z0-9_-]{43}$")
@@ -39,17 +38,6 @@ class Caller:
     def actor(self) -> str:
         """How this key is named in audit fields such as approved_by."""
         return f"key:{self.name} ({self.prefix})"
-
-
-# Every /v1 request needs this row, so it is kept between requests where the database allows
-# (services.keptrows) and otherwise read as one Core statement on the driver's connection
-# (services.database.DriverReads): the ORM's bookkeeping cost more than the query itself.
-_CALLER_QUERY = (
-    select(ApiKey.id, ApiKey.company_id, Company.name, ApiKey.name, ApiKey.prefix,
-           ApiKey.revoked_at, ApiKey.last_used_at)
-    .join(Company, Company.id == ApiKey.company_id)
-    .where(ApiKey.digest == bindparam("digest"))
-)
 
 
 @dataclass(frozen=True)
@@ -99,16 +87,17 @@ def authenticate(secret: str | None, *, malformed_header: bool = False) -> Calle
                            "or 'X-API-Key: <key>'", code="api_key_missing")
     if not KEY_PATTERN.match(secret):
         raise Unauthorized("the API key is malformed", code="api_key_malformed")
-    digest = key_digest(secret)
-    row = kept_or_read(KEYS, digest, lambda: driver_reads().first(_CALLER_QUERY, {"digest": digest}))
+    row = db.session.execute(
+        select(ApiKey, Company.name).join(Company, Company.id == ApiKey.company_id)
+        .where(ApiKey.digest == key_digest(secret))).first()
     if row is None:
         raise Unauthorized("the API key is not valid", code="api_key_invalid")
-    key_id, company_id, company_name, name, prefix, revoked_at, last_used_at = row
-    if revoked_at is not None:
+    key, company_name = row
+    if key.revoked_at is not None:
         raise Unauthorized("the API key has been revoked", code="api_key_revoked")
-    _touch(key_id, last_used_at)
-    return Caller(key_id=key_id, company_id=company_id, company_name=company_name, name=name,
-                  prefix=prefix)
+    _touch(key.id, key.last_used_at)
+    return Caller(key_id=key.id, company_id=key.company_id, company_name=company_name,
+                  name=key.name, prefix=key.prefix)
 
 
 def _touch(key_id: int, last_used_at: dt.datetime | None) -> None:

@@ -157,6 +157,12 @@
     document.getElementById("signature-clear").addEventListener("click", function () { signaturePad.clear(); });
   }
 
+  /* The ticket's own text fields: every named field of the form's ticket-fields section. */
+  function ticketFields() {
+    return Array.prototype.map.call(form.querySelectorAll("[data-ticket-fields] [name]"),
+                                    function (field) { return field.name; });
+  }
+
   function value(name) {
     var field = form.elements.namedItem(name);
     return field && field.value !== undefined ? field.value.trim() : "";
@@ -178,12 +184,11 @@
 
   function buildPayload() {
     var payload = {
-      description: value("description"), reason: value("reason"),
-      directed_by: value("directed_by"), captured_by: value("captured_by") || null,
       labor: [], equipment: [], materials: [],
       photos: photos.map(function (p) { return { name: p.name, data_url: p.data_url, taken_at: p.taken_at }; }),
       client_ref: newClientRef()
     };
+    ticketFields().forEach(function (name) { payload[name] = value(name); });
     ["labor", "equipment", "materials"].forEach(function (kind) {
       payload[kind] = collectRows(kind).filter(function (row) { return row !== null; });
     });
@@ -299,7 +304,7 @@
   function fillForm(payload) {
     form.reset();
     clearErrors();
-    ["description", "reason", "directed_by", "captured_by"].forEach(function (name) { setField(name, payload[name]); });
+    ticketFields().forEach(function (name) { setField(name, payload[name]); });
     ["labor", "equipment", "materials"].forEach(function (kind) {
       var box = form.querySelector('.rows[data-kind="' + kind + '"]');
       var rows = box.querySelectorAll(".row");

@@ -1,7 +1,6 @@
 """SQLite tuning, write transactions and migrations."""
 from __future__ import annotations
 
-import collections
 import threading
 
 import pytest
@@ -11,7 +10,7 @@ from alembic.migration import MigrationContext
 from sqlalchemy import text
 
 from models import Company, db
-from services.database import FifoLock, write_transaction
+from services.database import write_transaction
 
 
 @pytest.mark.sqlite_only
@@ -83,39 +82,3 @@ def test_migrations_match_the_models(app):
             context = MigrationContext.configure(connection, opts={"compare_type": True})
             differences = compare_metadata(context, db.metadata)
     assert differences == []
-
-
-def test_fifo_lock_hands_over_in_the_order_callers_asked():
-    lock = FifoLock()
-    assert lock.acquire()
-    order: list[int] = []
-
-    def waiter(n: int) -> None:
-        assert lock.acquire(timeout=30)
-        order.append(n)
-        lock.release()
-
-    threads = []
-    for n in range(5):
-        thread = threading.Thread(target=waiter, args=(n,))
-        thread.start()
-        # Start the next one only once this one is queued, so the asking order is known.
-        while len(lock._waiters) < n + 1:
-            threading.Event().wait(0.001)
-        threads.append(thread)
-    lock.release()
-    for thread in threads:
-        thread.join(timeout=30)
-    assert order == [0, 1, 2, 3, 4]
-    assert lock.acquire(timeout=0)  # free again after the last one
-    lock.release()
-
-
-def test_fifo_lock_timeout_gives_up_without_taking_or_blocking_the_lock():
-    lock = FifoLock()
-    assert lock.acquire()
-    assert lock.acquire(timeout=0.01) is False
-    assert lock._waiters == collections.deque()
-    lock.release()
-    assert lock.acquire(timeout=0)
-    lock.release()

@@ -141,8 +141,7 @@ def test_service_applies_migrations_then_runs_gunicorn():
     # gunicorn's control socket goes to the unit's own runtime folder, not into the data.
     assert environment(unit)["XDG_RUNTIME_DIR"] == "/run/" + one(unit, "RuntimeDirectory")
     assert [command(line) for line in unit["Service"]["ExecStartPre"]] == [
-        [f"{VENV_BIN}/flask", "--app", "app", "db", "upgrade"],
-        [f"{VENV_BIN}/flask", "--app", "app", "tickets", "fill-summaries"]]
+        [f"{VENV_BIN}/flask", "--app", "app", "db", "upgrade"]]
     assert command(one(unit, "ExecStart")) == [
         f"{VENV_BIN}/gunicorn", "--workers", "1", "--threads", "8",
         "--bind", "127.0.0.1:8000", "app:create_app()"]

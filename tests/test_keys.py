@@ -125,3 +125,19 @@ def test_reviewer_cli_create_and_reset_password(app, runner, tenant):
     with app.app_context():
         assert check_login("pm@example.com", "first password 1") is None
         assert check_login("pm@example.com", "second password 2") is not None
+
+
+def test_a_key_revoked_by_a_raw_sql_write_is_refused_on_the_next_request(app, client, tenant):
+    """A revocation written outside the service (a SQL shell, a script) holds at once."""
+    from sqlalchemy import create_engine, text
+
+    for _ in range(2):  # the first request also records the key's last use
+        assert client.get("/v1/me", headers=tenant.headers).status_code == 200
+    script = create_engine(app.config["SQLALCHEMY_DATABASE_URI"])  # another program's engine
+    with script.begin() as connection:
+        connection.execute(text("UPDATE api_keys SET revoked_at = CURRENT_TIMESTAMP "
+                                "WHERE prefix = :prefix"), {"prefix": tenant.prefix})
+    script.dispose()
+    refused = client.get("/v1/me", headers=tenant.headers)
+    assert refused.status_code == 401
+    assert refused.json["error"]["code"] == "api_key_revoked"
