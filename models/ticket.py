@@ -69,9 +69,8 @@ class Ticket(db.Model):
 class TicketCount(db.Model):
     """How many of a company's tickets are in one project and status.
 
-    Kept in the same write transaction as every ticket created and every status change
-    (services.tickets.count_ticket), so ticket lists and the queue can give totals without
-    counting rows; the migration that made the table filled it from the tickets.
+    Moved by triggers on the tickets table (migration 0009) with every insert, delete and
+    change of company, project or status, whoever writes it.
     """
 
     __tablename__ = "ticket_counts"

@@ -50,7 +50,6 @@ from services.projects import Catalog
 from services.routing import Route
 from services.tickets import (
     append_decision,
-    change_status,
     find_ticket,
     get_ticket,
     photo_store,
@@ -300,7 +299,7 @@ def _finish(company_id: int, ticket_id: str, destination: str, record: RemoteRec
         # The record exists whoever holds the claim now, so the ticket must say so.
         already = ticket.status == "written"
         if not already:
-            change_status(session, ticket, "written")
+            ticket.status = "written"
             ticket.external = {
                 "destination": destination,
                 "change_event_id": record.id if destination == CHANGE_EVENT else None,
@@ -417,7 +416,7 @@ def reject(company_id: int, ticket_id: str, actor: str) -> Ticket:
         if current.status == "rejected":
             raise Conflict("the ticket is already rejected", code="ticket_rejected")
         _refuse_claimed(current, utcnow())
-        change_status(session, current, "rejected")
+        current.status = "rejected"
         append_decision(session, current, "rejected", actor)
     db.session.expire_all()
     return get_ticket(company_id, ticket.id)
@@ -431,7 +430,7 @@ def restore(company_id: int, ticket_id: str, actor: str) -> Ticket:
         _refuse_written(current)
         if current.status == "rejected":
             _refuse_claimed(current, utcnow())
-            change_status(session, current, "submitted")
+            current.status = "submitted"
             append_decision(session, current, "restored", actor)
     db.session.expire_all()
     return get_ticket(company_id, ticket.id)

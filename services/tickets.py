@@ -5,14 +5,12 @@ total is the sum of the rounded line amounts, so a ticket always adds up.
 """
 from __future__ import annotations
 
-import functools
 import uuid
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from flask import current_app
 from sqlalchemy import func, inspect, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
 from models import Decision as DecisionRecord
@@ -181,7 +179,6 @@ def create_ticket(company_id: int, data: TicketInput, *, captured_via: str = "ap
     try:
         with write_transaction() as session:
             session.add(record)
-            count_ticket(session, company_id, project_id, "submitted", 1)
     except IntegrityError:
         existing = _id_for_client_ref(company_id, client_ref) if client_ref else None
         if existing is None:
@@ -351,7 +348,8 @@ def status_counts(company_id: int, project_id: str | None = None) -> dict[str, i
 
 def counted_tickets(company_id: int, *, status: str | None = None,
                     project_id: str | None = None) -> int:
-    """How many of the company's tickets match a status and project, from the kept counts."""
+    """How many of the company's tickets match a status and project, from the counts the
+    database keeps with every write (migration 0009's triggers)."""
     query = select(func.coalesce(func.sum(TicketCount.tickets), 0)).where(
         TicketCount.company_id == company_id)
     if status:
@@ -359,38 +357,6 @@ def counted_tickets(company_id: int, *, status: str | None = None,
     if project_id:
         query = query.where(TicketCount.project_id == project_id)
     return int(db.session.scalar(query))
-
-
-def count_ticket(session, company_id: int, project_id: str, status: str, change: int) -> None:
-    """Move the count of a company's tickets in one project and status, in the caller's transaction.
-
-    Every write that creates a ticket or changes its status calls this inside the same write
-    transaction, so the counts never disagree with the tickets. One upsert statement, so two
-    transactions counting the first ticket of a project cannot both insert the row.
-    """
-    session.execute(_count_statement(session.get_bind().dialect.name),
-                    {"company_id": company_id, "project_id": project_id, "status": status,
-                     "tickets": change})
-
-
-@functools.cache
-def _count_statement(dialect: str):
-    """The counting upsert for a database dialect."""
-    insert = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}[dialect]
-    table = TicketCount.__table__
-    statement = insert(table)
-    return statement.on_conflict_do_update(
-        index_elements=[table.c.company_id, table.c.project_id, table.c.status],
-        set_={"tickets": table.c.tickets + statement.excluded.tickets})
-
-
-def change_status(session, ticket: TicketRecord, status: str) -> None:
-    """Give a ticket a new status and move the counts with it (inside a write transaction)."""
-    if ticket.status == status:
-        return
-    count_ticket(session, ticket.company_id, ticket.project_id, ticket.status, -1)
-    count_ticket(session, ticket.company_id, ticket.project_id, status, 1)
-    ticket.status = status
 
 
 def add_photos(company_id: int, ticket_id: str, items: list[PhotoIn]) -> Ticket:

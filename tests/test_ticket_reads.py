@@ -191,3 +191,41 @@ def test_a_routing_warning_is_inside_the_ticket_document(client, app, acme):
     assert answer.status_code == 200
     assert any(w.startswith("routing is unavailable") for w in answer.json["warnings"])
     assert all(line["needs_review"] for line in answer.json["routing"])
+
+
+def test_totals_follow_every_write_to_tickets_whoever_makes_it(client, app, acme):
+    """List totals and status counts come from counts the database moves itself, so a bulk
+    status change, a raw insert and a delete from another program all show at once."""
+    project = acme.project()["id"]
+    ids = [client.post("/v1/tickets", headers=acme.headers, json=ticket_body(
+        project, description=f"Extra work {n}", photos=[], signature=None)).json["id"]
+        for n in range(4)]
+    assert client.post(f"/v1/tickets/{ids[0]}/reject", headers=acme.headers).status_code == 200
+
+    def totals() -> dict[str, int]:
+        return {status: client.get(f"/v1/tickets?status={status}",
+                                   headers=acme.headers).json["total"]
+                for status in ("submitted", "rejected", "written")} | {
+            "all": client.get("/v1/tickets", headers=acme.headers).json["total"]}
+
+    assert totals() == {"submitted": 3, "rejected": 1, "written": 0, "all": 4}
+    with app.app_context():
+        with write_transaction() as session:
+            session.execute(update(Ticket).where(Ticket.id.in_(ids[1:3])).values(status="rejected"))
+    assert totals() == {"submitted": 1, "rejected": 3, "written": 0, "all": 4}
+    script = create_engine(app.config["SQLALCHEMY_DATABASE_URI"])  # another program's engine
+    with script.begin() as connection:
+        connection.execute(text("DELETE FROM tickets WHERE id = :id"), {"id": ids[3]})
+        connection.execute(text(
+            "INSERT INTO tickets (id, company_id, project_id, status, description, reason, "
+            "directed_by, captured_at, captured_via, total, lines, warnings, photo_count) "
+            "VALUES (:id, :company, :project, 'written', 'Typed in', 'r', 'x', "
+            "CURRENT_TIMESTAMP, 'api', '0', '[]', '[]', 0)"),
+            {"id": "00000000-0000-4000-8000-000000000001", "company": acme.company_id,
+             "project": project})
+    script.dispose()
+    assert totals() == {"submitted": 0, "rejected": 3, "written": 1, "all": 4}
+    with app.app_context():
+        from services import tickets
+        assert tickets.status_counts(acme.company_id) == {
+            "submitted": 0, "written": 1, "rejected": 3}
