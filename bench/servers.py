@@ -256,6 +256,8 @@ def _percentile(sorted_ms: list[float], percent: float) -> float:
 class _PacedClient:
     """Keep-alive HTTP connections, one per sending thread, to one loopback server."""
 
+    IDLE_S = 1.0  # a connection idle longer is opened anew: gunicorn drops idle ones after 2 s
+
     def __init__(self, url: str, method: str, headers: dict[str, str], body: bytes | None) -> None:
         rest = url.split("://", 1)[1]
         hostport, _, path = rest.partition("/")
@@ -263,24 +265,34 @@ class _PacedClient:
         self.port, self.path = int(port), "/" + path
         self.method, self.headers, self.body = method, headers, body
         self._local = threading.local()
+        self.failures: list[str] = []
 
-    def send(self) -> int:
-        """One request on this thread's connection; its status, or 0 on a socket error."""
-        connection = getattr(self._local, "connection", None)
+    def send(self) -> str | int:
+        """One request on this thread's connection: its status, or which error it met."""
+        local = self._local
+        connection = getattr(local, "connection", None)
+        if connection is not None and time.perf_counter() - local.used > self.IDLE_S:
+            connection.close()
+            connection = None
         if connection is None:
-            connection = http.client.HTTPConnection(self.host, self.port, timeout=10)
-            self._local.connection = connection
+            connection = local.connection = http.client.HTTPConnection(
+                self.host, self.port, timeout=10)
         try:
             connection.request(self.method, self.path, body=self.body, headers=self.headers)
             answer = connection.getresponse()
             answer.read()
-            if answer.will_close:
-                connection.close()
-            return answer.status
-        except (OSError, http.client.HTTPException):
+        except (OSError, http.client.HTTPException) as error:
             connection.close()
-            self._local.connection = None
-            return 0
+            local.connection = None
+            self.failures.append(f"{type(error).__name__}: {error}")
+            if isinstance(error, TimeoutError):
+                return "timeout"
+            return "connect" if isinstance(error, ConnectionRefusedError) else "read"
+        local.used = time.perf_counter()
+        if answer.will_close:
+            connection.close()
+            local.connection = None
+        return answer.status
 
 
 def paced(url: str, *, method: str = "GET", headers: dict[str, str] | None = None,
@@ -301,8 +313,8 @@ def paced(url: str, *, method: str = "GET", headers: dict[str, str] | None = Non
             return
         with lock:
             latencies.append(took_ms)
-            if status == 0:
-                errors["read"] += 1
+            if isinstance(status, str):
+                errors[status] += 1
             elif status >= 400:
                 errors["status"] += 1
 
@@ -329,6 +341,9 @@ def paced(url: str, *, method: str = "GET", headers: dict[str, str] | None = Non
         cpu_before = cpu_seconds(worker_pid) if worker_pid else None
         duration = run(pool, max(1, int(rate * seconds)), record=True)
         cpu = cpu_seconds(worker_pid) - cpu_before if worker_pid else None
+    if client.failures:
+        print(f"paced {method} {url}: {len(client.failures)} failed, first "
+              f"{client.failures[0]}", file=sys.stderr, flush=True)
     ordered = sorted(latencies)
     return LoadResult(url=url, seconds=duration, requests=len(ordered),
                       rps=len(ordered) / duration, p50_ms=_percentile(ordered, 50),
