@@ -50,7 +50,7 @@ def create_ceiling_app() -> Flask:
 
     @app.post("/v1/tickets")
     def create_ticket() -> tuple[Response, int]:
-        """Stands in for POST /v1/tickets: reads the body, answers 201 with a created ticket's size."""
+        """Stands in for POST /v1/tickets: reads the body, answers 201 the size of a ticket."""
         request.get_data()
         return answer("create", 201)
 

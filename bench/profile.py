@@ -1,4 +1,4 @@
-"""Profile one endpoint of the live service under wrk load with py-spy (where a missed floor's time goes).
+"""Profile one endpoint of the live service under wrk load with py-spy (where a floor's time goes).
 
     .venv/bin/python -m bench.profile list          # or: me, get, create
     .venv/bin/python -m bench.profile list --tickets 100000

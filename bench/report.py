@@ -32,7 +32,7 @@ SIZES = ("small", "big")
 
 
 def latency_figures(r: dict) -> list[dict]:
-    """The API rows: paced p50/p99 and wrk req/s, p50, p99 at both ticket counts, and the scale floor."""
+    """The API rows: paced p50/p99, wrk req/s, p50, p99 at both ticket counts; the scale floor."""
     rows: list[dict] = []
     lat, settings = r["latency"], r["settings"]
     rate, connections = settings["rate"], settings["connections"]

@@ -1,4 +1,4 @@
-"""Seed tickets through the ORM: copies of a ticket the service made, older than anything in the run.
+"""Seed tickets through the ORM: copies of a ticket the service made, older than the run's own.
 
 Every column of the Ticket model is copied from the template (a ticket the service stored
 for a POST /v1/tickets), so a new column needs no change here. Each copy gets its own id,

@@ -1,4 +1,4 @@
-"""Start and stop the servers under test, find their worker processes, and load them (wrk, paced)."""
+"""Start and stop the servers under test, find their workers, and load them (wrk, paced)."""
 from __future__ import annotations
 
 import http.client
@@ -319,7 +319,7 @@ def paced(url: str, *, method: str = "GET", headers: dict[str, str] | None = Non
                 errors["status"] += 1
 
     def run(pool: ThreadPoolExecutor, count: int, record: bool) -> float:
-        """Schedule `count` requests at the rate; return the run's length (its schedule or longer)."""
+        """Schedule `count` requests at the rate; return the run's length in seconds."""
         start = time.perf_counter()
         sent = []
         for i in range(count):
