@@ -32,8 +32,9 @@ test: $(STAMP) chromium
 test-scale: $(STAMP) chromium
 	./bin/with-scale-services $(BIN)/python -m pytest $(PYTEST_ARGS)
 
-# Benchmarks (not part of `make test`): load, scale, capture page, photos, approval, memory.
-# Writes bench/RESULTS.md; takes about seven minutes. BENCH_ARGS="--seconds 3 --rounds 1" for a quick look.
+# Benchmarks (not part of `make test`): API latency at 20 req/s and at 16 connections with
+# 1,000 and 100,000 tickets, capture page, photos, approval, memory. Writes bench/RESULTS.md;
+# takes about seven minutes. BENCH_ARGS="--seconds 3" for a quick look (bench/out/RESULTS.md).
 BENCH_STAMP := $(VENV)/.installed-bench
 $(BENCH_STAMP): $(STAMP) pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'

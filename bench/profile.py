@@ -1,4 +1,4 @@
-"""Profile one endpoint of the live service under wrk load with py-spy (how the misses were traced).
+"""Profile one endpoint of the live service under wrk load with py-spy (where a floor's time goes).
 
     .venv/bin/python -m bench.profile list          # or: me, get, create
     .venv/bin/python -m bench.profile list --tickets 100000
@@ -18,8 +18,6 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-
-import requests
 
 from bench import seed
 from bench.run import OUT, demo_company, in_process_app
@@ -55,12 +53,11 @@ def main() -> int:
             company = demo_company(service)
             key, project = company["api_key"], next(
                 p["id"] for p in company["projects"] if p["change_events"])
-            seed.seed_tickets(in_process_app(service), int(company["company_id"]), project,
+            template = seed.make_template(service.url, key, project)
+            seed.seed_tickets(in_process_app(service), int(company["company_id"]), template,
                               args.tickets)
-            ticket = requests.get(f"{service.url}/v1/tickets?limit=1", timeout=30,
-                                  headers={"Authorization": f"Bearer {key}"}).json()["data"][0]
-            path = {"me": "/v1/me", "list": "/v1/tickets?limit=50", "get": f"/v1/tickets/"
-                    f"{ticket['id']}", "create": "/v1/tickets"}[args.endpoint]
+            path = {"me": "/v1/me", "list": "/v1/tickets?limit=50",
+                    "get": f"/v1/tickets/{template}", "create": "/v1/tickets"}[args.endpoint]
             script = "post_ticket.lua" if args.endpoint == "create" else "get.lua"
             out = OUT / f"profile-{args.endpoint}.txt"
             worker = service.worker_pid()

@@ -1,4 +1,4 @@
-"""Turn one run's figures into bench/RESULTS.md: machine, figures, ceilings, ratios, targets.
+"""Turn one run's figures into bench/RESULTS.md: machine, figures, ceilings, ratios, floors.
 
 Sizes are in KB of 1,000 bytes. Every ratio is the figure divided by its ceiling.
 When bench/baseline.json (a run saved with --save-baseline before the fixes) exists,
@@ -27,42 +27,59 @@ def _fig(key: str, section: str, name: str, value: float, unit: str, ceiling: fl
             "ceiling": ceiling, "ratio": ratio, "target": target, "ok": ok}
 
 
+READ_FLOOR, CREATE_FLOOR, P99_FLOOR_MS, SCALE_FLOOR, RSS_FLOOR_MB = 0.2, 0.1, 100, 1.5, 120
+SIZES = ("small", "big")
+
+
+def latency_figures(r: dict) -> list[dict]:
+    """The API rows: paced p50/p99, wrk req/s, p50, p99 at both ticket counts; the scale floor."""
+    rows: list[dict] = []
+    lat, settings = r["latency"], r["settings"]
+    rate, connections = settings["rate"], settings["connections"]
+    ceiling_paced = lat["ceiling_paced"]
+    number = 1
+    for size in SIZES:
+        phase = lat[size]
+        section = f"{number}. API paced at {rate:g} req/s, {phase['tickets']:,} tickets"
+        for name in ("me", "list", "get", "create"):
+            s, c = phase["paced"][name], ceiling_paced[name]
+            for pct in ("p50", "p99"):
+                rows.append(_fig(f"latency.{size}.paced.{name}.{pct}", section,
+                                 f"{LABELS[name]} {pct}", s[f"{pct}_ms"], "ms",
+                                 c[f"{pct}_ms"], "—", None))
+        section = f"{number + 1}. API at {connections} connections, {phase['tickets']:,} tickets"
+        for name in ("me", "list", "get", "create"):
+            pair = phase["closed"][name]
+            s, c = pair["service"], pair["ceiling"]
+            need = CREATE_FLOOR if name == "create" else READ_FLOOR
+            rows.append(_fig(f"latency.{size}.closed.{name}.rps", section,
+                             f"{LABELS[name]} req/s", s["rps"], "req/s", c["rps"],
+                             f"ratio ≥ {need}", s["rps"] / c["rps"] >= need))
+            rows.append(_fig(f"latency.{size}.closed.{name}.p50", section,
+                             f"{LABELS[name]} p50", s["p50_ms"], "ms", c["p50_ms"], "—", None))
+            rows.append(_fig(f"latency.{size}.closed.{name}.p99", section,
+                             f"{LABELS[name]} p99", s["p99_ms"], "ms", c["p99_ms"],
+                             f"< {P99_FLOOR_MS} ms", s["p99_ms"] < P99_FLOOR_MS))
+        number += 2
+    small, big = lat["small"], lat["big"]
+    section = (f"{number}. Scale, {big['tickets']:,} vs {small['tickets']:,} tickets "
+               f"(ceiling = the {small['tickets']:,} figure)")
+    s, c = big["paced"]["list"]["p50_ms"], small["paced"]["list"]["p50_ms"]
+    rows.append(_fig("latency.scale.list.paced.p50", section,
+                     f"{LABELS['list']} p50 at {rate:g} req/s", s, "ms", c,
+                     f"ratio ≤ {SCALE_FLOOR}", s / c <= SCALE_FLOOR))
+    s, c = big["closed"]["list"]["service"]["p50_ms"], small["closed"]["list"]["service"]["p50_ms"]
+    rows.append(_fig("latency.scale.list.closed.p50", section,
+                     f"{LABELS['list']} p50 at {connections} connections", s, "ms", c, "—", None))
+    return rows
+
+
 def figures(r: dict) -> list[dict]:
     """Every reported figure of a run, with its ceiling, ratio, target and verdict."""
-    rows: list[dict] = []
-    api = r["api"]
-    for name in ("me", "list", "get", "create"):
-        pair = api["create"] if name == "create" else api["reads"][name]
-        s, c = pair["service"], pair["ceiling"]
-        need = 0.4 if name == "create" else 0.6
-        section = f"1. API, {api['tickets']:,} tickets"
-        rows.append(_fig(f"api.{name}.rps", section, f"{LABELS[name]} req/s", s["rps"], "req/s",
-                         c["rps"], f"ratio ≥ {need}", s["rps"] / c["rps"] >= need))
-        rows.append(_fig(f"api.{name}.p50", section, f"{LABELS[name]} p50", s["p50_ms"], "ms",
-                         c["p50_ms"], "—", None))
-        rows.append(_fig(f"api.{name}.p99", section, f"{LABELS[name]} p99", s["p99_ms"], "ms",
-                         c["p99_ms"], "< 100 ms", s["p99_ms"] < 100))
-        if name == "create" and "durable" in pair:
-            d = pair["durable"]
-            rows.append(_fig("api.create.durable", section,
-                             "Durable-write ceiling req/s (bare route + INSERT + COMMIT; informative)",
-                             d["rps"], "req/s", c["rps"], "—", None))
-            rows.append(_fig("api.create.vs_durable", section,
-                             f"{LABELS[name]} req/s against the durable-write ceiling",
-                             s["rps"], "req/s", d["rps"], "—", None))
-    scale = r["scale"]
-    section = f"2. Scale, {scale['big']:,} vs {scale['small']:,} tickets (ceiling = the smaller run)"
-    for name in ("list", "get", "me"):
-        small, big = scale["reads"][name]["small"], scale["reads"][name]["big"]
-        rows.append(_fig(f"scale.{name}.rps", section, f"{LABELS[name]} req/s", big["rps"],
-                         "req/s", small["rps"], "ratio ≥ 1/1.5 (0.67)",
-                         big["rps"] / small["rps"] >= 1 / 1.5))
-        rows.append(_fig(f"scale.{name}.p50", section, f"{LABELS[name]} p50", big["p50_ms"], "ms",
-                         small["p50_ms"], "ratio ≤ 1.5", big["p50_ms"] / small["p50_ms"] <= 1.5))
-        rows.append(_fig(f"scale.{name}.p99", section, f"{LABELS[name]} p99", big["p99_ms"], "ms",
-                         small["p99_ms"], "< 100 ms", big["p99_ms"] < 100))
+    rows: list[dict] = latency_figures(r) if "latency" in r else []
+    number = 6 if "latency" in r else 3  # a run saved before the latency section had 2 API sections
     page, minimal = r["page"]["capture"], r["page"]["minimal"]
-    section = "3. Capture page, first load, mobile throttling (ceiling = minimal page)"
+    section = f"{number}. Capture page, first load, mobile throttling (ceiling = minimal page)"
     rows.append(_fig("page.bytes", section, "Transferred", page["transfer_bytes"] / 1000, "KB",
                      minimal["transfer_bytes"] / 1000, "≤ 60 KB",
                      page["transfer_bytes"] <= 60_000))
@@ -71,7 +88,7 @@ def figures(r: dict) -> list[dict]:
     rows.append(_fig("page.usable", section, "Form usable after", page["usable_ms"], "ms",
                      minimal["usable_ms"], "≤ 2500 ms", page["usable_ms"] <= 2500))
     pb, ps = r["photo_browser"], r["photo_server"]
-    section = "4. Photos, 12-megapixel camera JPEG"
+    section = f"{number + 1}. Photos, 12-megapixel camera JPEG"
     rows.append(_fig("photo.browser.bytes", section, "Page's compression: output", len_kb(pb),
                      "KB", pb["ceiling_bytes"] / 1000, "≤ 350 KB", len_kb(pb) <= 350))
     rows.append(_fig("photo.browser.ms", section, "Page's compression: time (CPU 4x slower)",
@@ -83,16 +100,21 @@ def figures(r: dict) -> list[dict]:
     calls = max(len(a["calls"]) for a in warm)
     attachments = warm[0]["attachments"]
     allowed = 3 + attachments
-    section = f"5. Approve ({attachments} attachments: photo and signature)"
+    section = f"{number + 2}. Approve ({attachments} attachments: photo and signature)"
     rows.append(_fig("approve.calls", section, "Project-system calls per approval", calls,
                      "calls", allowed, f"≤ 3 + {attachments} = {allowed}", calls <= allowed))
     ms = statistics.median(a["ms"] for a in warm)
     waited = statistics.median(a["project_system_ms"] for a in warm)
     rows.append(_fig("approve.ms", section, "Approval time", ms, "ms", waited, "—", None))
     mem = r["memory"]
-    rows.append(_fig("memory.mb", "6. Memory", "Gunicorn worker RSS after the load runs",
-                     mem["service_mb"], "MB", mem["ceiling_mb"], "≤ 150 MB",
-                     mem["service_mb"] <= 150))
+    section = f"{number + 3}. Memory"
+    rows.append(_fig("memory.mb", section, "Gunicorn worker RSS after the load runs",
+                     mem["service_mb"], "MB", mem["ceiling_mb"], f"≤ {RSS_FLOOR_MB} MB",
+                     mem["service_mb"] <= RSS_FLOOR_MB))
+    if "service_end_mb" in mem:
+        rows.append(_fig("memory.end_mb", section, "Gunicorn worker RSS at the end (after photos "
+                         "and approvals)", mem["service_end_mb"], "MB", mem["ceiling_mb"], "—",
+                         None))
     return rows
 
 
@@ -121,7 +143,7 @@ def _verdict(ok: bool | None) -> str:
 
 def summary_table(rows: list[dict]) -> list[str]:
     """The main table."""
-    out = ["| Section | Figure | Measured | Ceiling | Ratio | Target | Result |",
+    out = ["| Section | Figure | Measured | Ceiling | Ratio | Floor / target | Result |",
            "|---|---|---:|---:|---:|---|---|"]
     last = None
     for row in rows:
@@ -134,38 +156,57 @@ def summary_table(rows: list[dict]) -> list[str]:
     return out
 
 
-def detail_sections(r: dict) -> list[str]:
-    """Everything behind the summary: wrk runs, page resources, photos, approvals."""
+def _run_line(label: str, server: str, res: dict) -> str:
+    """One load run as a table row."""
+    cpu = res["worker_cpu_s"] * 1000 / res["requests"] if res.get("worker_cpu_s") else None
+    return (f"| {label} | {server} | {res['rps']:,.1f} | {res['p50_ms']:.1f} | "
+            f"{res['p90_ms']:.1f} | {res['p99_ms']:.1f} | {res['max_ms']:.0f} | {_num(cpu)} |")
+
+
+def load_runs(r: dict) -> list[str]:
+    """The table of every paced and wrk run behind the API rows."""
+    lat, settings = r["latency"], r["settings"]
+    rate, connections, seconds = settings["rate"], settings["connections"], settings["seconds"]
     out = ["", "## Load runs", "",
-           f"wrk 1 thread, 16 connections, {r['settings']['seconds']} s after a 2 s warm-up, "
-           "on loopback. CPU is the gunicorn worker's user+system time per request.", "",
+           f"Paced: {rate:g} requests a second for {seconds} s after a 1 s warm-up, sent on "
+           "schedule whatever the answers do (open loop), each timed from its scheduled start "
+           "(bench/servers.py `paced`, keep-alive connections). wrk: 1 thread, "
+           f"{connections} connections, {seconds} s after a 2 s warm-up (closed loop), the "
+           "ceiling then the service back to back. All on loopback. CPU is the gunicorn "
+           "worker's user+system time per request.", "",
            "| Run | Server | req/s | p50 ms | p90 ms | p99 ms | max ms | CPU ms/req |",
            "|---|---|---:|---:|---:|---:|---:|---:|"]
-
-    def line(label: str, server: str, res: dict) -> str:
-        """One wrk run."""
-        cpu = res["worker_cpu_s"] * 1000 / res["requests"] if res.get("worker_cpu_s") else None
-        return (f"| {label} | {server} | {res['rps']:,.0f} | {res['p50_ms']:.1f} | "
-                f"{res['p90_ms']:.1f} | {res['p99_ms']:.1f} | {res['max_ms']:.0f} | {_num(cpu)} |")
-
-    api, scale = r["api"], r["scale"]
-    for name in ("me", "list", "get"):
-        for server in ("ceiling", "service"):
-            out.append(line(f"{LABELS[name]}, {api['tickets']:,} tickets", server,
-                            api["reads"][name][server]))
-    for server in ("ceiling", "durable", "service"):
-        if server in api["create"]:
-            label = "ceiling + durable write" if server == "durable" else server
-            out.append(line(LABELS["create"], label, api["create"][server]))
-    for name in ("list", "get", "me"):
-        out.append(line(f"{LABELS[name]}, {scale['big']:,} tickets", "service",
-                        scale["reads"][name]["big"]))
-    sizes = r["sizes"]
+    for name in ("me", "list", "get", "create"):
+        out.append(_run_line(f"{LABELS[name]} at {rate:g} req/s", "ceiling",
+                             lat["ceiling_paced"][name]))
+    for size in SIZES:
+        phase = lat[size]
+        for name in ("me", "list", "get", "create"):
+            out.append(_run_line(f"{LABELS[name]} at {rate:g} req/s, {phase['tickets']:,} tickets",
+                                 "service", phase["paced"][name]))
+        for name in ("me", "list", "get", "create"):
+            for server in ("ceiling", "service"):
+                out.append(_run_line(f"{LABELS[name]} at {connections} connections, "
+                                     f"{phase['tickets']:,} tickets", server,
+                                     phase["closed"][name][server]))
     out += ["", "Answer sizes the ceiling copies (bytes): " +
-            ", ".join(f"{LABELS[k]} {v:,}" for k, v in sizes.items()) + ".",
-            f"Seeding {scale.get('seeded', scale['big'] - scale['small']):,} tickets by direct "
-            f"inserts (to reach {scale['big']:,}) took {scale['seed_s']:.1f} s."]
+            ", ".join(f"{LABELS[k]} {v:,}" for k, v in r["sizes"].items()) + ".",
+            f"Seeding {lat['seed']['added']:,} tickets through the ORM (copies of one made by "
+            f"POST /v1/tickets) to reach {lat['big']['tickets']:,} took "
+            f"{lat['seed']['seconds']:.1f} s."]
+    if settings["rounds"] > 1:
+        each = "; ".join(
+            f"{LABELS[name]} at {lat[size]['tickets']:,} tickets " +
+            ", ".join(f"{ratio:.2f}" for ratio in lat[size]["closed"][name]["ratios"])
+            for size in SIZES for name in ("me", "list", "get", "create"))
+        out += ["", f"Each wrk figure ran as {settings['rounds']} ceiling-then-service pairs; "
+                f"the pair with the median ratio is reported. Every pair's ratio: {each}."]
+    return out
 
+
+def detail_sections(r: dict) -> list[str]:
+    """Everything behind the summary: load runs, page resources, photos, approvals."""
+    out = load_runs(r) if "latency" in r else []
     page, minimal = r["page"]["capture"], r["page"]["minimal"]
     out += ["", "## Capture page, first load", "",
             "Chromium (headless), phone viewport, empty cache; DevTools throttling: 150 ms RTT, "
@@ -244,19 +285,6 @@ def before_after(before: dict, after: dict) -> list[str]:
     return out
 
 
-def _rounds_note(ratios: dict[str, list[float]] | None) -> list[str]:
-    """Say how section 1's figures were chosen, with the ratio of every pair run."""
-    if not ratios:
-        return []
-    count = len(next(iter(ratios.values())))
-    each = "; ".join(f"{LABELS[name]} " + ", ".join(f"{ratio:.2f}" for ratio in values)
-                     for name, values in ratios.items())
-    note = (f"Section 1 ran each API figure as {count} pairs, the ceiling then the service "
-            "back to back, and reports the pair with the median ratio. Every pair's ratio, in "
-            f"the order run: {each}.")
-    return [note, ""]
-
-
 def write(r: dict, path: Path) -> None:
     """Write RESULTS.md for one run."""
     m = r["machine"]
@@ -270,18 +298,20 @@ def write(r: dict, path: Path) -> None:
            f"- Date: {m['date']}; commit {m['commit']}",
            f"- Python {m['python']}; {m['chromium']}; {m['wrk']}",
            "- Service as `make run` serves it: bin/serve, gunicorn 1 worker × 8 threads, SQLite "
-           "under a temporary instance, sandbox process running, API rate limit lifted to "
-           "1,000,000 per second (same moving-window check) for the bench only",
+           "under a temporary instance, sandbox process running, API rate limit lifted "
+           "(EWT_API_RATE_LIMIT=1000000 per second) for the bench only",
+           "- API: each request paced at a steady rate (open loop: what a person waits for at a "
+           "realistic load) and under wrk's closed loop of many connections (how far it stretches)"
+           ", at two ticket counts; see Load runs",
            "- Ceilings: bench/ceiling_app.py (bare Flask, same gunicorn settings, answers of the "
-           "same size) for the API, and for POST /v1/tickets also that route plus one durable "
-           "write (INSERT of the body, COMMIT, WAL with synchronous=FULL) to show what the write "
-           "alone costs; a minimal page with one textarea for the capture page; see each section",
+           "same size) measured in the same run for the API; a minimal page with one textarea "
+           "for the capture page; see each section",
            "",
-           f"**{len(misses)} of {sum(row['ok'] is not None for row in rows)} targets missed**"
-           + (": " + "; ".join(f"{row['section'].split(',')[0]} {row['name']}" for row in misses)
+           f"**{len(misses)} of {sum(row['ok'] is not None for row in rows)} floors and targets "
+           "missed**"
+           + (": " + "; ".join(f"{row['section'].split(' (')[0]}: {row['name']}" for row in misses)
               if misses else "."), "",
            "Ratio = measured ÷ ceiling. KB = 1,000 bytes.", ""]
-    out += _rounds_note(r["api"].get("ratios"))
     out += summary_table(rows)
     baseline = HERE / "baseline.json"
     if baseline.exists():

@@ -1,7 +1,8 @@
 """Run every benchmark and write bench/RESULTS.md (and the raw figures to bench/out/).
 
-    .venv/bin/python -m bench.run            # what `make bench` runs
-    .venv/bin/python -m bench.run --seconds 3 --big 20000   # a quick look while working
+    .venv/bin/python -m bench.run                # what `make bench` runs
+    .venv/bin/python -m bench.run --rounds 3     # steadier ratios: 3 wrk pairs each, median kept
+    .venv/bin/python -m bench.run --seconds 3    # a quick look, written to bench/out/RESULTS.md
 
 Each figure is measured beside its ceiling in the same run; see RESULTS.md for the list.
 """
@@ -17,17 +18,17 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import requests
 
 from bench import approve, browser, photos, report, seed
-from bench.ceiling_app import DURABLE_PATH
 from bench.servers import (
     BENCH,
     ROOT,
     LoadResult,
+    Served,
+    paced,
     rss_mb,
     start_ceiling,
     start_service,
@@ -37,6 +38,9 @@ from tests.images import camera_jpeg
 
 OUT = BENCH / "out"
 READS = ("me", "list", "get")
+ENDPOINTS = (*READS, "create")
+DEFAULTS = {"seconds": 10, "rounds": 1, "rate": 20.0, "connections": 16, "small": 1_000,
+            "big": 100_000}
 
 
 def log(message: str) -> None:
@@ -97,48 +101,22 @@ def body_size(url: str, key: str, method: str = "GET", body: dict | None = None)
     return len(answer.content)
 
 
-def load_runs(paths: dict[str, str], servers: list, env: dict, seconds: int) -> dict:
-    """wrk on each read path, alternating servers per path so drift hits both alike."""
-    results: dict[str, dict[str, LoadResult]] = {}
-    for name, path in paths.items():
-        results[name] = {}
-        for server in servers:
-            log(f"wrk {server.name} GET {path}")
-            results[name][server.name] = wrk(server.url + path, "get.lua", env, seconds=seconds,
-                                             worker_pid=server.worker_pid())
-            _check(results[name][server.name], server.name, path)
-    return results
-
-
-def paired_runs(run_pair: Callable[[], dict[str, LoadResult]], rounds: int
-                ) -> tuple[dict[str, LoadResult], list[float]]:
-    """Run a (ceiling, service) pair `rounds` times; keep the pair with the median ratio.
-
-    The machine's speed drifts by 10-20 % within minutes, and one pair alone passed or
-    missed a target by that drift. Each pair is measured back to back, so its ratio is
-    fair; the median of several is the figure reported, with every ratio beside it.
-    """
-    pairs = [run_pair() for _ in range(rounds)]
-    ratios = [pair["service"].rps / pair["ceiling"].rps for pair in pairs]
-    middle = sorted(range(rounds), key=lambda i: ratios[i])[(rounds - 1) // 2]
-    return pairs[middle], ratios
-
-
-def _check(result: LoadResult, server: str, path: str) -> None:
-    """Refuse figures from a run that had errors: they would measure failures."""
-    if not result.ok:
-        raise RuntimeError(f"{server} {path}: wrk saw errors {result.errors}")
-
-
 def main() -> int:
     """Parse options, run every section, write the results."""
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seconds", type=int, default=10, help="length of each wrk run")
-    parser.add_argument("--rounds", type=int, default=3,
-                        help="alternating ceiling/service pairs per API figure (median kept)")
-    parser.add_argument("--small", type=int, default=1_000, help="tickets for the first reads")
-    parser.add_argument("--big", type=int, default=100_000, help="tickets for the scale reads")
+    parser.add_argument("--seconds", type=int, default=DEFAULTS["seconds"],
+                        help="length of each paced run and each wrk run")
+    parser.add_argument("--rounds", type=int, default=DEFAULTS["rounds"],
+                        help="ceiling-then-service wrk pairs per figure (the median ratio is kept)")
+    parser.add_argument("--rate", type=float, default=DEFAULTS["rate"],
+                        help="requests per second of the paced runs")
+    parser.add_argument("--connections", type=int, default=DEFAULTS["connections"],
+                        help="connections of the wrk runs")
+    parser.add_argument("--small", type=int, default=DEFAULTS["small"],
+                        help="tickets for the first latency runs")
+    parser.add_argument("--big", type=int, default=DEFAULTS["big"],
+                        help="tickets for the second latency runs")
     parser.add_argument("--save-baseline", action="store_true",
                         help="also keep these figures as bench/baseline.json (the 'before')")
     args = parser.parse_args()
@@ -165,12 +143,75 @@ def main() -> int:
     (OUT / "results.json").write_text(text)
     if args.save_baseline:
         (BENCH / "baseline.json").write_text(text)
-    # Only a full run (the defaults) replaces bench/RESULTS.md; a quick look goes to bench/out/.
-    full = (args.seconds, args.small, args.big, args.rounds) == (10, 1_000, 100_000, 3)
+    # Only a full run (the defaults, or longer runs and more rounds) replaces bench/RESULTS.md;
+    # a quick look goes to bench/out/.
+    full = (all(getattr(args, name) == DEFAULTS[name]
+                for name in ("rate", "connections", "small", "big"))
+            and args.seconds >= DEFAULTS["seconds"] and args.rounds >= DEFAULTS["rounds"])
     target = BENCH / "RESULTS.md" if full else OUT / "RESULTS.md"
     report.write(json.loads(text), target)
     log(f"wrote {target}")
     return 0
+
+
+def _check(result: LoadResult, server: str, what: str) -> None:
+    """Refuse figures from a run that had errors: they would measure failures."""
+    if not result.ok:
+        raise RuntimeError(f"{server} {what}: the load run saw errors {result.errors}")
+
+
+class Api:
+    """The four benchmarked requests, sent alike to the service and to the ceiling."""
+
+    def __init__(self, key: str, project_id: str, ticket_id: str) -> None:
+        self.key, self.project_id = key, project_id
+        self.paths = {"me": "/v1/me", "list": "/v1/tickets?limit=50",
+                      "get": f"/v1/tickets/{ticket_id}", "create": "/v1/tickets"}
+        self.create_body = json.dumps(approve.ticket_body(project_id)).encode()
+
+    def paced(self, server: Served, name: str, args) -> LoadResult:
+        """One paced (open-loop) run of a request on a server."""
+        headers = {"Authorization": f"Bearer {self.key}"}
+        body = None
+        if name == "create":
+            headers["Content-Type"] = "application/json"
+            body = self.create_body
+        log(f"paced {args.rate:g} req/s {server.name} {report.LABELS[name]}")
+        result = paced(server.url + self.paths[name], method="POST" if body else "GET",
+                       headers=headers, body=body, rate=args.rate, seconds=args.seconds,
+                       worker_pid=server.worker_pid())
+        _check(result, server.name, f"paced {name}")
+        return result
+
+    def closed(self, server: Served, name: str, args) -> LoadResult:
+        """One wrk (closed-loop) run of a request on a server."""
+        log(f"wrk {args.connections} connections {server.name} {report.LABELS[name]}")
+        script = "post_ticket.lua" if name == "create" else "get.lua"
+        result = wrk(server.url + self.paths[name], script,
+                     {"BENCH_KEY": self.key, "BENCH_PROJECT": self.project_id},
+                     seconds=args.seconds, connections=args.connections,
+                     worker_pid=server.worker_pid())
+        _check(result, server.name, f"wrk {name}")
+        return result
+
+    def pairs(self, ceiling: Served, service: Served, name: str, args) -> dict:
+        """`rounds` wrk pairs, ceiling then service back to back; the pair with the median ratio."""
+        runs = [{"ceiling": self.closed(ceiling, name, args),
+                 "service": self.closed(service, name, args)} for _ in range(args.rounds)]
+        ratios = [run["service"].rps / run["ceiling"].rps for run in runs]
+        middle = sorted(range(len(runs)), key=lambda i: ratios[i])[(len(runs) - 1) // 2]
+        return {**runs[middle], "ratios": ratios}
+
+
+def latency_runs(api: Api, ceiling: Served, service: Served, app, company_id: int,
+                 args) -> dict:
+    """Paced and wrk runs of each request at the current ticket count, reads before creates."""
+    tickets = seed.ticket_count(app, company_id)
+    runs: dict = {"tickets": tickets, "paced": {}, "closed": {}}
+    for name in ENDPOINTS:
+        runs["paced"][name] = api.paced(service, name, args)
+        runs["closed"][name] = api.pairs(ceiling, service, name, args)
+    return runs
 
 
 def run_sections(workdir: Path, service, camera: bytes, args, results: dict,
@@ -180,54 +221,29 @@ def run_sections(workdir: Path, service, camera: bytes, args, results: dict,
     company = demo_company(service)
     key, company_id = company["api_key"], int(company["company_id"])
     project_id = next(p["id"] for p in company["projects"] if p["change_events"])
-    env = {"BENCH_KEY": key, "BENCH_PROJECT": project_id}
     app = in_process_app(service)
 
-    log(f"seeding {args.small - 1} tickets")
-    seed.seed_tickets(app, company_id, project_id, args.small - 1)
-    sizes = {"create": body_size(service.url + "/v1/tickets", key, "POST", approve.ticket_body(project_id))}
-    ticket_id = requests.get(f"{service.url}/v1/tickets?limit=1", timeout=30,
-                             headers={"Authorization": f"Bearer {key}"}).json()["data"][0]["id"]
-    paths = {"me": "/v1/me", "list": "/v1/tickets?limit=50", "get": f"/v1/tickets/{ticket_id}"}
-    sizes.update({name: body_size(service.url + path, key) for name, path in paths.items()})
-    small_count = seed.ticket_count(app, company_id)
+    template_id = seed.make_template(service.url, key, project_id)
+    sizes = {"create": body_size(service.url + "/v1/tickets", key, "POST",
+                                 approve.ticket_body(project_id))}
+    log(f"seeding up to {args.small} tickets, copies of {template_id}")
+    seed.seed_tickets(app, company_id, template_id, args.small)
+    api = Api(key, project_id, template_id)
+    sizes.update({name: body_size(service.url + api.paths[name], key) for name in READS})
     ceiling = start_ceiling(workdir, sizes)
     started.append(ceiling)
     results["sizes"] = sizes
 
-    log(f"API reads with {small_count} tickets, {args.rounds} alternating rounds")
-    reads, rounds = {}, {}
-    for name, path in paths.items():
-        reads[name], rounds[name] = paired_runs(
-            lambda name=name, path=path: load_runs({name: path}, [ceiling, service], env,
-                                                   args.seconds)[name], args.rounds)
-
-    def create_pair() -> dict[str, LoadResult]:
-        """One wrk run of POST /v1/tickets on the ceiling, on the ceiling with a durable
-        write (informative: what the write alone costs), then on the service."""
-        log("wrk POST /v1/tickets")
-        runs = {"ceiling": (ceiling, "/v1/tickets"), "durable": (ceiling, DURABLE_PATH),
-                "service": (service, "/v1/tickets")}
-        pair = {name: wrk(server.url + path, "post_ticket.lua", env, seconds=args.seconds,
-                          worker_pid=server.worker_pid())
-                for name, (server, path) in runs.items()}
-        for name, result in pair.items():
-            _check(result, name, "POST /v1/tickets")
-        return pair
-    create, rounds["create"] = paired_runs(create_pair, args.rounds)
-    results["api"] = {"tickets": small_count, "reads": reads, "create": create,
-                      "ratios": rounds}
+    results["latency"] = {"ceiling_paced": {name: api.paced(ceiling, name, args)
+                                            for name in ENDPOINTS}}
+    results["latency"]["small"] = latency_runs(api, ceiling, service, app, company_id, args)
 
     log(f"seeding up to {args.big} tickets")
     start = time.monotonic()
-    added = seed.seed_tickets(app, company_id, project_id, args.big)
-    seed_s = time.monotonic() - start
-    big_count = seed.ticket_count(app, company_id)
-    log(f"seeded {added} in {seed_s:.1f} s; reads with {big_count} tickets")
-    scale = load_runs(paths, [service], env, args.seconds)
-    results["scale"] = {"small": small_count, "big": big_count, "seed_s": seed_s, "seeded": added,
-                        "reads": {name: {"small": reads[name]["service"],
-                                         "big": scale[name]["service"]} for name in READS}}
+    added = seed.seed_tickets(app, company_id, template_id, args.big)
+    results["latency"]["seed"] = {"seconds": time.monotonic() - start, "added": added}
+    log(f"seeded {added} in {results['latency']['seed']['seconds']:.1f} s")
+    results["latency"]["big"] = latency_runs(api, ceiling, service, app, company_id, args)
 
     results["memory"] = {"service_mb": rss_mb(service.worker_pid()),
                          "ceiling_mb": rss_mb(ceiling.worker_pid())}

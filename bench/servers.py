@@ -1,13 +1,17 @@
-"""Start and stop the servers under test, find their worker processes, and drive wrk."""
+"""Start and stop the servers under test, find their workers, and load them (wrk, paced)."""
 from __future__ import annotations
 
+import http.client
 import json
+import math
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -106,6 +110,18 @@ class Served:
             raise RuntimeError(f"expected one {self.name} worker, found {workers}")
         return workers[0]
 
+    def wait_for_worker(self, timeout_s: float = 60.0) -> None:
+        """Block until the gunicorn worker has booted, or fail after the timeout."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                self.worker_pid()
+                return
+            except RuntimeError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
     def stop(self) -> None:
         """Stop the launcher with SIGTERM (it stops what it started), then its group if needed."""
         if self.process.poll() is None:
@@ -126,14 +142,7 @@ def _parent(pid: int) -> int:
 
 
 def service_env(instance: Path, port: int, sandbox_port: int) -> dict[str, str]:
-    """The environment `make run` gives bin/serve, on a private instance and ports.
-
-    The API rate limit is lifted for the benchmark only: the load runs are far above
-    the default 120 requests a minute per key. It is lifted with a one-second window,
-    so the check still runs on the same moving-window strategy with about as many
-    remembered hits as the default keeps (a moving window remembers every hit inside
-    it; a million per minute would make it remember the whole run).
-    """
+    """bin/serve's environment on a private instance and ports, with the API rate limit lifted."""
     env = dict(os.environ)
     env.pop("DATABASE_URL", None)
     env.update(HOST="127.0.0.1", PORT=str(port), SANDBOX_PORT=str(sandbox_port),
@@ -159,6 +168,7 @@ def start_service(workdir: Path) -> Served:
                     extra={"instance": instance, "sandbox_port": sandbox_port, "env": env})
     wait_for_port(sandbox_port, 120)
     wait_for_port(port, 120)
+    served.wait_for_worker()
     return served
 
 
@@ -175,6 +185,7 @@ def start_ceiling(workdir: Path, sizes: dict[str, int]) -> Served:
             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     served = Served("ceiling", process, port, log_path, "bench.ceiling_app:app")
     wait_for_port(port, 60)
+    served.wait_for_worker()
     return served
 
 
@@ -190,7 +201,7 @@ def wait_until_idle(pid: int, timeout_s: float = 30.0) -> None:
 
 @dataclass(frozen=True)
 class LoadResult:
-    """One wrk run's figures."""
+    """One load run's figures (wrk's closed loop or the paced open loop)."""
 
     url: str
     seconds: float
@@ -233,3 +244,108 @@ def wrk(url: str, script: str, env: dict[str, str], *, seconds: int = 10, connec
                       rps=data["requests"] / duration, p50_ms=lat["p50"] / 1000,
                       p90_ms=lat["p90"] / 1000, p99_ms=lat["p99"] / 1000,
                       max_ms=lat["max"] / 1000, errors=data["errors"], worker_cpu_s=cpu)
+
+
+def _percentile(sorted_ms: list[float], percent: float) -> float:
+    """Nearest-rank percentile of sorted values (0 when there are none)."""
+    if not sorted_ms:
+        return 0.0
+    return sorted_ms[max(0, math.ceil(percent / 100 * len(sorted_ms)) - 1)]
+
+
+class _PacedClient:
+    """Keep-alive HTTP connections, one per sending thread, to one loopback server."""
+
+    IDLE_S = 1.0  # a connection idle longer is opened anew: gunicorn drops idle ones after 2 s
+
+    def __init__(self, url: str, method: str, headers: dict[str, str], body: bytes | None) -> None:
+        rest = url.split("://", 1)[1]
+        hostport, _, path = rest.partition("/")
+        self.host, _, port = hostport.partition(":")
+        self.port, self.path = int(port), "/" + path
+        self.method, self.headers, self.body = method, headers, body
+        self._local = threading.local()
+        self.failures: list[str] = []
+
+    def send(self) -> str | int:
+        """One request on this thread's connection: its status, or which error it met."""
+        local = self._local
+        connection = getattr(local, "connection", None)
+        if connection is not None and time.perf_counter() - local.used > self.IDLE_S:
+            connection.close()
+            connection = None
+        if connection is None:
+            connection = local.connection = http.client.HTTPConnection(
+                self.host, self.port, timeout=10)
+        try:
+            connection.request(self.method, self.path, body=self.body, headers=self.headers)
+            answer = connection.getresponse()
+            answer.read()
+        except (OSError, http.client.HTTPException) as error:
+            connection.close()
+            local.connection = None
+            self.failures.append(f"{type(error).__name__}: {error}")
+            if isinstance(error, TimeoutError):
+                return "timeout"
+            return "connect" if isinstance(error, ConnectionRefusedError) else "read"
+        local.used = time.perf_counter()
+        if answer.will_close:
+            connection.close()
+            local.connection = None
+        return answer.status
+
+
+def paced(url: str, *, method: str = "GET", headers: dict[str, str] | None = None,
+          body: bytes | None = None, rate: float = 20.0, seconds: float = 10.0,
+          warmup_s: float = 1.0, worker_pid: int | None = None,
+          max_in_flight: int = 64) -> LoadResult:
+    """Send requests at a fixed rate (open loop), timing each from its scheduled start."""
+    client = _PacedClient(url, method, dict(headers or {}), body)
+    latencies: list[float] = []
+    errors = {"connect": 0, "read": 0, "write": 0, "status": 0, "timeout": 0}
+    lock = threading.Lock()
+
+    def one(scheduled: float, record: bool) -> None:
+        """Send one request and record its latency and outcome."""
+        status = client.send()
+        took_ms = (time.perf_counter() - scheduled) * 1000
+        if not record:
+            return
+        with lock:
+            latencies.append(took_ms)
+            if isinstance(status, str):
+                errors[status] += 1
+            elif status >= 400:
+                errors["status"] += 1
+
+    def run(pool: ThreadPoolExecutor, count: int, record: bool) -> float:
+        """Schedule `count` requests at the rate; return the run's length in seconds."""
+        start = time.perf_counter()
+        sent = []
+        for i in range(count):
+            scheduled = start + i / rate
+            delay = scheduled - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+            sent.append(pool.submit(one, scheduled, record))
+        wait(sent)
+        ended = time.perf_counter()
+        for future in sent:
+            future.result()  # a failure of the client itself is raised, not lost
+        return max(ended - start, count / rate)
+
+    # One pool for the warm-up and the run, so the run reuses the warm-up's connections.
+    with ThreadPoolExecutor(max_workers=max_in_flight) as pool:
+        if warmup_s:
+            run(pool, max(1, int(rate * warmup_s)), record=False)
+        cpu_before = cpu_seconds(worker_pid) if worker_pid else None
+        duration = run(pool, max(1, int(rate * seconds)), record=True)
+        cpu = cpu_seconds(worker_pid) - cpu_before if worker_pid else None
+    if client.failures:
+        print(f"paced {method} {url}: {len(client.failures)} failed, first "
+              f"{client.failures[0]}", file=sys.stderr, flush=True)
+    ordered = sorted(latencies)
+    return LoadResult(url=url, seconds=duration, requests=len(ordered),
+                      rps=len(ordered) / duration, p50_ms=_percentile(ordered, 50),
+                      p90_ms=_percentile(ordered, 90), p99_ms=_percentile(ordered, 99),
+                      max_ms=ordered[-1] if ordered else 0.0, errors=errors, worker_cpu_s=cpu)
