@@ -48,10 +48,7 @@ def seed_tickets(app: Flask, company_id: int, template_id: str, target: int,
     holds the run's own tickets when it has them.
     """
     from models import Ticket, db
-    from services import tickets as service
 
-    # Where the service keeps per-status ticket counts, seeding moves them as a create would.
-    count_ticket = getattr(service, "count_ticket", None)
     missing = target - ticket_count(app, company_id)
     if missing <= 0:
         return 0
@@ -73,9 +70,6 @@ def seed_tickets(app: Flask, company_id: int, template_id: str, target: int,
                           "captured_at": start - dt.timedelta(seconds=20 * i),
                           "description": f"{WORK[i % len(WORK)]} (seeded {i})"})
                 for i in batch)
-            if count_ticket is not None:
-                count_ticket(db.session, company_id, template.project_id, template.status,
-                             len(batch))
             db.session.commit()
             db.session.expunge_all()
             added += len(batch)
