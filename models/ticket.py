@@ -53,12 +53,12 @@ class Ticket(db.Model):
     approved_at: Mapped[dt.datetime | None]
     external: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     # The routing the record was written with (RoutingLine shapes), overrides included.
-    written_routing: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)
+    written_routing: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, deferred=True)
     # An approval in progress: who holds the ticket and since when (expires after a TTL).
     approval_claim_id: Mapped[str | None] = mapped_column(String(36))
     approval_claimed_at: Mapped[dt.datetime | None]
     # Destinations earlier approval attempts wrote to, or may have: a retry looks there first.
-    approval_destinations: Mapped[list[str] | None] = mapped_column(JSON)
+    approval_destinations: Mapped[list[str] | None] = mapped_column(JSON, deferred=True)
 
     photos: Mapped[list[TicketPhoto]] = relationship(
         back_populates="ticket", order_by="TicketPhoto.position", lazy="selectin")

@@ -5,6 +5,7 @@ total is the sum of the rounded line amounts, so a ticket always adds up.
 """
 from __future__ import annotations
 
+import functools
 import uuid
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
@@ -170,21 +171,25 @@ def create_ticket(company_id: int, data: TicketInput, *, captured_via: str = "ap
     if problems:
         raise ValidationFailed("some images could not be used; see details", details=problems)
     photo_rows = _store_photos(checked_photos)
+    routes, routing_warnings = route_lines(company_id, project_id, lines)
     record = TicketRecord(
         **_stored_as_sent(data), id=str(uuid.uuid4()), company_id=company_id,
         project_id=project_id, status="submitted", captured_via=captured_via,
         link_token=link_token, total=total, lines=lines, warnings=warnings,
         signature=_store_signature(data, checked_signature), photo_count=len(photo_rows),
-        captured_at=utcnow(), photos=[TicketPhoto(**row) for row in photo_rows])
+        captured_at=utcnow(), photos=[TicketPhoto(**row) for row in photo_rows], decisions=[])
     try:
         with write_transaction() as session:
             session.add(record)
+            session.flush()
+            # Shaped from what was just written, before the commit expires it.
+            created = shape_ticket(record, routing_lines(routes), routing_warnings)
     except IntegrityError:
         existing = _id_for_client_ref(company_id, client_ref) if client_ref else None
         if existing is None:
             raise
         return get_ticket(company_id, existing), False
-    return get_ticket(company_id, record.id), True
+    return created, True
 
 
 # Input fields the service works out itself rather than storing as sent.
@@ -269,9 +274,7 @@ def shape(ticket: TicketRecord, schema: type[TicketSummary] | None = None,
     a column of the model is copied by name, lines are grouped by kind, photos and decisions
     come from their rows."""
     schema = schema or TicketSummary
-    columns = inspect(TicketRecord).column_attrs.keys()
-    fields: dict[str, Any] = {name: getattr(ticket, name) for name in schema.model_fields
-                              if name in columns}
+    fields: dict[str, Any] = {name: getattr(ticket, name) for name in _copied_columns(schema)}
     for kind in LINE_KINDS:
         fields[kind] = [line for line in ticket.lines if line["kind"] == kind]
     fields.update(photos=ticket.photos, decisions=ticket.decisions,
@@ -279,6 +282,13 @@ def shape(ticket: TicketRecord, schema: type[TicketSummary] | None = None,
                   warnings=list(ticket.warnings or []))
     fields.update(extra)
     return schema.model_validate(fields, from_attributes=True)
+
+
+@functools.cache
+def _copied_columns(schema: type[TicketSummary]) -> tuple[str, ...]:
+    """The fields of an output shape that are columns of the ticket model."""
+    columns = set(inspect(TicketRecord).column_attrs.keys())
+    return tuple(name for name in schema.model_fields if name in columns)
 
 
 def shape_ticket(ticket: TicketRecord, routing: list[RoutingLine],
