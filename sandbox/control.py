@@ -110,6 +110,43 @@ def set_rate_limit() -> Response:
     return jsonify({"per_hour": per_hour})
 
 
+@bp.post("/spike_limit")
+def set_spike_limit() -> Response:
+    """Set (or with null, switch off) the company's limit of calls per 10-second window."""
+    company_id = bearer_company()
+    per_window = json_body().get("per_10s")
+    if per_window is not None and (not isinstance(per_window, int) or per_window < 0):
+        raise ApiError(422, "Invalid spike limit", {"per_10s": ["must be a non-negative integer"]})
+    db = get_db()
+    with write_transaction(db):
+        db.execute("UPDATE companies SET spike_limit = ? WHERE id = ?", [per_window, company_id])
+    return jsonify({"per_10s": per_window})
+
+
+@bp.post("/clock")
+def advance_clock() -> Response:
+    """Move the company's sandbox clock forward (rate windows roll over without waiting).
+
+    ``{"freeze": true}`` stops it at the current time, so only these steps move it.
+    """
+    company_id = bearer_company()
+    body = json_body()
+    if body.get("freeze") is True:
+        db = get_db()
+        with write_transaction(db):
+            db.execute("UPDATE companies SET clock_frozen_at = ?, clock_offset_s = 0 "
+                       "WHERE id = ?", [time.time(), company_id])
+        return jsonify({"frozen": True})
+    seconds = body.get("advance_s")
+    if not isinstance(seconds, int | float) or isinstance(seconds, bool) or seconds < 0:
+        raise ApiError(422, "Invalid clock step", {"advance_s": ["must be 0 or more seconds"]})
+    db = get_db()
+    with write_transaction(db):
+        db.execute("UPDATE companies SET clock_offset_s = coalesce(clock_offset_s, 0) + ? "
+                   "WHERE id = ?", [float(seconds), company_id])
+    return jsonify({"advanced_s": seconds})
+
+
 @bp.post("/projects/<int:project_id>/tools")
 def set_tool(project_id: int) -> Response:
     """Switch one of the project's tools on or off, e.g. {"engine_name": "change_events"}."""

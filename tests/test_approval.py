@@ -129,8 +129,8 @@ def test_approve_writes_a_change_event_with_lines_photos_and_signature(client, a
         assert text in event["description"]
     items = [(i["budget_code"]["id"], float(i["cost_impact"]["estimate"]["amount"]),
               i["cost_impact"]["estimate"]["unit_of_measure"]) for i in event["change_items"]]
-    assert items == [(written["routing"][0]["budget_code_id"], 1332.0, "hr"),
-                     (written["routing"][1]["budget_code_id"], 380.0, "hr"),
+    assert items == [(written["routing"][0]["budget_code_id"], 1332.0, "HR"),
+                     (written["routing"][1]["budget_code_id"], 380.0, "HR"),
                      (written["routing"][2]["budget_code_id"], 123.75, None)]
     assert [i["budget_code"]["flat_code"] for i in event["change_items"]] == \
         ["02-200.L", "02-200.E", "02-200.M"]
@@ -458,7 +458,7 @@ def test_failed_attachment_is_completed_without_duplicates(client, acme, app, sa
                                           {"name": "b.jpg", "data_url": data_url(jpeg_bytes())}],
                     signature={"name": "Sam", "image": data_url(png_bytes(), "image/png")})
     control(sandbox_server, acme).fault(503, after_commit=True, methods=["PATCH"],
-                                        match="/rest/v1.0/change_events/")
+                                        match="/rest/v1.1/change_events/")
     failed = act(client, acme, ticket["id"], "approve")
     assert failed.status_code == 502
     (event,) = origin_rows(sandbox_server, "change_events", ticket["id"])

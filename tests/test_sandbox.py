@@ -229,15 +229,15 @@ def test_change_event_validation(api):
 
 
 def test_change_event_round_trip_with_attachments(api, sandbox_server):
-    """Create on budget codes, attach by multipart PATCH, read back in v1.1 shape."""
+    """Create on budget codes, attach by multipart PATCH (with change_event), read back."""
     project = api.project()
     labor = api.budget_code(project, "02-200.L")
     created = api.create_event(project, description="Hand digging around a duct bank",
                                external_data={"origin_id": "ticket-1", "origin_data": "x"},
                                change_items=[
         {"description": "Labor 3 x 8 h", "budget_code": {"id": labor["id"]},
-         "cost_impact": {"estimate": {"quantity": 24, "unit_cost": "85.5",
-                                      "unit_of_measure": "hours"}}},
+         "cost_impact": {"estimate": {"quantity": 24, "unit_cost": 85.5,
+                                      "unit_of_measure": "HR"}}},
         {"description": "Dump fees", "cost_impact": {"estimate": {"amount": 120.25}}}])
     assert created.status_code == 201, created.text
     event = created.json()
@@ -249,8 +249,14 @@ def test_change_event_round_trip_with_attachments(api, sandbox_server):
     assert first["cost_impact"]["estimate"]["amount"] == 2052.0
     assert first["cost_impact"]["estimate"]["calculation_strategy"] == "automatic"
     assert second["budget_code"] is None and second["cost_impact"]["estimate"]["amount"] == 120.25
+    files_only = api.call("PATCH", f"/rest/v1.0/change_events/{event['id']}",
+                          params={"project_id": project},
+                          files=[("attachments[]", ("photo.jpg", b"\xff\xd8jpeg", "image/jpeg"))])
+    assert files_only.status_code == 400
+    assert files_only.json()["message"] == "param is missing or the value is empty: change_event"
     patched = api.call("PATCH", f"/rest/v1.0/change_events/{event['id']}",
                        params={"project_id": project},
+                       data={"change_event[title]": "Extra trenching"},
                        files=[("attachments[]", ("photo.jpg", b"\xff\xd8jpeg", "image/jpeg")),
                               ("attachments[]", ("notes.txt", b"hello", "text/plain"))])
     assert patched.status_code == 200
@@ -285,7 +291,7 @@ def test_record_pages_escape_text(api, sandbox_server):
 
 
 def test_manpower_log_json_and_multipart(api, sandbox_server):
-    """Manpower entries: JSON and multipart create, list by date and search, page per entry."""
+    """Manpower entries: JSON and multipart create, list by date, search ignores notes."""
     project = api.project()
     path = f"/rest/v1.0/projects/{project}/manpower_logs"
     created = api.call("POST", path, json={"manpower_log": {
@@ -303,7 +309,7 @@ def test_manpower_log_json_and_multipart(api, sandbox_server):
     assert [row["notes"] for row in by_day] == ["Trenching", "Cleanup"]
     searched = api.call("GET", path, params={"log_date": "2026-06-03",
                                              "filters[search]": "clean"}).json()
-    assert [row["id"] for row in searched] == [with_file.json()["id"]]
+    assert searched == []  # what Procore's search covers is undocumented: never the notes here
     assert api.call("GET", path).json() == []  # no date: today's entries only
     invalid = api.call("POST", path, json={"manpower_log": {"date": "2026-06-03",
                                                             "num_workers": -1}})
