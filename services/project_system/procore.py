@@ -351,6 +351,12 @@ class ProcoreClient:
                                     cost_code_id=cost_code_id, cost_type=cost_type))
         return codes
 
+    def list_wbs_segments(self, project_id: int) -> list[dict[str, Any]]:
+        """The project's budget-code pattern: its segments in order, each with its delimiter."""
+        rows = list(self._pages(
+            f"/rest/v1.0/projects/{project_id}/work_breakdown_structure/segments"))
+        return sorted(rows, key=lambda row: row.get("position") or 0)
+
     def list_budget_codes(self, project_id: int) -> list[BudgetCode]:
         """The project's active budget codes with their cost code and normalized cost type."""
         return self._budget_codes(project_id, self._cost_code_rows(project_id),
