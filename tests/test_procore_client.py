@@ -628,3 +628,30 @@ def test_delete_leaves_nothing_listed(procore_client, sandbox_company):
         "ticket-delete", day, 1, Decimal("1"), "x"))
     procore_client.delete_manpower_log(project, entry.id)
     assert procore_client.find_manpower_log(project, "ticket-delete", day) is None
+
+
+def test_spike_limit_on_a_create_is_waited_out(procore_client, sandbox_company, sandbox_control,
+                                               sandbox_server):
+    """The 10-second limit answers a manpower create with 429: one wait, one entry."""
+    project = project_id(sandbox_company, 2)
+    procore_client.list_projects()
+    clock = procore_client.clock
+
+    def sleep(seconds: float) -> None:
+        clock.sleep(seconds)
+        sandbox_control.advance_clock(seconds)
+
+    procore_client.sleep = sleep
+    sandbox_control.freeze_clock()
+    sandbox_control.set_spike_limit(1)
+    procore_client.list_cost_types(project)  # the window's one call
+    day = datetime.date(2026, 6, 7)
+    record = procore_client.create_manpower_log(project, ManpowerDraft(
+        "ticket-spike", day, 2, Decimal("3"), "Spike"))
+    sandbox_control.set_spike_limit(None)
+    assert len(clock.sleeps) == 1 and 0 < clock.sleeps[0] <= 10
+    assert calls_to(procore_client, "POST", "/manpower_logs") == 2
+    with closing(sqlite3.connect(sandbox_server.db_path)) as conn:
+        assert conn.execute("SELECT count(*) FROM manpower_logs WHERE project_id = ?",
+                            [project]).fetchone()[0] == 1
+    assert procore_client.find_manpower_log(project, "ticket-spike", day).id == record.id
