@@ -66,7 +66,7 @@ def require_tool(project: dict[str, Any], engine_name: str, *, lookup: bool = Fa
     active = next(get_db().query(
         "SELECT is_active, listed FROM project_tools WHERE project_id = ? AND engine_name = ?",
         [project["id"], engine_name]), None)
-    if lookup and active is not None and not active["listed"]:
+    if lookup and active is not None and active["listed"] == 0:
         return
     if not active or not active["is_active"]:
         message = TOOL_DENIED[engine_name].format(verb=_VERBS.get(request.method, "access"))

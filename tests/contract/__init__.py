@@ -32,7 +32,11 @@ def _request_body(exchange: Exchange) -> Any:
     if exchange.content_type == "multipart/form-data":
         sent = Request(EnvironBuilder(method=exchange.method, data=exchange.body, headers={
             "Content-Type": exchange.headers["Content-Type"]}).get_environ())
-        return contract.form_dict(list(sent.form.items(multi=True)), list(sent.files.keys()))
+        try:
+            return contract.form_dict(list(sent.form.items(multi=True)),
+                                      list(sent.files.keys()))
+        finally:
+            sent.close()
     return exchange.body
 
 
