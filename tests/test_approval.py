@@ -370,7 +370,8 @@ def test_require_exact_refuses_a_fallback_code(client, acme):
 # ----------------------------------------------------------------- exactly once
 
 def test_concurrent_approvals_write_one_change_event(app, acme, client, sandbox_server):
-    ticket = create(client, acme)
+    ticket = create(client, acme, photos=[{"name": "a.jpg", "data_url": data_url(jpeg_bytes())}],
+                    signature={"name": "Sam", "image": data_url(png_bytes(), "image/png")})
     server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -401,7 +402,12 @@ def test_concurrent_approvals_write_one_change_event(app, acme, client, sandbox_
             assert 1 <= int(answer.headers["Retry-After"]) <= 5
     fresh = [a for a in answers if a.status_code == 200 and not a.json()["already"]]
     assert len(fresh) == 1
-    assert len(origin_rows(sandbox_server, "change_events", ticket["id"])) == 1
+    (event,) = origin_rows(sandbox_server, "change_events", ticket["id"])
+    with closing(sqlite3.connect(sandbox_server.db_path)) as connection:
+        names = [row[0] for row in connection.execute(
+            "SELECT filename FROM attachments WHERE owner_kind = 'change_event' AND owner_id = ?",
+            [event["id"]])]
+    assert sorted(names) == ["photo-01-a.jpg", "signature.png"]  # each uploaded once
     final = client.get(f"/v1/tickets/{ticket['id']}", headers=acme.headers).json
     assert final["status"] == "written"
     assert [d["action"] for d in final["decisions"]] == ["approved"]

@@ -423,10 +423,14 @@ class ProcoreClient:
 
     # Change events
 
+    def list_change_event_statuses(self, project_id: int) -> list[dict[str, Any]]:
+        """The change-event statuses of the project's company."""
+        return list(self._pages("/rest/v1.0/change_event/statuses",
+                                {"project_id": project_id}, tool="change_events"))
+
     def _open_status_id(self, project_id: int) -> int:
         """The id of the project's default status that maps to "open"."""
-        statuses = list(self._pages("/rest/v1.0/change_event/statuses",
-                                    {"project_id": project_id}, tool="change_events"))
+        statuses = self.list_change_event_statuses(project_id)
         open_statuses = [row for row in statuses
                          if str(row.get("mapped_to_status") or row.get("name", "")).lower()
                          == "open"]

@@ -101,8 +101,7 @@ def _read_setup(client: ProcoreClient, project_id: int) -> list[Finding]:
                          f"budget code pattern: {describe_pattern(segments)}; {len(codes)} "
                          f"active budget codes, {readable} of them tied to a cost code and a "
                          "cost type"))
-        statuses = [row.get("name") for row in client._pages(
-            "/rest/v1.0/change_event/statuses", {"project_id": project_id})]
+        statuses = [row.get("name") for row in client.list_change_event_statuses(project_id)]
         findings.append((True, f"change event statuses: {', '.join(map(str, statuses))}"))
     except ProjectSystemError as error:
         findings.append((False, f"reading the project's setup failed: {error}"))
