@@ -178,10 +178,8 @@ def install(app: Flask) -> None:
 
 
 def check_current_request() -> None:
-    """Answer an out-of-contract /rest request as Procore does: 404, or 400 with its reason.
-
-    Runs after the token, company header and rate checks, as Procore answers those first.
-    """
+    """Answer an out-of-contract /rest request as Procore does: 404, 400 or 422 with the reason."""
+    # Called by the guard after the token, company header and rate checks, as Procore does.
     path = current_app.config.get("SANDBOX_CONTRACT_PATH")
     if not path or not request.path.startswith("/rest/"):
         return

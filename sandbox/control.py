@@ -1,4 +1,5 @@
-"""The /_sandbox control endpoints (faults, token revocation, limits, tool switches) and fault use.
+"""The /_sandbox control endpoints (faults, token revocation, hourly and 10-second limits, the
+company's clock, tool switches) and fault use.
 
 Fault state lives in the database, so every thread and process serving the file agrees on
 how many faults are left.
@@ -125,10 +126,7 @@ def set_spike_limit() -> Response:
 
 @bp.post("/clock")
 def advance_clock() -> Response:
-    """Move the company's sandbox clock forward (rate windows roll over without waiting).
-
-    ``{"freeze": true}`` stops it at the current time, so only these steps move it.
-    """
+    """Move the company's sandbox clock forward, or with {"freeze": true} stop it where it is."""
     company_id = bearer_company()
     body = json_body()
     if body.get("freeze") is True:

@@ -58,11 +58,8 @@ def company_project(project_id: int | None) -> dict[str, Any]:
 
 
 def require_tool(project: dict[str, Any], engine_name: str, *, lookup: bool = False) -> None:
-    """403 unless the project has the tool switched on, as Procore answers for a disabled tool.
-
-    ``lookup`` marks company-level lists (statuses) that answer even where the tool is missing
-    from the project's tool list.
-    """
+    """403 unless the project has the tool switched on, as Procore answers for a disabled tool."""
+    # lookup: a company-level list (statuses) that answers where the tool list lacks the tool.
     active = next(get_db().query(
         "SELECT is_active, listed FROM project_tools WHERE project_id = ? AND engine_name = ?",
         [project["id"], engine_name]), None)

@@ -132,11 +132,8 @@ _DEFAULT_SEGMENTS = [("cost_code", "Cost Code", ".", None),
 
 def create_demo_company(db_path: str, name: str = "Summit Ridge Builders", *,
                         contract_projects: bool = False) -> dict[str, Any]:
-    """Create a company with fresh credentials, demo projects, cost codes and budget codes.
-
-    ``contract_projects`` adds projects with other budget-code patterns, a tool list without
-    Change Events, and pending manpower entries (listed under "contract_projects" by key).
-    """
+    """Create a company with credentials, demo projects and codes (plus _PATTERN_PROJECTS)."""
+    # With contract_projects, the answer lists those projects under "contract_projects" by key.
     db = connect(db_path)
     try:
         ensure_schema(db)

@@ -135,8 +135,8 @@ def ensure_schema(db: sqlite_utils.Database) -> None:
             present = set(db.table(name).columns_dict)
             for column, kind in columns.items():
                 if column not in present:  # a file made by an older sandbox
-                    db.execute(f"ALTER TABLE [{name}] ADD COLUMN [{column}] "
-                               f"{'INTEGER' if kind is int else 'FLOAT' if kind is float else 'TEXT'}")
+                    sql_type = {int: "INTEGER", float: "FLOAT"}.get(kind, "TEXT")
+                    db.execute(f"ALTER TABLE [{name}] ADD COLUMN [{column}] {sql_type}")
         db.table("wbs_codes").create_index(
             ["project_id", "cost_code_item_id", "type_item_id"],
             index_name="wbs_codes_combination", unique=True, if_not_exists=True)

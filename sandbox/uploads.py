@@ -27,7 +27,7 @@ _ULID_ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
 
 def _upload_uuid() -> str:
-    """A 26-character id in the shape Procore's upload uuids have (e.g. 01FZ8QATJYD0K7BZG2PP5GB4KN)."""
+    """A 26-character id shaped like Procore's upload uuids (01FZ8QATJYD0K7BZG2PP5GB4KN)."""
     return "01" + "".join(secrets.choice(_ULID_ALPHABET) for _ in range(24))
 
 

@@ -164,7 +164,7 @@ def _write_manpower(client: ProcoreClient, project_id: int, origin: str,
     record: RemoteRecord | None = None
     try:
         record = client.create_manpower_log(project_id, ManpowerDraft(
-            origin_id=origin, date=today, num_workers=1, num_hours=Decimal("0"),
+            origin_id=origin, date=today, num_workers=1, num_hours=Decimal("1"),
             notes=TEST_NOTE))
         status = client.get_manpower_log(project_id, record.id).get("status")
         findings.append((True, f"created test manpower entry {record.id} (status {status})"))
