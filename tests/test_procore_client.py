@@ -465,11 +465,16 @@ def test_units_of_measure_come_from_the_company_list(procore_client, sandbox_com
         "ticket-uom", "Units", "", lines))
     items = procore_client.get_change_event(project, record.id)["change_items"]
     assert [item["cost_impact"]["estimate"]["unit_of_measure"] for item in items] == ["HR", None]
-    assert calls_to(procore_client, "GET", f"/companies/{sandbox_company['company_id']}/uoms") == 1
+    uoms = f"/companies/{sandbox_company['company_id']}/uoms"
+    assert calls_to(procore_client, "GET", uoms) == 1
+    procore_client.clock.advance(3601)
+    procore_client.unit_of_measure("hr")
+    assert calls_to(procore_client, "GET", uoms) == 2
 
 
 def test_an_hour_unit_is_not_guessed_when_the_company_has_none(procore_client):
     """A company list without an hour unit leaves the field out instead of sending "hr"."""
+    procore_client._uoms_read_at = procore_client.clock()
     procore_client._uoms = [{"name": "EA", "description": "Each", "is_standard": True}]
     assert procore_client.unit_of_measure("hr") is None
     procore_client._uoms = [{"name": "Hrs.", "description": "Hours", "is_standard": False},

@@ -51,6 +51,7 @@ _STANDARD_CODES = {"labor": "L", "equipment": "E", "materials": "M", "other": "O
 _CHANGE_EVENT_TOOLS = {"change_events", "change_event", "change events", "changeevents",
                        "change_event_tool"}
 _HOUR_WORDS = {"hr", "hrs", "hour", "hours", "h"}
+UOM_CACHE_S = 3600
 # A manpower entry is "approved" or "pending"; the list answers approved ones by default.
 MANPOWER_STATUSES = ("approved", "pending")
 
@@ -90,6 +91,7 @@ class ProcoreClient:
         # Called with every answer and its body; tests record exchanges with it.
         self.observer: Callable[[requests.Response, bytes], None] | None = None
         self._uoms: list[dict[str, Any]] | None = None
+        self._uoms_read_at = 0.0
 
     def __repr__(self) -> str:
         """Identify the client without its secret or token."""
@@ -439,14 +441,15 @@ class ProcoreClient:
         return int(max(open_statuses, key=lambda row: bool(row.get("default_status")))["id"])
 
     def list_units_of_measure(self) -> list[dict[str, Any]]:
-        """The company's units of measure (read once per client); empty when unreadable."""
-        if self._uoms is None:
+        """The company's units of measure, read at most once an hour; empty when unreadable."""
+        if self._uoms is None or self.clock() - self._uoms_read_at > UOM_CACHE_S:
             try:
                 self._uoms = list(self._pages(f"/rest/v1.0/companies/{self.company_id}/uoms"))
             except ProjectSystemError as exc:
                 if exc.status not in (403, 404):
                     raise
                 self._uoms = []
+            self._uoms_read_at = self.clock()
         return self._uoms
 
     def unit_of_measure(self, wanted: str | None) -> str | None:
