@@ -19,6 +19,7 @@ from services import (
     reviewers,
 )
 from services.errors import ServiceError
+from services.project_system.write_test import run as run_write_test
 
 keys_cli = AppGroup("keys", help="Create, list and revoke API keys.")
 reviewers_cli = AppGroup("reviewers", help="Manage reviewer logins.")
@@ -192,10 +193,19 @@ def connect_command(company_id: int, environment: str, client_id: str, client_se
 
 @project_system_cli.command("check")
 @click.option("--company", "company_id", type=int, required=True)
-def check_command(company_id: int) -> None:
-    """Check a company's connection and say what is wrong, if anything."""
+@click.option("--write-test", is_flag=True,
+              help="Also write a test change event and manpower entry, find them and delete them.")
+@click.option("--project", "project_id", type=int, default=None,
+              help="Procore project id for --write-test (default: the first with change events).")
+def check_command(company_id: int, write_test: bool, project_id: int | None) -> None:
+    """Check a company's connection (read-only unless --write-test) and say what is wrong."""
     findings = connections.check_connection(company_id)
     _print_findings(findings)
+    if write_test and all(ok for ok, _ in findings):
+        click.echo("write test:")
+        written = run_write_test(connections.client_for(company_id), project_id)
+        _print_findings(written)
+        findings += written
     if not all(ok for ok, _ in findings):
         raise SystemExit(1)
 

@@ -11,6 +11,8 @@ Settings (all optional; environment variables with the same names are read too):
 - ``SANDBOX_TOKEN_TTL``: access-token lifetime in seconds (default 5400)
 - ``SANDBOX_RATE_LIMIT_PER_HOUR``: calls per company per hour (default 3600)
 - ``SANDBOX_MAX_UPLOAD_BYTES``: largest request body (default 50 MB)
+- ``SANDBOX_CONTRACT_PATH``: the contract every /rest request is checked against (default
+  ``tests/contract/procore.json`` beside the package, when present; "" switches it off)
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from flask import Config, Flask, Response, current_app, g, request
 from werkzeug.exceptions import HTTPException
 from werkzeug.wrappers import Response as BaseResponse
 
-from sandbox import auth, change_events, control, daily_log, rest, web
+from sandbox import auth, change_events, contract, control, daily_log, rest, uploads, web
 from sandbox.common import ApiError, close_db
 from sandbox.control import fault_response
 from sandbox.seed import create_demo_company
@@ -59,8 +61,10 @@ def create_sandbox_app(config: dict[str, Any] | None = None) -> Flask:
     finally:
         db.close()
 
-    for blueprint in (auth.bp, rest.bp, change_events.bp, daily_log.bp, control.bp, web.bp):
+    for blueprint in (auth.bp, rest.bp, change_events.bp, daily_log.bp, uploads.bp,
+                      uploads.storage, control.bp, web.bp):
         app.register_blueprint(blueprint)
+    contract.install(app)
     app.teardown_appcontext(close_db)
     app.after_request(_finish_request)
     app.register_error_handler(ApiError, lambda error: error.response())

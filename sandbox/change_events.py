@@ -16,14 +16,22 @@ from sandbox.common import (
     ApiError,
     as_number,
     decimal_text,
+    form_object,
     get_db,
     int_arg,
     json_body,
     paged,
     parse_decimal,
 )
-from sandbox.rest import company_project, guard, require_tool, wbs_codes_by_id
+from sandbox.rest import (
+    company_project,
+    company_uom_names,
+    guard,
+    require_tool,
+    wbs_codes_by_id,
+)
 from sandbox.store import format_timestamp, iso_now, next_id, write_transaction
+from sandbox.uploads import completed_uploads, store_uploads
 
 bp = Blueprint("sandbox_change_events", __name__, url_prefix="/rest")
 bp.before_request(guard)
@@ -152,8 +160,8 @@ def change_event_v10(db: sqlite_utils.Database, event: dict[str, Any]) -> dict[s
 
 def _event(db: sqlite_utils.Database, project_id: int, event_id: int) -> dict[str, Any]:
     """A change event of the project; 404 when there is none with this id."""
-    row = next(db.query("SELECT * FROM change_events WHERE id = ? AND project_id = ?",
-                        [event_id, project_id]), None)
+    row = next(db.query("SELECT * FROM change_events WHERE id = ? AND project_id = ? AND "
+                        "deleted_at IS NULL", [event_id, project_id]), None)
     if row is None:
         raise ApiError(404, "Change event not found")
     return row
@@ -171,7 +179,7 @@ def _text(value: Any, field: str, errors: dict[str, list[str]], limit: int) -> s
     return value
 
 
-def _parse_items(raw_items: Any, valid_codes: set[int],
+def _parse_items(raw_items: Any, valid_codes: set[int], units: set[str],
                  errors: dict[str, list[str]]) -> list[dict[str, Any]]:
     """Validate change items and work out each amount."""
     if raw_items is None:
@@ -208,6 +216,10 @@ def _parse_items(raw_items: Any, valid_codes: set[int],
                     "automatic calculation needs quantity and unit_cost")
             else:
                 amount = (quantity * unit_cost).quantize(CENT, ROUND_HALF_UP)
+        unit = estimate.get("unit_of_measure")
+        if unit is not None and unit not in units:
+            errors.setdefault(f"{field}.unit_of_measure", []).append(
+                f"{unit!r} is not a unit of measure of this company")
         items.append({
             "description": _text(raw.get("description"), f"{field}.description", errors, 2000),
             "wbs_code_id": code_id,
@@ -270,7 +282,8 @@ def create_change_event() -> tuple[Response, int]:
     origin_id = _text(external.get("origin_id"), "external_data.origin_id", errors, 255)
     origin_data = _text(external.get("origin_data"), "external_data.origin_data", errors, 10_000)
     valid_codes = set(wbs_codes_by_id(db, project["id"]))
-    items = _parse_items(event.get("change_items"), valid_codes, errors)
+    items = _parse_items(event.get("change_items"), valid_codes,
+                         company_uom_names(db, g.company_id), errors)
     if errors:
         raise _validation_failed(errors)
     now = iso_now()
@@ -316,7 +329,7 @@ def list_change_events() -> Response:
     """The project's change events; filters[created_at], filters[id][] and filters[search]."""
     project = company_project(int_arg("project_id", required=True))
     require_tool(project, "change_events")
-    conditions, params = ["project_id = ?"], [project["id"]]
+    conditions, params = ["project_id = ?", "deleted_at IS NULL"], [project["id"]]
     if request.args.get("filters[created_at]"):
         start, end = _created_at_range(request.args["filters[created_at]"])
         if start:
@@ -353,15 +366,77 @@ def show_change_event(event_id: int) -> Response:
 
 @bp.patch("/v1.0/change_events/<int:event_id>")
 def update_change_event(event_id: int) -> Response:
-    """Attach files sent as multipart attachments[] to a change event (v1.0)."""
+    """v1.0 update: project_id and change_event are required, also beside attachments[] files."""
+    db = get_db()
+    if request.mimetype == "multipart/form-data":
+        project_arg = request.form.get("project_id") or request.args.get("project_id")
+        event_fields: Any = form_object("change_event")
+        refs = None
+    else:
+        body = request.get_json(silent=True)
+        body = body if isinstance(body, dict) else {}
+        project_arg = body.get("project_id") or request.args.get("project_id")
+        event_fields = body.get("change_event")
+        refs = event_fields.get("attachments_by_uuid") if isinstance(event_fields, dict) else None
+    if project_arg in (None, ""):
+        raise ApiError(400, "param is missing or the value is empty: project_id")
+    if not event_fields:
+        raise ApiError(400, "param is missing or the value is empty: change_event")
+    try:
+        project = company_project(int(project_arg))
+    except (TypeError, ValueError):
+        raise ApiError(400, "project_id must be an integer") from None
+    require_tool(project, "change_events")
+    event = _event(db, project["id"], event_id)
+    errors: dict[str, list[str]] = {}
+    uploads = completed_uploads(db, refs, errors)
+    if errors:
+        raise _validation_failed(errors)
+    files = [upload for upload in request.files.getlist("attachments[]") if upload.filename]
+    if files or uploads:
+        with write_transaction(db):
+            store_attachments(db, "change_event", event["id"], files)
+            store_uploads(db, "change_event", event["id"], uploads)
+            db.table("change_events").update(event["id"], {"updated_at": iso_now()})
+        event = _event(db, project["id"], event_id)
+    return jsonify(change_event_v10(db, event))
+
+
+@bp.patch("/v1.1/change_events/<int:event_id>")
+def update_change_event_v11(event_id: int) -> Response:
+    """v1.1 update: change_event is required; attachments_by_uuid adds completed uploads."""
+    project = company_project(int_arg("project_id", required=True))
+    require_tool(project, "change_events")
+    body = request.get_json(silent=True)
+    event_fields = body.get("change_event") if isinstance(body, dict) else None
+    if not isinstance(event_fields, dict) or not event_fields:
+        raise ApiError(400, "param is missing or the value is empty: change_event")
+    db = get_db()
+    event = _event(db, project["id"], event_id)
+    errors: dict[str, list[str]] = {}
+    uploads = completed_uploads(db, event_fields.get("attachments_by_uuid"), errors)
+    title = _text(event_fields.get("title"), "title", errors, 255)
+    description = _text(event_fields.get("description"), "description", errors, 10_000)
+    if errors:
+        raise _validation_failed(errors)
+    changes: dict[str, Any] = {"updated_at": iso_now()}
+    if title is not None:
+        changes["title"] = title
+    if description is not None:
+        changes["description"] = description
+    with write_transaction(db):
+        store_uploads(db, "change_event", event["id"], uploads)
+        db.table("change_events").update(event["id"], changes)
+    return jsonify(change_event_v11(db, _event(db, project["id"], event_id)))
+
+
+@bp.delete("/v1.1/change_events/<int:event_id>")
+def delete_change_event(event_id: int) -> tuple[str, int]:
+    """Move a change event to the recycle bin: it leaves lists and shows."""
     project = company_project(int_arg("project_id", required=True))
     require_tool(project, "change_events")
     db = get_db()
     event = _event(db, project["id"], event_id)
-    files = [upload for upload in request.files.getlist("attachments[]") if upload.filename]
-    if files:
-        with write_transaction(db):
-            store_attachments(db, "change_event", event["id"], files)
-            db.table("change_events").update(event["id"], {"updated_at": iso_now()})
-        event = _event(db, project["id"], event_id)
-    return jsonify(change_event_v10(db, event))
+    with write_transaction(db):
+        db.table("change_events").update(event["id"], {"deleted_at": iso_now()})
+    return "", 204

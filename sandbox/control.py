@@ -1,4 +1,5 @@
-"""The /_sandbox control endpoints (faults, token revocation, limits, tool switches) and fault use.
+"""The /_sandbox control endpoints (faults, token revocation, hourly and 10-second limits, the
+company's clock, tool switches) and fault use.
 
 Fault state lives in the database, so every thread and process serving the file agrees on
 how many faults are left.
@@ -108,6 +109,40 @@ def set_rate_limit() -> Response:
         db.execute("UPDATE companies SET rate_limit_per_hour = ? WHERE id = ?",
                    [per_hour, company_id])
     return jsonify({"per_hour": per_hour})
+
+
+@bp.post("/spike_limit")
+def set_spike_limit() -> Response:
+    """Set (or with null, switch off) the company's limit of calls per 10-second window."""
+    company_id = bearer_company()
+    per_window = json_body().get("per_10s")
+    if per_window is not None and (not isinstance(per_window, int) or per_window < 0):
+        raise ApiError(422, "Invalid spike limit", {"per_10s": ["must be a non-negative integer"]})
+    db = get_db()
+    with write_transaction(db):
+        db.execute("UPDATE companies SET spike_limit = ? WHERE id = ?", [per_window, company_id])
+    return jsonify({"per_10s": per_window})
+
+
+@bp.post("/clock")
+def advance_clock() -> Response:
+    """Move the company's sandbox clock forward, or with {"freeze": true} stop it where it is."""
+    company_id = bearer_company()
+    body = json_body()
+    if body.get("freeze") is True:
+        db = get_db()
+        with write_transaction(db):
+            db.execute("UPDATE companies SET clock_frozen_at = ?, clock_offset_s = 0 "
+                       "WHERE id = ?", [time.time(), company_id])
+        return jsonify({"frozen": True})
+    seconds = body.get("advance_s")
+    if not isinstance(seconds, int | float) or isinstance(seconds, bool) or seconds < 0:
+        raise ApiError(422, "Invalid clock step", {"advance_s": ["must be 0 or more seconds"]})
+    db = get_db()
+    with write_transaction(db):
+        db.execute("UPDATE companies SET clock_offset_s = coalesce(clock_offset_s, 0) + ? "
+                   "WHERE id = ?", [float(seconds), company_id])
+    return jsonify({"advanced_s": seconds})
 
 
 @bp.post("/projects/<int:project_id>/tools")

@@ -25,6 +25,7 @@ bp = Blueprint("sandbox_daily_log", __name__, url_prefix="/rest/v1.0/projects/<i
 bp.before_request(guard)
 
 MAX_NOTES = 10_000
+STATUSES = ("approved", "pending")
 
 
 def manpower_json(db: sqlite_utils.Database, row: dict[str, Any]) -> dict[str, Any]:
@@ -35,7 +36,8 @@ def manpower_json(db: sqlite_utils.Database, row: dict[str, Any]) -> dict[str, A
         "date": row["date"], "datetime": None,
         "man_hours": format(hours * row["num_workers"], "f"), "notes": row["notes"],
         "num_workers": row["num_workers"], "num_hours": row["num_hours"],
-        "position": row["position"], "status": "approved", "vendor": None, "user": None,
+        "position": row["position"], "status": row["status"] or "approved", "vendor": None,
+        "user": None,
         "contact": None, "cost_code": None, "created_by": service_user(db, row["company_id"]),
         "location": None, "attachments": attachments_json(db, "manpower_log", row["id"]),
         "trade": None, "custom_fields": {},
@@ -101,7 +103,8 @@ def create_manpower_log(project_id: int) -> tuple[Response, int]:
         position = db.execute("SELECT count(*) FROM manpower_logs WHERE project_id = ? AND "
                               "date = ?", [project["id"], log["date"]]).fetchone()[0] + 1
         row = dict(log, id=next_id(db), company_id=g.company_id, project_id=project["id"],
-                   position=position, created_at=now, updated_at=now)
+                   position=position, created_at=now, updated_at=now,
+                   status=project["manpower_status"] or "approved")
         db.table("manpower_logs").insert(row)
         store_attachments(db, "manpower_log", row["id"], files)
     return jsonify(manpower_json(db, row)), 201
@@ -109,7 +112,7 @@ def create_manpower_log(project_id: int) -> tuple[Response, int]:
 
 @bp.get("/manpower_logs")
 def list_manpower_logs(project_id: int) -> Response:
-    """Entries for log_date, or start_date..end_date, or today; filters[search] matches notes."""
+    """Entries for log_date, or start_date..end_date, or today; approved unless filters[status]."""
     project = company_project(project_id)
     require_tool(project, "daily_log")
     if request.args.get("log_date"):
@@ -119,12 +122,16 @@ def list_manpower_logs(project_id: int) -> Response:
         end = _parse_date(request.args.get("end_date"), "end_date")
     else:
         start = end = datetime.now(UTC).date().isoformat()
-    sql = "SELECT * FROM manpower_logs WHERE project_id = ? AND date BETWEEN ? AND ?"
-    params: list[Any] = [project["id"], start, end]
-    search = request.args.get("filters[search]", "").strip()
-    if search:
-        sql += " AND instr(lower(notes), lower(?))"
-        params.append(search)
+    status = request.args.get("filters[status]", "approved")
+    if status not in STATUSES:
+        raise ApiError(400, f"filters[status] must be one of {', '.join(STATUSES)}")
+    sql = ("SELECT * FROM manpower_logs WHERE project_id = ? AND date BETWEEN ? AND ? AND "
+           "coalesce(status, 'approved') = ?")
+    params: list[Any] = [project["id"], start, end, status]
+    if request.args.get("filters[search]", "").strip():
+        # What Procore searches is undocumented; here it is vendor and trade, never notes,
+        # and the sandbox's entries carry neither.
+        sql += " AND 0"
     db = get_db()
     return paged([manpower_json(db, row)
                   for row in db.query(sql + " ORDER BY date, position", params)])
@@ -141,3 +148,19 @@ def show_manpower_log(project_id: int, log_id: int) -> Response:
     if row is None:
         raise ApiError(404, "Manpower log not found")
     return jsonify(manpower_json(db, row))
+
+
+@bp.delete("/manpower_logs/<int:log_id>")
+def delete_manpower_log(project_id: int, log_id: int) -> tuple[str, int]:
+    """Delete a manpower entry of the project."""
+    project = company_project(project_id)
+    require_tool(project, "daily_log")
+    db = get_db()
+    with write_transaction(db):
+        deleted = db.execute("DELETE FROM manpower_logs WHERE id = ? AND project_id = ?",
+                             [log_id, project["id"]]).rowcount
+        db.execute("DELETE FROM attachments WHERE owner_kind = 'manpower_log' AND owner_id = ?",
+                   [log_id])
+    if not deleted:
+        raise ApiError(404, "Manpower log not found")
+    return "", 204

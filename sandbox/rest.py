@@ -5,6 +5,7 @@ Procore-Company-Id header, hourly rate limit, then any injected fault.
 """
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import sqlite_utils
@@ -12,6 +13,7 @@ from flask import Blueprint, Response, g, jsonify, request
 
 from sandbox.auth import bearer_company, check_company_header, count_request
 from sandbox.common import ApiError, get_db, int_arg, json_body, paged
+from sandbox.contract import check_current_request
 from sandbox.control import fault_response, take_fault
 from sandbox.store import iso_now, next_id, write_transaction
 
@@ -32,6 +34,7 @@ def guard() -> Response | None:
     limited = count_request(company_id)
     if limited is not None:
         return limited
+    check_current_request()
     fault = take_fault(company_id)
     if fault is None:
         return None
@@ -54,11 +57,14 @@ def company_project(project_id: int | None) -> dict[str, Any]:
     return row
 
 
-def require_tool(project: dict[str, Any], engine_name: str) -> None:
+def require_tool(project: dict[str, Any], engine_name: str, *, lookup: bool = False) -> None:
     """403 unless the project has the tool switched on, as Procore answers for a disabled tool."""
+    # lookup: a company-level list (statuses) that answers where the tool list lacks the tool.
     active = next(get_db().query(
-        "SELECT is_active FROM project_tools WHERE project_id = ? AND engine_name = ?",
+        "SELECT is_active, listed FROM project_tools WHERE project_id = ? AND engine_name = ?",
         [project["id"], engine_name]), None)
+    if lookup and active is not None and active["listed"] == 0:
+        return
     if not active or not active["is_active"]:
         message = TOOL_DENIED[engine_name].format(verb=_VERBS.get(request.method, "access"))
         raise ApiError(403, message, message)
@@ -115,8 +121,8 @@ def show_project(project_id: int) -> Response:
 def list_tools(project_id: int) -> Response:
     """The project's tools with their on/off state; filters[is_active]=true|false narrows it."""
     project = company_project(project_id)
-    rows = list(get_db().query("SELECT * FROM project_tools WHERE project_id = ? ORDER BY position",
-                               [project["id"]]))
+    rows = list(get_db().query("SELECT * FROM project_tools WHERE project_id = ? AND "
+                               "coalesce(listed, 1) = 1 ORDER BY position", [project["id"]]))
     wanted = request.args.get("filters[is_active]")
     if wanted in ("true", "false"):
         rows = [row for row in rows if bool(row["is_active"]) == (wanted == "true")]
@@ -129,7 +135,7 @@ def list_tools(project_id: int) -> Response:
 def list_change_event_statuses() -> Response:
     """The change-event statuses available on a project (403 without the change-events tool)."""
     project = company_project(int_arg("project_id", required=True))
-    require_tool(project, "change_events")
+    require_tool(project, "change_events", lookup=True)
     rows = get_db().query("SELECT * FROM change_event_statuses WHERE company_id = ? ORDER BY id",
                           [g.company_id])
     return paged([{"id": row["id"], "name": row["name"],
@@ -158,6 +164,24 @@ def list_line_item_types() -> Response:
     else:
         _require_company_arg()
     return paged(_company_line_item_types())
+
+
+@bp.get("/v1.0/companies/<int:company_id>/uoms")
+def list_uoms(company_id: int) -> Response:
+    """The company's units of measure; line items may use only these names."""
+    if company_id != g.company_id:
+        raise ApiError(403, "App is not connected to this company")
+    return paged([{"id": row["id"], "name": row["name"], "description": row["description"],
+                   "is_standard": bool(row["is_standard"]),
+                   "uom_category": {"id": row["category_id"], "name": row["category"]}}
+                  for row in get_db().query("SELECT * FROM uoms WHERE company_id = ? ORDER BY id",
+                                            [company_id])])
+
+
+def company_uom_names(db: sqlite_utils.Database, company_id: int) -> set[str]:
+    """Names of the company's units of measure."""
+    return {row["name"] for row in db.query("SELECT name FROM uoms WHERE company_id = ?",
+                                            [company_id])}
 
 
 @bp.get("/v1.0/cost_codes")
@@ -226,41 +250,45 @@ def list_segment_items(project_id: int, segment_id: int) -> Response:
     return paged(items)
 
 
-_WBS_SELECT = """
-SELECT w.*, c.id AS cost_item_id, c.segment_id AS cost_segment_id, c.code AS cost_code,
-       c.name AS cost_name, c.path_code AS cost_path, t.id AS type_item_id,
-       t.segment_id AS type_segment_id, t.code AS type_code, t.name AS type_name
-FROM wbs_codes w
-JOIN wbs_segment_items c ON c.id = w.cost_code_item_id
-JOIN wbs_segment_items t ON t.id = w.type_item_id
-"""
-
-
-def wbs_code_json(row: dict[str, Any]) -> dict[str, Any]:
-    """A WBS (budget) code in the v1.0 shape; ``row`` comes from the WBS join query."""
-    return {
-        "id": row["id"], "flat_code": f"{row['cost_path']}.{row['type_code']}",
-        "flat_name": f"{row['cost_name']}.{row['type_name']}",
-        "description": row["description"], "status": row["status"],
-        "created_at": row["created_at"], "updated_at": row["updated_at"],
-        "segment_items": [
-            {"id": row["cost_item_id"], "segment_id": row["cost_segment_id"],
-             "code": row["cost_code"], "name": row["cost_name"], "path_code": row["cost_path"]},
-            {"id": row["type_item_id"], "segment_id": row["type_segment_id"],
-             "code": row["type_code"], "name": row["type_name"], "path_code": row["type_code"]},
-        ],
-        "wbs_pattern_id": None,
-    }
+def _segment_item_json(item: dict[str, Any], segment: dict[str, Any]) -> dict[str, Any]:
+    """A segment item as a WBS code lists it, with its segment's type."""
+    return {"id": item["id"], "segment_id": segment["id"], "code": item["code"],
+            "name": item["name"], "path_code": item["path_code"], "status": item["status"],
+            "segment": {"id": segment["id"], "name": segment["name"], "type": segment["type"]}}
 
 
 def wbs_codes_by_id(db: sqlite_utils.Database, project_id: int,
                     ids: list[int] | None = None) -> dict[int, dict[str, Any]]:
-    """The project's WBS codes as JSON, keyed by id (only ``ids`` when given)."""
-    sql, params = f"{_WBS_SELECT} WHERE w.project_id = ?", [project_id]
+    """The project's WBS codes as JSON, keyed by id (only ``ids`` when given).
+
+    ``flat_code`` joins the items' codes in pattern order, each segment's delimiter after it.
+    """
+    sql, params = "SELECT * FROM wbs_codes WHERE project_id = ?", [project_id]
     if ids is not None:
-        sql += f" AND w.id IN ({', '.join('?' for _ in ids)})"
+        sql += f" AND id IN ({', '.join('?' for _ in ids)})"
         params += ids
-    return {row["id"]: wbs_code_json(row) for row in db.query(sql, params)}
+    segments = {row["id"]: row for row in _segments(project_id)}
+    items = {row["id"]: row for row in db.query(
+        "SELECT * FROM wbs_segment_items WHERE project_id = ?", [project_id])}
+    codes = {}
+    for row in db.query(sql, params):
+        chosen = [items[row["cost_code_item_id"]], items[row["type_item_id"]]]
+        chosen += [items[item_id] for item_id in json.loads(row["extra_item_ids"] or "[]")]
+        chosen.sort(key=lambda item: segments[item["segment_id"]]["position"])
+        flat_code = flat_name = ""
+        for index, item in enumerate(chosen):
+            delimiter = segments[item["segment_id"]]["delimiter"] if index else ""
+            flat_code += f"{delimiter}{item['path_code']}"
+            flat_name += f"{'.' if index else ''}{item['name']}"
+        codes[row["id"]] = {
+            "id": row["id"], "flat_code": flat_code, "flat_name": flat_name,
+            "description": row["description"], "status": row["status"],
+            "created_at": row["created_at"], "updated_at": row["updated_at"],
+            "segment_items": [_segment_item_json(item, segments[item["segment_id"]])
+                              for item in chosen],
+            "wbs_pattern_id": None,
+        }
+    return codes
 
 
 @bp.get("/v1.0/projects/<int:project_id>/work_breakdown_structure/wbs_codes")
@@ -310,6 +338,8 @@ def create_wbs_code(project_id: int) -> tuple[Response, int]:
     description = body.get("description")
     if description is not None and not isinstance(description, str):
         raise ApiError(422, "description must be a string", {"description": ["is invalid"]})
+    extra = [item["id"] for kind, item in chosen.items()
+             if kind not in ("cost_code", "line_item_type")]
     now = iso_now()
     with write_transaction(db):
         existing = next(db.query(
@@ -324,7 +354,8 @@ def create_wbs_code(project_id: int) -> tuple[Response, int]:
                 "type_item_id": chosen["line_item_type"]["id"],
                 "description": description or
                 f"{chosen['cost_code']['name']}.{chosen['line_item_type']['name']}",
-                "status": "active", "created_at": now, "updated_at": now})
+                "status": "active", "created_at": now, "updated_at": now,
+                "extra_item_ids": json.dumps(extra)})
         else:
             wbs_id = existing["id"]
             if description:

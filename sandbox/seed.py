@@ -6,6 +6,7 @@ sandbox server is serving the same file.
 from __future__ import annotations
 
 import hashlib
+import json
 import secrets
 from typing import Any
 
@@ -74,6 +75,8 @@ _DIVISIONS = [
 _NO_LABOR = {"01-500", "07-900", "09-650"}
 _NO_BUDGET_CODES = {"04-200", "23-300"}
 _BUDGETED_TYPES = ("L", "E", "M", "O", "S")
+# Budget codes that exist but are switched off: never to be used.
+_INACTIVE = {("31-230", "L")}
 
 _PROJECTS = [
     {"name": "Riverside Medical Office Building", "project_number": "2024-017",
@@ -95,18 +98,52 @@ _PROJECTS = [
 ]
 
 
-def create_demo_company(db_path: str, name: str = "Summit Ridge Builders") -> dict[str, Any]:
-    """Create a company with fresh credentials, demo projects, cost codes and budget codes."""
+# A company's units of measure (name, description, category); Procore accepts only these.
+_UOMS = [
+    ("HR", "Hours", "Time"), ("DAY", "Days", "Time"), ("EA", "Each", "Count"),
+    ("LS", "Lump Sum", "Count"), ("CY", "Cubic Yards", "Volume"), ("SF", "Square Feet", "Area"),
+    ("LF", "Linear Feet", "Length"), ("TON", "Tons", "Weight"),
+]
+
+# Projects whose budget-code pattern is not the default "cost code . cost type", and projects
+# that behave as some real companies do. Each: name, number, segments as (type, name,
+# delimiter after it, item codes for sub-job or custom segments), and switches.
+_PATTERN_PROJECTS = [
+    {"name": "Sub Job First Tower", "project_number": "2025-101", "key": "sub_job_first",
+     "segments": [("sub_job", "Sub Job", ".", ["B1"]), ("cost_code", "Cost Code", ".", None),
+                  ("line_item_type", "Cost Type", ".", None)]},
+    {"name": "Custom Segment Clinic", "project_number": "2025-102", "key": "custom_segment",
+     "segments": [("cost_code", "Cost Code", ".", None), ("line_item_type", "Cost Type", ".", None),
+                  ("custom", "Area", ".", ["01"])]},
+    {"name": "Slash Delimiter Depot", "project_number": "2025-103", "key": "other_delimiter",
+     "segments": [("cost_code", "Cost Code", "/", None),
+                  ("line_item_type", "Cost Type", "/", None)]},
+    {"name": "Cost Type First Annex", "project_number": "2025-104", "key": "cost_type_first",
+     "segments": [("line_item_type", "Cost Type", ".", None),
+                  ("cost_code", "Cost Code", ".", None)]},
+    {"name": "Hidden Change Events Yard", "project_number": "2025-105", "key": "unlisted_tool",
+     "unlisted_change_events": True},
+    {"name": "Pending Daily Log Plant", "project_number": "2025-106", "key": "pending_manpower",
+     "manpower_status": "pending"},
+]
+_DEFAULT_SEGMENTS = [("cost_code", "Cost Code", ".", None),
+                     ("line_item_type", "Cost Type", ".", None)]
+
+
+def create_demo_company(db_path: str, name: str = "Summit Ridge Builders", *,
+                        contract_projects: bool = False) -> dict[str, Any]:
+    """Create a company with credentials, demo projects and codes (plus _PATTERN_PROJECTS)."""
+    # With contract_projects, the answer lists those projects under "contract_projects" by key.
     db = connect(db_path)
     try:
         ensure_schema(db)
         with write_transaction(db):
-            return _seed(db, name)
+            return _seed(db, name, contract_projects)
     finally:
         db.close()
 
 
-def _seed(db: sqlite_utils.Database, name: str) -> dict[str, Any]:
+def _seed(db: sqlite_utils.Database, name: str, contract_projects: bool) -> dict[str, Any]:
     """Insert one company and everything under it; runs inside a write transaction."""
     now = iso_now()
     company_id = next_id(db)
@@ -128,6 +165,10 @@ def _seed(db: sqlite_utils.Database, name: str) -> dict[str, Any]:
          "mapped_to_status": mapped, "show_in_select": 1, "default_status": default}
         for status_name, mapped, default in _STATUSES
     )
+    db.table("uoms").insert_all(
+        {"id": next_id(db), "company_id": company_id, "name": uom, "description": description,
+         "is_standard": 1, "category_id": index, "category": category}
+        for index, (uom, description, category) in enumerate(_UOMS, start=1))
     cost_types = []
     for code, type_name, base_type in _COST_TYPES:
         row = {"id": next_id(db), "company_id": company_id, "code": code, "name": type_name,
@@ -139,8 +180,16 @@ def _seed(db: sqlite_utils.Database, name: str) -> dict[str, Any]:
         project_id = _seed_project(db, company_id, spec, cost_types, now)
         projects.append({"id": project_id, "name": spec["name"],
                          "change_events": spec["change_events"]})
-    return {"company_id": company_id, "client_id": client_id, "client_secret": client_secret,
-            "projects": projects}
+    result = {"company_id": company_id, "client_id": client_id, "client_secret": client_secret,
+              "projects": projects}
+    if contract_projects:
+        base = _PROJECTS[0]
+        result["contract_projects"] = {
+            spec["key"]: _seed_project(db, company_id, {
+                **base, "name": spec["name"], "project_number": spec["project_number"],
+                "change_events": True, **spec}, cost_types, now)
+            for spec in _PATTERN_PROJECTS}
+    return result
 
 
 def _seed_project(db: sqlite_utils.Database, company_id: int, spec: dict[str, Any],
@@ -154,21 +203,35 @@ def _seed_project(db: sqlite_utils.Database, company_id: int, spec: dict[str, An
         "city": spec["city"], "state_code": spec["state_code"], "zip": spec["zip"],
         "time_zone": spec["time_zone"], "stage": spec["stage"], "active": spec["active"],
         "created_at": now, "updated_at": now,
+        "manpower_status": spec.get("manpower_status", "approved"),
     })
+    unlisted = spec.get("unlisted_change_events", False)
     db.table("project_tools").insert_all(
         {"id": next_id(db), "project_id": project_id, "engine_name": engine, "title": title,
-         "is_active": int(spec["change_events"] or engine != "change_events"),
-         "position": position, "required": required}
+         "is_active": int((spec["change_events"] and not unlisted) or
+                          engine != "change_events"),
+         "position": position, "required": required,
+         "listed": int(not (unlisted and engine == "change_events"))}
         for position, (engine, title, required) in enumerate(_TOOLS, start=1)
     )
-    cost_segment, type_segment = next_id(db), next_id(db)
-    db.table("wbs_segments").insert_all([
-        {"id": cost_segment, "project_id": project_id, "type": "cost_code", "name": "Cost Code",
-         "position": 1, "delimiter": ".", "required": 1, "structure": "tiered"},
-        {"id": type_segment, "project_id": project_id, "type": "line_item_type",
-         "name": "Cost Type", "position": 2, "delimiter": ".", "required": 1,
-         "structure": "flat"},
-    ])
+    segments = spec.get("segments", _DEFAULT_SEGMENTS)
+    segment_ids, extra_items = {}, []
+    for position, (kind, segment_name, delimiter, codes) in enumerate(segments, start=1):
+        segment_ids[kind] = next_id(db)
+        db.table("wbs_segments").insert({
+            "id": segment_ids[kind], "project_id": project_id, "type": kind,
+            "name": segment_name, "position": position, "delimiter": delimiter, "required": 1,
+            "structure": "tiered" if kind == "cost_code" else "flat"})
+        for code in codes or ():
+            item_id = next_id(db)
+            extra_items.append(item_id)
+            db.table("wbs_segment_items").insert({
+                "id": item_id, "segment_id": segment_ids[kind], "project_id": project_id,
+                "code": code, "name": f"{segment_name} {code}", "parent_id": None,
+                "path_code": code, "legacy_cost_code_id": None, "legacy_line_item_type_id": None,
+                "is_parent": 0, "status": "active"})
+    cost_segment, type_segment = segment_ids["cost_code"], segment_ids["line_item_type"]
+    extra_ids = json.dumps(extra_items)
     type_items = {}
     for cost_type in cost_types:
         item_id = next_id(db)
@@ -214,8 +277,9 @@ def _seed_project(db: sqlite_utils.Database, company_id: int, spec: dict[str, An
             db.table("wbs_codes").insert_all(
                 {"id": next_id(db), "project_id": project_id, "cost_code_item_id": cost_item,
                  "type_item_id": type_items[type_code][0],
-                 "description": f"{code_name}.{type_items[type_code][1]}", "status": "active",
-                 "created_at": now, "updated_at": now}
+                 "description": f"{code_name}.{type_items[type_code][1]}",
+                 "status": "inactive" if (full_code, type_code) in _INACTIVE else "active",
+                 "created_at": now, "updated_at": now, "extra_item_ids": extra_ids}
                 for type_code in _budgeted_types(full_code)
             )
     return project_id

@@ -21,7 +21,9 @@ BUSY_TIMEOUT_MS = 10_000
 _SCHEMA: dict[str, tuple[dict[str, type], str | tuple[str, ...]]] = {
     "id_sequence": ({"name": str, "value": int}, "name"),
     "companies": ({"id": int, "name": str, "service_user_id": int, "service_user_name": str,
-                   "service_user_login": str, "rate_limit_per_hour": int, "created_at": str}, "id"),
+                   "service_user_login": str, "rate_limit_per_hour": int, "created_at": str,
+                   "spike_limit": int, "clock_offset_s": float, "clock_frozen_at": float},
+                  "id"),
     "clients": ({"client_id": str, "company_id": int, "secret_sha256": str, "created_at": str},
                 "client_id"),
     "tokens": ({"token_sha256": str, "company_id": int, "expires_at": float, "revoked": int,
@@ -29,9 +31,10 @@ _SCHEMA: dict[str, tuple[dict[str, type], str | tuple[str, ...]]] = {
     "projects": ({"id": int, "company_id": int, "name": str, "display_name": str,
                   "project_number": str, "address": str, "city": str, "state_code": str,
                   "zip": str, "time_zone": str, "stage": str, "active": int,
-                  "created_at": str, "updated_at": str}, "id"),
+                  "created_at": str, "updated_at": str, "manpower_status": str}, "id"),
     "project_tools": ({"id": int, "project_id": int, "engine_name": str, "title": str,
-                       "is_active": int, "position": int, "required": int}, "id"),
+                       "is_active": int, "position": int, "required": int, "listed": int},
+                      "id"),
     "change_event_statuses": ({"id": int, "company_id": int, "name": str,
                                "mapped_to_status": str, "show_in_select": int,
                                "default_status": int}, "id"),
@@ -47,19 +50,26 @@ _SCHEMA: dict[str, tuple[dict[str, type], str | tuple[str, ...]]] = {
                            "legacy_cost_code_id": int, "legacy_line_item_type_id": int,
                            "is_parent": int, "status": str}, "id"),
     "wbs_codes": ({"id": int, "project_id": int, "cost_code_item_id": int, "type_item_id": int,
-                   "description": str, "status": str, "created_at": str, "updated_at": str},
-                  "id"),
+                   "description": str, "status": str, "created_at": str, "updated_at": str,
+                   "extra_item_ids": str}, "id"),
     "change_events": ({"id": int, "company_id": int, "project_id": int, "number": str,
                        "title": str, "description": str, "scope": str, "status_id": int,
                        "origin_id": str, "origin_data": str, "created_at": str,
-                       "updated_at": str}, "id"),
+                       "updated_at": str, "deleted_at": str}, "id"),
     "change_items": ({"id": int, "change_event_id": int, "position": int, "description": str,
                       "wbs_code_id": int, "amount": str, "quantity": str, "unit_cost": str,
                       "unit_of_measure": str, "calculation_strategy": str, "created_at": str,
                       "updated_at": str}, "id"),
     "manpower_logs": ({"id": int, "company_id": int, "project_id": int, "date": str,
                        "num_workers": int, "num_hours": str, "notes": str, "position": int,
-                       "created_at": str, "updated_at": str}, "id"),
+                       "created_at": str, "updated_at": str, "status": str}, "id"),
+    "uoms": ({"id": int, "company_id": int, "name": str, "description": str,
+              "is_standard": int, "category_id": int, "category": str}, "id"),
+    "uploads": ({"uuid": str, "company_id": int, "project_id": int, "filename": str,
+                 "content_type": str, "key": str, "signature": str, "status": str,
+                 "size": int, "sha256": str, "created_at": str}, "uuid"),
+    "spike_windows": ({"company_id": int, "window_start": int, "count": int},
+                      ("company_id", "window_start")),
     "attachments": ({"id": int, "company_id": int, "owner_kind": str, "owner_id": int,
                      "filename": str, "content_type": str, "size": int, "sha256": str,
                      "created_at": str}, "id"),
@@ -86,6 +96,7 @@ _INDEXES: dict[str, list[list[str]]] = {
     "manpower_logs": [["project_id", "date"]],
     "attachments": [["owner_kind", "owner_id"]],
     "faults": [["company_id"]],
+    "uoms": [["company_id"]],
 }
 
 
@@ -120,6 +131,12 @@ def ensure_schema(db: sqlite_utils.Database) -> None:
                 db.table(name).create_index(index_columns, if_not_exists=True)
         db.execute("INSERT OR IGNORE INTO id_sequence (name, value) VALUES ('global', ?)",
                    [ID_BASE])
+        for name, (columns, _pk) in _SCHEMA.items():
+            present = set(db.table(name).columns_dict)
+            for column, kind in columns.items():
+                if column not in present:  # a file made by an older sandbox
+                    sql_type = {int: "INTEGER", float: "FLOAT"}.get(kind, "TEXT")
+                    db.execute(f"ALTER TABLE [{name}] ADD COLUMN [{column}] {sql_type}")
         db.table("wbs_codes").create_index(
             ["project_id", "cost_code_item_id", "type_item_id"],
             index_name="wbs_codes_combination", unique=True, if_not_exists=True)

@@ -129,8 +129,8 @@ def test_approve_writes_a_change_event_with_lines_photos_and_signature(client, a
         assert text in event["description"]
     items = [(i["budget_code"]["id"], float(i["cost_impact"]["estimate"]["amount"]),
               i["cost_impact"]["estimate"]["unit_of_measure"]) for i in event["change_items"]]
-    assert items == [(written["routing"][0]["budget_code_id"], 1332.0, "hr"),
-                     (written["routing"][1]["budget_code_id"], 380.0, "hr"),
+    assert items == [(written["routing"][0]["budget_code_id"], 1332.0, "HR"),
+                     (written["routing"][1]["budget_code_id"], 380.0, "HR"),
                      (written["routing"][2]["budget_code_id"], 123.75, None)]
     assert [i["budget_code"]["flat_code"] for i in event["change_items"]] == \
         ["02-200.L", "02-200.E", "02-200.M"]
@@ -370,7 +370,8 @@ def test_require_exact_refuses_a_fallback_code(client, acme):
 # ----------------------------------------------------------------- exactly once
 
 def test_concurrent_approvals_write_one_change_event(app, acme, client, sandbox_server):
-    ticket = create(client, acme)
+    ticket = create(client, acme, photos=[{"name": "a.jpg", "data_url": data_url(jpeg_bytes())}],
+                    signature={"name": "Sam", "image": data_url(png_bytes(), "image/png")})
     server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -401,7 +402,12 @@ def test_concurrent_approvals_write_one_change_event(app, acme, client, sandbox_
             assert 1 <= int(answer.headers["Retry-After"]) <= 5
     fresh = [a for a in answers if a.status_code == 200 and not a.json()["already"]]
     assert len(fresh) == 1
-    assert len(origin_rows(sandbox_server, "change_events", ticket["id"])) == 1
+    (event,) = origin_rows(sandbox_server, "change_events", ticket["id"])
+    with closing(sqlite3.connect(sandbox_server.db_path)) as connection:
+        names = [row[0] for row in connection.execute(
+            "SELECT filename FROM attachments WHERE owner_kind = 'change_event' AND owner_id = ?",
+            [event["id"]])]
+    assert sorted(names) == ["photo-01-a.jpg", "signature.png"]  # each uploaded once
     final = client.get(f"/v1/tickets/{ticket['id']}", headers=acme.headers).json
     assert final["status"] == "written"
     assert [d["action"] for d in final["decisions"]] == ["approved"]
@@ -458,7 +464,7 @@ def test_failed_attachment_is_completed_without_duplicates(client, acme, app, sa
                                           {"name": "b.jpg", "data_url": data_url(jpeg_bytes())}],
                     signature={"name": "Sam", "image": data_url(png_bytes(), "image/png")})
     control(sandbox_server, acme).fault(503, after_commit=True, methods=["PATCH"],
-                                        match="/rest/v1.0/change_events/")
+                                        match="/rest/v1.1/change_events/")
     failed = act(client, acme, ticket["id"], "approve")
     assert failed.status_code == 502
     (event,) = origin_rows(sandbox_server, "change_events", ticket["id"])

@@ -7,7 +7,7 @@ from contextlib import closing
 import pytest
 
 from tests.images import data_url, jpeg_bytes, png_bytes
-from tests.test_approval import act, control, create, origin_rows, stored
+from tests.test_approval import act, control, create, origin_rows, remote, stored
 
 # (label, fault settings, expected status of the faulted approve)
 FAULTS = [
@@ -20,8 +20,21 @@ FAULTS = [
     ("timeout before anything is stored", {"status": 500, "delay_s": 2.0}, 502),
     ("dropped connection after storing", {"status": 0, "after_commit": True}, 502),
     ("dropped connection", {"status": 0}, 502),
-    ("rate limited", {"status": 429, "retry_after": 1, "message": "You have surpassed the max"}, 502),
+    # Procore answers 429 before doing anything: the write is repeated after the wait.
+    ("rate limited", {"status": 429, "retry_after": 1, "message": "You have surpassed the max"}, 200),
+    ("rate limited on the upload", {"status": 429, "retry_after": 3, "match": "/uploads"}, 200),
+    ("rate limited on the attachment", {"status": 429, "retry_after": 2, "methods": ["PATCH"],
+                                        "match": "change_events/"}, 200),
+    ("upload refused", {"status": 503, "match": "/uploads"}, 502),
 ]
+
+
+def use_fake_sleep(app, tenant) -> list[float]:
+    """Make the tenant's client record its waits instead of sleeping; returns the record."""
+    client = remote(app, tenant)
+    waits: list[float] = []
+    client.sleep = waits.append
+    return waits
 
 
 def attachments(sandbox_server, change_event_id: int) -> list[str]:
@@ -40,6 +53,7 @@ def test_fault_then_retry_writes_exactly_once(client, acme, app, sandbox_server,
     ticket = create(client, acme, photos=[{"name": "a.jpg", "data_url": data_url(jpeg_bytes(30, 20))},
                                           {"name": "b.jpg", "data_url": data_url(jpeg_bytes(20, 30))}],
                     signature={"name": "Sam", "image": data_url(png_bytes(), "image/png")})
+    waits = use_fake_sleep(app, acme)
     switches = control(sandbox_server, acme)
     switches.fault(count=1, **fault)
     first = act(client, acme, ticket["id"], "approve", {})
@@ -51,6 +65,7 @@ def test_fault_then_retry_writes_exactly_once(client, acme, app, sandbox_server,
         second = act(client, acme, ticket["id"], "approve", {})
         assert second.status_code == 200, (label, second.json)
     switches.close()
+    assert waits == ([fault["retry_after"]] if fault["status"] == 429 else []), label
     written = stored(app, ticket["id"])
     assert written.status == "written"
     assert [d.action for d in written.decisions] == ["approved"]

@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import datetime
+import json
 import socket
 import sqlite3
 import time
 from contextlib import closing
 from decimal import Decimal
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import requests
@@ -23,6 +25,7 @@ from services.project_system import (
     ProjectSystemUnavailable,
     ToolDisabled,
 )
+from tests.plugins.sandbox import ExchangeRecorder, SandboxControl
 
 pytestmark = pytest.mark.live
 
@@ -163,10 +166,10 @@ def test_hourly_limit_waits_are_capped(procore_client, sandbox_control):
     assert all(0 < wait <= 60 for wait in procore_client.clock.sleeps)
 
 
-@pytest.mark.parametrize("status", [429, 500, 503])
-def test_writes_are_never_retried(procore_client, sandbox_server, sandbox_company,
-                                  sandbox_control, status):
-    """A write answered with 429 or 5xx raises at once; the caller's own retry makes one record."""
+@pytest.mark.parametrize("status", [500, 503])
+def test_writes_are_never_retried_after_5xx(procore_client, sandbox_server, sandbox_company,
+                                            sandbox_control, status):
+    """A write answered with 5xx raises at once; the caller's own retry makes one record."""
     project = project_id(sandbox_company)
     ticket = draft(procore_client, project)
     sandbox_control.fault(status, message="Try again later", match="/change_events")
@@ -243,7 +246,10 @@ def test_change_event_create_find_attach_and_read_back(procore_client, sandbox_c
     for name in ("photo-1.jpg", "signature.png"):
         procore_client.attach_file(project, record.id,
                                    Attachment(name, "image/jpeg", b"\xff\xd8" + name.encode()))
-    assert calls_to(procore_client, "PATCH", f"/change_events/{record.id}") == 2
+    assert calls_to(procore_client, "POST", f"/projects/{project}/uploads") == 2
+    assert calls_to(procore_client, "POST", "/_sandbox/storage") == 2
+    assert calls_to(procore_client, "PATCH", f"/rest/v1.1/change_events/{record.id}") == 2
+    assert calls_to(procore_client, "PATCH", "/rest/v1.0/") == 0
     found = procore_client.find_change_event(project, ticket.origin_id, created_after=started)
     assert found is not None and found.id == record.id
     assert found.attachment_filenames == ("photo-1.jpg", "signature.png")
@@ -257,7 +263,8 @@ def test_change_event_create_find_attach_and_read_back(procore_client, sandbox_c
         line.budget_code_id for line in ticket.lines]
     assert [item["cost_impact"]["estimate"]["amount"] for item in items] == [
         Decimal("2052.0"), Decimal("421.0"), Decimal("120.25")]
-    assert items[0]["cost_impact"]["estimate"]["unit_of_measure"] == "hours"
+    assert [item["cost_impact"]["estimate"].get("unit_of_measure") for item in items] == [
+        "HR", "CY", None]
     page = requests.get(record.url, timeout=10)
     assert page.status_code == 200 and "T&amp;M 1042" in page.text
 
@@ -414,3 +421,242 @@ def test_read_catalog_reads_each_list_once(procore_client, sandbox_company):
     assert cost_codes == procore_client.list_cost_codes(project_id)
     assert cost_types == procore_client.list_cost_types(project_id)
     assert budget_codes == procore_client.list_budget_codes(project_id)
+
+
+# Procore's published contract: uploads, units, budget code patterns, tools, manpower, limits
+
+def test_attachments_go_through_the_direct_upload_flow(procore_client, sandbox_company,
+                                                       sandbox_server):
+    """Create an upload, send the file to storage without our token, attach it by uuid."""
+    project = project_id(sandbox_company)
+    record = procore_client.create_change_event(project, draft(procore_client, project))
+    recorder = ExchangeRecorder()
+    recorder.attach(procore_client)
+    procore_client.attach_file(project, record.id,
+                               Attachment("signature.png", "image/png", b"\x89PNG-signature"))
+    steps = [(exchange.method, urlsplit(exchange.url).path, exchange.status)
+             for exchange in recorder.exchanges]
+    assert steps == [("POST", f"/rest/v1.1/projects/{project}/uploads", 201),
+                     ("POST", "/_sandbox/storage", 204),
+                     ("PATCH", f"/rest/v1.1/change_events/{record.id}", 200)]
+    upload, stored, patch = recorder.exchanges
+    assert "Authorization" not in stored.headers
+    uuid = json.loads(upload.answer_body)["uuid"]
+    assert json.loads(patch.body) == {"change_event": {"attachments_by_uuid": [
+        {"upload_uuid": uuid}]}}
+    event = procore_client.get_change_event(project, record.id)
+    assert [item["filename"] for item in event["attachments"]] == ["signature.png"]
+    download = requests.get(event["attachments"][0]["url"], timeout=10)
+    assert download.content == b"\x89PNG-signature"
+
+
+def test_units_of_measure_come_from_the_company_list(procore_client, sandbox_company):
+    """Hours become the company's hour unit, a listed unit keeps its spelling, others are left out."""
+    project = project_id(sandbox_company)
+    assert procore_client.unit_of_measure("hr") == "HR"
+    assert procore_client.unit_of_measure("hours") == "HR"
+    assert procore_client.unit_of_measure("cy") == "CY"
+    assert procore_client.unit_of_measure("bags") is None
+    lines = (ChangeEventLine("Labor", None, "labor", Decimal("8"), Decimal("50"), Decimal("400"),
+                             "hr"),
+             ChangeEventLine("Sand", None, "materials", Decimal("3"), Decimal("10"),
+                             Decimal("30"), "bags"))
+    record = procore_client.create_change_event(project, ChangeEventDraft(
+        "ticket-uom", "Units", "", lines))
+    items = procore_client.get_change_event(project, record.id)["change_items"]
+    assert [item["cost_impact"]["estimate"]["unit_of_measure"] for item in items] == ["HR", None]
+    uoms = f"/companies/{sandbox_company['company_id']}/uoms"
+    assert calls_to(procore_client, "GET", uoms) == 1
+    procore_client.clock.advance(3601)
+    procore_client.unit_of_measure("hr")
+    assert calls_to(procore_client, "GET", uoms) == 2
+
+
+def test_an_hour_unit_is_not_guessed_when_the_company_has_none(procore_client):
+    """A company list without an hour unit leaves the field out instead of sending "hr"."""
+    procore_client._uoms_read_at = procore_client.clock()
+    procore_client._uoms = [{"name": "EA", "description": "Each", "is_standard": True}]
+    assert procore_client.unit_of_measure("hr") is None
+    procore_client._uoms = [{"name": "Hrs.", "description": "Hours", "is_standard": False},
+                            {"name": "EA", "description": "Each", "is_standard": True}]
+    assert procore_client.unit_of_measure("hr") == "Hrs."
+
+
+def test_an_unknown_unit_is_refused_like_procore(sandbox_server, sandbox_company,
+                                                 procore_client):
+    """The sandbox answers 422 with an error body for a unit outside the company's list."""
+    project = project_id(sandbox_company)
+    procore_client.list_projects()
+    answer = requests.post(
+        f"{sandbox_server.url}/rest/v1.1/change_events", params={"project_id": project},
+        headers={"Authorization": f"Bearer {procore_client._token}",
+                 "Procore-Company-Id": str(sandbox_company["company_id"])},
+        json={"change_event": {"scope": "out_of_scope",
+                               "status": {"id": procore_client._open_status_id(project)},
+                               "change_items": [{"description": "Labor", "cost_impact": {
+                                   "estimate": {"amount": 10, "unit_of_measure": "hr"}}}]}},
+        timeout=10)
+    assert answer.status_code == 422
+    assert answer.json()["errors"] == {"change_items[0].unit_of_measure": [
+        "'hr' is not a unit of measure of this company"]}
+
+
+@pytest.mark.parametrize("pattern, flat_code", [
+    ("sub_job_first", "B1.02-200.L"), ("custom_segment", "02-200.L.01"),
+    ("other_delimiter", "02-200/L"), ("cost_type_first", "L.02-200")])
+def test_budget_codes_follow_each_projects_pattern(contract_client, contract_company, pattern,
+                                                   flat_code):
+    """Segment items, not the text of flat_code, say which cost code and cost type a code is."""
+    project = contract_company["contract_projects"][pattern]
+    cost_codes = {code.code: code.id for code in contract_client.list_cost_codes(project)}
+    codes = {code.flat_code: code for code in contract_client.list_budget_codes(project)}
+    labor = codes[flat_code]
+    assert (labor.cost_code_id, labor.cost_type) == (cost_codes["02-200"], "labor")
+    assert all(code.cost_code_id is not None and code.cost_type for code in codes.values())
+
+
+def test_an_inactive_budget_code_is_never_offered(contract_client, contract_company):
+    """A code switched off in Procore is left out even when a list returns it."""
+    project = contract_company["projects"][0]["id"]
+    listed = contract_client.list_budget_codes(project)
+    assert not any(code.flat_code == "31-230.L" for code in listed)
+    assert any(code.flat_code == "31-230.E" for code in listed)
+
+
+def test_budget_code_creation_stops_where_the_pattern_needs_more(contract_client,
+                                                                 contract_company):
+    """A pattern with a required sub-job segment gets a plain refusal, not a wrong code."""
+    project = contract_company["contract_projects"]["sub_job_first"]
+    masonry = next(code for code in contract_client.list_cost_codes(project)
+                   if code.code == "04-200")
+    with pytest.raises(ProjectSystemError) as caught:
+        contract_client.create_budget_code(project, masonry.id, "labor")
+    assert "also need a Sub Job" in caught.value.message
+    assert calls_to(contract_client, "POST", "/wbs_codes") == 0
+
+
+def test_tool_list_decides_before_the_statuses_probe(contract_client, contract_company):
+    """A project whose tool list lacks Change Events has none, although statuses answer 200."""
+    project = contract_company["contract_projects"]["unlisted_tool"]
+    assert contract_client.change_events_enabled(project) is False
+    assert calls_to(contract_client, "GET", "/change_event/statuses") == 0
+    assert contract_client._open_status_id(project)  # the statuses call itself answers
+    enabled, why = contract_client.change_event_tool(project)
+    assert not enabled and "no Change Events tool" in why
+
+
+def test_statuses_probe_decides_only_when_the_tool_list_is_unreadable(procore_client,
+                                                                      sandbox_company,
+                                                                      sandbox_control):
+    """A 403 on the tool list falls back to the statuses call."""
+    project = project_id(sandbox_company)
+    sandbox_control.fault(403, methods=["GET"], match="/tools", message="Forbidden")
+    assert procore_client.change_events_enabled(project) is True
+    assert calls_to(procore_client, "GET", "/change_event/statuses") == 1
+
+
+def test_pending_manpower_entry_is_found_after_a_lost_answer(contract_client, contract_company,
+                                                             sandbox_server, sandbox_control):
+    """An entry Procore keeps pending, whose answer was lost, is found by origin: no second one."""
+    project = contract_company["contract_projects"]["pending_manpower"]
+    day = datetime.date(2026, 6, 5)
+    control = SandboxControl(sandbox_server, contract_company)
+    control.fault(500, after_commit=True, match="/manpower_logs")
+    ticket = ManpowerDraft("ticket-pending", day, 2, Decimal("4"), "Cleanup after the pour")
+    with pytest.raises(ProjectSystemUnavailable):
+        contract_client.create_manpower_log(project, ticket)
+    found = contract_client.find_manpower_log(project, "ticket-pending", day)
+    assert found is not None
+    assert contract_client.get_manpower_log(project, found.id)["status"] == "pending"
+    assert not any("filters%5Bsearch%5D" in path or "filters[search]" in path
+                   for _method, path in contract_client.calls)
+    with closing(sqlite3.connect(sandbox_server.db_path)) as conn:
+        assert conn.execute("SELECT count(*) FROM manpower_logs WHERE project_id = ?",
+                            [project]).fetchone()[0] == 1
+    control.close()
+
+
+def test_spike_limit_on_an_attachment_write_waits_and_writes_once(procore_client,
+                                                                  sandbox_company,
+                                                                  sandbox_control):
+    """A 429 from the 10-second limit on the attach PATCH: wait for X-Rate-Limit-Reset, retry."""
+    project = project_id(sandbox_company)
+    record = procore_client.create_change_event(project, draft(procore_client, project))
+    procore_client.list_units_of_measure()
+    clock = procore_client.clock
+
+    def sleep(seconds: float) -> None:
+        clock.sleep(seconds)
+        sandbox_control.advance_clock(seconds)
+
+    procore_client.sleep = sleep
+    sandbox_control.freeze_clock()
+    sandbox_control.set_spike_limit(1)
+    recorder = ExchangeRecorder()
+    recorder.attach(procore_client)
+    procore_client.attach_file(project, record.id,
+                               Attachment("photo-01.jpg", "image/jpeg", b"\xff\xd8photo"))
+    sandbox_control.set_spike_limit(None)
+    limited = [exchange for exchange in recorder.exchanges if exchange.status == 429]
+    assert [urlsplit(exchange.url).path for exchange in limited] == [
+        f"/rest/v1.1/change_events/{record.id}"]
+    headers = limited[0].answer_headers
+    assert headers["X-Rate-Limit-Limit"] == "1" and headers["X-Rate-Limit-Remaining"] == "0"
+    assert clock.sleeps and 0 < clock.sleeps[0] <= 10
+    event = procore_client.get_change_event(project, record.id)
+    assert [item["filename"] for item in event["attachments"]] == ["photo-01.jpg"]
+
+
+def test_empty_origin_data_is_left_out(procore_client, sandbox_company):
+    """A draft without origin_data sends external_data with the origin id alone."""
+    project = project_id(sandbox_company)
+    recorder = ExchangeRecorder()
+    recorder.attach(procore_client)
+    record = procore_client.create_change_event(project, ChangeEventDraft(
+        "ticket-no-data", "No origin data", "", ()))
+    create = next(exchange for exchange in recorder.exchanges if exchange.method == "POST"
+                  and urlsplit(exchange.url).path == "/rest/v1.1/change_events")
+    assert json.loads(create.body)["change_event"]["external_data"] == {
+        "origin_id": "ticket-no-data"}
+    assert procore_client.find_change_event(project, "ticket-no-data").id == record.id
+
+
+def test_delete_leaves_nothing_listed(procore_client, sandbox_company):
+    """Deleted change events and manpower entries are no longer found by origin."""
+    project = project_id(sandbox_company)
+    record = procore_client.create_change_event(project, ChangeEventDraft(
+        "ticket-delete", "To delete", "", ()))
+    procore_client.delete_change_event(project, record.id)
+    assert procore_client.find_change_event(project, "ticket-delete") is None
+    day = datetime.date(2026, 6, 6)
+    entry = procore_client.create_manpower_log(project, ManpowerDraft(
+        "ticket-delete", day, 1, Decimal("1"), "x"))
+    procore_client.delete_manpower_log(project, entry.id)
+    assert procore_client.find_manpower_log(project, "ticket-delete", day) is None
+
+
+def test_spike_limit_on_a_create_is_waited_out(procore_client, sandbox_company, sandbox_control,
+                                               sandbox_server):
+    """The 10-second limit answers a manpower create with 429: one wait, one entry."""
+    project = project_id(sandbox_company, 2)
+    procore_client.list_projects()
+    clock = procore_client.clock
+
+    def sleep(seconds: float) -> None:
+        clock.sleep(seconds)
+        sandbox_control.advance_clock(seconds)
+
+    procore_client.sleep = sleep
+    sandbox_control.freeze_clock()
+    sandbox_control.set_spike_limit(1)
+    procore_client.list_cost_types(project)  # the window's one call
+    day = datetime.date(2026, 6, 7)
+    record = procore_client.create_manpower_log(project, ManpowerDraft(
+        "ticket-spike", day, 2, Decimal("3"), "Spike"))
+    sandbox_control.set_spike_limit(None)
+    assert len(clock.sleeps) == 1 and 0 < clock.sleeps[0] <= 10
+    assert calls_to(procore_client, "POST", "/manpower_logs") == 2
+    with closing(sqlite3.connect(sandbox_server.db_path)) as conn:
+        assert conn.execute("SELECT count(*) FROM manpower_logs WHERE project_id = ?",
+                            [project]).fetchone()[0] == 1
+    assert procore_client.find_manpower_log(project, "ticket-spike", day).id == record.id

@@ -229,15 +229,15 @@ def test_change_event_validation(api):
 
 
 def test_change_event_round_trip_with_attachments(api, sandbox_server):
-    """Create on budget codes, attach by multipart PATCH, read back in v1.1 shape."""
+    """Create on budget codes, attach by multipart PATCH (with change_event), read back."""
     project = api.project()
     labor = api.budget_code(project, "02-200.L")
     created = api.create_event(project, description="Hand digging around a duct bank",
                                external_data={"origin_id": "ticket-1", "origin_data": "x"},
                                change_items=[
         {"description": "Labor 3 x 8 h", "budget_code": {"id": labor["id"]},
-         "cost_impact": {"estimate": {"quantity": 24, "unit_cost": "85.5",
-                                      "unit_of_measure": "hours"}}},
+         "cost_impact": {"estimate": {"quantity": 24, "unit_cost": 85.5,
+                                      "unit_of_measure": "HR"}}},
         {"description": "Dump fees", "cost_impact": {"estimate": {"amount": 120.25}}}])
     assert created.status_code == 201, created.text
     event = created.json()
@@ -249,8 +249,14 @@ def test_change_event_round_trip_with_attachments(api, sandbox_server):
     assert first["cost_impact"]["estimate"]["amount"] == 2052.0
     assert first["cost_impact"]["estimate"]["calculation_strategy"] == "automatic"
     assert second["budget_code"] is None and second["cost_impact"]["estimate"]["amount"] == 120.25
+    files_only = api.call("PATCH", f"/rest/v1.0/change_events/{event['id']}",
+                          params={"project_id": project},
+                          files=[("attachments[]", ("photo.jpg", b"\xff\xd8jpeg", "image/jpeg"))])
+    assert files_only.status_code == 400
+    assert files_only.json()["message"] == "param is missing or the value is empty: change_event"
     patched = api.call("PATCH", f"/rest/v1.0/change_events/{event['id']}",
                        params={"project_id": project},
+                       data={"change_event[title]": "Extra trenching"},
                        files=[("attachments[]", ("photo.jpg", b"\xff\xd8jpeg", "image/jpeg")),
                               ("attachments[]", ("notes.txt", b"hello", "text/plain"))])
     assert patched.status_code == 200
@@ -285,7 +291,7 @@ def test_record_pages_escape_text(api, sandbox_server):
 
 
 def test_manpower_log_json_and_multipart(api, sandbox_server):
-    """Manpower entries: JSON and multipart create, list by date and search, page per entry."""
+    """Manpower entries: JSON and multipart create, list by date, search ignores notes."""
     project = api.project()
     path = f"/rest/v1.0/projects/{project}/manpower_logs"
     created = api.call("POST", path, json={"manpower_log": {
@@ -303,7 +309,7 @@ def test_manpower_log_json_and_multipart(api, sandbox_server):
     assert [row["notes"] for row in by_day] == ["Trenching", "Cleanup"]
     searched = api.call("GET", path, params={"log_date": "2026-06-03",
                                              "filters[search]": "clean"}).json()
-    assert [row["id"] for row in searched] == [with_file.json()["id"]]
+    assert searched == []  # what Procore's search covers is undocumented: never the notes here
     assert api.call("GET", path).json() == []  # no date: today's entries only
     invalid = api.call("POST", path, json={"manpower_log": {"date": "2026-06-03",
                                                             "num_workers": -1}})
@@ -425,3 +431,97 @@ def test_settings_come_from_the_environment(tmp_path, monkeypatch):
     assert app.test_client().get("/").status_code == 200
     with closing(sqlite3.connect(tmp_path / "s.sqlite3")) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_upload_flow_refuses_what_procore_refuses(api, sandbox_server):
+    """Storage takes the returned fields without a token; an unfinished upload cannot be attached."""
+    project = api.project()
+    event = api.create_event(project).json()
+    upload = api.call("POST", f"/rest/v1.1/projects/{project}/uploads",
+                      json={"response_filename": "photo.jpg",
+                            "response_content_type": "image/jpeg"})
+    assert upload.status_code == 201
+    instructions = upload.json()
+    patch = {"change_event": {"attachments_by_uuid": [{"upload_uuid": instructions["uuid"]}]}}
+    early = api.call("PATCH", f"/rest/v1.1/change_events/{event['id']}",
+                     params={"project_id": project}, json=patch)
+    assert early.status_code == 422 and "has no file yet" in early.text
+    with_token = requests.post(instructions["url"], data=instructions["fields"],
+                               files={"file": ("photo.jpg", b"\xff\xd8")},
+                               headers={"Authorization": api.session.headers["Authorization"]},
+                               timeout=10)
+    assert with_token.status_code == 400 and "<Code>InvalidArgument</Code>" in with_token.text
+    forged = requests.post(instructions["url"], data={**instructions["fields"],
+                                                      "x-amz-signature": "0" * 64},
+                           files={"file": ("photo.jpg", b"\xff\xd8")}, timeout=10)
+    assert forged.status_code == 403
+    stored = requests.post(instructions["url"], data=instructions["fields"],
+                           files={"file": ("photo.jpg", b"\xff\xd8")}, timeout=10)
+    assert stored.status_code == 204
+    attached = api.call("PATCH", f"/rest/v1.1/change_events/{event['id']}",
+                        params={"project_id": project}, json=patch)
+    assert attached.status_code == 200
+    assert [item["filename"] for item in attached.json()["attachments"]] == ["photo.jpg"]
+    empty = api.call("PATCH", f"/rest/v1.1/change_events/{event['id']}",
+                     params={"project_id": project}, json={"attachments_by_uuid": []})
+    assert empty.status_code == 400
+    assert empty.json()["message"] == "param is missing or the value is empty: change_event"
+
+
+def test_requests_outside_the_contract_are_refused(api):
+    """An undocumented route is a 404; an unknown query parameter or value is a 400."""
+    project = api.project()
+    unknown = api.call("GET", f"/rest/v1.0/projects/{project}/change_events")
+    assert unknown.status_code == 404
+    bad_filter = api.call("GET", "/rest/v1.0/change_event/statuses",
+                          params={"project_id": project, "filters[whatever]": "x"})
+    assert bad_filter.status_code == 400
+    missing = api.call("GET", "/rest/v1.1/change_events")
+    assert missing.json()["message"] == "param is missing or the value is empty: project_id"
+
+
+def test_spike_limit_answers_429_with_rate_headers(api, sandbox_server, sandbox_control):
+    """Past the 10-second limit: 429 with X-Rate-Limit-* naming that limit, until it resets."""
+    sandbox_control.freeze_clock()
+    sandbox_control.set_spike_limit(2)
+    first = api.call("GET", "/rest/v1.0/projects",
+                     params={"company_id": api.company["company_id"]})
+    assert first.headers["X-Rate-Limit-Limit"] == "2"
+    assert first.headers["X-Rate-Limit-Remaining"] == "1"
+    api.call("GET", "/rest/v1.0/projects", params={"company_id": api.company["company_id"]})
+    limited = api.call("GET", "/rest/v1.0/projects",
+                       params={"company_id": api.company["company_id"]})
+    assert limited.status_code == 429 and limited.headers["X-Rate-Limit-Remaining"] == "0"
+    assert limited.headers["Content-Type"].startswith("text/plain")
+    reset = int(limited.headers["X-Rate-Limit-Reset"])
+    sandbox_control.advance_clock(10)
+    again = api.call("GET", "/rest/v1.0/projects", params={"company_id": api.company["company_id"]})
+    assert again.status_code == 200 and int(again.headers["X-Rate-Limit-Reset"]) > reset
+    sandbox_control.set_spike_limit(None)
+
+
+def test_contract_projects_differ_as_real_companies_do(sandbox_server, contract_company):
+    """Tool list without Change Events (statuses still answer) and pending manpower entries."""
+    api = Api(sandbox_server.url, contract_company)
+    hidden = contract_company["contract_projects"]["unlisted_tool"]
+    tools = api.call("GET", f"/rest/v1.0/projects/{hidden}/tools").json()
+    assert "change_events" not in {tool["engine_name"] for tool in tools}
+    assert api.call("GET", "/rest/v1.0/change_event/statuses",
+                    params={"project_id": hidden}).status_code == 200
+    assert api.create_event(hidden).status_code == 403
+    pending = contract_company["contract_projects"]["pending_manpower"]
+    path = f"/rest/v1.0/projects/{pending}/manpower_logs"
+    created = api.call("POST", path, json={"manpower_log": {
+        "date": "2026-06-03", "num_workers": 1, "num_hours": "2", "notes": "x"}})
+    assert created.json()["status"] == "pending"
+    assert api.call("GET", path, params={"log_date": "2026-06-03"}).json() == []
+    listed = api.call("GET", path, params={"log_date": "2026-06-03",
+                                           "filters[status]": "pending"}).json()
+    assert [row["id"] for row in listed] == [created.json()["id"]]
+    slash = contract_company["contract_projects"]["other_delimiter"]
+    codes = api.call("GET", f"/rest/v1.0/projects/{slash}/work_breakdown_structure/wbs_codes",
+                     params={"per_page": 1000}).json()
+    labor = next(code for code in codes if code["flat_code"] == "02-200/L")
+    assert [item["segment"]["type"] for item in labor["segment_items"]] == [
+        "cost_code", "line_item_type"]
+    api.session.close()

@@ -64,6 +64,7 @@ class ChangeEventLine:
     quantity: Decimal | None
     unit_cost: Decimal | None
     amount: Decimal
+    # A hint: the client sends the company's own unit ("hr" becomes its hour unit) or none.
     unit_of_measure: str | None
 
 

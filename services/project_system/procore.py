@@ -47,7 +47,13 @@ _TRANSPORT_ERRORS = (requests.ConnectionError, requests.Timeout,
                      requests.exceptions.ChunkedEncodingError)
 # Procore's default cost type codes, preferred when several types share a base type.
 _STANDARD_CODES = {"labor": "L", "equipment": "E", "materials": "M", "other": "O"}
-_CHANGE_EVENT_TOOLS = {"change_events", "change_event", "change events"}
+# Procore does not document the engine names: match names and titles seen or likely.
+_CHANGE_EVENT_TOOLS = {"change_events", "change_event", "change events", "changeevents",
+                       "change_event_tool"}
+_HOUR_WORDS = {"hr", "hrs", "hour", "hours", "h"}
+UOM_CACHE_S = 3600
+# A manpower entry is "approved" or "pending"; the list answers approved ones by default.
+MANPOWER_STATUSES = ("approved", "pending")
 
 
 class ProcoreClient:
@@ -59,7 +65,8 @@ class ProcoreClient:
     def __init__(self, api_base: str, oauth_base: str, client_id: str, client_secret: str,
                  company_id: int, *, web_base: str | None = None,
                  timeout: tuple[float, float] = (5, 30), per_page: int = 100,
-                 max_read_retries: int = 4, clock: Callable[[], float] = time.time,
+                 max_read_retries: int = 4, max_rate_limit_retries: int = 4,
+                 clock: Callable[[], float] = time.time,
                  sleep: Callable[[float], None] = time.sleep,
                  session: requests.Session | None = None) -> None:
         """Configure the client; pass ``web_base`` (e.g. https://app.procore.com) for Procore."""
@@ -73,6 +80,7 @@ class ProcoreClient:
         self.timeout = timeout
         self.per_page = per_page
         self.max_read_retries = max_read_retries
+        self.max_rate_limit_retries = max_rate_limit_retries
         self.clock = clock
         self.sleep = sleep
         self._session = session or requests.Session()
@@ -80,6 +88,10 @@ class ProcoreClient:
         self._token: str | None = None
         self._token_expires_at = 0.0
         self.calls: list[tuple[str, str]] = []
+        # Called with every answer and its body; tests record exchanges with it.
+        self.observer: Callable[[requests.Response, bytes], None] | None = None
+        self._uoms: list[dict[str, Any]] | None = None
+        self._uoms_read_at = 0.0
 
     def __repr__(self) -> str:
         """Identify the client without its secret or token."""
@@ -102,7 +114,7 @@ class ProcoreClient:
 
     def _send(self, method: str, url: str, *, retry: bool,
               **kwargs: Any) -> tuple[requests.Response, bytes]:
-        """Send one request; safe ones are retried on transport errors, 429 and 5xx."""
+        """Send one request; all are retried on 429, safe ones also on transport errors and 5xx."""
         path = urlsplit(url).path
         attempt = 0
         while True:
@@ -111,6 +123,8 @@ class ProcoreClient:
                 response = self._session.request(method, url, timeout=self.timeout,
                                                  allow_redirects=False, stream=True, **kwargs)
                 body = self._read(response)
+                if self.observer is not None:
+                    self.observer(response, body)
             except _TRANSPORT_ERRORS as exc:
                 if retry and attempt < self.max_read_retries:
                     delay = self._backoff(attempt)
@@ -123,7 +137,9 @@ class ProcoreClient:
                     f"No answer from the project system for {method} {path}: "
                     f"{type(exc).__name__}") from exc
             status = response.status_code
-            if retry and (status == 429 or status >= 500) and attempt < self.max_read_retries:
+            # A 429 is answered before anything is done, so writes may repeat it too.
+            if status == 429 and attempt < self.max_rate_limit_retries or (
+                    retry and status >= 500 and attempt < self.max_read_retries):
                 delay = self._retry_delay(response, attempt)
                 log.info("Retrying %s %s in %.1f s after HTTP %s", method, path, delay, status)
                 self.sleep(delay)
@@ -150,24 +166,27 @@ class ProcoreClient:
         return ceiling / 2 + random.uniform(0, ceiling / 2)
 
     def _retry_delay(self, response: requests.Response, attempt: int) -> float:
-        """How long to wait before retrying: Retry-After, else X-Rate-Limit-Reset, else backoff."""
+        """How long to wait: the later of Retry-After and X-Rate-Limit-Reset, else backoff."""
+        waits = []
         retry_after = response.headers.get("Retry-After", "").strip()
         if retry_after:
             try:
-                seconds = float(retry_after)
+                waits.append(float(retry_after))
             except ValueError:
                 try:
-                    seconds = parsedate_to_datetime(retry_after).timestamp() - self.clock()
+                    waits.append(parsedate_to_datetime(retry_after).timestamp() - self.clock())
                 except (TypeError, ValueError):
-                    seconds = None
-            if seconds is not None:
-                return min(max(seconds, 0.0), MAX_WAIT_S)
+                    pass
         reset = response.headers.get("X-Rate-Limit-Reset", "").strip()
-        if response.status_code == 429 and reset:
+        remaining = response.headers.get("X-Rate-Limit-Remaining", "").strip()
+        # Procore: on a 429, wait until the reported window resets (rate_limiting.md).
+        if response.status_code == 429 and reset and (remaining == "0" or not waits):
             try:
-                return min(max(float(reset) - self.clock(), 0.0), MAX_WAIT_S)
+                waits.append(float(reset) - self.clock())
             except ValueError:
                 pass
+        if waits:
+            return min(max(max(waits), 0.0), MAX_WAIT_S)
         return self._backoff(attempt)
 
     def _access_token(self) -> str:
@@ -258,26 +277,40 @@ class ProcoreClient:
                                        {"company_id": self.company_id,
                                         "filters[by_status]": "All"})]
 
-    def change_events_enabled(self, project_id: int) -> bool:
-        """True unless the tools list shows Change Events off or the statuses probe is refused."""
+    def list_tools(self, project_id: int) -> list[dict[str, Any]] | None:
+        """The project's tool list, or None when the credentials may not read it (403/404)."""
         try:
-            tools = list(self._pages(f"/rest/v1.0/projects/{project_id}/tools"))
+            return list(self._pages(f"/rest/v1.0/projects/{project_id}/tools"))
         except ProjectSystemError as exc:
-            # The tools list may need rights the change-events calls do not; the probe decides.
             if exc.status not in (403, 404):
                 raise
-            tools = []
-        for tool in tools:
-            names = {str(tool.get("engine_name", "")).lower(), str(tool.get("title", "")).lower()}
-            if names & _CHANGE_EVENT_TOOLS and not tool.get("is_active", True):
-                return False
+            return None
+
+    def change_event_tool(self, project_id: int) -> tuple[bool, str]:
+        """Whether change events can be written, and how that was decided, in plain words."""
+        tools = self.list_tools(project_id)
+        if tools is not None:
+            tool = next((row for row in tools if _is_change_event_tool(row)), None)
+            if tool is None:
+                return False, "the project's tool list has no Change Events tool"
+            if not tool.get("is_active", True):
+                return False, (f"the Change Events tool ({tool.get('engine_name')!r}) is "
+                               "switched off on the project")
+            return True, (f"the Change Events tool ({tool.get('engine_name')!r}) is on in the "
+                          "project's tool list")
+        # The tool list is unreadable: a 403 on the statuses call means the tool is off.
         try:
             self._request("GET", "/rest/v1.0/change_event/statuses",
                           params={"project_id": project_id, "per_page": 1},
                           tool="change_events")
         except ToolDisabled:
-            return False
-        return True
+            return False, ("the tool list could not be read and the change-event statuses were "
+                           "refused")
+        return True, "the tool list could not be read, but the change-event statuses answered"
+
+    def change_events_enabled(self, project_id: int) -> bool:
+        """The tool list decides when it is readable; only otherwise the statuses probe does."""
+        return self.change_event_tool(project_id)[0]
 
     def _cost_code_rows(self, project_id: int) -> list[dict[str, Any]]:
         """The project's cost codes as Procore lists them, divisions included."""
@@ -302,7 +335,7 @@ class ProcoreClient:
 
     def _budget_codes(self, project_id: int, cost_codes: list[dict[str, Any]],
                       cost_types: list[CostType], query: str | None = None) -> list[BudgetCode]:
-        """Active WBS codes, tied to cost codes and cost types through their flat code parts."""
+        """Active WBS codes, tied to cost codes and cost types through their segment items."""
         code_ids = {_full_code(row): int(row["id"]) for row in cost_codes}
         types = {cost_type.code: cost_type for cost_type in cost_types}
         params: dict[str, Any] = {"filters[status][]": "active"}
@@ -311,17 +344,20 @@ class ProcoreClient:
         codes = []
         for row in self._pages(f"/rest/v1.0/projects/{project_id}/work_breakdown_structure/"
                                "wbs_codes", params):
-            cost_code_id = cost_type = None
-            for part in str(row["flat_code"]).split("."):
-                if part in code_ids:
-                    cost_code_id = code_ids[part]
-                elif part in types:
-                    cost_type = _normalize_cost_type(types[part])
+            if str(row.get("status") or "active").lower() != "active":
+                continue  # an inactive code is never used, whatever the filter did
+            cost_code_id, cost_type = _codes_of(row, code_ids, types)
             codes.append(BudgetCode(id=int(row["id"]), flat_code=row["flat_code"],
                                     description=row.get("description") or
                                     row.get("flat_name") or "",
                                     cost_code_id=cost_code_id, cost_type=cost_type))
         return codes
+
+    def list_wbs_segments(self, project_id: int) -> list[dict[str, Any]]:
+        """The project's budget-code pattern: its segments in order, each with its delimiter."""
+        rows = list(self._pages(
+            f"/rest/v1.0/projects/{project_id}/work_breakdown_structure/segments"))
+        return sorted(rows, key=lambda row: row.get("position") or 0)
 
     def list_budget_codes(self, project_id: int) -> list[BudgetCode]:
         """The project's active budget codes with their cost code and normalized cost type."""
@@ -350,8 +386,9 @@ class ProcoreClient:
             raise ProjectSystemError(f"Project {project_id} has no {missing}", status=404)
         full_code = _full_code(cost_code)
         wanted = f"{full_code}.{chosen_type.code}"
-        for code in self._budget_codes(project_id, cost_codes, cost_types, query=wanted):
-            if code.cost_code_id == cost_code_id and chosen_type.code in code.flat_code.split("."):
+        for code in self._budget_codes(project_id, cost_codes, cost_types):
+            if code.cost_code_id == cost_code_id and \
+                    code.cost_type == _normalize_cost_type(chosen_type):
                 return code
         wbs = f"/rest/v1.0/projects/{project_id}/work_breakdown_structure"
         segments = {row.get("type"): row for row in self._pages(f"{wbs}/segments")}
@@ -359,6 +396,12 @@ class ProcoreClient:
             raise ProjectSystemError(
                 f"Project {project_id}'s budget code pattern has no cost code or cost type "
                 "segment")
+        others = [row.get("name") or row.get("type") for kind, row in segments.items()
+                  if kind not in ("cost_code", "line_item_type") and row.get("required")]
+        if others:
+            raise ProjectSystemError(
+                f"Project {project_id}'s budget codes also need a {', '.join(map(str, others))}; "
+                f"create the budget code for {wanted} in Procore", status=422)
         cost_item = next((item for item in self._pages(
             f"{wbs}/segments/{segments['cost_code']['id']}/segment_items",
             {"legacy_cost_code_id": cost_code_id}) if item.get("path_code") == full_code), None)
@@ -382,10 +425,14 @@ class ProcoreClient:
 
     # Change events
 
+    def list_change_event_statuses(self, project_id: int) -> list[dict[str, Any]]:
+        """The change-event statuses of the project's company."""
+        return list(self._pages("/rest/v1.0/change_event/statuses",
+                                {"project_id": project_id}, tool="change_events"))
+
     def _open_status_id(self, project_id: int) -> int:
         """The id of the project's default status that maps to "open"."""
-        statuses = list(self._pages("/rest/v1.0/change_event/statuses",
-                                    {"project_id": project_id}, tool="change_events"))
+        statuses = self.list_change_event_statuses(project_id)
         open_statuses = [row for row in statuses
                          if str(row.get("mapped_to_status") or row.get("name", "")).lower()
                          == "open"]
@@ -393,13 +440,37 @@ class ProcoreClient:
             raise ProjectSystemError(f"Project {project_id} has no open change event status")
         return int(max(open_statuses, key=lambda row: bool(row.get("default_status")))["id"])
 
+    def list_units_of_measure(self) -> list[dict[str, Any]]:
+        """The company's units of measure, read at most once an hour; empty when unreadable."""
+        if self._uoms is None or self.clock() - self._uoms_read_at > UOM_CACHE_S:
+            try:
+                self._uoms = list(self._pages(f"/rest/v1.0/companies/{self.company_id}/uoms"))
+            except ProjectSystemError as exc:
+                if exc.status not in (403, 404):
+                    raise
+                self._uoms = []
+            self._uoms_read_at = self.clock()
+        return self._uoms
+
+    def unit_of_measure(self, wanted: str | None) -> str | None:
+        """A unit name from the company's list: the same name, or its hour unit for "hr"."""
+        if not wanted:
+            return None
+        units = [str(row.get("name")) for row in self.list_units_of_measure() if row.get("name")]
+        same = next((name for name in units if name.lower() == wanted.lower()), None)
+        if same is not None and wanted.lower() not in _HOUR_WORDS:
+            return same
+        if wanted.lower() in _HOUR_WORDS:
+            return _hour_unit(self.list_units_of_measure())
+        return None
+
     def create_change_event(self, project_id: int, draft: ChangeEventDraft) -> RemoteRecord:
-        """Create an open, out-of-scope change event with one item per line (never retried)."""
+        """Create an open, out-of-scope change event with one item per line (never repeated)."""
         items = []
         for line in draft.lines:
             estimate = {"amount": line.amount, "calculation_strategy": "manual",
                         "quantity": line.quantity, "unit_cost": line.unit_cost,
-                        "unit_of_measure": line.unit_of_measure}
+                        "unit_of_measure": self.unit_of_measure(line.unit_of_measure)}
             item: dict[str, Any] = {
                 "description": line.description,
                 "cost_impact": {"estimate": {key: value for key, value in estimate.items()
@@ -407,11 +478,12 @@ class ProcoreClient:
             if line.budget_code_id is not None:
                 item["budget_code"] = {"id": line.budget_code_id}
             items.append(item)
+        external = {"origin_id": draft.origin_id}
+        if draft.origin_data:
+            external["origin_data"] = draft.origin_data
         event = {"title": draft.title, "description": draft.description,
                  "scope": "out_of_scope", "status": {"id": self._open_status_id(project_id)},
-                 "external_data": {"origin_id": draft.origin_id,
-                                   "origin_data": draft.origin_data},
-                 "change_items": items}
+                 "external_data": external, "change_items": items}
         response, body = self._request("POST", "/rest/v1.1/change_events",
                                        params={"project_id": project_id},
                                        json_body={"change_event": event}, tool="change_events")
@@ -427,14 +499,40 @@ class ProcoreClient:
             attachment_filenames=tuple(str(item.get("filename") or item.get("name") or "")
                                        for item in row.get("attachments") or ()))
 
+    def upload_file(self, project_id: int, attachment: Attachment) -> str:
+        """Send a file through Procore's direct-upload flow; returns the upload's uuid."""
+        response, body = self._request(
+            "POST", f"/rest/v1.1/projects/{project_id}/uploads",
+            json_body={"response_filename": attachment.filename,
+                       "response_content_type": attachment.content_type})
+        upload = _parse_json(response, body)
+        if not isinstance(upload, dict) or not upload.get("uuid") or not upload.get("url"):
+            raise ProjectSystemError("The upload answer holds no uuid or url",
+                                     status=response.status_code,
+                                     request_id=response.headers.get("X-Request-Id"))
+        # The storage service gets the returned fields and the file, never our token.
+        fields = {str(key): str(value) for key, value in (upload.get("fields") or {}).items()}
+        stored, stored_body = self._send(
+            "POST", str(upload["url"]), retry=False, data=fields,
+            files={"file": (attachment.filename, attachment.data, attachment.content_type)})
+        if stored.status_code >= 300:
+            _raise_for_status(stored, stored_body)
+        return str(upload["uuid"])
+
     def attach_file(self, project_id: int, change_event_id: int,
                     attachment: Attachment) -> None:
-        """Attach one file with one multipart PATCH (v1.0 attachments[])."""
-        self._request("PATCH", f"/rest/v1.0/change_events/{change_event_id}",
+        """Upload one file, then add it to the change event by its upload uuid (v1.1 PATCH)."""
+        uuid = self.upload_file(project_id, attachment)
+        self._request("PATCH", f"/rest/v1.1/change_events/{change_event_id}",
                       params={"project_id": project_id},
-                      files={"attachments[]": (attachment.filename, attachment.data,
-                                               attachment.content_type)},
+                      json_body={"change_event": {"attachments_by_uuid": [
+                          {"upload_uuid": uuid}]}},
                       tool="change_events")
+
+    def delete_change_event(self, project_id: int, change_event_id: int) -> None:
+        """Delete a change event (Procore keeps it in the project's recycle bin)."""
+        self._request("DELETE", f"/rest/v1.1/change_events/{change_event_id}",
+                      params={"project_id": project_id}, tool="change_events")
 
     def find_change_event(self, project_id: int, origin_id: str,
                           created_after: datetime.datetime | None = None,
@@ -483,14 +581,22 @@ class ProcoreClient:
 
     def find_manpower_log(self, project_id: int, origin_id: str,
                           date: datetime.date) -> RemoteRecord | None:
-        """The manpower entry of ``date`` whose notes carry the origin marker, if any."""
+        """The entry of ``date`` whose notes carry the origin marker, in any approval status."""
+        # Without filters[status] only approved entries are listed; search may skip notes.
         marker = _origin_marker(origin_id)
-        for row in self._pages(f"/rest/v1.0/projects/{project_id}/manpower_logs",
-                               {"log_date": date.isoformat(), "filters[search]": origin_id},
-                               tool="daily_log"):
-            if marker in (row.get("notes") or ""):
-                return self._manpower_record(project_id, row)
+        for status in MANPOWER_STATUSES:
+            for row in self._pages(f"/rest/v1.0/projects/{project_id}/manpower_logs",
+                                   {"log_date": date.isoformat(), "filters[status]": status},
+                                   tool="daily_log"):
+                if marker in (row.get("notes") or ""):
+                    return self._manpower_record(project_id, row)
         return None
+
+    def delete_manpower_log(self, project_id: int, manpower_log_id: int) -> None:
+        """Delete a daily log manpower entry."""
+        self._request("DELETE",
+                      f"/rest/v1.0/projects/{project_id}/manpower_logs/{manpower_log_id}",
+                      tool="daily_log")
 
     def get_manpower_log(self, project_id: int, manpower_log_id: int) -> dict[str, Any]:
         """A manpower entry as Procore returns it, numbers as Decimal."""
@@ -628,3 +734,57 @@ def _pick_cost_type(cost_types: list[CostType], wanted: str) -> CostType | None:
 def _text_or_none(value: Any) -> str | None:
     """A non-empty string field as is; anything else (missing, null, not text) as None."""
     return value if isinstance(value, str) and value.strip() else None
+
+
+def _is_change_event_tool(row: dict[str, Any]) -> bool:
+    """Whether a tool-list row is the Change Events tool (by engine name or title)."""
+    names = {str(row.get("engine_name") or "").strip().lower(),
+             str(row.get("title") or "").strip().lower(),
+             str(row.get("name") or "").strip().lower()}
+    return bool(names & _CHANGE_EVENT_TOOLS)
+
+
+def _hour_unit(units: list[dict[str, Any]]) -> str | None:
+    """The company's unit for hours: by name, else by description; standard units first."""
+    ranked = sorted(units, key=lambda row: not row.get("is_standard"))
+    for row in ranked:
+        if str(row.get("name") or "").strip().lower() in _HOUR_WORDS:
+            return str(row["name"])
+    for row in ranked:
+        if str(row.get("description") or "").strip().lower() in _HOUR_WORDS and row.get("name"):
+            return str(row["name"])
+    return None
+
+
+def _segment_type(item: dict[str, Any]) -> str | None:
+    """The segment type of a WBS code's segment item (``segment.type`` or ``segment_type``)."""
+    segment = item.get("segment")
+    if isinstance(segment, dict) and segment.get("type"):
+        return str(segment["type"])
+    return str(item["segment_type"]) if item.get("segment_type") else None
+
+
+def _codes_of(row: dict[str, Any], code_ids: dict[str, int], types: dict[str, CostType]
+              ) -> tuple[int | None, str | None]:
+    """A WBS code's cost code id and cost type word, from its segment items when typed."""
+    items = [item for item in row.get("segment_items") or () if isinstance(item, dict)]
+    typed = [(kind, item) for item in items if (kind := _segment_type(item))]
+    if typed:
+        cost_code_id = cost_type = None
+        for kind, item in typed:
+            if kind == "cost_code":
+                path = item.get("path_code")
+                if path is None and item.get("path_codes"):
+                    path = "-".join(str(part) for part in item["path_codes"])
+                cost_code_id = code_ids.get(str(path if path is not None else item.get("code")))
+            elif kind == "line_item_type" and str(item.get("code")) in types:
+                cost_type = _normalize_cost_type(types[str(item.get("code"))])
+        return cost_code_id, cost_type
+    # No typed segment items: fall back to reading the default "cost code.cost type" pattern.
+    cost_code_id = cost_type = None
+    for part in str(row["flat_code"]).split("."):
+        if part in code_ids:
+            cost_code_id = code_ids[part]
+        elif part in types:
+            cost_type = _normalize_cost_type(types[part])
+    return cost_code_id, cost_type

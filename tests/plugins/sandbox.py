@@ -100,6 +100,18 @@ class SandboxControl:
         """Override the company's hourly call limit (None restores the default)."""
         self._call("POST", "/rate_limit", {"per_hour": per_hour})
 
+    def set_spike_limit(self, per_10s: int | None) -> None:
+        """Limit the company to ``per_10s`` calls per 10-second window (None switches it off)."""
+        self._call("POST", "/spike_limit", {"per_10s": per_10s})
+
+    def freeze_clock(self) -> None:
+        """Stop the company's sandbox clock; only advance_clock moves it from now on."""
+        self._call("POST", "/clock", {"freeze": True})
+
+    def advance_clock(self, seconds: float) -> None:
+        """Move the company's sandbox clock forward, so rate windows roll over at once."""
+        self._call("POST", "/clock", {"advance_s": seconds})
+
     def set_tool(self, project_id: int, engine_name: str, is_active: bool) -> None:
         """Switch a project tool on or off."""
         self._call("POST", f"/projects/{project_id}/tools",
@@ -141,6 +153,60 @@ def sandbox_control(sandbox_server: SandboxServer,
     control = SandboxControl(sandbox_server, sandbox_company)
     yield control
     control.close()
+
+
+@pytest.fixture
+def contract_company(sandbox_server: SandboxServer) -> dict[str, Any]:
+    """A fresh company that also has the projects real companies differ by (see seed.py)."""
+    return create_demo_company(sandbox_server.db_path, contract_projects=True)
+
+
+@pytest.fixture
+def contract_client(sandbox_server: SandboxServer,
+                    contract_company: dict[str, Any]) -> Iterator[ProcoreClient]:
+    """A ProcoreClient with a FakeClock for the contract company."""
+    clock = FakeClock(time.time())
+    client = ProcoreClient(sandbox_server.url, sandbox_server.url, contract_company["client_id"],
+                           contract_company["client_secret"], contract_company["company_id"],
+                           clock=clock, sleep=clock.sleep)
+    yield client
+    client.close()
+
+
+@dataclass
+class Exchange:
+    """One HTTP call a client made and the answer it got."""
+
+    method: str
+    url: str
+    headers: dict[str, str]
+    content_type: str
+    body: bytes
+    status: int
+    answer_headers: dict[str, str]
+    answer_body: bytes
+
+
+class ExchangeRecorder:
+    """Collects every exchange of the ProcoreClients it is attached to."""
+
+    def __init__(self) -> None:
+        """Start with no exchanges."""
+        self.exchanges: list[Exchange] = []
+
+    def attach(self, client: ProcoreClient) -> None:
+        """Record this client's exchanges from now on."""
+        client.observer = self
+
+    def __call__(self, response: requests.Response, body: bytes) -> None:
+        """Keep one request and its answer."""
+        sent = response.request
+        raw = sent.body or b""
+        self.exchanges.append(Exchange(
+            method=str(sent.method), url=str(sent.url), headers=dict(sent.headers),
+            content_type=str(sent.headers.get("Content-Type", "")).split(";")[0].strip(),
+            body=raw.encode() if isinstance(raw, str) else bytes(raw), status=response.status_code,
+            answer_headers=dict(response.headers), answer_body=body))
 
 
 @pytest.fixture

@@ -1,0 +1,83 @@
+"""`project-system check --write-test` against the sandbox playing a real Procore company."""
+from __future__ import annotations
+
+import sqlite3
+from contextlib import closing
+
+import pytest
+
+from services import connections
+from services.project_system.write_test import run
+
+pytestmark = pytest.mark.live
+
+
+def counts(db_path: str, company_id: int) -> tuple[int, int, int]:
+    """Live change events, manpower entries and uploads of a sandbox company."""
+    with closing(sqlite3.connect(db_path)) as conn:
+        return (conn.execute("SELECT count(*) FROM change_events WHERE company_id = ? AND "
+                             "deleted_at IS NULL", [company_id]).fetchone()[0],
+                conn.execute("SELECT count(*) FROM manpower_logs WHERE company_id = ?",
+                             [company_id]).fetchone()[0],
+                conn.execute("SELECT count(*) FROM uploads WHERE company_id = ?",
+                             [company_id]).fetchone()[0])
+
+
+def connect_to(app, tenant, sandbox_server, company) -> None:
+    """Point the tenant at another sandbox company."""
+    with app.app_context():
+        connections.save_connection(
+            tenant.company_id, environment="custom", client_id=company["client_id"],
+            client_secret=company["client_secret"], remote_company_id=company["company_id"],
+            api_base=sandbox_server.url, oauth_base=sandbox_server.url)
+
+
+def test_check_stays_read_only_without_the_option(app, runner, acme, sandbox_server):
+    """Plain `check` writes nothing."""
+    result = runner.invoke(args=["project-system", "check", "--company", str(acme.company_id)])
+    assert result.exit_code == 0, result.output
+    assert "write test" not in result.output
+    assert counts(sandbox_server.db_path, acme.remote_company_id) == (0, 0, 0)
+
+
+def test_write_test_writes_finds_and_deletes(app, runner, acme, sandbox_server):
+    """The write test reports what it saw in plain words and leaves no live record behind."""
+    result = runner.invoke(args=["project-system", "check", "--company", str(acme.company_id),
+                                 "--write-test"])
+    assert result.exit_code == 0, result.output
+    output = result.output
+    for text in ("write test on project", "tools switched on (Procore's engine names): ",
+                 "change_events", "labor and equipment hours are sent as 'HR'",
+                 "budget code pattern: Cost Code . Cost Type", "change event statuses: Open",
+                 "attached a small file through Procore's direct upload",
+                 "found the test change event again by its origin id, with its attachment",
+                 "found the test manpower entry again by its origin id",
+                 "deleted test change event", "deleted test manpower entry"):
+        assert text in output, (text, output)
+    assert "FAIL" not in output
+    live_events, manpower, uploads = counts(sandbox_server.db_path, acme.remote_company_id)
+    assert (live_events, manpower, uploads) == (0, 0, 1)
+
+
+def test_write_test_names_what_does_not_work(app, acme, sandbox_server, contract_company):
+    """On a project whose tool list lacks Change Events, nothing is written and it says why."""
+    connect_to(app, acme, sandbox_server, contract_company)
+    project = contract_company["contract_projects"]["unlisted_tool"]
+    with app.app_context():
+        findings = run(connections.client_for(acme.company_id), project)
+    failures = [text for ok, text in findings if not ok]
+    assert failures == ["change events: the project's tool list has no Change Events tool",
+                        "nothing was written, because the project's setup could not be read"]
+    assert counts(sandbox_server.db_path, contract_company["company_id"]) == (0, 0, 0)
+
+
+def test_write_test_reads_another_pattern(app, acme, sandbox_server, contract_company):
+    """A sub-job-first project is described as such, and its codes still map."""
+    connect_to(app, acme, sandbox_server, contract_company)
+    project = contract_company["contract_projects"]["sub_job_first"]
+    with app.app_context():
+        findings = run(connections.client_for(acme.company_id), project)
+    texts = [text for _ok, text in findings]
+    assert any(text.startswith("budget code pattern: Sub Job . Cost Code . Cost Type")
+               for text in texts), texts
+    assert all(ok for ok, _ in findings), findings
