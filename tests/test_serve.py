@@ -55,7 +55,7 @@ def test_serve_prints_a_key_that_answers_me(tmp_path):
         for _ in range(200):  # gunicorn needs a moment to bind; poll, bounded
             try:
                 response = requests.get(f"{base}/v1/me", headers={"Authorization": f"Bearer {key}"},
-                                        timeout=2)
+                                        timeout=30)
                 break
             except requests.ConnectionError:
                 time.sleep(0.05)
