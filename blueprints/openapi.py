@@ -40,7 +40,8 @@ Decisions where the contract left the shape open:
   `api_key_missing`, `api_key_malformed`, `api_key_invalid`, `api_key_revoked`.
   Cookies are neither read nor set: a signed-in reviewer's browser session is no key.
 * Rate limit: one shared bucket of 120 requests per minute per key across all /v1
-  routes; 429 (`rate_limited`) carries `Retry-After` in seconds.
+  routes; every answer of a keyed route carries `RateLimit-Limit`, `RateLimit-Remaining`
+  and `RateLimit-Reset` (Unix time), and 429 (`rate_limited`) adds `Retry-After` in seconds.
 * Body limit: 413 (`payload_too_large`) above the configured maximum (34 MiB by default,
   room for 12 photos of up to 2 MiB each in base64).
 * Amounts are exact decimals rounded to cents; `total` is the sum of the line amounts.
@@ -83,16 +84,29 @@ def _path_parameters(rule: str) -> list[dict[str, Any]]:
             for name in re.findall(r"<(?:[^:<>]+:)?([^<>]+)>", rule)]
 
 
-def _error_response(status: int, text: str | None = None) -> dict[str, Any]:
+RATE_LIMIT_HEADERS = {
+    "RateLimit-Limit": {"description": "Requests the key may make in the window.",
+                        "schema": {"type": "integer", "minimum": 0}},
+    "RateLimit-Remaining": {"description": "Requests left in the window after this one.",
+                            "schema": {"type": "integer", "minimum": 0}},
+    "RateLimit-Reset": {"description": "Unix time (seconds) at which the oldest counted request "
+                                       "leaves the window.",
+                        "schema": {"type": "integer", "minimum": 0}},
+}
+
+
+def _error_response(status: int, text: str | None = None, *, limited: bool = False) -> dict[str, Any]:
     """An error response object pointing at the shared error schema."""
     response: dict[str, Any] = {
         "description": text or ERROR_TEXT.get(status, "Error."),
         "content": {"application/json": {"schema": {"$ref": REF.format(model="ErrorBody")}}},
     }
+    headers: dict[str, Any] = dict(RATE_LIMIT_HEADERS) if limited else {}
     if status == 429:
-        response["headers"] = {"Retry-After": {
-            "description": "Seconds until the key may call again.",
-            "schema": {"type": "integer"}}}
+        headers["Retry-After"] = {"description": "Seconds until the key may call again.",
+                                  "schema": {"type": "integer"}}
+    if headers:
+        response["headers"] = headers
     return response
 
 
@@ -116,6 +130,8 @@ def _operation_object(operation: Operation, refs: dict) -> dict[str, Any]:
             "content": {"application/json": {"schema": refs[(operation.body, "validation")]}},
         }
     ok: dict[str, Any] = {"description": "Success."}
+    if not operation.public:
+        ok["headers"] = dict(RATE_LIMIT_HEADERS)
     if operation.response is not None:
         ok["content"] = {"application/json": {"schema": refs[(operation.response, "serialization")]}}
     responses: dict[str, Any] = {"200": ok}
@@ -127,7 +143,8 @@ def _operation_object(operation: Operation, refs: dict) -> dict[str, Any]:
     if not operation.public:
         statuses |= {401, 429}
     for status in sorted(statuses):
-        responses[str(status)] = _error_response(status, operation.extra_responses.get(status))
+        responses[str(status)] = _error_response(status, operation.extra_responses.get(status),
+                                                 limited=not operation.public)
     result["responses"] = responses
     result["security"] = [] if operation.public else [{"bearerAuth": []}, {"apiKeyHeader": []}]
     return result
