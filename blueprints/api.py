@@ -36,7 +36,7 @@ class Operation:
     body: type[BaseModel] | None
     query: type[BaseModel] | None
     response: type[BaseModel] | None
-    errors: tuple[int, ...]
+    errors: dict[int, tuple[str, ...]]
     public: bool
     body_required: bool
     description: str | None = None
@@ -44,6 +44,22 @@ class Operation:
 
 
 OPERATIONS: list[Operation] = []
+
+# Error codes of the project-system calls behind a route: not connected yet, or the project
+# system refused, could not be reached, or refused our credentials.
+PROJECT_SYSTEM_ERRORS: dict[int, tuple[str, ...]] = {
+    409: ("project_system_not_connected",),
+    502: ("project_system_error", "project_system_unavailable", "project_system_auth_failed"),
+}
+
+
+def error_codes(*groups: dict[int, tuple[str, ...]]) -> dict[int, tuple[str, ...]]:
+    """Merge status-to-codes maps, keeping each code once and in order."""
+    merged: dict[int, tuple[str, ...]] = {}
+    for group in groups:
+        for status, codes in group.items():
+            merged[status] = tuple(dict.fromkeys((*merged.get(status, ()), *codes)))
+    return merged
 
 
 class BadBody(ServiceError):
@@ -98,10 +114,16 @@ def to_json(result: Any) -> Response:
 
 def api_route(bp: Blueprint, rule: str, *, method: str = "GET", tag: str,
               body: type[BaseModel] | None = None, query: type[BaseModel] | None = None,
-              response: type[BaseModel] | None = None, errors: tuple[int, ...] = (),
+              response: type[BaseModel] | None = None,
+              errors: dict[int, tuple[str, ...]] | None = None,
               public: bool = False, body_required: bool = True,
               extra_responses: dict[int, str] | None = None) -> Callable:
-    """Register a /v1 route and document it; the view receives parsed `body` and `query`."""
+    """Register a /v1 route and document it; the view receives parsed `body` and `query`.
+
+    `errors` maps each status the view itself can answer to the codes it answers with; the
+    codes every route of its kind can answer (400 for bodies and queries, 401, 413, 415, 429)
+    are added by the document.
+    """
 
     def decorator(view: Callable) -> Callable:
         @functools.wraps(view)
@@ -121,7 +143,7 @@ def api_route(bp: Blueprint, rule: str, *, method: str = "GET", tag: str,
         OPERATIONS.append(Operation(
             rule=rule, method=method.lower(), endpoint=f"{bp.name}.{view.__name__}",
             summary=doc[0] if doc else view.__name__, tag=tag, body=body, query=query,
-            response=response, errors=errors, public=public, body_required=body_required,
+            response=response, errors=errors or {}, public=public, body_required=body_required,
             description="\n".join(doc[1:]).strip() or None,
             extra_responses=extra_responses or {},
         ))

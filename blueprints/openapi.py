@@ -7,7 +7,7 @@ from flask import Blueprint, current_app, jsonify
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from blueprints.api import OPERATIONS, Operation, api_route, openapi_path
+from blueprints.api import OPERATIONS, Operation, api_route, error_codes, openapi_path
 from models.schemas import ErrorBody
 
 bp = Blueprint("openapi", __name__)
@@ -51,14 +51,19 @@ Decisions where the contract left the shape open:
 """
 
 
-def _schema_models() -> list[type[BaseModel]]:
-    """Every model that appears in a documented operation, plus the error body."""
-    models: list[type[BaseModel]] = [ErrorBody]
+def _schema_models() -> list[tuple[type[BaseModel], str]]:
+    """Every model of a documented operation in the one mode it is used in: bodies as they are
+    validated, responses (and the error body) as they are serialised.
+
+    Each model is used one way only, so Pydantic gives each shape one component under its
+    own name instead of an `-Input` and an `-Output` copy.
+    """
+    pairs: list[tuple[type[BaseModel], str]] = [(ErrorBody, "serialization")]
     for operation in OPERATIONS:
-        for model in (operation.body, operation.response):
-            if model is not None and model not in models:
-                models.append(model)
-    return models
+        for model, mode in ((operation.body, "validation"), (operation.response, "serialization")):
+            if model is not None and (model, mode) not in pairs:
+                pairs.append((model, mode))
+    return pairs
 
 
 def _query_parameters(model: type[BaseModel]) -> list[dict[str, Any]]:
@@ -95,11 +100,14 @@ RATE_LIMIT_HEADERS = {
 }
 
 
-def _error_response(status: int, text: str | None = None, *, limited: bool = False) -> dict[str, Any]:
-    """An error response object pointing at the shared error schema."""
+def _error_response(status: int, codes: tuple[str, ...], text: str | None = None, *,
+                    limited: bool = False) -> dict[str, Any]:
+    """An error response object pointing at the shared error schema, naming its codes."""
+    listed = ", ".join(f"`{code}`" for code in codes)
     response: dict[str, Any] = {
-        "description": text or ERROR_TEXT.get(status, "Error."),
+        "description": f"{text or ERROR_TEXT.get(status, 'Error.')} Codes: {listed}.",
         "content": {"application/json": {"schema": {"$ref": REF.format(model="ErrorBody")}}},
+        "x-error-codes": list(codes),
     }
     headers: dict[str, Any] = dict(RATE_LIMIT_HEADERS) if limited else {}
     if status == 429:
@@ -108,6 +116,25 @@ def _error_response(status: int, text: str | None = None, *, limited: bool = Fal
     if headers:
         response["headers"] = headers
     return response
+
+
+KEY_ERRORS = ("api_key_missing", "api_key_malformed", "api_key_invalid", "api_key_revoked")
+
+
+def _common_errors(operation: Operation) -> dict[int, tuple[str, ...]]:
+    """The codes any route of this kind can answer, whatever its view does."""
+    codes: dict[int, tuple[str, ...]] = {}
+    if operation.body is not None:
+        codes[400] = ("validation_failed", "invalid_json", "invalid_body") + \
+            (("body_required",) if operation.body_required else ())
+        codes[413] = ("payload_too_large",)
+        codes[415] = ("unsupported_media_type",)
+    elif operation.query is not None:
+        codes[400] = ("validation_failed",)
+    if not operation.public:
+        codes[401] = KEY_ERRORS
+        codes[429] = ("rate_limited",)
+    return codes
 
 
 def _operation_object(operation: Operation, refs: dict) -> dict[str, Any]:
@@ -135,15 +162,10 @@ def _operation_object(operation: Operation, refs: dict) -> dict[str, Any]:
     if operation.response is not None:
         ok["content"] = {"application/json": {"schema": refs[(operation.response, "serialization")]}}
     responses: dict[str, Any] = {"200": ok}
-    statuses = set(operation.errors)
-    if operation.body is not None or operation.query is not None:
-        statuses.add(400)
-    if operation.body is not None:
-        statuses |= {413, 415}
-    if not operation.public:
-        statuses |= {401, 429}
-    for status in sorted(statuses):
-        responses[str(status)] = _error_response(status, operation.extra_responses.get(status),
+    codes = error_codes(_common_errors(operation), operation.errors)
+    for status in sorted(codes):
+        responses[str(status)] = _error_response(status, codes[status],
+                                                 operation.extra_responses.get(status),
                                                  limited=not operation.public)
     result["responses"] = responses
     result["security"] = [] if operation.public else [{"bearerAuth": []}, {"apiKeyHeader": []}]
@@ -152,9 +174,7 @@ def _operation_object(operation: Operation, refs: dict) -> dict[str, Any]:
 
 def build_openapi_document() -> dict[str, Any]:
     """Assemble the whole OpenAPI 3.1.0 document from the registered operations."""
-    models = _schema_models()
-    pairs = [(m, "validation") for m in models] + [(m, "serialization") for m in models]
-    refs, definitions = models_json_schema(pairs, ref_template=REF)
+    refs, definitions = models_json_schema(_schema_models(), ref_template=REF)
     paths: dict[str, dict[str, Any]] = {}
     for operation in OPERATIONS:
         paths.setdefault(openapi_path(operation.rule), {})[operation.method] = \

@@ -4,7 +4,7 @@ from __future__ import annotations
 from flask import Blueprint, Response, g, request
 from flask_login import current_user, login_required
 
-from blueprints.api import api_route
+from blueprints.api import PROJECT_SYSTEM_ERRORS, api_route, error_codes
 from models.schemas import (
     ApprovalResult,
     ApproveInput,
@@ -31,7 +31,7 @@ def list_tickets(query: TicketListQuery) -> TicketList:
 
 
 @api_route(bp, "/tickets", method="POST", tag="tickets", body=TicketInput, response=Ticket,
-           errors=(404, 409, 502))
+           errors=error_codes({404: ("project_not_found",)}, PROJECT_SYSTEM_ERRORS))
 def create_ticket(body: TicketInput) -> Ticket:
     """Create a ticket with the same validation as the capture form.
 
@@ -41,26 +41,30 @@ def create_ticket(body: TicketInput) -> Ticket:
     return tickets.create_ticket(g.company_id, body)[0]
 
 
-@api_route(bp, "/tickets/<ticket_id>", tag="tickets", response=Ticket, errors=(404,))
+@api_route(bp, "/tickets/<ticket_id>", tag="tickets", response=Ticket,
+           errors={404: ("ticket_not_found",)})
 def get_ticket(ticket_id: str) -> Ticket:
     """Read one ticket with its routing."""
     return tickets.get_ticket(g.company_id, ticket_id)
 
 
 @api_route(bp, "/tickets/<ticket_id>/photos", method="POST", tag="tickets", body=PhotosInput,
-           response=Ticket, errors=(404, 409))
+           response=Ticket, errors={404: ("ticket_not_found",), 409: ("ticket_written",)})
 def add_photos(ticket_id: str, body: PhotosInput) -> Ticket:
     """Attach 1 to 12 photos to a ticket that is not written yet."""
     return tickets.add_photos(g.company_id, ticket_id, body.photos)
 
 
 @api_route(bp, "/tickets/<ticket_id>/approve", method="POST", tag="tickets", body=ApproveInput,
-           response=ApprovalResult, errors=(404, 409, 502), body_required=False,
+           response=ApprovalResult, body_required=False,
+           errors=error_codes({404: ("ticket_not_found", "project_not_found"),
+                               409: ("ticket_rejected", "lines_need_review", "no_change_events",
+                                     "approval_in_progress")}, PROJECT_SYSTEM_ERRORS),
            extra_responses={
                400: "The body or a `routes` entry is unusable (code `validation_failed`): a key "
                     "that is not a line index of the ticket, or a value that is not a budget "
                     "code id of its project, named in `details` as `routes.<key>`.",
-               409: "Nothing was written. Codes: `ticket_rejected` (the ticket is rejected and "
+               409: "Nothing was written. `ticket_rejected` (the ticket is rejected and "
                     "`allow_rejected` is not true); `lines_need_review` (`details` lists each "
                     "refused line as {line, reason, description}: a line without a budget code "
                     "unless `allow_unrouted`, or under `require_exact` a line not on a confirmed "
@@ -78,8 +82,10 @@ def approve_ticket(ticket_id: str, body: ApproveInput) -> ApprovalResult:
 
 
 @api_route(bp, "/tickets/<ticket_id>/reject", method="POST", tag="tickets", response=Ticket,
-           errors=(404, 409), extra_responses={
-               409: "Codes: `ticket_rejected` (already rejected), `ticket_written` (already in "
+           errors={404: ("ticket_not_found",),
+                   409: ("ticket_rejected", "ticket_written", "approval_in_progress")},
+           extra_responses={
+               409: "`ticket_rejected` (already rejected), `ticket_written` (already in "
                     "the project system), `approval_in_progress` (an approval is writing it).",
            })
 def reject_ticket(ticket_id: str) -> Ticket:
@@ -88,8 +94,9 @@ def reject_ticket(ticket_id: str) -> Ticket:
 
 
 @api_route(bp, "/tickets/<ticket_id>/restore", method="POST", tag="tickets", response=Ticket,
-           errors=(404, 409), extra_responses={
-               409: "Codes: `ticket_written` (already in the project system), "
+           errors={404: ("ticket_not_found",), 409: ("ticket_written", "approval_in_progress")},
+           extra_responses={
+               409: "`ticket_written` (already in the project system), "
                     "`approval_in_progress` (an approval of the rejected ticket is writing it).",
            })
 def restore_ticket(ticket_id: str) -> Ticket:

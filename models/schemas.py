@@ -50,13 +50,31 @@ class InputShape(Shape):
         return value.strip(ECMA_SPACE) if isinstance(value, str) else value
 
 
+class FieldProblem(Shape):
+    """One problem of a refused request (400), naming the field it is about."""
+
+    field: str = Field(description="Where the problem is, e.g. 'labor[2].hours', 'photos[1]', "
+                                   "'signature.image', 'routes.3'; 'body' for the whole body.")
+    message: str
+
+
+class LineRefusal(Shape):
+    """One line an approval refused (409 lines_need_review)."""
+
+    line: int = Field(description="Index of the line, as in `routing`; the key to use in `routes`.")
+    reason: str = Field(description="Why the line was refused.")
+    description: str
+
+
 class ErrorDetail(Shape):
     """The inside of every error body."""
 
-    code: str = Field(description="Stable, machine-readable error code.")
+    code: str = Field(description="Stable, machine-readable error code; each response lists "
+                                  "the codes it can carry.")
     message: str = Field(description="Human-readable explanation.")
-    details: Any = Field(default=None, description=(
-        "Optional. For validation errors: a list of {field, message}, one per problem."))
+    details: list[FieldProblem] | list[LineRefusal] | None = Field(default=None, description=(
+        "A 400 `validation_failed` lists every problem at once as FieldProblem items; a 409 "
+        "`lines_need_review` lists every refused line as LineRefusal items; otherwise absent."))
 
 
 class ErrorBody(Shape):
