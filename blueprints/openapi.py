@@ -66,9 +66,13 @@ def _schema_models() -> list[tuple[type[BaseModel], str]]:
     return pairs
 
 
-def _query_parameters(model: type[BaseModel]) -> list[dict[str, Any]]:
-    """Expand a query model into OpenAPI parameters."""
+def _query_parameters(model: type[BaseModel], components: dict[str, Any]) -> list[dict[str, Any]]:
+    """Expand a query model into OpenAPI parameters; a named type (such as TicketStatus) refers
+    to its component, which a response shape has already put into the document."""
     schema = model.model_json_schema(ref_template=REF)
+    missing = set(schema.get("$defs", {})) - set(components)
+    if missing:
+        raise RuntimeError(f"query types without a component: {sorted(missing)}")
     required = set(schema.get("required", []))
     parameters = []
     for name, prop in schema.get("properties", {}).items():
@@ -137,11 +141,12 @@ def _common_errors(operation: Operation) -> dict[int, tuple[str, ...]]:
     return codes
 
 
-def _operation_object(operation: Operation, refs: dict) -> dict[str, Any]:
+def _operation_object(operation: Operation, refs: dict, components: dict[str, Any]
+                      ) -> dict[str, Any]:
     """Build the OpenAPI operation object for one route."""
     parameters = _path_parameters(operation.rule)
     if operation.query is not None:
-        parameters += _query_parameters(operation.query)
+        parameters += _query_parameters(operation.query, components)
     result: dict[str, Any] = {
         "operationId": operation.endpoint.replace(".", "_"),
         "summary": operation.summary,
@@ -175,10 +180,11 @@ def _operation_object(operation: Operation, refs: dict) -> dict[str, Any]:
 def build_openapi_document() -> dict[str, Any]:
     """Assemble the whole OpenAPI 3.1.0 document from the registered operations."""
     refs, definitions = models_json_schema(_schema_models(), ref_template=REF)
+    components = definitions.get("$defs", {})
     paths: dict[str, dict[str, Any]] = {}
     for operation in OPERATIONS:
         paths.setdefault(openapi_path(operation.rule), {})[operation.method] = \
-            _operation_object(operation, refs)
+            _operation_object(operation, refs, components)
     return {
         "openapi": "3.1.0",
         "info": {"title": "Extra-Work Ticket API", "version": "1.0.0",
@@ -186,7 +192,7 @@ def build_openapi_document() -> dict[str, Any]:
         "servers": [{"url": "/v1"}],
         "paths": paths,
         "components": {
-            "schemas": definitions.get("$defs", {}),
+            "schemas": components,
             "securitySchemes": {
                 "bearerAuth": {"type": "http", "scheme": "bearer",
                                "description": "Authorization: Bearer <API key>"},

@@ -6,6 +6,7 @@ document is never a second, hand-kept copy.
 from __future__ import annotations
 
 import datetime as dt
+from enum import StrEnum
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Annotated, Any, Literal
 
@@ -107,6 +108,58 @@ class Me(Shape):
 CostTypeName = Literal["labor", "materials", "equipment", "other"]
 
 
+class CostType(StrEnum):
+    """Procore's base cost types (line item types) a budget code can carry."""
+
+    LABOR = "labor"
+    MATERIALS = "materials"
+    EQUIPMENT = "equipment"
+    OTHER = "other"
+    COMMITMENT = "commitment"
+    OWNER_COST = "owner_cost"
+    PROFESSIONAL_SERVICES = "professional_services"
+
+
+def _known_cost_type(value: Any) -> Any:
+    """A cost type the project system names outside Procore's base types reads as null."""
+    return value if value is None or value in CostType._value2member_map_ else None
+
+
+KnownCostType = Annotated[CostType | None, BeforeValidator(_known_cost_type)]
+
+
+class Destination(StrEnum):
+    """Where an approved ticket is filed in the project system."""
+
+    CHANGE_EVENT = "change_event"
+    DAILY_LOG = "daily_log"
+
+
+class TicketStatus(StrEnum):
+    """Where a ticket stands: `submitted` (shown as "Needs review"), `written`, `rejected`."""
+
+    SUBMITTED = "submitted"
+    WRITTEN = "written"
+    REJECTED = "rejected"
+
+
+class CaptureChannel(StrEnum):
+    """How a ticket came in: a capture link's QR, text-message or plain form, or the API."""
+
+    QR = "qr"
+    SMS = "sms"
+    LINK = "link"
+    API = "api"
+
+
+class LineKind(StrEnum):
+    """The kind of a cost line, which fixes its cost type."""
+
+    LABOR = "labor"
+    EQUIPMENT = "equipment"
+    MATERIALS = "materials"
+
+
 class Project(Shape):
     """A project of the company in the project system."""
 
@@ -127,8 +180,8 @@ class BudgetCodeRef(Shape):
 
     id: int = Field(description="Budget code id; use it as a value in approve `routes`.")
     code: str = Field(description="Flat code, e.g. '02-200.L'.")
-    cost_type: str | None = Field(description="labor, materials, equipment, other, or the "
-                                              "project system's own type name.")
+    cost_type: KnownCostType = Field(description="Procore's base cost type of the code; null "
+                                                 "when the project system names another.")
 
 
 class CostCodeItem(Shape):
@@ -165,7 +218,7 @@ class BudgetCodeOut(Shape):
 
     id: int
     code: str
-    cost_type: str | None
+    cost_type: KnownCostType
     cost_code_item_id: int | None
     description: str
     created: bool = Field(description="False when the pair already existed and was returned as is.")
@@ -176,7 +229,7 @@ class Capability(Shape):
 
     change_events: bool = Field(description="The project has the change-event tool.")
     daily_log: bool = Field(description="The project can take a daily log entry.")
-    destination: Literal["change_event", "daily_log"] | None = Field(description=(
+    destination: Destination | None = Field(description=(
         "What approve writes when no destination is named: 'change_event', or null when the "
         "project has no change-event tool (approve then answers 409 no_change_events; a daily "
         "log is never chosen automatically)."))
@@ -275,9 +328,9 @@ def _check_timestamp(value: str | None) -> str | None:
     return value
 
 
-Timestamp = Annotated[str | None, Field(default=None, max_length=40,
-                                        json_schema_extra={"format": "date-time"}),
-                      AfterValidator(_check_timestamp)]
+DateTimeText = Annotated[str, Field(max_length=40), AfterValidator(_check_timestamp),
+                         WithJsonSchema({"type": "string", "format": "date-time", "maxLength": 40})]
+Timestamp = Annotated[DateTimeText | None, Field(default=None)]
 
 
 class PhotoIn(InputShape):
@@ -371,7 +424,7 @@ class Photo(Shape):
     """A stored photo of a ticket."""
 
     name: str
-    taken_at: str | None
+    taken_at: dt.datetime | None = Field(description="When the phone says it was taken.")
     coords: Coords | None
 
 
@@ -380,7 +433,7 @@ class Signature(Shape):
 
     name: str | None
     role: str | None
-    signed_at: str | None
+    signed_at: dt.datetime | None
 
 
 class Decision(Shape):
@@ -394,7 +447,7 @@ class Decision(Shape):
 class External(Shape):
     """The record written into the project system."""
 
-    destination: Literal["change_event", "daily_log"]
+    destination: Destination
     change_event_id: int | None
     manpower_log_id: int | None
     number: str | None
@@ -407,9 +460,9 @@ class RoutingLine(Shape):
     """Where one line of money lands in the project system."""
 
     line: int = Field(description="Index of the line; the key in approve `routes`.")
-    kind: Literal["labor", "equipment", "materials"]
+    kind: LineKind
     description: str
-    cost_type: str | None
+    cost_type: KnownCostType
     quantity: OptionalJsonNumber
     unit_cost: OptionalJsonNumber
     amount: JsonNumber
@@ -425,13 +478,13 @@ class TicketSummary(Shape):
     """A ticket as listed: every field except routing."""
 
     id: str
-    status: Literal["submitted", "written", "rejected"]
+    status: TicketStatus
     project_id: str
     description: str
     reason: str
     directed_by: str
     captured_at: dt.datetime
-    captured_via: Literal["qr", "sms", "link", "api"]
+    captured_via: CaptureChannel
     captured_by: str | None
     total: JsonNumber
     labor: list[LaborLine]
@@ -466,7 +519,7 @@ class TicketList(Shape):
 class TicketListQuery(InputShape):
     """Filters and paging for the ticket list."""
 
-    status: Literal["submitted", "written", "rejected"] | None = None
+    status: TicketStatus | None = None
     project_id: str | None = Field(default=None, max_length=40, pattern=r"^[0-9]+$",
                                    description="A project id: the project system's number.")
     q: str | None = Field(default=None, max_length=100,
@@ -501,7 +554,7 @@ class ApproveInput(InputShape):
     routes: dict[str, BudgetCodeId] = Field(default_factory=dict, max_length=200, description=(
         "Per-line budget code override: keys are line indexes as strings (see `routing`), "
         "values budget code ids of the ticket's project. A line routed here counts as exact."))
-    destination: Literal["change_event", "daily_log"] | None = Field(default=None, description=(
+    destination: Destination | None = Field(default=None, description=(
         "Where to file. Omitted: a change event when the project has the tool, else 409 "
         "no_change_events (a daily log is never chosen automatically). A daily log entry "
         "is dated with the capture time read in the project's time zone (UTC when the "
