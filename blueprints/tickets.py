@@ -31,6 +31,7 @@ def list_tickets(query: TicketListQuery) -> TicketList:
 
 
 @api_route(bp, "/tickets", method="POST", tag="tickets", body=TicketInput, response=Ticket,
+           validator=tickets.validate_ticket,
            errors=error_codes({404: ("project_not_found",)}, PROJECT_SYSTEM_ERRORS))
 def create_ticket(body: TicketInput) -> Ticket:
     """Create a ticket with the same validation as the capture form.
@@ -49,6 +50,7 @@ def get_ticket(ticket_id: str) -> Ticket:
 
 
 @api_route(bp, "/tickets/<ticket_id>/photos", method="POST", tag="tickets", body=PhotosInput,
+           validator=tickets.validate_photos,
            response=Ticket, errors={404: ("ticket_not_found",), 409: ("ticket_written",)})
 def add_photos(ticket_id: str, body: PhotosInput) -> Ticket:
     """Attach 1 to 12 photos to a ticket that is not written yet."""

@@ -11,6 +11,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from flask import current_app
+from pydantic import ValidationError
 from sqlalchemy import func, inspect, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
@@ -18,8 +19,10 @@ from sqlalchemy.exc import IntegrityError
 from models import Decision as DecisionRecord
 from models import Ticket as TicketRecord
 from models import TicketCount, TicketPhoto, db, utcnow
+
 from models.schemas import (
     PhotoIn,
+    PhotosInput,
     RoutingLine,
     Ticket,
     TicketInput,
@@ -37,6 +40,7 @@ from services.errors import (
     field_problem,
 )
 from services.routing import Route, unrouted
+from services.validation import validation_details
 
 CENT = Decimal("0.01")
 MAX_PHOTOS = 12
@@ -94,11 +98,13 @@ def _check_photos(items: list[PhotoIn], field: str, first_position: int
     max_bytes = current_app.config["MAX_PHOTO_BYTES"]
     checked, problems = [], []
     for i, item in enumerate(items):
+        if item.data_url is None:  # a refused body's photo without image data: its shape says so
+            continue
         try:
             processed = images.process_photo(images.decode_image_input(item.data_url, max_bytes=max_bytes))
         except images.ImageRejected as error:
             label = f" ({item.name})" if item.name else ""
-            problems.append(field_problem(f"{field}[{i}].data_url", f"photo {i + 1}{label}: {error.message}"))
+            problems.append(field_problem(f"{field}[{i}]", f"photo {i + 1}{label}: {error.message}"))
             continue
         checked.append(({
             "position": first_position + i,
@@ -132,11 +138,76 @@ def _check_signature(data: TicketInput, warnings: list[str]
     if not signature.image:
         warnings.append("the signature has no image, so it was not kept")
         return None, []
+    return _check_signature_image(signature.image)
+
+
+def _check_signature_image(image: str) -> tuple[images.ProcessedImage | None, list[dict[str, str]]]:
+    """Decode and verify a signature image; a problem naming `signature.image` if it is bad."""
     try:
-        raw = images.decode_image_input(signature.image, max_bytes=current_app.config["MAX_PHOTO_BYTES"])
+        raw = images.decode_image_input(image, max_bytes=current_app.config["MAX_PHOTO_BYTES"])
         return images.process_signature(raw), []
     except images.ImageRejected as error:
         return None, [field_problem("signature.image", f"signature: {error.message}")]
+
+
+def _raw_photo_items(payload: Any) -> list[PhotoIn]:
+    """The photos of a refused body that carry image data, as far as they can be read, so
+    their images are checked too; index i stays the body's photos[i]."""
+    photos = payload.get("photos") if isinstance(payload, dict) else None
+    if not isinstance(photos, list):
+        return []
+    items = []
+    for item in photos[:MAX_PHOTOS]:
+        item = item if isinstance(item, dict) else {}
+        data_url, name = item.get("data_url"), item.get("name")
+        items.append(PhotoIn.model_construct(
+            data_url=data_url if isinstance(data_url, str) and data_url.strip() else None,
+            name=name.strip()[:200] if isinstance(name, str) else None))
+    return items
+
+
+def _image_problems(payload: Any) -> list[dict[str, str]]:
+    """Every bad photo and a bad signature image of a body whose shape was refused."""
+    problems = _check_photos(_raw_photo_items(payload), "photos", 0)[1]
+    signature = payload.get("signature") if isinstance(payload, dict) else None
+    image = signature.get("image") if isinstance(signature, dict) else None
+    if isinstance(image, str) and image.strip():
+        problems += _check_signature_image(image.strip())[1]
+    return problems
+
+
+def validate_ticket(payload: Any) -> TicketInput:
+    """The one validator of a new ticket, from the API and the capture form alike.
+
+    A body whose shape is wrong gets every problem at once: the shape's, and those of each
+    bad photo and of a bad signature image (each naming its field, `photos[2]`,
+    `signature.image`). A body of the right shape has its images checked when the ticket is
+    made, with the same messages.
+    """
+    try:
+        return TicketInput.model_validate(payload)
+    except ValidationError as error:
+        problems = validation_details(error)
+    raise ValidationFailed("the ticket has problems; see details",
+                           details=_with_image_problems(problems, payload))
+
+
+def validate_photos(payload: Any) -> PhotosInput:
+    """The one validator of photos to attach: shape problems and bad images, all at once."""
+    try:
+        return PhotosInput.model_validate(payload)
+    except ValidationError as error:
+        problems = validation_details(error)
+    photos_only = {"photos": payload.get("photos")} if isinstance(payload, dict) else None
+    raise ValidationFailed("the photos have problems; see details",
+                           details=_with_image_problems(problems, photos_only))
+
+
+def _with_image_problems(problems: list[dict[str, str]], payload: Any) -> list[dict[str, str]]:
+    """Shape problems followed by the image problems they do not already name."""
+    named = {problem["field"] for problem in problems}
+    return problems + [problem for problem in _image_problems(payload)
+                       if problem["field"] not in named and f"{problem['field']}.data_url" not in named]
 
 
 def _store_signature(data: TicketInput, processed: images.ProcessedImage | None) -> dict[str, Any] | None:

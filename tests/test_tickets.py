@@ -6,6 +6,8 @@ import datetime as dt
 import io
 import zlib
 import struct
+import uuid
+from pathlib import Path
 
 import pytest
 import time_machine
@@ -148,7 +150,7 @@ def test_bad_photos_are_refused_naming_the_photo(client, acme, app, bad, words):
     response = client.post("/v1/tickets", headers=acme.headers, json=body)
     assert response.status_code == 400
     (detail,) = response.json["error"]["details"]
-    assert detail["field"] == "photos[1].data_url"
+    assert detail["field"] == "photos[1]"
     assert "photo 2 (bad.jpg)" in detail["message"] and words in detail["message"]
     assert count_rows(app, Ticket) == 0 and count_rows(app, TicketPhoto) == 0
 
@@ -331,3 +333,29 @@ def test_ticket_reads_even_when_the_project_system_is_not_connected(client, acme
     assert read.status_code == 200
     assert read.json["routing"][0]["needs_review"] is True
     assert any(w.startswith("routing is unavailable") for w in read.json["warnings"])
+
+
+def test_every_problem_at_once_shape_photos_and_signature(client, acme, app):
+    """A body with a wrong field, a bad photo and a bad signature gets all three in one 400."""
+    body = ticket_body(acme.project()["id"], photos=[
+        {"data_url": data_url(jpeg_bytes())},
+        {"name": "nope.jpg", "data_url": base64.b64encode(b"not an image").decode()},
+        {"name": "no data"},
+        {"data_url": "@@@"}],
+        signature={"name": "Sam", "signed_at": "yesterday", "image": "data:image/png;base64,AAAA"})
+    body["labor"] = [{"trade": "Laborer", "hours": -1}]
+    response = client.post("/v1/tickets", headers=acme.headers, json=body)
+    assert response.status_code == 400
+    details = {d["field"]: d["message"] for d in response.json["error"]["details"]}
+    assert set(details) == {"labor[0].hours", "photos[2].data_url", "signature.signed_at",
+                            "photos[1]", "photos[3]", "signature.image"}
+    assert details["photos[1]"].startswith("photo 2 (nope.jpg):")
+    assert details["photos[3]"].startswith("photo 4:")
+    assert details["signature.image"].startswith("signature:")
+    assert count_rows(app, Ticket) == 0 and count_rows(app, TicketPhoto) == 0
+    assert not list(Path(app.config["PHOTO_DIR"]).rglob("*.jpg"))
+    attach = client.post(f"/v1/tickets/{uuid.uuid4()}/photos", headers=acme.headers, json={
+        "photos": [{"data_url": "@@@", "taken_at": "never"}, {"data_url": data_url(jpeg_bytes())}]})
+    assert attach.status_code == 400
+    assert {d["field"] for d in attach.json["error"]["details"]} == \
+        {"photos[0].taken_at", "photos[0]"}
