@@ -41,6 +41,7 @@ class Operation:
     body_required: bool
     description: str | None = None
     extra_responses: dict[int, str] = field(default_factory=dict)
+    media_type: str | None = None
 
 
 OPERATIONS: list[Operation] = []
@@ -118,13 +119,15 @@ def api_route(bp: Blueprint, rule: str, *, method: str = "GET", tag: str,
               errors: dict[int, tuple[str, ...]] | None = None,
               public: bool = False, body_required: bool = True,
               extra_responses: dict[int, str] | None = None,
-              validator: Callable[[Any], BaseModel] | None = None) -> Callable:
+              validator: Callable[[Any], BaseModel] | None = None,
+              media_type: str | None = None) -> Callable:
     """Register a /v1 route and document it; the view receives parsed `body` and `query`.
 
     `errors` maps each status the view itself can answer to the codes it answers with; the
     codes every route of its kind can answer (400 for bodies and queries, 401, 413, 415, 429)
     are added by the document. `validator` replaces the plain model check of the body when
-    the input has one validator of its own (it must raise the same 400).
+    the input has one validator of its own (it must raise the same 400). `media_type` names
+    the content of a route that answers a file (such as image/jpeg) instead of JSON.
     """
 
     def decorator(view: Callable) -> Callable:
@@ -148,7 +151,7 @@ def api_route(bp: Blueprint, rule: str, *, method: str = "GET", tag: str,
             summary=doc[0] if doc else view.__name__, tag=tag, body=body, query=query,
             response=response, errors=errors or {}, public=public, body_required=body_required,
             description="\n".join(doc[1:]).strip() or None,
-            extra_responses=extra_responses or {},
+            extra_responses=extra_responses or {}, media_type=media_type,
         ))
         return handler
 

@@ -89,8 +89,9 @@ def _path_parameters(rule: str) -> list[dict[str, Any]]:
     """Document every path variable of a rule as a required string."""
     import re
 
-    return [{"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
-            for name in re.findall(r"<(?:[^:<>]+:)?([^<>]+)>", rule)]
+    return [{"name": name, "in": "path", "required": True,
+             "schema": {"type": "integer", "minimum": 1} if converter == "int:" else {"type": "string"}}
+            for converter, name in re.findall(r"<([^:<>]+:)?([^<>]+)>", rule)]
 
 
 RATE_LIMIT_HEADERS = {
@@ -138,6 +139,8 @@ def _common_errors(operation: Operation) -> dict[int, tuple[str, ...]]:
     if not operation.public:
         codes[401] = KEY_ERRORS
         codes[429] = ("rate_limited",)
+    if "<" in operation.rule:  # a path value no route takes (say, "a/b" or "x" for a number)
+        codes[404] = ("not_found",)
     return codes
 
 
@@ -166,6 +169,11 @@ def _operation_object(operation: Operation, refs: dict, components: dict[str, An
         ok["headers"] = dict(RATE_LIMIT_HEADERS)
     if operation.response is not None:
         ok["content"] = {"application/json": {"schema": refs[(operation.response, "serialization")]}}
+    elif operation.media_type is not None:
+        # A file: its own type by default, or plain bytes for a client that asks for them
+        # (Accept: application/octet-stream), which is what generated clients take as a file.
+        binary = {"schema": {"type": "string", "format": "binary"}}
+        ok["content"] = {operation.media_type: binary, "application/octet-stream": binary}
     responses: dict[str, Any] = {"200": ok}
     codes = error_codes(_common_errors(operation), operation.errors)
     for status in sorted(codes):

@@ -106,6 +106,46 @@ def restore_ticket(ticket_id: str) -> Ticket:
     return approval.restore(g.company_id, ticket_id, actor=g.actor)
 
 
+def _evidence(data: bytes, media_type: str) -> Response:
+    """An image of a ticket's evidence, as its own type unless the caller asks for plain bytes."""
+    chosen = request.accept_mimetypes.best_match([media_type, "application/octet-stream"],
+                                                 default=media_type)
+    return _image(data, chosen or media_type)
+
+
+PHOTO_ERRORS = {404: ("ticket_not_found", "photo_not_found")}
+SIGNATURE_ERRORS = {404: ("ticket_not_found", "signature_not_found")}
+
+
+@api_route(bp, "/tickets/<ticket_id>/photos/<int:photo_id>", tag="tickets", media_type="image/jpeg",
+           errors=PHOTO_ERRORS)
+def get_photo(ticket_id: str, photo_id: int) -> Response:
+    """Download a photo of a ticket (JPEG, at most 2048 px on the long edge)."""
+    return _evidence(tickets.photo_image(g.company_id, ticket_id, photo_id), "image/jpeg")
+
+
+@api_route(bp, "/tickets/<ticket_id>/photos/<int:photo_id>/thumbnail", tag="tickets",
+           media_type="image/jpeg", errors=PHOTO_ERRORS)
+def get_photo_thumbnail(ticket_id: str, photo_id: int) -> Response:
+    """Download a photo's 320 px thumbnail (JPEG)."""
+    return _evidence(tickets.photo_image(g.company_id, ticket_id, photo_id, thumbnail=True),
+                     "image/jpeg")
+
+
+@api_route(bp, "/tickets/<ticket_id>/signature", tag="tickets", media_type="image/png",
+           errors=SIGNATURE_ERRORS)
+def get_signature(ticket_id: str) -> Response:
+    """Download the drawn signature of a ticket (PNG)."""
+    return _evidence(tickets.signature_file(g.company_id, ticket_id), "image/png")
+
+
+@api_route(bp, "/tickets/<ticket_id>/signature/thumbnail", tag="tickets", media_type="image/png",
+           errors=SIGNATURE_ERRORS)
+def get_signature_thumbnail(ticket_id: str) -> Response:
+    """Download the signature's 320 px thumbnail (PNG)."""
+    return _evidence(tickets.signature_file(g.company_id, ticket_id, thumbnail=True), "image/png")
+
+
 # ------------------------------------------------------------------ pages
 
 def _ticket_panel(ticket_id: str, *, error: ServiceError | None = None, message: str | None = None,

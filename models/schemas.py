@@ -350,6 +350,9 @@ class SignatureIn(InputShape):
     name: str | None = Field(default=None, max_length=200)
     role: str | None = Field(default=None, max_length=200)
     signed_at: Timestamp = None
+    qualifier: str | None = Field(default=None, max_length=300, description=(
+        "What the signature verifies, in the signer's words, e.g. 'time and material only, "
+        "not scope'."))
     image: str | None = Field(default=None, description="data:image/png;base64,... of the drawing.")
 
 
@@ -421,19 +424,30 @@ class MaterialLine(Shape):
 
 
 class Photo(Shape):
-    """A stored photo of a ticket."""
+    """A stored photo of a ticket, with the addresses of its image (the API key opens them)."""
 
+    id: int = Field(description="The photo's id, as in its `url`.")
     name: str
     taken_at: dt.datetime | None = Field(description="When the phone says it was taken.")
-    coords: Coords | None
+    coords: Coords | None = Field(description="Where the phone says it was taken.")
+    url: str = Field(description="The photo as JPEG (at most 2048 px on the long edge): "
+                                 "GET /v1/tickets/{id}/photos/{photo_id} with the API key.")
+    thumbnail_url: str = Field(description="A 320 px JPEG thumbnail, with the API key.")
 
 
 class Signature(Shape):
-    """The stored signature."""
+    """The stored signature: who signed, as what, when, what the signature vouches for, and the
+    addresses of its image (the API key opens them)."""
 
-    name: str | None
+    id: str = Field(description="The SHA-256 of the stored signature image.")
+    name: str | None = Field(description="The signer.")
     role: str | None
     signed_at: dt.datetime | None
+    qualifier: str | None = Field(description="What the signer says the signature verifies, "
+                                              "e.g. 'time and material only, not scope'.")
+    url: str = Field(description="The drawn signature as PNG: GET /v1/tickets/{id}/signature "
+                                 "with the API key.")
+    thumbnail_url: str = Field(description="A 320 px PNG thumbnail, with the API key.")
 
 
 class Decision(Shape):

@@ -31,6 +31,7 @@ from models.schemas import (
 )
 from services import photos as images
 from services import projects
+from services.links import public_base_url
 from services.database import write_transaction
 from services.errors import (
     Conflict,
@@ -214,9 +215,11 @@ def _store_signature(data: TicketInput, processed: images.ProcessedImage | None)
     """Write the checked signature image and describe it for the ticket."""
     if processed is None or data.signature is None:
         return None
-    key = photo_store().put(processed.data, processed.extension)
+    store = photo_store()
+    key = store.put(processed.data, processed.extension)
     return {"name": data.signature.name or None, "role": data.signature.role or None,
-            "signed_at": data.signature.signed_at, "image_key": key}
+            "signed_at": data.signature.signed_at, "qualifier": data.signature.qualifier or None,
+            "image_key": key, "thumb_key": store.put(processed.thumb, processed.extension)}
 
 
 def create_ticket(company_id: int, data: TicketInput, *, captured_via: str = "api",
@@ -348,11 +351,27 @@ def shape(ticket: TicketRecord, schema: type[TicketSummary] | None = None,
                               if name in columns}
     for kind in LINE_KINDS:
         fields[kind] = [line for line in ticket.lines if line["kind"] == kind]
-    fields.update(photos=ticket.photos, decisions=ticket.decisions,
-                  signature=ticket.signature or None, external=ticket.external or None,
-                  warnings=list(ticket.warnings or []))
+    evidence = f"{public_base_url()}/v1/tickets/{ticket.id}"
+    fields.update(photos=[_photo_fields(evidence, photo) for photo in ticket.photos],
+                  decisions=ticket.decisions, signature=_signature_fields(evidence, ticket.signature),
+                  external=ticket.external or None, warnings=list(ticket.warnings or []))
     fields.update(extra)
     return schema.model_validate(fields, from_attributes=True)
+
+
+def _photo_fields(evidence: str, photo: TicketPhoto) -> dict[str, Any]:
+    """A photo row as the Photo shape reads it, with the addresses of its images."""
+    return {"id": photo.id, "name": photo.name, "taken_at": photo.taken_at, "coords": photo.coords,
+            "url": f"{evidence}/photos/{photo.id}", "thumbnail_url": f"{evidence}/photos/{photo.id}/thumbnail"}
+
+
+def _signature_fields(evidence: str, signature: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A stored signature as the Signature shape reads it, with the addresses of its image."""
+    if not signature:
+        return None
+    return {**signature, "id": signature["image_key"].split(".", 1)[0],
+            "qualifier": signature.get("qualifier"), "url": f"{evidence}/signature",
+            "thumbnail_url": f"{evidence}/signature/thumbnail"}
 
 
 def shape_ticket(ticket: TicketRecord, routing: list[RoutingLine],
@@ -510,9 +529,21 @@ def photo_file(company_id: int, ticket_id: str, position: int, *, thumbnail: boo
     return photo_store().open(photo.thumb_key if thumbnail else photo.image_key)
 
 
-def signature_file(company_id: int, ticket_id: str) -> bytes:
-    """The stored PNG of a ticket's signature."""
+def photo_image(company_id: int, ticket_id: str, photo_id: int, *, thumbnail: bool = False) -> bytes:
+    """The stored JPEG of a ticket's photo by its id (or its thumbnail); another company's
+    ticket or another ticket's photo is not found."""
+    ticket = find_ticket(company_id, ticket_id)
+    photo = next((p for p in ticket.photos if p.id == photo_id), None)
+    if photo is None:
+        raise NotFound("no such photo on this ticket", code="photo_not_found")
+    return photo_store().open(photo.thumb_key if thumbnail else photo.image_key)
+
+
+def signature_file(company_id: int, ticket_id: str, *, thumbnail: bool = False) -> bytes:
+    """The stored PNG of a ticket's signature, or its thumbnail (a signature stored before
+    thumbnails were kept answers its full image)."""
     ticket = find_ticket(company_id, ticket_id)
     if not ticket.signature:
         raise NotFound("this ticket has no signature", code="signature_not_found")
-    return photo_store().open(ticket.signature["image_key"])
+    key = ticket.signature.get("thumb_key") if thumbnail else None
+    return photo_store().open(key or ticket.signature["image_key"])

@@ -120,7 +120,16 @@ def test_generated_client_drives_the_whole_flow(app, acme, generated):
     assert isinstance(ticket, m.Ticket), ticket
     assert ticket.status == m.TicketStatus.SUBMITTED and ticket.total == 1352
     assert ticket.photo_count == 1 and ticket.photos[0].coords.lat == 37.77
-    assert ticket.signature.name == "Sam Ortiz"
+    assert ticket.signature.name == "Sam Ortiz" and ticket.signature.signed_at == taken
+    assert ticket.photos[0].taken_at == taken
+
+    # The evidence a reviewer judges, through the same client and key.
+    photo = api(generated, "tickets.tickets_get_photo").sync(ticket.id, ticket.photos[0].id,
+                                                             client=client)
+    assert photo.payload.read()[:2] == b"\xff\xd8"
+    thumb = api(generated, "tickets.tickets_get_signature_thumbnail").sync(ticket.id, client=client)
+    assert thumb.payload.read()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert ticket.photos[0].url.endswith(f"/v1/tickets/{ticket.id}/photos/{ticket.photos[0].id}")
     assert [line.exact for line in ticket.routing] == [True, False]
 
     # Listed with filters and paging, read with routing.

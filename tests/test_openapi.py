@@ -129,3 +129,25 @@ def test_every_error_code_an_operation_answers_is_listed(client, acme):
     assert set(approve["502"]["x-error-codes"]) == {
         "project_system_error", "project_system_unavailable", "project_system_auth_failed"}
     assert "rate_limited" in approve["429"]["description"]
+
+
+def test_date_times_are_date_times_both_ways_and_cost_types_an_enum(client):
+    schemas = client.get("/v1/openapi.json").json["components"]["schemas"]
+
+    def formats(schema: dict) -> set:
+        options = schema.get("anyOf", [schema])
+        return {option.get("format") for option in options if option.get("type") == "string"}
+
+    assert formats(schemas["PhotoIn"]["properties"]["taken_at"]) == {"date-time"}
+    assert formats(schemas["SignatureIn"]["properties"]["signed_at"]) == {"date-time"}
+    assert formats(schemas["Photo"]["properties"]["taken_at"]) == {"date-time"}
+    assert formats(schemas["Signature"]["properties"]["signed_at"]) == {"date-time"}
+    assert set(schemas["CostType"]["enum"]) == {
+        "labor", "materials", "equipment", "other", "commitment", "owner_cost",
+        "professional_services"}
+    for shape in ("RoutingLine", "BudgetCodeRef", "BudgetCodeOut"):
+        cost_type = schemas[shape]["properties"]["cost_type"]
+        assert {"$ref": "#/components/schemas/CostType"} in cost_type["anyOf"], shape
+    assert {"id", "url", "thumbnail_url", "taken_at", "coords"} <= set(schemas["Photo"]["required"])
+    assert {"id", "url", "thumbnail_url", "name", "role", "signed_at", "qualifier"} <= \
+        set(schemas["Signature"]["required"])

@@ -41,7 +41,7 @@ def test_create_ticket_with_every_field(client, acme, app):
         photos=[{"name": "trench.jpg", "data_url": data_url(jpeg_bytes()),
                  "taken_at": "2026-05-04T07:31:00Z", "coords": {"lat": 45.5, "lng": -122.6}}],
         signature={"name": "Sam Ortiz", "role": "Superintendent", "signed_at": "2026-05-04T08:00:00Z",
-                   "image": data_url(png_bytes(), "image/png")},
+                   "qualifier": "time and material only", "image": data_url(png_bytes(), "image/png")},
     )
     now = dt.datetime(2026, 5, 4, 8, 5, tzinfo=dt.timezone.utc)
     with time_machine.travel(now, tick=False):
@@ -56,10 +56,18 @@ def test_create_ticket_with_every_field(client, acme, app):
     assert ticket["materials"][0]["amount"] == 123.75
     assert ticket["total"] == 1835.75
     assert ticket["photo_count"] == 1
-    assert ticket["photos"] == [{"name": "trench.jpg", "taken_at": "2026-05-04T07:31:00Z",
-                                 "coords": {"lat": 45.5, "lng": -122.6, "accuracy_m": None}}]
-    assert ticket["signature"] == {"name": "Sam Ortiz", "role": "Superintendent",
-                                   "signed_at": "2026-05-04T08:00:00Z"}
+    (photo,) = ticket["photos"]
+    evidence = f"http://localhost/v1/tickets/{ticket['id']}"
+    assert photo == {"id": photo["id"], "name": "trench.jpg", "taken_at": "2026-05-04T07:31:00Z",
+                     "coords": {"lat": 45.5, "lng": -122.6, "accuracy_m": None},
+                     "url": f"{evidence}/photos/{photo['id']}",
+                     "thumbnail_url": f"{evidence}/photos/{photo['id']}/thumbnail"}
+    signature = ticket["signature"]
+    assert signature == {"id": signature["id"], "name": "Sam Ortiz", "role": "Superintendent",
+                         "signed_at": "2026-05-04T08:00:00Z",
+                         "qualifier": "time and material only",
+                         "url": f"{evidence}/signature", "thumbnail_url": f"{evidence}/signature/thumbnail"}
+    assert len(signature["id"]) == 64
     assert [r["line"] for r in ticket["routing"]] == [0, 1, 2]
     assert ticket["routing"][0]["exact"] is True and ticket["routing"][0]["budget_code"] == "02-200.L"
     assert ticket["decisions"] == [] and ticket["external"] is None
@@ -359,3 +367,37 @@ def test_every_problem_at_once_shape_photos_and_signature(client, acme, app):
     assert attach.status_code == 400
     assert {d["field"] for d in attach.json["error"]["details"]} == \
         {"photos[0].taken_at", "photos[0]"}
+
+
+def test_evidence_is_reachable_with_the_key_and_only_by_its_company(client, acme, rival, app):
+    ticket = client.post("/v1/tickets", headers=acme.headers, json=ticket_body(
+        acme.project()["id"], photos=[{"data_url": data_url(jpeg_bytes(900, 600))}],
+        signature={"name": "Sam", "image": data_url(png_bytes(800, 300), "image/png")})).json
+    photo, signature = ticket["photos"][0], ticket["signature"]
+    sizes = {}
+    for url, media_type in ((photo["url"], "image/jpeg"), (photo["thumbnail_url"], "image/jpeg"),
+                            (signature["url"], "image/png"),
+                            (signature["thumbnail_url"], "image/png")):
+        path = url.removeprefix("http://localhost")
+        answer = client.get(path, headers=acme.headers)
+        assert answer.status_code == 200 and answer.mimetype == media_type, path
+        assert "RateLimit-Remaining" in answer.headers
+        with Image.open(io.BytesIO(answer.data)) as image:
+            sizes[url] = image.size
+        assert client.get(path).status_code == 401
+        foreign = client.get(path, headers=rival.headers)
+        assert foreign.status_code == 404
+        assert foreign.json["error"]["code"] == "ticket_not_found"
+    as_bytes = client.get(photo["url"].removeprefix("http://localhost"),
+                          headers={**acme.headers, "Accept": "application/octet-stream"})
+    assert as_bytes.mimetype == "application/octet-stream" and as_bytes.data[:2] == b"\xff\xd8"
+    assert sizes[photo["url"]] == (900, 600) and max(sizes[photo["thumbnail_url"]]) == 320
+    assert sizes[signature["url"]] == (800, 300) and max(sizes[signature["thumbnail_url"]]) == 320
+    other = client.post("/v1/tickets", headers=acme.headers, json=ticket_body(
+        acme.project()["id"], photos=[{"data_url": data_url(jpeg_bytes())}])).json
+    crossed = client.get(f"/v1/tickets/{other['id']}/photos/{photo['id']}", headers=acme.headers)
+    assert crossed.status_code == 404 and crossed.json["error"]["code"] == "photo_not_found"
+    huge = client.get(f"/v1/tickets/{ticket['id']}/photos/{10**30}", headers=acme.headers)
+    assert huge.status_code == 404
+    unsigned = client.get(f"/v1/tickets/{other['id']}/signature", headers=acme.headers)
+    assert unsigned.status_code == 404 and unsigned.json["error"]["code"] == "signature_not_found"
