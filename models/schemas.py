@@ -512,6 +512,10 @@ class TicketSummary(Shape):
     approved_at: dt.datetime | None
     decisions: list[Decision]
     external: External | None
+    routing_pending: bool = Field(description=(
+        "True while no line has been routed on the project's real budget codes: the ticket "
+        "was stored while they could not be read. Its lines need review until a read, with "
+        "the project system answering, works the routing out; that read clears the mark."))
     warnings: list[str]
 
 

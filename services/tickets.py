@@ -12,7 +12,7 @@ from typing import Any
 
 from flask import current_app
 from pydantic import ValidationError
-from sqlalchemy import func, inspect, select
+from sqlalchemy import func, inspect, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
@@ -238,7 +238,8 @@ def create_ticket(company_id: int, data: TicketInput, *, captured_via: str = "ap
     if project_checked:
         project_id = data.project_id
     else:
-        project_id = str(projects.require_project(company_id, data.project_id).id)
+        project_id = projects.project_for_new_ticket(company_id, data.project_id)
+    codes = projects.cached_catalog(company_id, project_id)
     lines, total, warnings = price_lines(data)
     checked_photos, problems = _check_photos(data.photos, "photos", 0)
     checked_signature, signature_problems = _check_signature(data, warnings)
@@ -251,7 +252,8 @@ def create_ticket(company_id: int, data: TicketInput, *, captured_via: str = "ap
         project_id=project_id, status="submitted", captured_via=captured_via,
         link_token=link_token, total=total, lines=lines, warnings=warnings,
         signature=_store_signature(data, checked_signature), photo_count=len(photo_rows),
-        captured_at=utcnow(), photos=[TicketPhoto(**row) for row in photo_rows])
+        captured_at=utcnow(), photos=[TicketPhoto(**row) for row in photo_rows],
+        routing_pending=codes is None)
     try:
         with write_transaction() as session:
             session.add(record)
@@ -261,7 +263,17 @@ def create_ticket(company_id: int, data: TicketInput, *, captured_via: str = "ap
         if existing is None:
             raise
         return get_ticket(company_id, existing), False
-    return get_ticket(company_id, record.id), True
+    return _new_ticket(company_id, record.id, codes), True
+
+
+def _new_ticket(company_id: int, ticket_id: str, codes: projects.Catalog | None) -> Ticket:
+    """A ticket just made, routed on the codes this process already had, or marked pending:
+    making a ticket never waits on the project system."""
+    ticket = find_ticket(company_id, ticket_id)
+    if codes is None:
+        return shape_ticket(ticket, routing_lines(unrouted(ticket.lines, PENDING_REASON)),
+                            [PENDING_WARNING])
+    return shape_ticket(ticket, routing_lines(codes.router.route_all(ticket.lines)))
 
 
 # Input fields the service works out itself rather than storing as sent.
@@ -301,20 +313,30 @@ def find_ticket(company_id: int, ticket_id: str) -> TicketRecord:
     return ticket
 
 
+PENDING_REASON = "routing is pending: the project's budget codes have not been read yet"
+PENDING_WARNING = ("routing is pending: the ticket was kept without reading the project's budget "
+                   "codes; it is routed when it is read while the project system answers")
+
+
 def route_ticket(company_id: int, ticket: TicketRecord) -> tuple[list[Route], list[str]]:
-    """Route a ticket's lines with the project's current codes, or flag them all if unreadable."""
-    return route_lines(company_id, ticket.project_id, ticket.lines)
+    """Route a ticket's lines with the project's current codes, or flag them all if unreadable.
 
-
-def route_lines(company_id: int, project_id: str, lines: list[dict[str, Any]]
-                ) -> tuple[list[Route], list[str]]:
-    """Route stored lines with the project's current codes, or flag them all if unreadable."""
+    A ticket whose routing was pending is routed for real here once the codes can be read,
+    and loses its mark; until then its lines say the routing is pending.
+    """
     try:
-        codes = projects.catalog(company_id, project_id)
+        codes = projects.catalog(company_id, ticket.project_id)
     except ServiceError as error:  # not connected, unreachable, project gone: flag every line
-        return unrouted(lines, "the project's budget codes could not be read"), \
+        if ticket.routing_pending:
+            return unrouted(ticket.lines, PENDING_REASON), \
+                [PENDING_WARNING, f"routing is unavailable: {error.message}"]
+        return unrouted(ticket.lines, "the project's budget codes could not be read"), \
             [f"routing is unavailable: {error.message}"]
-    return codes.router.route_all(lines), []
+    if ticket.routing_pending:
+        with write_transaction() as session:
+            session.execute(update(TicketRecord).where(TicketRecord.id == ticket.id)
+                            .values(routing_pending=False))
+    return codes.router.route_all(ticket.lines), []
 
 
 def routing_lines(routes: list[Route]) -> list[RoutingLine]:

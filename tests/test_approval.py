@@ -38,12 +38,12 @@ def ticket_body(project_id: str, **extra: Any) -> dict:
 
 
 def create(client, tenant: ConnectedTenant, project: dict | None = None, **extra: Any) -> dict:
-    """Create a ticket and return it."""
+    """Create a ticket and return it as read back, routed on the project's codes."""
     project = project or tenant.project()
     response = client.post("/v1/tickets", headers=tenant.headers,
                            json=ticket_body(project["id"], **extra))
     assert response.status_code == 200, response.json
-    return response.json
+    return client.get(f"/v1/tickets/{response.json['id']}", headers=tenant.headers).json
 
 
 def act(client, tenant: ConnectedTenant, ticket_id: str, action: str, body: dict | None = None):

@@ -130,6 +130,10 @@ def test_generated_client_drives_the_whole_flow(app, acme, generated):
     thumb = api(generated, "tickets.tickets_get_signature_thumbnail").sync(ticket.id, client=client)
     assert thumb.payload.read()[:8] == b"\x89PNG\r\n\x1a\n"
     assert ticket.photos[0].url.endswith(f"/v1/tickets/{ticket.id}/photos/{ticket.photos[0].id}")
+    # Made without reading the project's codes; the first read routes it.
+    assert ticket.routing_pending is True
+    ticket = api(generated, "tickets.tickets_get_ticket").sync(ticket.id, client=client)
+    assert ticket.routing_pending is False
     assert [line.exact for line in ticket.routing] == [True, False]
 
     # Listed with filters and paging, read with routing.

@@ -68,11 +68,21 @@ def test_create_ticket_with_every_field(client, acme, app):
                          "qualifier": "time and material only",
                          "url": f"{evidence}/signature", "thumbnail_url": f"{evidence}/signature/thumbnail"}
     assert len(signature["id"]) == 64
-    assert [r["line"] for r in ticket["routing"]] == [0, 1, 2]
-    assert ticket["routing"][0]["exact"] is True and ticket["routing"][0]["budget_code"] == "02-200.L"
     assert ticket["decisions"] == [] and ticket["external"] is None
+    # Making the ticket read no codes (this process had none yet): its routing is pending,
+    # and the first read works it out.
+    assert ticket["routing_pending"] is True
+    assert {r["reason"] for r in ticket["routing"]} == {
+        "routing is pending: the project's budget codes have not been read yet"}
     read = client.get(f"/v1/tickets/{ticket['id']}", headers=acme.headers).json
-    assert read == ticket
+    assert [r["line"] for r in read["routing"]] == [0, 1, 2]
+    assert read["routing"][0]["exact"] is True and read["routing"][0]["budget_code"] == "02-200.L"
+    assert read["routing_pending"] is False and read["warnings"] == []
+    unchanged = ("routing", "routing_pending", "warnings")
+    assert {k: v for k, v in read.items() if k not in unchanged} == \
+        {k: v for k, v in ticket.items() if k not in unchanged}
+    again = client.post("/v1/tickets", headers=acme.headers, json=body).json
+    assert again["routing_pending"] is False and again["routing"] == read["routing"]
 
 
 def test_missing_fields_are_listed_all_at_once(client, acme, app):
@@ -130,7 +140,7 @@ def test_line_without_rate_has_zero_amount_and_a_warning(client, acme):
     assert ticket["labor"][0] == {"trade": "Laborer", "hours": 8.0, "workers": 1.0, "rate": None,
                                   "costCode": None, "amount": 0.0}
     assert ticket["total"] == 0.0
-    assert ticket["warnings"] == ["labor[0] (Laborer) has no rate, so its amount is 0"]
+    assert ticket["warnings"][0] == "labor[0] (Laborer) has no rate, so its amount is 0"
 
 
 def bomb_png(width: int = 30_000, height: int = 30_000) -> bytes:
@@ -282,6 +292,7 @@ def test_bad_list_parameters_get_400(client, acme, query, field):
 def test_routing_reads_use_the_cache(client, acme, app, sandbox_server):
     body = ticket_body(acme.project()["id"], labor=[{"trade": "Laborer", "hours": 1, "rate": 1}])
     ticket = client.post("/v1/tickets", headers=acme.headers, json=body).json
+    assert client.get(f"/v1/tickets/{ticket['id']}", headers=acme.headers).status_code == 200
     from services.connections import client_for
     with app.app_context():
         procore = client_for(acme.company_id)
@@ -401,3 +412,53 @@ def test_evidence_is_reachable_with_the_key_and_only_by_its_company(client, acme
     assert huge.status_code == 404
     unsigned = client.get(f"/v1/tickets/{other['id']}/signature", headers=acme.headers)
     assert unsigned.status_code == 404 and unsigned.json["error"]["code"] == "signature_not_found"
+
+
+def test_creating_never_waits_on_the_project_system(client, acme, app, monkeypatch):
+    """Tickets are taken for known projects while the project system is away; routing waits."""
+    from services import projects as project_service
+
+    project = acme.project()["id"]
+    reachable = app.config["SANDBOX_URL"]
+    app.config.update(SANDBOX_URL="http://127.0.0.1:9",  # nothing listens on the discard port
+                      PROJECT_SYSTEM_CONNECT_TIMEOUT_S=1, PROJECT_SYSTEM_READ_RETRIES=0)
+    never_listed = client.post("/v1/tickets", headers=acme.headers, json=ticket_body(project))
+    assert never_listed.status_code == 502  # no project list was ever read for this company
+    assert never_listed.json["error"]["code"] == "project_system_unavailable"
+
+    app.config["SANDBOX_URL"] = reachable
+    link = client.post("/v1/links", headers=acme.headers, json={"project_id": project}).json
+    app.extensions.pop("project_system_caches", None)  # a new process: nothing cached
+    app.config["SANDBOX_URL"] = "http://127.0.0.1:9"
+    calls = []
+    real_client_for = project_service.client_for
+    monkeypatch.setattr(project_service, "client_for",
+                        lambda company_id: calls.append(company_id) or real_client_for(company_id))
+    made = client.post("/v1/tickets", headers=acme.headers, json=ticket_body(
+        project, labor=[{"trade": "Laborer", "hours": 8, "rate": 50, "costCode": "02-200"}]))
+    captured = client.post(f"/c/{link['token']}/tickets", json={
+        "description": "Patched the slab", "reason": "Owner's damage", "directed_by": "Sam",
+        "labor": [{"trade": "Laborer", "hours": 1, "rate": 50, "costCode": "02-200"}]})
+    assert made.status_code == 200 and captured.status_code == 200, (made.json, captured.json)
+    assert calls == []  # neither waited on the project system
+    ticket = made.json
+    assert ticket["routing_pending"] is True
+    assert [(r["budget_code"], r["exact"], r["needs_review"]) for r in ticket["routing"]] == \
+        [(None, False, True)]
+    listed = client.get("/v1/tickets", headers=acme.headers).json["data"]
+    assert [t["routing_pending"] for t in listed] == [True, True]
+    while_away = client.get(f"/v1/tickets/{ticket['id']}", headers=acme.headers).json
+    assert while_away["routing_pending"] is True and while_away["routing"][0]["budget_code"] is None
+    assert while_away["warnings"][0].startswith("routing is pending")
+    refused = client.post(f"/v1/tickets/{ticket['id']}/approve", headers=acme.headers, json={})
+    assert refused.status_code == 502
+    unknown = client.post("/v1/tickets", headers=acme.headers, json=ticket_body("999999"))
+    assert unknown.status_code == 404 and unknown.json["error"]["code"] == "project_not_found"
+
+    app.config["SANDBOX_URL"] = reachable  # the project system answers again
+    read = client.get(f"/v1/tickets/{ticket['id']}", headers=acme.headers).json
+    assert read["routing_pending"] is False and read["warnings"] == []
+    assert (read["routing"][0]["budget_code"], read["routing"][0]["exact"]) == ("02-200.L", True)
+    listed = client.get("/v1/tickets", headers=acme.headers).json["data"]
+    assert [t["routing_pending"] for t in listed] == [True, False]
+    assert count_rows(app, Ticket) == 2
