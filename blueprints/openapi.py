@@ -172,8 +172,11 @@ def _operation_object(operation: Operation, refs: dict, components: dict[str, An
     elif operation.media_type is not None:
         # A file: its own type by default, or plain bytes for a client that asks for them
         # (Accept: application/octet-stream), which is what generated clients take as a file.
-        binary = {"schema": {"type": "string", "format": "binary"}}
-        ok["content"] = {operation.media_type: binary, "application/octet-stream": binary}
+        if operation.media_type.startswith("image/"):
+            binary = {"schema": {"type": "string", "format": "binary"}}
+            ok["content"] = {operation.media_type: binary, "application/octet-stream": binary}
+        else:
+            ok["content"] = {operation.media_type: {"schema": {"type": "string"}}}
     responses: dict[str, Any] = {"200": ok}
     codes = error_codes(_common_errors(operation), operation.errors)
     for status in sorted(codes):

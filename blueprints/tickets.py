@@ -11,11 +11,13 @@ from models.schemas import (
     BudgetCodeInput,
     PhotosInput,
     Ticket,
+    TicketFilters,
     TicketInput,
     TicketList,
     TicketListQuery,
 )
-from services import approval, projects, review, tickets
+from models import utcnow
+from services import approval, export, projects, review, tickets
 from services.errors import ServiceError
 from services.validation import validate
 from services.web import render_page
@@ -28,6 +30,26 @@ def list_tickets(query: TicketListQuery) -> TicketList:
     """List tickets, newest first; filter by status and project."""
     return tickets.list_tickets(g.company_id, status=query.status, project_id=query.project_id,
                                 limit=query.limit, offset=query.offset, q=query.q)
+
+
+def _csv_answer(text: str) -> Response:
+    """The ticket log as a CSV download named by today's date."""
+    response = Response(text, mimetype="text/csv")
+    response.headers["Content-Disposition"] = \
+        f'attachment; filename="tickets-{utcnow():%Y-%m-%d}.csv"'
+    response.headers["Cache-Control"] = "private, no-store"
+    return response
+
+
+@api_route(bp, "/tickets/export.csv", tag="tickets", query=TicketFilters, media_type="text/csv")
+def export_tickets(query: TicketFilters) -> Response:
+    """Export the ticket log as CSV: one row per line, with the ticket's fields, amounts and budget codes.
+
+    Same filters as the list, every matching ticket newest first. A cell that a spreadsheet
+    would run as a formula (starting with =, +, -, @) starts with an apostrophe instead.
+    """
+    return _csv_answer(export.export_csv(g.company_id, status=query.status,
+                                         project_id=query.project_id, q=query.q))
 
 
 @api_route(bp, "/tickets", method="POST", tag="tickets", body=TicketInput, response=Ticket,
@@ -168,6 +190,19 @@ def queue_page() -> Response:
                         q=(request.args.get("q") or "").strip()[:100] or None)
     return render_page("review/queue.html", "review/_queue_rows.html", queue=data,
                        tabs=review.STATUS_TABS)
+
+
+@bp.get("/queue/export.csv")
+@login_required
+def queue_export() -> Response:
+    """The queue's tickets, as currently filtered, as a CSV download."""
+    status = request.args.get("status", "submitted")
+    if status not in ("submitted", "written", "rejected", "all"):
+        status = "submitted"  # as the queue reads it
+    return _csv_answer(export.export_csv(
+        current_user.company_id, status=None if status == "all" else status,
+        project_id=(request.args.get("project_id") or "").strip()[:40] or None,
+        q=(request.args.get("q") or "").strip()[:100] or None))
 
 
 @bp.get("/tickets/<ticket_id>")

@@ -534,14 +534,19 @@ class TicketList(Shape):
     offset: int
 
 
-class TicketListQuery(InputShape):
-    """Filters and paging for the ticket list."""
+class TicketFilters(InputShape):
+    """Which tickets: by status, project and text (the list and the CSV export)."""
 
     status: TicketStatus | None = None
     project_id: str | None = Field(default=None, max_length=40, pattern=r"^[0-9]+$",
                                    description="A project id: the project system's number.")
     q: str | None = Field(default=None, max_length=100,
                           description="Case-insensitive text to look for in the description.")
+
+
+class TicketListQuery(TicketFilters):
+    """Filters and paging for the ticket list."""
+
     limit: int = Field(default=50, ge=1, le=200, description="1 to 200, default 50.")
     offset: int = Field(default=0, ge=0, le=10_000_000)
 

@@ -184,6 +184,12 @@ def test_generated_client_drives_the_whole_flow(app, acme, generated):
     assert restored.status == m.TicketStatus.SUBMITTED
     assert [d.action.value for d in restored.decisions] == ["rejected", "restored"]
 
+    # The ticket log as CSV, with the list's filters.
+    exported = api(generated, "tickets.tickets_export_tickets").sync(
+        client=client, status=m.TicketStatus.SUBMITTED, project_id=project_id)
+    assert isinstance(exported, str) and exported.startswith("ticket_id,status,")
+    assert second.id in exported and ticket.id not in exported
+
     # Capture links.
     link = api(generated, "links.links_create_link").sync(
         client=client, body=m.LinkInput(project_id=project_id, label="North trailer"))
