@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 5000
 
-.PHONY: run test test-scale soak bench venv migrate chromium clean
+.PHONY: run test test-scale soak bench venv migrate chromium tools clean
 
 venv: $(STAMP)
 
@@ -25,11 +25,20 @@ run: migrate
 chromium:
 	./bin/ensure-chromium
 
-test: $(STAMP) chromium
+# npm tools the tests run (the OpenAPI lint), pinned in tools/package-lock.json, kept in
+# tools/node_modules (not in git).
+TOOLS_STAMP := tools/node_modules/.installed
+$(TOOLS_STAMP): tools/package.json tools/package-lock.json
+	cd tools && npm ci --no-audit --no-fund --loglevel=error
+	@touch $(TOOLS_STAMP)
+
+tools: $(TOOLS_STAMP)
+
+test: $(STAMP) chromium tools
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The whole suite again on PostgreSQL and Redis, started on loopback for the run.
-test-scale: $(STAMP) chromium
+test-scale: $(STAMP) chromium tools
 	./bin/with-scale-services $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Benchmarks (not part of `make test`): API latency at 20 req/s and at 16 connections with
@@ -50,4 +59,4 @@ soak: $(STAMP)
 	$(BIN)/python -m bench.soak
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache tools/node_modules

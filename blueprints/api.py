@@ -36,14 +36,31 @@ class Operation:
     body: type[BaseModel] | None
     query: type[BaseModel] | None
     response: type[BaseModel] | None
-    errors: tuple[int, ...]
+    errors: dict[int, tuple[str, ...]]
     public: bool
     body_required: bool
     description: str | None = None
     extra_responses: dict[int, str] = field(default_factory=dict)
+    media_type: str | None = None
 
 
 OPERATIONS: list[Operation] = []
+
+# Error codes of the project-system calls behind a route: not connected yet, or the project
+# system refused, could not be reached, or refused our credentials.
+PROJECT_SYSTEM_ERRORS: dict[int, tuple[str, ...]] = {
+    409: ("project_system_not_connected",),
+    502: ("project_system_error", "project_system_unavailable", "project_system_auth_failed"),
+}
+
+
+def error_codes(*groups: dict[int, tuple[str, ...]]) -> dict[int, tuple[str, ...]]:
+    """Merge status-to-codes maps, keeping each code once and in order."""
+    merged: dict[int, tuple[str, ...]] = {}
+    for group in groups:
+        for status, codes in group.items():
+            merged[status] = tuple(dict.fromkeys((*merged.get(status, ()), *codes)))
+    return merged
 
 
 class BadBody(ServiceError):
@@ -98,10 +115,20 @@ def to_json(result: Any) -> Response:
 
 def api_route(bp: Blueprint, rule: str, *, method: str = "GET", tag: str,
               body: type[BaseModel] | None = None, query: type[BaseModel] | None = None,
-              response: type[BaseModel] | None = None, errors: tuple[int, ...] = (),
+              response: type[BaseModel] | None = None,
+              errors: dict[int, tuple[str, ...]] | None = None,
               public: bool = False, body_required: bool = True,
-              extra_responses: dict[int, str] | None = None) -> Callable:
-    """Register a /v1 route and document it; the view receives parsed `body` and `query`."""
+              extra_responses: dict[int, str] | None = None,
+              validator: Callable[[Any], BaseModel] | None = None,
+              media_type: str | None = None) -> Callable:
+    """Register a /v1 route and document it; the view receives parsed `body` and `query`.
+
+    `errors` maps each status the view itself can answer to the codes it answers with; the
+    codes every route of its kind can answer (400 for bodies and queries, 401, 413, 415, 429)
+    are added by the document. `validator` replaces the plain model check of the body when
+    the input has one validator of its own (it must raise the same 400). `media_type` names
+    the content of a route that answers a file (such as image/jpeg) instead of JSON.
+    """
 
     def decorator(view: Callable) -> Callable:
         @functools.wraps(view)
@@ -112,7 +139,8 @@ def api_route(bp: Blueprint, rule: str, *, method: str = "GET", tag: str,
             if query is not None:
                 kwargs["query"] = validate(query, request.args.to_dict(flat=True))
             if body is not None:
-                kwargs["body"] = validate(body, read_json_object(required=body_required))
+                data = read_json_object(required=body_required)
+                kwargs["body"] = validator(data) if validator else validate(body, data)
             return to_json(view(**kwargs))
 
         bp.add_url_rule(API_PREFIX + rule, endpoint=view.__name__,
@@ -121,9 +149,9 @@ def api_route(bp: Blueprint, rule: str, *, method: str = "GET", tag: str,
         OPERATIONS.append(Operation(
             rule=rule, method=method.lower(), endpoint=f"{bp.name}.{view.__name__}",
             summary=doc[0] if doc else view.__name__, tag=tag, body=body, query=query,
-            response=response, errors=errors, public=public, body_required=body_required,
+            response=response, errors=errors or {}, public=public, body_required=body_required,
             description="\n".join(doc[1:]).strip() or None,
-            extra_responses=extra_responses or {},
+            extra_responses=extra_responses or {}, media_type=media_type,
         ))
         return handler
 

@@ -5,7 +5,7 @@ from flask import (Blueprint, Response, current_app, g, jsonify, render_template
                    send_from_directory)
 from flask_login import current_user, login_required
 
-from blueprints.api import api_route, read_json_object
+from blueprints.api import PROJECT_SYSTEM_ERRORS, api_route, error_codes, read_json_object
 from models.schemas import Link, LinkInput, LinkList
 from services import capture, links, projects
 from services.errors import ServiceError
@@ -28,13 +28,14 @@ def list_links() -> LinkList:
 
 
 @api_route(bp, "/links", method="POST", tag="links", body=LinkInput, response=Link,
-           errors=(404, 409, 502))
+           errors=error_codes({404: ("project_not_found",)}, PROJECT_SYSTEM_ERRORS))
 def create_link(body: LinkInput) -> Link:
     """Create a capture link for a project; the token in it is a credential."""
     return links.create_link(g.company_id, body.project_id, body.label)
 
 
-@api_route(bp, "/links/<token>/revoke", method="POST", tag="links", response=Link, errors=(404,))
+@api_route(bp, "/links/<token>/revoke", method="POST", tag="links", response=Link,
+           errors={404: ("link_not_found",)})
 def revoke_link(token: str) -> Link:
     """Stop a link from working; revoking again is harmless."""
     return links.revoke_link(g.company_id, token)

@@ -7,7 +7,7 @@ from flask import Blueprint, current_app, jsonify
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from blueprints.api import OPERATIONS, Operation, api_route, openapi_path
+from blueprints.api import OPERATIONS, Operation, api_route, error_codes, openapi_path
 from models.schemas import ErrorBody
 
 bp = Blueprint("openapi", __name__)
@@ -40,7 +40,8 @@ Decisions where the contract left the shape open:
   `api_key_missing`, `api_key_malformed`, `api_key_invalid`, `api_key_revoked`.
   Cookies are neither read nor set: a signed-in reviewer's browser session is no key.
 * Rate limit: one shared bucket of 120 requests per minute per key across all /v1
-  routes; 429 (`rate_limited`) carries `Retry-After` in seconds.
+  routes; every answer of a keyed route carries `RateLimit-Limit`, `RateLimit-Remaining`
+  and `RateLimit-Reset` (Unix time), and 429 (`rate_limited`) adds `Retry-After` in seconds.
 * Body limit: 413 (`payload_too_large`) above the configured maximum (34 MiB by default,
   room for 12 photos of up to 2 MiB each in base64).
 * Amounts are exact decimals rounded to cents; `total` is the sum of the line amounts.
@@ -50,19 +51,28 @@ Decisions where the contract left the shape open:
 """
 
 
-def _schema_models() -> list[type[BaseModel]]:
-    """Every model that appears in a documented operation, plus the error body."""
-    models: list[type[BaseModel]] = [ErrorBody]
+def _schema_models() -> list[tuple[type[BaseModel], str]]:
+    """Every model of a documented operation in the one mode it is used in: bodies as they are
+    validated, responses (and the error body) as they are serialised.
+
+    Each model is used one way only, so Pydantic gives each shape one component under its
+    own name instead of an `-Input` and an `-Output` copy.
+    """
+    pairs: list[tuple[type[BaseModel], str]] = [(ErrorBody, "serialization")]
     for operation in OPERATIONS:
-        for model in (operation.body, operation.response):
-            if model is not None and model not in models:
-                models.append(model)
-    return models
+        for model, mode in ((operation.body, "validation"), (operation.response, "serialization")):
+            if model is not None and (model, mode) not in pairs:
+                pairs.append((model, mode))
+    return pairs
 
 
-def _query_parameters(model: type[BaseModel]) -> list[dict[str, Any]]:
-    """Expand a query model into OpenAPI parameters."""
+def _query_parameters(model: type[BaseModel], components: dict[str, Any]) -> list[dict[str, Any]]:
+    """Expand a query model into OpenAPI parameters; a named type (such as TicketStatus) refers
+    to its component, which a response shape has already put into the document."""
     schema = model.model_json_schema(ref_template=REF)
+    missing = set(schema.get("$defs", {})) - set(components)
+    if missing:
+        raise RuntimeError(f"query types without a component: {sorted(missing)}")
     required = set(schema.get("required", []))
     parameters = []
     for name, prop in schema.get("properties", {}).items():
@@ -79,28 +89,67 @@ def _path_parameters(rule: str) -> list[dict[str, Any]]:
     """Document every path variable of a rule as a required string."""
     import re
 
-    return [{"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
-            for name in re.findall(r"<(?:[^:<>]+:)?([^<>]+)>", rule)]
+    return [{"name": name, "in": "path", "required": True,
+             "schema": {"type": "integer", "minimum": 1} if converter == "int:" else {"type": "string"}}
+            for converter, name in re.findall(r"<([^:<>]+:)?([^<>]+)>", rule)]
 
 
-def _error_response(status: int, text: str | None = None) -> dict[str, Any]:
-    """An error response object pointing at the shared error schema."""
+RATE_LIMIT_HEADERS = {
+    "RateLimit-Limit": {"description": "Requests the key may make in the window.",
+                        "schema": {"type": "integer", "minimum": 0}},
+    "RateLimit-Remaining": {"description": "Requests left in the window after this one.",
+                            "schema": {"type": "integer", "minimum": 0}},
+    "RateLimit-Reset": {"description": "Unix time (seconds) at which the oldest counted request "
+                                       "leaves the window.",
+                        "schema": {"type": "integer", "minimum": 0}},
+}
+
+
+def _error_response(status: int, codes: tuple[str, ...], text: str | None = None, *,
+                    limited: bool = False) -> dict[str, Any]:
+    """An error response object pointing at the shared error schema, naming its codes."""
+    listed = ", ".join(f"`{code}`" for code in codes)
     response: dict[str, Any] = {
-        "description": text or ERROR_TEXT.get(status, "Error."),
+        "description": f"{text or ERROR_TEXT.get(status, 'Error.')} Codes: {listed}.",
         "content": {"application/json": {"schema": {"$ref": REF.format(model="ErrorBody")}}},
+        "x-error-codes": list(codes),
     }
+    headers: dict[str, Any] = dict(RATE_LIMIT_HEADERS) if limited else {}
     if status == 429:
-        response["headers"] = {"Retry-After": {
-            "description": "Seconds until the key may call again.",
-            "schema": {"type": "integer"}}}
+        headers["Retry-After"] = {"description": "Seconds until the key may call again.",
+                                  "schema": {"type": "integer"}}
+    if headers:
+        response["headers"] = headers
     return response
 
 
-def _operation_object(operation: Operation, refs: dict) -> dict[str, Any]:
+KEY_ERRORS = ("api_key_missing", "api_key_malformed", "api_key_invalid", "api_key_revoked")
+
+
+def _common_errors(operation: Operation) -> dict[int, tuple[str, ...]]:
+    """The codes any route of this kind can answer, whatever its view does."""
+    codes: dict[int, tuple[str, ...]] = {}
+    if operation.body is not None:
+        codes[400] = ("validation_failed", "invalid_json", "invalid_body") + \
+            (("body_required",) if operation.body_required else ())
+        codes[413] = ("payload_too_large",)
+        codes[415] = ("unsupported_media_type",)
+    elif operation.query is not None:
+        codes[400] = ("validation_failed",)
+    if not operation.public:
+        codes[401] = KEY_ERRORS
+        codes[429] = ("rate_limited",)
+    if "<" in operation.rule:  # a path value no route takes (say, "a/b" or "x" for a number)
+        codes[404] = ("not_found",)
+    return codes
+
+
+def _operation_object(operation: Operation, refs: dict, components: dict[str, Any]
+                      ) -> dict[str, Any]:
     """Build the OpenAPI operation object for one route."""
     parameters = _path_parameters(operation.rule)
     if operation.query is not None:
-        parameters += _query_parameters(operation.query)
+        parameters += _query_parameters(operation.query, components)
     result: dict[str, Any] = {
         "operationId": operation.endpoint.replace(".", "_"),
         "summary": operation.summary,
@@ -116,18 +165,24 @@ def _operation_object(operation: Operation, refs: dict) -> dict[str, Any]:
             "content": {"application/json": {"schema": refs[(operation.body, "validation")]}},
         }
     ok: dict[str, Any] = {"description": "Success."}
+    if not operation.public:
+        ok["headers"] = dict(RATE_LIMIT_HEADERS)
     if operation.response is not None:
         ok["content"] = {"application/json": {"schema": refs[(operation.response, "serialization")]}}
+    elif operation.media_type is not None:
+        # A file: its own type by default, or plain bytes for a client that asks for them
+        # (Accept: application/octet-stream), which is what generated clients take as a file.
+        if operation.media_type.startswith("image/"):
+            binary = {"schema": {"type": "string", "format": "binary"}}
+            ok["content"] = {operation.media_type: binary, "application/octet-stream": binary}
+        else:
+            ok["content"] = {operation.media_type: {"schema": {"type": "string"}}}
     responses: dict[str, Any] = {"200": ok}
-    statuses = set(operation.errors)
-    if operation.body is not None or operation.query is not None:
-        statuses.add(400)
-    if operation.body is not None:
-        statuses |= {413, 415}
-    if not operation.public:
-        statuses |= {401, 429}
-    for status in sorted(statuses):
-        responses[str(status)] = _error_response(status, operation.extra_responses.get(status))
+    codes = error_codes(_common_errors(operation), operation.errors)
+    for status in sorted(codes):
+        responses[str(status)] = _error_response(status, codes[status],
+                                                 operation.extra_responses.get(status),
+                                                 limited=not operation.public)
     result["responses"] = responses
     result["security"] = [] if operation.public else [{"bearerAuth": []}, {"apiKeyHeader": []}]
     return result
@@ -135,13 +190,12 @@ def _operation_object(operation: Operation, refs: dict) -> dict[str, Any]:
 
 def build_openapi_document() -> dict[str, Any]:
     """Assemble the whole OpenAPI 3.1.0 document from the registered operations."""
-    models = _schema_models()
-    pairs = [(m, "validation") for m in models] + [(m, "serialization") for m in models]
-    refs, definitions = models_json_schema(pairs, ref_template=REF)
+    refs, definitions = models_json_schema(_schema_models(), ref_template=REF)
+    components = definitions.get("$defs", {})
     paths: dict[str, dict[str, Any]] = {}
     for operation in OPERATIONS:
         paths.setdefault(openapi_path(operation.rule), {})[operation.method] = \
-            _operation_object(operation, refs)
+            _operation_object(operation, refs, components)
     return {
         "openapi": "3.1.0",
         "info": {"title": "Extra-Work Ticket API", "version": "1.0.0",
@@ -149,7 +203,7 @@ def build_openapi_document() -> dict[str, Any]:
         "servers": [{"url": "/v1"}],
         "paths": paths,
         "components": {
-            "schemas": definitions.get("$defs", {}),
+            "schemas": components,
             "securitySchemes": {
                 "bearerAuth": {"type": "http", "scheme": "bearer",
                                "description": "Authorization: Bearer <API key>"},

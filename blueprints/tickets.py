@@ -4,18 +4,20 @@ from __future__ import annotations
 from flask import Blueprint, Response, g, request
 from flask_login import current_user, login_required
 
-from blueprints.api import api_route
+from blueprints.api import PROJECT_SYSTEM_ERRORS, api_route, error_codes
 from models.schemas import (
     ApprovalResult,
     ApproveInput,
     BudgetCodeInput,
     PhotosInput,
     Ticket,
+    TicketFilters,
     TicketInput,
     TicketList,
     TicketListQuery,
 )
-from services import approval, projects, review, tickets
+from models import utcnow
+from services import approval, export, projects, review, tickets
 from services.errors import ServiceError
 from services.validation import validate
 from services.web import render_page
@@ -30,8 +32,29 @@ def list_tickets(query: TicketListQuery) -> TicketList:
                                 limit=query.limit, offset=query.offset, q=query.q)
 
 
+def _csv_answer(text: str) -> Response:
+    """The ticket log as a CSV download named by today's date."""
+    response = Response(text, mimetype="text/csv")
+    response.headers["Content-Disposition"] = \
+        f'attachment; filename="tickets-{utcnow():%Y-%m-%d}.csv"'
+    response.headers["Cache-Control"] = "private, no-store"
+    return response
+
+
+@api_route(bp, "/tickets/export.csv", tag="tickets", query=TicketFilters, media_type="text/csv")
+def export_tickets(query: TicketFilters) -> Response:
+    """Export the ticket log as CSV: one row per line, with the ticket's fields, amounts and budget codes.
+
+    Same filters as the list, every matching ticket newest first. A cell that a spreadsheet
+    would run as a formula (starting with =, +, -, @) starts with an apostrophe instead.
+    """
+    return _csv_answer(export.export_csv(g.company_id, status=query.status,
+                                         project_id=query.project_id, q=query.q))
+
+
 @api_route(bp, "/tickets", method="POST", tag="tickets", body=TicketInput, response=Ticket,
-           errors=(404, 409, 502))
+           validator=tickets.validate_ticket,
+           errors=error_codes({404: ("project_not_found",)}, PROJECT_SYSTEM_ERRORS))
 def create_ticket(body: TicketInput) -> Ticket:
     """Create a ticket with the same validation as the capture form.
 
@@ -41,26 +64,31 @@ def create_ticket(body: TicketInput) -> Ticket:
     return tickets.create_ticket(g.company_id, body)[0]
 
 
-@api_route(bp, "/tickets/<ticket_id>", tag="tickets", response=Ticket, errors=(404,))
+@api_route(bp, "/tickets/<ticket_id>", tag="tickets", response=Ticket,
+           errors={404: ("ticket_not_found",)})
 def get_ticket(ticket_id: str) -> Ticket:
     """Read one ticket with its routing."""
     return tickets.get_ticket(g.company_id, ticket_id)
 
 
 @api_route(bp, "/tickets/<ticket_id>/photos", method="POST", tag="tickets", body=PhotosInput,
-           response=Ticket, errors=(404, 409))
+           validator=tickets.validate_photos,
+           response=Ticket, errors={404: ("ticket_not_found",), 409: ("ticket_written",)})
 def add_photos(ticket_id: str, body: PhotosInput) -> Ticket:
     """Attach 1 to 12 photos to a ticket that is not written yet."""
     return tickets.add_photos(g.company_id, ticket_id, body.photos)
 
 
 @api_route(bp, "/tickets/<ticket_id>/approve", method="POST", tag="tickets", body=ApproveInput,
-           response=ApprovalResult, errors=(404, 409, 502), body_required=False,
+           response=ApprovalResult, body_required=False,
+           errors=error_codes({404: ("ticket_not_found", "project_not_found"),
+                               409: ("ticket_rejected", "lines_need_review", "no_change_events",
+                                     "approval_in_progress")}, PROJECT_SYSTEM_ERRORS),
            extra_responses={
                400: "The body or a `routes` entry is unusable (code `validation_failed`): a key "
                     "that is not a line index of the ticket, or a value that is not a budget "
                     "code id of its project, named in `details` as `routes.<key>`.",
-               409: "Nothing was written. Codes: `ticket_rejected` (the ticket is rejected and "
+               409: "Nothing was written. `ticket_rejected` (the ticket is rejected and "
                     "`allow_rejected` is not true); `lines_need_review` (`details` lists each "
                     "refused line as {line, reason, description}: a line without a budget code "
                     "unless `allow_unrouted`, or under `require_exact` a line not on a confirmed "
@@ -78,8 +106,10 @@ def approve_ticket(ticket_id: str, body: ApproveInput) -> ApprovalResult:
 
 
 @api_route(bp, "/tickets/<ticket_id>/reject", method="POST", tag="tickets", response=Ticket,
-           errors=(404, 409), extra_responses={
-               409: "Codes: `ticket_rejected` (already rejected), `ticket_written` (already in "
+           errors={404: ("ticket_not_found",),
+                   409: ("ticket_rejected", "ticket_written", "approval_in_progress")},
+           extra_responses={
+               409: "`ticket_rejected` (already rejected), `ticket_written` (already in "
                     "the project system), `approval_in_progress` (an approval is writing it).",
            })
 def reject_ticket(ticket_id: str) -> Ticket:
@@ -88,13 +118,54 @@ def reject_ticket(ticket_id: str) -> Ticket:
 
 
 @api_route(bp, "/tickets/<ticket_id>/restore", method="POST", tag="tickets", response=Ticket,
-           errors=(404, 409), extra_responses={
-               409: "Codes: `ticket_written` (already in the project system), "
+           errors={404: ("ticket_not_found",), 409: ("ticket_written", "approval_in_progress")},
+           extra_responses={
+               409: "`ticket_written` (already in the project system), "
                     "`approval_in_progress` (an approval of the rejected ticket is writing it).",
            })
 def restore_ticket(ticket_id: str) -> Ticket:
     """Put a rejected ticket back to submitted; idempotent on a submitted one."""
     return approval.restore(g.company_id, ticket_id, actor=g.actor)
+
+
+def _evidence(data: bytes, media_type: str) -> Response:
+    """An image of a ticket's evidence, as its own type unless the caller asks for plain bytes."""
+    chosen = request.accept_mimetypes.best_match([media_type, "application/octet-stream"],
+                                                 default=media_type)
+    return _image(data, chosen or media_type)
+
+
+PHOTO_ERRORS = {404: ("ticket_not_found", "photo_not_found")}
+SIGNATURE_ERRORS = {404: ("ticket_not_found", "signature_not_found")}
+
+
+@api_route(bp, "/tickets/<ticket_id>/photos/<int:photo_id>", tag="tickets", media_type="image/jpeg",
+           errors=PHOTO_ERRORS)
+def get_photo(ticket_id: str, photo_id: int) -> Response:
+    """Download a photo of a ticket (JPEG, at most 2048 px on the long edge)."""
+    return _evidence(tickets.photo_image(g.company_id, ticket_id, photo_id), "image/jpeg")
+
+
+@api_route(bp, "/tickets/<ticket_id>/photos/<int:photo_id>/thumbnail", tag="tickets",
+           media_type="image/jpeg", errors=PHOTO_ERRORS)
+def get_photo_thumbnail(ticket_id: str, photo_id: int) -> Response:
+    """Download a photo's 320 px thumbnail (JPEG)."""
+    return _evidence(tickets.photo_image(g.company_id, ticket_id, photo_id, thumbnail=True),
+                     "image/jpeg")
+
+
+@api_route(bp, "/tickets/<ticket_id>/signature", tag="tickets", media_type="image/png",
+           errors=SIGNATURE_ERRORS)
+def get_signature(ticket_id: str) -> Response:
+    """Download the drawn signature of a ticket (PNG)."""
+    return _evidence(tickets.signature_file(g.company_id, ticket_id), "image/png")
+
+
+@api_route(bp, "/tickets/<ticket_id>/signature/thumbnail", tag="tickets", media_type="image/png",
+           errors=SIGNATURE_ERRORS)
+def get_signature_thumbnail(ticket_id: str) -> Response:
+    """Download the signature's 320 px thumbnail (PNG)."""
+    return _evidence(tickets.signature_file(g.company_id, ticket_id, thumbnail=True), "image/png")
 
 
 # ------------------------------------------------------------------ pages
@@ -119,6 +190,19 @@ def queue_page() -> Response:
                         q=(request.args.get("q") or "").strip()[:100] or None)
     return render_page("review/queue.html", "review/_queue_rows.html", queue=data,
                        tabs=review.STATUS_TABS)
+
+
+@bp.get("/queue/export.csv")
+@login_required
+def queue_export() -> Response:
+    """The queue's tickets, as currently filtered, as a CSV download."""
+    status = request.args.get("status", "submitted")
+    if status not in ("submitted", "written", "rejected", "all"):
+        status = "submitted"  # as the queue reads it
+    return _csv_answer(export.export_csv(
+        current_user.company_id, status=None if status == "all" else status,
+        project_id=(request.args.get("project_id") or "").strip()[:40] or None,
+        q=(request.args.get("q") or "").strip()[:100] or None))
 
 
 @bp.get("/tickets/<ticket_id>")

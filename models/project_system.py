@@ -31,3 +31,18 @@ class ProjectSystemConnection(db.Model):
     updated_at: Mapped[dt.datetime] = mapped_column(default=utcnow, onupdate=utcnow)
     last_status: Mapped[str | None] = mapped_column(String(40))
     last_checked_at: Mapped[dt.datetime | None]
+
+
+class KnownProject(db.Model):
+    """A project the project system listed for a company the last time it answered.
+
+    Tickets are accepted for these while the project system cannot be reached: creating a
+    ticket only records a claim, so it never waits on the project system.
+    """
+
+    __tablename__ = "known_projects"
+
+    company_id: Mapped[int] = mapped_column(ForeignKey("companies.id"), primary_key=True)
+    project_id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    name: Mapped[str] = mapped_column(String(300))
+    seen_at: Mapped[dt.datetime] = mapped_column(default=utcnow)

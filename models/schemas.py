@@ -6,6 +6,7 @@ document is never a second, hand-kept copy.
 from __future__ import annotations
 
 import datetime as dt
+from enum import StrEnum
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Annotated, Any, Literal
 
@@ -50,13 +51,31 @@ class InputShape(Shape):
         return value.strip(ECMA_SPACE) if isinstance(value, str) else value
 
 
+class FieldProblem(Shape):
+    """One problem of a refused request (400), naming the field it is about."""
+
+    field: str = Field(description="Where the problem is, e.g. 'labor[2].hours', 'photos[1]', "
+                                   "'signature.image', 'routes.3'; 'body' for the whole body.")
+    message: str
+
+
+class LineRefusal(Shape):
+    """One line an approval refused (409 lines_need_review)."""
+
+    line: int = Field(description="Index of the line, as in `routing`; the key to use in `routes`.")
+    reason: str = Field(description="Why the line was refused.")
+    description: str
+
+
 class ErrorDetail(Shape):
     """The inside of every error body."""
 
-    code: str = Field(description="Stable, machine-readable error code.")
+    code: str = Field(description="Stable, machine-readable error code; each response lists "
+                                  "the codes it can carry.")
     message: str = Field(description="Human-readable explanation.")
-    details: Any = Field(default=None, description=(
-        "Optional. For validation errors: a list of {field, message}, one per problem."))
+    details: list[FieldProblem] | list[LineRefusal] | None = Field(default=None, description=(
+        "A 400 `validation_failed` lists every problem at once as FieldProblem items; a 409 "
+        "`lines_need_review` lists every refused line as LineRefusal items; otherwise absent."))
 
 
 class ErrorBody(Shape):
@@ -89,6 +108,58 @@ class Me(Shape):
 CostTypeName = Literal["labor", "materials", "equipment", "other"]
 
 
+class CostType(StrEnum):
+    """Procore's base cost types (line item types) a budget code can carry."""
+
+    LABOR = "labor"
+    MATERIALS = "materials"
+    EQUIPMENT = "equipment"
+    OTHER = "other"
+    COMMITMENT = "commitment"
+    OWNER_COST = "owner_cost"
+    PROFESSIONAL_SERVICES = "professional_services"
+
+
+def _known_cost_type(value: Any) -> Any:
+    """A cost type the project system names outside Procore's base types reads as null."""
+    return value if value is None or value in CostType._value2member_map_ else None
+
+
+KnownCostType = Annotated[CostType | None, BeforeValidator(_known_cost_type)]
+
+
+class Destination(StrEnum):
+    """Where an approved ticket is filed in the project system."""
+
+    CHANGE_EVENT = "change_event"
+    DAILY_LOG = "daily_log"
+
+
+class TicketStatus(StrEnum):
+    """Where a ticket stands: `submitted` (shown as "Needs review"), `written`, `rejected`."""
+
+    SUBMITTED = "submitted"
+    WRITTEN = "written"
+    REJECTED = "rejected"
+
+
+class CaptureChannel(StrEnum):
+    """How a ticket came in: a capture link's QR, text-message or plain form, or the API."""
+
+    QR = "qr"
+    SMS = "sms"
+    LINK = "link"
+    API = "api"
+
+
+class LineKind(StrEnum):
+    """The kind of a cost line, which fixes its cost type."""
+
+    LABOR = "labor"
+    EQUIPMENT = "equipment"
+    MATERIALS = "materials"
+
+
 class Project(Shape):
     """A project of the company in the project system."""
 
@@ -109,8 +180,8 @@ class BudgetCodeRef(Shape):
 
     id: int = Field(description="Budget code id; use it as a value in approve `routes`.")
     code: str = Field(description="Flat code, e.g. '02-200.L'.")
-    cost_type: str | None = Field(description="labor, materials, equipment, other, or the "
-                                              "project system's own type name.")
+    cost_type: KnownCostType = Field(description="Procore's base cost type of the code; null "
+                                                 "when the project system names another.")
 
 
 class CostCodeItem(Shape):
@@ -147,7 +218,7 @@ class BudgetCodeOut(Shape):
 
     id: int
     code: str
-    cost_type: str | None
+    cost_type: KnownCostType
     cost_code_item_id: int | None
     description: str
     created: bool = Field(description="False when the pair already existed and was returned as is.")
@@ -158,7 +229,7 @@ class Capability(Shape):
 
     change_events: bool = Field(description="The project has the change-event tool.")
     daily_log: bool = Field(description="The project can take a daily log entry.")
-    destination: Literal["change_event", "daily_log"] | None = Field(description=(
+    destination: Destination | None = Field(description=(
         "What approve writes when no destination is named: 'change_event', or null when the "
         "project has no change-event tool (approve then answers 409 no_change_events; a daily "
         "log is never chosen automatically)."))
@@ -257,9 +328,9 @@ def _check_timestamp(value: str | None) -> str | None:
     return value
 
 
-Timestamp = Annotated[str | None, Field(default=None, max_length=40,
-                                        json_schema_extra={"format": "date-time"}),
-                      AfterValidator(_check_timestamp)]
+DateTimeText = Annotated[str, Field(max_length=40), AfterValidator(_check_timestamp),
+                         WithJsonSchema({"type": "string", "format": "date-time", "maxLength": 40})]
+Timestamp = Annotated[DateTimeText | None, Field(default=None)]
 
 
 class PhotoIn(InputShape):
@@ -279,6 +350,9 @@ class SignatureIn(InputShape):
     name: str | None = Field(default=None, max_length=200)
     role: str | None = Field(default=None, max_length=200)
     signed_at: Timestamp = None
+    qualifier: str | None = Field(default=None, max_length=300, description=(
+        "What the signature verifies, in the signer's words, e.g. 'time and material only, "
+        "not scope'."))
     image: str | None = Field(default=None, description="data:image/png;base64,... of the drawing.")
 
 
@@ -350,19 +424,30 @@ class MaterialLine(Shape):
 
 
 class Photo(Shape):
-    """A stored photo of a ticket."""
+    """A stored photo of a ticket, with the addresses of its image (the API key opens them)."""
 
+    id: int = Field(description="The photo's id, as in its `url`.")
     name: str
-    taken_at: str | None
-    coords: Coords | None
+    taken_at: dt.datetime | None = Field(description="When the phone says it was taken.")
+    coords: Coords | None = Field(description="Where the phone says it was taken.")
+    url: str = Field(description="The photo as JPEG (at most 2048 px on the long edge): "
+                                 "GET /v1/tickets/{id}/photos/{photo_id} with the API key.")
+    thumbnail_url: str = Field(description="A 320 px JPEG thumbnail, with the API key.")
 
 
 class Signature(Shape):
-    """The stored signature."""
+    """The stored signature: who signed, as what, when, what the signature vouches for, and the
+    addresses of its image (the API key opens them)."""
 
-    name: str | None
+    id: str = Field(description="The SHA-256 of the stored signature image.")
+    name: str | None = Field(description="The signer.")
     role: str | None
-    signed_at: str | None
+    signed_at: dt.datetime | None
+    qualifier: str | None = Field(description="What the signer says the signature verifies, "
+                                              "e.g. 'time and material only, not scope'.")
+    url: str = Field(description="The drawn signature as PNG: GET /v1/tickets/{id}/signature "
+                                 "with the API key.")
+    thumbnail_url: str = Field(description="A 320 px PNG thumbnail, with the API key.")
 
 
 class Decision(Shape):
@@ -376,7 +461,7 @@ class Decision(Shape):
 class External(Shape):
     """The record written into the project system."""
 
-    destination: Literal["change_event", "daily_log"]
+    destination: Destination
     change_event_id: int | None
     manpower_log_id: int | None
     number: str | None
@@ -389,9 +474,9 @@ class RoutingLine(Shape):
     """Where one line of money lands in the project system."""
 
     line: int = Field(description="Index of the line; the key in approve `routes`.")
-    kind: Literal["labor", "equipment", "materials"]
+    kind: LineKind
     description: str
-    cost_type: str | None
+    cost_type: KnownCostType
     quantity: OptionalJsonNumber
     unit_cost: OptionalJsonNumber
     amount: JsonNumber
@@ -407,13 +492,13 @@ class TicketSummary(Shape):
     """A ticket as listed: every field except routing."""
 
     id: str
-    status: Literal["submitted", "written", "rejected"]
+    status: TicketStatus
     project_id: str
     description: str
     reason: str
     directed_by: str
     captured_at: dt.datetime
-    captured_via: Literal["qr", "sms", "link", "api"]
+    captured_via: CaptureChannel
     captured_by: str | None
     total: JsonNumber
     labor: list[LaborLine]
@@ -427,6 +512,10 @@ class TicketSummary(Shape):
     approved_at: dt.datetime | None
     decisions: list[Decision]
     external: External | None
+    routing_pending: bool = Field(description=(
+        "True while no line has been routed on the project's real budget codes: the ticket "
+        "was stored while they could not be read. Its lines need review until a read, with "
+        "the project system answering, works the routing out; that read clears the mark."))
     warnings: list[str]
 
 
@@ -445,14 +534,19 @@ class TicketList(Shape):
     offset: int
 
 
-class TicketListQuery(InputShape):
-    """Filters and paging for the ticket list."""
+class TicketFilters(InputShape):
+    """Which tickets: by status, project and text (the list and the CSV export)."""
 
-    status: Literal["submitted", "written", "rejected"] | None = None
+    status: TicketStatus | None = None
     project_id: str | None = Field(default=None, max_length=40, pattern=r"^[0-9]+$",
                                    description="A project id: the project system's number.")
     q: str | None = Field(default=None, max_length=100,
                           description="Case-insensitive text to look for in the description.")
+
+
+class TicketListQuery(TicketFilters):
+    """Filters and paging for the ticket list."""
+
     limit: int = Field(default=50, ge=1, le=200, description="1 to 200, default 50.")
     offset: int = Field(default=0, ge=0, le=10_000_000)
 
@@ -483,7 +577,7 @@ class ApproveInput(InputShape):
     routes: dict[str, BudgetCodeId] = Field(default_factory=dict, max_length=200, description=(
         "Per-line budget code override: keys are line indexes as strings (see `routing`), "
         "values budget code ids of the ticket's project. A line routed here counts as exact."))
-    destination: Literal["change_event", "daily_log"] | None = Field(default=None, description=(
+    destination: Destination | None = Field(default=None, description=(
         "Where to file. Omitted: a change event when the project has the tool, else 409 "
         "no_change_events (a daily log is never chosen automatically). A daily log entry "
         "is dated with the capture time read in the project's time zone (UTC when the "

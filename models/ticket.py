@@ -5,7 +5,7 @@ import datetime as dt
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, String, Text, UniqueConstraint, false
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from models.base import Money, db, utcnow
@@ -52,6 +52,9 @@ class Ticket(db.Model):
     approved_by: Mapped[str | None] = mapped_column(String(300))
     approved_at: Mapped[dt.datetime | None]
     external: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # Stored while the project system could not be read: no line has been routed on real
+    # codes yet. Cleared by the first read that routes the ticket.
+    routing_pending: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     # The routing the record was written with (RoutingLine shapes), overrides included.
     written_routing: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, deferred=True)
     # An approval in progress: who holds the ticket and since when (expires after a TTL).

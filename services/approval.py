@@ -146,9 +146,24 @@ def _routes(ticket: TicketRecord, codes: Catalog, overrides: dict[str, int],
             chosen[int(key)] = code
     if problems:
         raise ValidationFailed("some routes cannot be used; see details", details=problems)
-    return [dataclasses.replace(route, budget_code=chosen[route.line], exact=True,
-                                needs_review=False, reason=f"routed by {actor}")
-            if route.line in chosen else route for route in routes]
+    return [_routed_by_person(route, chosen[route.line], actor) if route.line in chosen else route
+            for route in routes]
+
+
+def _routed_by_person(route: Route, code: BudgetCode, actor: str) -> Route:
+    """A line a caller pointed at a budget code: exact only when the code is of the line's type.
+
+    A labor line on a materials code would bill labor as materials, so it is taken as asked
+    but stays a fallback (`require_exact` refuses it) and says why.
+    """
+    if code.cost_type == route.cost_type:
+        return dataclasses.replace(route, budget_code=code, exact=True, needs_review=False,
+                                   reason=f"routed by {actor}")
+    kind = code.cost_type or "unknown"
+    return dataclasses.replace(
+        route, budget_code=code, exact=False, needs_review=True,
+        reason=f"routed by {actor} to {code.flat_code}, a {kind} budget code, but the line is "
+               f"{route.cost_type}")
 
 
 def _destination(company_id: int, ticket: TicketRecord, requested: str | None) -> str:
@@ -309,6 +324,7 @@ def _finish(company_id: int, ticket_id: str, destination: str, record: RemoteRec
             }
             ticket.written_routing = [line.model_dump(mode="json")
                                       for line in routing_lines(routes)]
+            ticket.routing_pending = False
             ticket.approved_by = actor
             ticket.approved_at = now
             ticket.approval_claim_id = None

@@ -76,6 +76,14 @@ class TTLCache(Generic[T]):
         mine.finish(value, None)
         return value
 
+    def peek(self, key: Hashable, *, stale: bool = False) -> T | None:
+        """The cached value without loading: None when absent, or expired unless `stale`."""
+        with self._lock:
+            entry = self._entries.get(key)
+        if entry is None or (not stale and entry[0] <= self._clock()):
+            return None
+        return entry[1]
+
     def invalidate(self, key: Hashable) -> None:
         """Forget one key."""
         with self._lock:

@@ -7,10 +7,9 @@ from typing import Any
 
 from werkzeug.datastructures import FileStorage, MultiDict
 
-from models.schemas import Ticket, TicketInput
+from models.schemas import Ticket
 from services import links, projects, tickets
 from services.errors import ServiceError
-from services.validation import validate
 
 CAPTURE_VIAS = ("link", "qr", "sms")
 _PATH_PART = re.compile(r"([A-Za-z_]+)(?:\[(\d{1,3})\])?")
@@ -31,7 +30,7 @@ def submit(token: str, payload: dict[str, Any], via: str) -> tuple[Ticket, bool]
     """
     link = links.resolve_token(token)
     payload["project_id"] = link.project_id
-    data = validate(TicketInput, payload)
+    data = tickets.validate_ticket(payload)
     return tickets.create_ticket(link.company_id, data, captured_via=via if via in CAPTURE_VIAS
                                  else "link", link_token=link.token, project_checked=True)
 

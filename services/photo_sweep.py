@@ -39,14 +39,15 @@ class SweepReport:
 
 
 def referenced_image_keys() -> set[str]:
-    """Every image key a ticket refers to: its photos, their thumbnails and its signature."""
+    """Every image key a ticket refers to: its photos, their thumbnails, its signature and the
+    signature's thumbnail."""
     keys: set[str] = set()
     for image_key, thumb_key in db.session.execute(
             select(TicketPhoto.image_key, TicketPhoto.thumb_key)):
         keys.update((image_key, thumb_key))
     for signature in db.session.scalars(select(Ticket.signature)):
-        if isinstance(signature, dict) and signature.get("image_key"):
-            keys.add(signature["image_key"])
+        if isinstance(signature, dict):
+            keys.update(signature[name] for name in ("image_key", "thumb_key") if signature.get(name))
     return keys
 
 

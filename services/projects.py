@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from zoneinfo import ZoneInfo
 
 from flask import current_app
+from sqlalchemy import delete, func, select
+from sqlalchemy.exc import IntegrityError
 
 from models.schemas import (
     BudgetCodeOut,
@@ -16,7 +18,9 @@ from models.schemas import (
 )
 from services.cache import TTLCache
 from services.connections import client_for, project_system_errors
-from services.errors import NotFound
+from models import KnownProject, db
+from services.database import write_transaction
+from services.errors import NotFound, ProjectSystemRefused
 from services.project_system import BudgetCode, CostCode, CostType, RemoteProject
 from services.project_system.zones import project_zone
 from services.routing import Router
@@ -59,12 +63,68 @@ class Catalog:
 
 
 def remote_projects(company_id: int) -> list[RemoteProject]:
-    """The company's projects, cached briefly."""
+    """The company's projects, cached briefly; each answer is also kept as the last known list."""
     def load() -> list[RemoteProject]:
         with project_system_errors():
-            return client_for(company_id).list_projects()
+            found = client_for(company_id).list_projects()
+        _remember_projects(company_id, found)
+        return found
     return _cache("projects").get_or_load(("projects", company_id),
                                  current_app.config["PROJECT_CACHE_S"], load)
+
+
+def _remember_projects(company_id: int, found: list[RemoteProject]) -> None:
+    """Keep the project list the project system just gave (written only when it changed)."""
+    listed = {str(project.id): project.name[:300] for project in found}
+    stored = dict(db.session.execute(select(KnownProject.project_id, KnownProject.name)
+                                     .where(KnownProject.company_id == company_id)).all())
+    if stored == listed:
+        return
+    try:
+        with write_transaction() as session:
+            session.execute(delete(KnownProject).where(KnownProject.company_id == company_id))
+            session.add_all([KnownProject(company_id=company_id, project_id=project_id, name=name)
+                             for project_id, name in listed.items()])
+    except IntegrityError:  # another process stored the same answer at the same moment
+        pass
+
+
+def project_for_new_ticket(company_id: int, project_id: str) -> str:
+    """The project id of a new ticket, checked without waiting on the project system.
+
+    The project list in the cache answers if it is fresh; else a project the project
+    system listed before (the last known list) is accepted as it is. Only a project never
+    seen is looked up, and then, with the project system away, it is not found (404), or
+    the project system's error (502) if this company never had a list at all.
+    """
+    wanted = str(project_id).strip()
+    listed = _cache("projects").peek(("projects", company_id))
+    if listed is not None:
+        if any(str(project.id) == wanted for project in listed):
+            return wanted
+        raise NotFound("no such project on this company", code="project_not_found")
+    known = db.session.scalar(select(func.count()).select_from(KnownProject)
+                              .where(KnownProject.company_id == company_id,
+                                     KnownProject.project_id == wanted))
+    if known:
+        return wanted
+    try:
+        return str(require_project(company_id, wanted).id)
+    except ProjectSystemRefused:
+        ever = db.session.scalar(select(func.count()).select_from(KnownProject)
+                                 .where(KnownProject.company_id == company_id))
+        if ever:
+            raise NotFound("no such project among those the project system last listed for "
+                           "this company (it cannot be reached just now)",
+                           code="project_not_found")
+        raise
+
+
+def cached_catalog(company_id: int, project_id: str) -> Catalog | None:
+    """A project's codes if this process read them before (even a while ago), without a call."""
+    if not str(project_id).isdecimal():
+        return None
+    return _cache("catalogs").peek(("catalog", company_id, int(project_id)), stale=True)
 
 
 def require_project(company_id: int, project_id: str) -> RemoteProject:

@@ -10,13 +10,21 @@ from __future__ import annotations
 import math
 import time
 
-from flask import Flask, current_app, request
+from flask import Flask, Response, current_app, request
 from flask_limiter import Limiter
 from flask_limiter.util import get_remote_address
 
 from services.keys import rate_limit_bucket
+from services.web import is_api_path
 
 API_SCOPE = "v1"
+
+# The headers a /v1 answer carries about the caller's bucket, with the values Flask-Limiter
+# computes: the limit, what is left after this request, and the Unix time (seconds) at which
+# the oldest counted request leaves the window.
+LIMIT_HEADER = "RateLimit-Limit"
+REMAINING_HEADER = "RateLimit-Remaining"
+RESET_HEADER = "RateLimit-Reset"
 
 
 def presented_api_key() -> tuple[str | None, bool]:
@@ -48,8 +56,26 @@ def _api_limit() -> str:
 
 
 def init_app(app: Flask) -> None:
-    """Bind Flask-Limiter to the app."""
+    """Bind Flask-Limiter to the app and state the caller's bucket on every limited /v1 answer."""
     limiter.init_app(app)
+    app.after_request(rate_limit_headers)
+
+
+def rate_limit_headers(response: Response) -> Response:
+    """Add RateLimit-Limit, -Remaining and -Reset to a /v1 answer the shared limit counted.
+
+    Flask-Limiter's own header writing is off because it would also put Retry-After on every
+    answer (and on the page forms); Retry-After stays on 429 only.
+    """
+    if not is_api_path(request.path):
+        return response
+    current = limiter.current_limit
+    if current is None:
+        return response
+    response.headers[LIMIT_HEADER] = str(current.limit.amount)
+    response.headers[REMAINING_HEADER] = str(max(0, current.remaining))
+    response.headers[RESET_HEADER] = str(current.reset_at)
+    return response
 
 
 def retry_after_seconds() -> int:

@@ -11,14 +11,17 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from flask import current_app
-from sqlalchemy import func, inspect, select
+from pydantic import ValidationError
+from sqlalchemy import func, inspect, select, update
 from sqlalchemy.exc import IntegrityError
 
 from models import Decision as DecisionRecord
 from models import Ticket as TicketRecord
 from models import TicketCount, TicketPhoto, db, utcnow
+
 from models.schemas import (
     PhotoIn,
+    PhotosInput,
     RoutingLine,
     Ticket,
     TicketInput,
@@ -27,6 +30,7 @@ from models.schemas import (
 )
 from services import photos as images
 from services import projects
+from services.links import public_base_url
 from services.database import write_transaction
 from services.errors import (
     Conflict,
@@ -36,6 +40,7 @@ from services.errors import (
     field_problem,
 )
 from services.routing import Route, unrouted
+from services.validation import validation_details
 
 CENT = Decimal("0.01")
 MAX_PHOTOS = 12
@@ -93,11 +98,13 @@ def _check_photos(items: list[PhotoIn], field: str, first_position: int
     max_bytes = current_app.config["MAX_PHOTO_BYTES"]
     checked, problems = [], []
     for i, item in enumerate(items):
+        if item.data_url is None:  # a refused body's photo without image data: its shape says so
+            continue
         try:
             processed = images.process_photo(images.decode_image_input(item.data_url, max_bytes=max_bytes))
         except images.ImageRejected as error:
             label = f" ({item.name})" if item.name else ""
-            problems.append(field_problem(f"{field}[{i}].data_url", f"photo {i + 1}{label}: {error.message}"))
+            problems.append(field_problem(f"{field}[{i}]", f"photo {i + 1}{label}: {error.message}"))
             continue
         checked.append(({
             "position": first_position + i,
@@ -131,20 +138,87 @@ def _check_signature(data: TicketInput, warnings: list[str]
     if not signature.image:
         warnings.append("the signature has no image, so it was not kept")
         return None, []
+    return _check_signature_image(signature.image)
+
+
+def _check_signature_image(image: str) -> tuple[images.ProcessedImage | None, list[dict[str, str]]]:
+    """Decode and verify a signature image; a problem naming `signature.image` if it is bad."""
     try:
-        raw = images.decode_image_input(signature.image, max_bytes=current_app.config["MAX_PHOTO_BYTES"])
+        raw = images.decode_image_input(image, max_bytes=current_app.config["MAX_PHOTO_BYTES"])
         return images.process_signature(raw), []
     except images.ImageRejected as error:
         return None, [field_problem("signature.image", f"signature: {error.message}")]
+
+
+def _raw_photo_items(payload: Any) -> list[PhotoIn]:
+    """The photos of a refused body that carry image data, as far as they can be read, so
+    their images are checked too; index i stays the body's photos[i]."""
+    photos = payload.get("photos") if isinstance(payload, dict) else None
+    if not isinstance(photos, list):
+        return []
+    items = []
+    for item in photos[:MAX_PHOTOS]:
+        item = item if isinstance(item, dict) else {}
+        data_url, name = item.get("data_url"), item.get("name")
+        items.append(PhotoIn.model_construct(
+            data_url=data_url if isinstance(data_url, str) and data_url.strip() else None,
+            name=name.strip()[:200] if isinstance(name, str) else None))
+    return items
+
+
+def _image_problems(payload: Any) -> list[dict[str, str]]:
+    """Every bad photo and a bad signature image of a body whose shape was refused."""
+    problems = _check_photos(_raw_photo_items(payload), "photos", 0)[1]
+    signature = payload.get("signature") if isinstance(payload, dict) else None
+    image = signature.get("image") if isinstance(signature, dict) else None
+    if isinstance(image, str) and image.strip():
+        problems += _check_signature_image(image.strip())[1]
+    return problems
+
+
+def validate_ticket(payload: Any) -> TicketInput:
+    """The one validator of a new ticket, from the API and the capture form alike.
+
+    A body whose shape is wrong gets every problem at once: the shape's, and those of each
+    bad photo and of a bad signature image (each naming its field, `photos[2]`,
+    `signature.image`). A body of the right shape has its images checked when the ticket is
+    made, with the same messages.
+    """
+    try:
+        return TicketInput.model_validate(payload)
+    except ValidationError as error:
+        problems = validation_details(error)
+    raise ValidationFailed("the ticket has problems; see details",
+                           details=_with_image_problems(problems, payload))
+
+
+def validate_photos(payload: Any) -> PhotosInput:
+    """The one validator of photos to attach: shape problems and bad images, all at once."""
+    try:
+        return PhotosInput.model_validate(payload)
+    except ValidationError as error:
+        problems = validation_details(error)
+    photos_only = {"photos": payload.get("photos")} if isinstance(payload, dict) else None
+    raise ValidationFailed("the photos have problems; see details",
+                           details=_with_image_problems(problems, photos_only))
+
+
+def _with_image_problems(problems: list[dict[str, str]], payload: Any) -> list[dict[str, str]]:
+    """Shape problems followed by the image problems they do not already name."""
+    named = {problem["field"] for problem in problems}
+    return problems + [problem for problem in _image_problems(payload)
+                       if problem["field"] not in named and f"{problem['field']}.data_url" not in named]
 
 
 def _store_signature(data: TicketInput, processed: images.ProcessedImage | None) -> dict[str, Any] | None:
     """Write the checked signature image and describe it for the ticket."""
     if processed is None or data.signature is None:
         return None
-    key = photo_store().put(processed.data, processed.extension)
+    store = photo_store()
+    key = store.put(processed.data, processed.extension)
     return {"name": data.signature.name or None, "role": data.signature.role or None,
-            "signed_at": data.signature.signed_at, "image_key": key}
+            "signed_at": data.signature.signed_at, "qualifier": data.signature.qualifier or None,
+            "image_key": key, "thumb_key": store.put(processed.thumb, processed.extension)}
 
 
 def create_ticket(company_id: int, data: TicketInput, *, captured_via: str = "api",
@@ -163,7 +237,8 @@ def create_ticket(company_id: int, data: TicketInput, *, captured_via: str = "ap
     if project_checked:
         project_id = data.project_id
     else:
-        project_id = str(projects.require_project(company_id, data.project_id).id)
+        project_id = projects.project_for_new_ticket(company_id, data.project_id)
+    codes = projects.cached_catalog(company_id, project_id)
     lines, total, warnings = price_lines(data)
     checked_photos, problems = _check_photos(data.photos, "photos", 0)
     checked_signature, signature_problems = _check_signature(data, warnings)
@@ -171,19 +246,23 @@ def create_ticket(company_id: int, data: TicketInput, *, captured_via: str = "ap
     if problems:
         raise ValidationFailed("some images could not be used; see details", details=problems)
     photo_rows = _store_photos(checked_photos)
-    routes, routing_warnings = route_lines(company_id, project_id, lines)
     record = TicketRecord(
         **_stored_as_sent(data), id=str(uuid.uuid4()), company_id=company_id,
         project_id=project_id, status="submitted", captured_via=captured_via,
         link_token=link_token, total=total, lines=lines, warnings=warnings,
         signature=_store_signature(data, checked_signature), photo_count=len(photo_rows),
-        captured_at=utcnow(), photos=[TicketPhoto(**row) for row in photo_rows], decisions=[])
+        captured_at=utcnow(), photos=[TicketPhoto(**row) for row in photo_rows], decisions=[],
+        routing_pending=codes is None)
+    if codes is None:  # routed by the first read once the project's codes are known
+        routing, routing_warnings = routing_lines(unrouted(lines, PENDING_REASON)), [PENDING_WARNING]
+    else:
+        routing, routing_warnings = routing_lines(codes.router.route_all(lines)), []
     try:
         with write_transaction() as session:
             session.add(record)
             session.flush()
             # Shaped from what was just written, before the commit expires it.
-            created = shape_ticket(record, routing_lines(routes), routing_warnings)
+            created = shape_ticket(record, routing, routing_warnings)
     except IntegrityError:
         existing = _id_for_client_ref(company_id, client_ref) if client_ref else None
         if existing is None:
@@ -229,20 +308,30 @@ def find_ticket(company_id: int, ticket_id: str) -> TicketRecord:
     return ticket
 
 
+PENDING_REASON = "routing is pending: the project's budget codes have not been read yet"
+PENDING_WARNING = ("routing is pending: the ticket was kept without reading the project's budget "
+                   "codes; it is routed when it is read while the project system answers")
+
+
 def route_ticket(company_id: int, ticket: TicketRecord) -> tuple[list[Route], list[str]]:
-    """Route a ticket's lines with the project's current codes, or flag them all if unreadable."""
-    return route_lines(company_id, ticket.project_id, ticket.lines)
+    """Route a ticket's lines with the project's current codes, or flag them all if unreadable.
 
-
-def route_lines(company_id: int, project_id: str, lines: list[dict[str, Any]]
-                ) -> tuple[list[Route], list[str]]:
-    """Route stored lines with the project's current codes, or flag them all if unreadable."""
+    A ticket whose routing was pending is routed for real here once the codes can be read,
+    and loses its mark; until then its lines say the routing is pending.
+    """
     try:
-        codes = projects.catalog(company_id, project_id)
+        codes = projects.catalog(company_id, ticket.project_id)
     except ServiceError as error:  # not connected, unreachable, project gone: flag every line
-        return unrouted(lines, "the project's budget codes could not be read"), \
+        if ticket.routing_pending:
+            return unrouted(ticket.lines, PENDING_REASON), \
+                [PENDING_WARNING, f"routing is unavailable: {error.message}"]
+        return unrouted(ticket.lines, "the project's budget codes could not be read"), \
             [f"routing is unavailable: {error.message}"]
-    return codes.router.route_all(lines), []
+    if ticket.routing_pending:
+        with write_transaction() as session:
+            session.execute(update(TicketRecord).where(TicketRecord.id == ticket.id)
+                            .values(routing_pending=False))
+    return codes.router.route_all(ticket.lines), []
 
 
 def routing_lines(routes: list[Route]) -> list[RoutingLine]:
@@ -277,9 +366,10 @@ def shape(ticket: TicketRecord, schema: type[TicketSummary] | None = None,
     fields: dict[str, Any] = {name: getattr(ticket, name) for name in _copied_columns(schema)}
     for kind in LINE_KINDS:
         fields[kind] = [line for line in ticket.lines if line["kind"] == kind]
-    fields.update(photos=ticket.photos, decisions=ticket.decisions,
-                  signature=ticket.signature or None, external=ticket.external or None,
-                  warnings=list(ticket.warnings or []))
+    evidence = f"{public_base_url()}/v1/tickets/{ticket.id}"
+    fields.update(photos=[_photo_fields(evidence, photo) for photo in ticket.photos],
+                  decisions=ticket.decisions, signature=_signature_fields(evidence, ticket.signature),
+                  external=ticket.external or None, warnings=list(ticket.warnings or []))
     fields.update(extra)
     return schema.model_validate(fields, from_attributes=True)
 
@@ -289,6 +379,21 @@ def _copied_columns(schema: type[TicketSummary]) -> tuple[str, ...]:
     """The fields of an output shape that are columns of the ticket model."""
     columns = set(inspect(TicketRecord).column_attrs.keys())
     return tuple(name for name in schema.model_fields if name in columns)
+
+
+def _photo_fields(evidence: str, photo: TicketPhoto) -> dict[str, Any]:
+    """A photo row as the Photo shape reads it, with the addresses of its images."""
+    return {"id": photo.id, "name": photo.name, "taken_at": photo.taken_at, "coords": photo.coords,
+            "url": f"{evidence}/photos/{photo.id}", "thumbnail_url": f"{evidence}/photos/{photo.id}/thumbnail"}
+
+
+def _signature_fields(evidence: str, signature: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A stored signature as the Signature shape reads it, with the addresses of its image."""
+    if not signature:
+        return None
+    return {**signature, "id": signature["image_key"].split(".", 1)[0],
+            "qualifier": signature.get("qualifier"), "url": f"{evidence}/signature",
+            "thumbnail_url": f"{evidence}/signature/thumbnail"}
 
 
 def shape_ticket(ticket: TicketRecord, routing: list[RoutingLine],
@@ -415,9 +520,21 @@ def photo_file(company_id: int, ticket_id: str, position: int, *, thumbnail: boo
     return photo_store().open(photo.thumb_key if thumbnail else photo.image_key)
 
 
-def signature_file(company_id: int, ticket_id: str) -> bytes:
-    """The stored PNG of a ticket's signature."""
+def photo_image(company_id: int, ticket_id: str, photo_id: int, *, thumbnail: bool = False) -> bytes:
+    """The stored JPEG of a ticket's photo by its id (or its thumbnail); another company's
+    ticket or another ticket's photo is not found."""
+    ticket = find_ticket(company_id, ticket_id)
+    photo = next((p for p in ticket.photos if p.id == photo_id), None)
+    if photo is None:
+        raise NotFound("no such photo on this ticket", code="photo_not_found")
+    return photo_store().open(photo.thumb_key if thumbnail else photo.image_key)
+
+
+def signature_file(company_id: int, ticket_id: str, *, thumbnail: bool = False) -> bytes:
+    """The stored PNG of a ticket's signature, or its thumbnail (a signature stored before
+    thumbnails were kept answers its full image)."""
     ticket = find_ticket(company_id, ticket_id)
     if not ticket.signature:
         raise NotFound("this ticket has no signature", code="signature_not_found")
-    return photo_store().open(ticket.signature["image_key"])
+    key = ticket.signature.get("thumb_key") if thumbnail else None
+    return photo_store().open(key or ticket.signature["image_key"])

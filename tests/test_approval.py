@@ -38,12 +38,12 @@ def ticket_body(project_id: str, **extra: Any) -> dict:
 
 
 def create(client, tenant: ConnectedTenant, project: dict | None = None, **extra: Any) -> dict:
-    """Create a ticket and return it."""
+    """Create a ticket and return it as read back, routed on the project's codes."""
     project = project or tenant.project()
     response = client.post("/v1/tickets", headers=tenant.headers,
                            json=ticket_body(project["id"], **extra))
     assert response.status_code == 200, response.json
-    return response.json
+    return client.get(f"/v1/tickets/{response.json['id']}", headers=tenant.headers).json
 
 
 def act(client, tenant: ConnectedTenant, ticket_id: str, action: str, body: dict | None = None):
@@ -501,3 +501,24 @@ def test_crashed_claim_blocks_until_it_expires(client, acme, app, sandbox_server
     assert approved.json["approved_by"] == actor(acme)
     assert len(origin_rows(sandbox_server, "change_events", ticket["id"])) == 1
     assert stored(app, ticket["id"]).approval_claim_id is None
+
+
+def test_route_to_a_code_of_another_cost_type_is_not_exact(client, acme, app, sandbox_server):
+    """A labor line pointed at a materials code is taken as asked, but is no confirmed code."""
+    project = acme.project()
+    ticket = create(client, acme, equipment=[], materials=[])
+    materials_code = budget_code_id(client, acme, project["id"], "02-200.M")
+    refused = act(client, acme, ticket["id"], "approve",
+                  {"routes": {"0": materials_code}, "require_exact": True})
+    assert refused.status_code == 409 and refused.json["error"]["code"] == "lines_need_review"
+    assert refused.json["error"]["details"] == [
+        {"line": 0, "reason": "not on a confirmed budget code (exact: false)",
+         "description": "Laborer — 3 × 8 h"}]
+    assert origin_rows(sandbox_server, "change_events", ticket["id"]) == []
+    approved = act(client, acme, ticket["id"], "approve", {"routes": {"0": materials_code}})
+    assert approved.status_code == 200, approved.json
+    line = approved.json["routing"][0]
+    assert (line["budget_code_id"], line["exact"], line["needs_review"]) == \
+        (materials_code, False, True)
+    assert line["reason"] == (f"routed by {actor(acme)} to 02-200.M, a materials budget code, "
+                              "but the line is labor")

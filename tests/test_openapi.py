@@ -1,6 +1,7 @@
 """The OpenAPI document: valid 3.1, generated from the routes, needs no key."""
 from __future__ import annotations
 
+import json
 import re
 
 from openapi_spec_validator import validate
@@ -48,3 +49,105 @@ def test_me_response_schema_matches_a_real_response(client, tenant):
     body = client.get("/v1/me", headers=tenant.headers).json
     assert set(schema["required"]) <= set(body)
     assert re.match(r"^ewt_", body["key"]["prefix"])
+
+
+def test_each_shape_is_one_named_component_and_every_component_is_used(client):
+    """No `-Input`/`-Output` twins: a generated client names each shape once."""
+    document = client.get("/v1/openapi.json").json
+    schemas = document["components"]["schemas"]
+    assert not [name for name in schemas if name.endswith(("-Input", "-Output"))]
+    text = json.dumps(document["paths"])
+    used, todo = set(), set(re.findall(r"#/components/schemas/([A-Za-z0-9_.-]+)", text))
+    while todo:
+        name = todo.pop()
+        used.add(name)
+        todo |= set(re.findall(r"#/components/schemas/([A-Za-z0-9_.-]+)",
+                               json.dumps(schemas[name]))) - used
+    assert used == set(schemas)
+    for operation in ("post", ):
+        ok = document["paths"]["/tickets"][operation]["responses"]["200"]
+        assert ok["content"]["application/json"]["schema"]["$ref"].endswith("/Ticket")
+    body = document["paths"]["/tickets"]["post"]["requestBody"]["content"]["application/json"]
+    assert body["schema"]["$ref"].endswith("/TicketInput")
+
+
+def test_error_details_are_typed(client):
+    schemas = client.get("/v1/openapi.json").json["components"]["schemas"]
+    details = schemas["ErrorDetail"]["properties"]["details"]
+    items = {option["items"]["$ref"].rsplit("/", 1)[1]
+             for option in details["anyOf"] if option.get("type") == "array"}
+    assert items == {"FieldProblem", "LineRefusal"}
+    assert set(schemas["FieldProblem"]["required"]) == {"field", "message"}
+    assert set(schemas["LineRefusal"]["required"]) == {"line", "reason", "description"}
+
+
+def documented_codes(document: dict, path: str, method: str, status: int) -> list[str]:
+    """The error codes the document lists for one response of one operation."""
+    return document["paths"][path][method]["responses"][str(status)]["x-error-codes"]
+
+
+def test_every_error_code_an_operation_answers_is_listed(client, acme):
+    document = client.get("/v1/openapi.json").json
+    project = acme.project()
+    ticket = client.post("/v1/tickets", headers=acme.headers, json={
+        "project_id": project["id"], "description": "d", "reason": "r", "directed_by": "x",
+        "labor": [{"trade": "Zzyzx wrangler", "hours": 1, "rate": 1}]}).json
+    answers = [
+        ("/tickets", "post", client.post("/v1/tickets", headers=acme.headers, data="{",
+                                         content_type="application/json")),
+        ("/tickets", "post", client.post("/v1/tickets", headers=acme.headers)),
+        ("/tickets", "post", client.post("/v1/tickets", headers=acme.headers, json=[])),
+        ("/tickets", "post", client.post("/v1/tickets", headers=acme.headers, json={
+            "project_id": "999999", "description": "d", "reason": "r", "directed_by": "x"})),
+        ("/tickets", "get", client.get("/v1/tickets?limit=0", headers=acme.headers)),
+        ("/tickets/{ticket_id}", "get", client.get("/v1/tickets/nope", headers=acme.headers)),
+        ("/tickets/{ticket_id}", "get", client.get("/v1/tickets/nope")),
+        ("/tickets/{ticket_id}/approve", "post", client.post(
+            f"/v1/tickets/{ticket['id']}/approve", headers=acme.headers, json={})),
+        ("/tickets/{ticket_id}/reject", "post", client.post(
+            f"/v1/tickets/{ticket['id']}/reject", headers=acme.headers)),
+        ("/tickets/{ticket_id}/reject", "post", client.post(
+            f"/v1/tickets/{ticket['id']}/reject", headers=acme.headers)),
+        ("/links/{token}/revoke", "post", client.post("/v1/links/nope/revoke",
+                                                      headers=acme.headers)),
+        ("/projects/{project_id}/budget-codes", "post", client.post(
+            f"/v1/projects/{project['id']}/budget-codes", headers=acme.headers,
+            json={"cost_code_item_id": 999_999_999})),
+    ]
+    seen = set()
+    for path, method, response in answers:
+        if response.status_code == 200:
+            continue
+        code = response.json["error"]["code"]
+        seen.add(code)
+        assert code in documented_codes(document, path, method, response.status_code), \
+            (path, method, response.status_code, code)
+    assert {"invalid_json", "body_required", "invalid_body", "project_not_found",
+            "validation_failed", "ticket_not_found", "api_key_missing", "lines_need_review",
+            "ticket_rejected", "link_not_found", "cost_code_not_found"} <= seen
+    approve = document["paths"]["/tickets/{ticket_id}/approve"]["post"]["responses"]
+    assert set(approve["502"]["x-error-codes"]) == {
+        "project_system_error", "project_system_unavailable", "project_system_auth_failed"}
+    assert "rate_limited" in approve["429"]["description"]
+
+
+def test_date_times_are_date_times_both_ways_and_cost_types_an_enum(client):
+    schemas = client.get("/v1/openapi.json").json["components"]["schemas"]
+
+    def formats(schema: dict) -> set:
+        options = schema.get("anyOf", [schema])
+        return {option.get("format") for option in options if option.get("type") == "string"}
+
+    assert formats(schemas["PhotoIn"]["properties"]["taken_at"]) == {"date-time"}
+    assert formats(schemas["SignatureIn"]["properties"]["signed_at"]) == {"date-time"}
+    assert formats(schemas["Photo"]["properties"]["taken_at"]) == {"date-time"}
+    assert formats(schemas["Signature"]["properties"]["signed_at"]) == {"date-time"}
+    assert set(schemas["CostType"]["enum"]) == {
+        "labor", "materials", "equipment", "other", "commitment", "owner_cost",
+        "professional_services"}
+    for shape in ("RoutingLine", "BudgetCodeRef", "BudgetCodeOut"):
+        cost_type = schemas[shape]["properties"]["cost_type"]
+        assert {"$ref": "#/components/schemas/CostType"} in cost_type["anyOf"], shape
+    assert {"id", "url", "thumbnail_url", "taken_at", "coords"} <= set(schemas["Photo"]["required"])
+    assert {"id", "url", "thumbnail_url", "name", "role", "signed_at", "qualifier"} <= \
+        set(schemas["Signature"]["required"])

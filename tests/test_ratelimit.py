@@ -67,3 +67,35 @@ def test_rate_limit_disabled_in_configuration_is_honoured(tmp_path, migrated_tem
     with app.app_context():
         from models import db
         db.engine.dispose()
+
+
+def test_every_keyed_answer_states_the_bucket(app, client, tenant):
+    """Successes and refusals alike carry RateLimit-Limit, -Remaining and -Reset, as documented."""
+    app.config["API_RATE_LIMIT"] = "3 per minute"
+    with time_machine.travel(START, tick=False):
+        first = client.get("/v1/me", headers=tenant.headers)
+        assert first.status_code == 200
+        assert first.headers["RateLimit-Limit"] == "3"
+        assert first.headers["RateLimit-Remaining"] == "2"
+        reset = int(first.headers["RateLimit-Reset"])
+        assert int(START.timestamp()) + 60 <= reset <= int(START.timestamp()) + 61
+        missing = client.get("/v1/tickets/nope", headers=tenant.headers)
+        assert missing.status_code == 404
+        assert missing.headers["RateLimit-Remaining"] == "1"
+        unknown_key = client.get("/v1/me", headers={"X-API-Key": "ewt_" + "x" * 43})
+        assert unknown_key.status_code == 401
+        assert unknown_key.headers["RateLimit-Limit"] == "3"
+        client.get("/v1/me", headers=tenant.headers)
+        refused = client.get("/v1/me", headers=tenant.headers)
+        assert refused.status_code == 429
+        assert refused.headers["RateLimit-Remaining"] == "0"
+        assert "Retry-After" in refused.headers
+        assert "Retry-After" not in first.headers
+    document = client.get("/v1/openapi.json").json
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            if not operation["security"]:
+                continue
+            for status, response in operation["responses"].items():
+                assert {"RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"} <= \
+                    set(response.get("headers", {})), (path, method, status)

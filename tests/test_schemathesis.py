@@ -53,4 +53,9 @@ def test_every_operation_conforms(case, api_tenant):
         # A query string has no JSON types: a generated `false` arrives as the text "false",
         # which is a valid string, so "schema-violating" query values are not wrong here.
         excluded.append(schemathesis.checks.negative_data_rejection)
-    case.call_and_validate(headers=dict(api_tenant.headers), excluded_checks=excluded)
+    response = case.call_and_validate(headers=dict(api_tenant.headers), excluded_checks=excluded)
+    documented = case.operation.definition.raw["responses"].get(str(response.status_code))
+    if response.status_code >= 400 and documented is not None:
+        # Every error code an operation answers is listed on its documented response (a 405
+        # for a method the path does not serve is no response of the operation).
+        assert response.json()["error"]["code"] in documented["x-error-codes"]

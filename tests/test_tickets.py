@@ -6,6 +6,8 @@ import datetime as dt
 import io
 import zlib
 import struct
+import uuid
+from pathlib import Path
 
 import pytest
 import time_machine
@@ -39,7 +41,7 @@ def test_create_ticket_with_every_field(client, acme, app):
         photos=[{"name": "trench.jpg", "data_url": data_url(jpeg_bytes()),
                  "taken_at": "2026-05-04T07:31:00Z", "coords": {"lat": 45.5, "lng": -122.6}}],
         signature={"name": "Sam Ortiz", "role": "Superintendent", "signed_at": "2026-05-04T08:00:00Z",
-                   "image": data_url(png_bytes(), "image/png")},
+                   "qualifier": "time and material only", "image": data_url(png_bytes(), "image/png")},
     )
     now = dt.datetime(2026, 5, 4, 8, 5, tzinfo=dt.timezone.utc)
     with time_machine.travel(now, tick=False):
@@ -54,15 +56,33 @@ def test_create_ticket_with_every_field(client, acme, app):
     assert ticket["materials"][0]["amount"] == 123.75
     assert ticket["total"] == 1835.75
     assert ticket["photo_count"] == 1
-    assert ticket["photos"] == [{"name": "trench.jpg", "taken_at": "2026-05-04T07:31:00Z",
-                                 "coords": {"lat": 45.5, "lng": -122.6, "accuracy_m": None}}]
-    assert ticket["signature"] == {"name": "Sam Ortiz", "role": "Superintendent",
-                                   "signed_at": "2026-05-04T08:00:00Z"}
-    assert [r["line"] for r in ticket["routing"]] == [0, 1, 2]
-    assert ticket["routing"][0]["exact"] is True and ticket["routing"][0]["budget_code"] == "02-200.L"
+    (photo,) = ticket["photos"]
+    evidence = f"http://localhost/v1/tickets/{ticket['id']}"
+    assert photo == {"id": photo["id"], "name": "trench.jpg", "taken_at": "2026-05-04T07:31:00Z",
+                     "coords": {"lat": 45.5, "lng": -122.6, "accuracy_m": None},
+                     "url": f"{evidence}/photos/{photo['id']}",
+                     "thumbnail_url": f"{evidence}/photos/{photo['id']}/thumbnail"}
+    signature = ticket["signature"]
+    assert signature == {"id": signature["id"], "name": "Sam Ortiz", "role": "Superintendent",
+                         "signed_at": "2026-05-04T08:00:00Z",
+                         "qualifier": "time and material only",
+                         "url": f"{evidence}/signature", "thumbnail_url": f"{evidence}/signature/thumbnail"}
+    assert len(signature["id"]) == 64
     assert ticket["decisions"] == [] and ticket["external"] is None
+    # Making the ticket read no codes (this process had none yet): its routing is pending,
+    # and the first read works it out.
+    assert ticket["routing_pending"] is True
+    assert {r["reason"] for r in ticket["routing"]} == {
+        "routing is pending: the project's budget codes have not been read yet"}
     read = client.get(f"/v1/tickets/{ticket['id']}", headers=acme.headers).json
-    assert read == ticket
+    assert [r["line"] for r in read["routing"]] == [0, 1, 2]
+    assert read["routing"][0]["exact"] is True and read["routing"][0]["budget_code"] == "02-200.L"
+    assert read["routing_pending"] is False and read["warnings"] == []
+    unchanged = ("routing", "routing_pending", "warnings")
+    assert {k: v for k, v in read.items() if k not in unchanged} == \
+        {k: v for k, v in ticket.items() if k not in unchanged}
+    again = client.post("/v1/tickets", headers=acme.headers, json=body).json
+    assert again["routing_pending"] is False and again["routing"] == read["routing"]
 
 
 def test_missing_fields_are_listed_all_at_once(client, acme, app):
@@ -120,7 +140,7 @@ def test_line_without_rate_has_zero_amount_and_a_warning(client, acme):
     assert ticket["labor"][0] == {"trade": "Laborer", "hours": 8.0, "workers": 1.0, "rate": None,
                                   "costCode": None, "amount": 0.0}
     assert ticket["total"] == 0.0
-    assert ticket["warnings"] == ["labor[0] (Laborer) has no rate, so its amount is 0"]
+    assert ticket["warnings"][0] == "labor[0] (Laborer) has no rate, so its amount is 0"
 
 
 def bomb_png(width: int = 30_000, height: int = 30_000) -> bytes:
@@ -148,7 +168,7 @@ def test_bad_photos_are_refused_naming_the_photo(client, acme, app, bad, words):
     response = client.post("/v1/tickets", headers=acme.headers, json=body)
     assert response.status_code == 400
     (detail,) = response.json["error"]["details"]
-    assert detail["field"] == "photos[1].data_url"
+    assert detail["field"] == "photos[1]"
     assert "photo 2 (bad.jpg)" in detail["message"] and words in detail["message"]
     assert count_rows(app, Ticket) == 0 and count_rows(app, TicketPhoto) == 0
 
@@ -272,6 +292,7 @@ def test_bad_list_parameters_get_400(client, acme, query, field):
 def test_routing_reads_use_the_cache(client, acme, app, sandbox_server):
     body = ticket_body(acme.project()["id"], labor=[{"trade": "Laborer", "hours": 1, "rate": 1}])
     ticket = client.post("/v1/tickets", headers=acme.headers, json=body).json
+    assert client.get(f"/v1/tickets/{ticket['id']}", headers=acme.headers).status_code == 200
     from services.connections import client_for
     with app.app_context():
         procore = client_for(acme.company_id)
@@ -331,3 +352,113 @@ def test_ticket_reads_even_when_the_project_system_is_not_connected(client, acme
     assert read.status_code == 200
     assert read.json["routing"][0]["needs_review"] is True
     assert any(w.startswith("routing is unavailable") for w in read.json["warnings"])
+
+
+def test_every_problem_at_once_shape_photos_and_signature(client, acme, app):
+    """A body with a wrong field, a bad photo and a bad signature gets all three in one 400."""
+    body = ticket_body(acme.project()["id"], photos=[
+        {"data_url": data_url(jpeg_bytes())},
+        {"name": "nope.jpg", "data_url": base64.b64encode(b"not an image").decode()},
+        {"name": "no data"},
+        {"data_url": "@@@"}],
+        signature={"name": "Sam", "signed_at": "yesterday", "image": "data:image/png;base64,AAAA"})
+    body["labor"] = [{"trade": "Laborer", "hours": -1}]
+    response = client.post("/v1/tickets", headers=acme.headers, json=body)
+    assert response.status_code == 400
+    details = {d["field"]: d["message"] for d in response.json["error"]["details"]}
+    assert set(details) == {"labor[0].hours", "photos[2].data_url", "signature.signed_at",
+                            "photos[1]", "photos[3]", "signature.image"}
+    assert details["photos[1]"].startswith("photo 2 (nope.jpg):")
+    assert details["photos[3]"].startswith("photo 4:")
+    assert details["signature.image"].startswith("signature:")
+    assert count_rows(app, Ticket) == 0 and count_rows(app, TicketPhoto) == 0
+    assert not list(Path(app.config["PHOTO_DIR"]).rglob("*.jpg"))
+    attach = client.post(f"/v1/tickets/{uuid.uuid4()}/photos", headers=acme.headers, json={
+        "photos": [{"data_url": "@@@", "taken_at": "never"}, {"data_url": data_url(jpeg_bytes())}]})
+    assert attach.status_code == 400
+    assert {d["field"] for d in attach.json["error"]["details"]} == \
+        {"photos[0].taken_at", "photos[0]"}
+
+
+def test_evidence_is_reachable_with_the_key_and_only_by_its_company(client, acme, rival, app):
+    ticket = client.post("/v1/tickets", headers=acme.headers, json=ticket_body(
+        acme.project()["id"], photos=[{"data_url": data_url(jpeg_bytes(900, 600))}],
+        signature={"name": "Sam", "image": data_url(png_bytes(800, 300), "image/png")})).json
+    photo, signature = ticket["photos"][0], ticket["signature"]
+    sizes = {}
+    for url, media_type in ((photo["url"], "image/jpeg"), (photo["thumbnail_url"], "image/jpeg"),
+                            (signature["url"], "image/png"),
+                            (signature["thumbnail_url"], "image/png")):
+        path = url.removeprefix("http://localhost")
+        answer = client.get(path, headers=acme.headers)
+        assert answer.status_code == 200 and answer.mimetype == media_type, path
+        assert "RateLimit-Remaining" in answer.headers
+        with Image.open(io.BytesIO(answer.data)) as image:
+            sizes[url] = image.size
+        assert client.get(path).status_code == 401
+        foreign = client.get(path, headers=rival.headers)
+        assert foreign.status_code == 404
+        assert foreign.json["error"]["code"] == "ticket_not_found"
+    as_bytes = client.get(photo["url"].removeprefix("http://localhost"),
+                          headers={**acme.headers, "Accept": "application/octet-stream"})
+    assert as_bytes.mimetype == "application/octet-stream" and as_bytes.data[:2] == b"\xff\xd8"
+    assert sizes[photo["url"]] == (900, 600) and max(sizes[photo["thumbnail_url"]]) == 320
+    assert sizes[signature["url"]] == (800, 300) and max(sizes[signature["thumbnail_url"]]) == 320
+    other = client.post("/v1/tickets", headers=acme.headers, json=ticket_body(
+        acme.project()["id"], photos=[{"data_url": data_url(jpeg_bytes())}])).json
+    crossed = client.get(f"/v1/tickets/{other['id']}/photos/{photo['id']}", headers=acme.headers)
+    assert crossed.status_code == 404 and crossed.json["error"]["code"] == "photo_not_found"
+    huge = client.get(f"/v1/tickets/{ticket['id']}/photos/{10**30}", headers=acme.headers)
+    assert huge.status_code == 404
+    unsigned = client.get(f"/v1/tickets/{other['id']}/signature", headers=acme.headers)
+    assert unsigned.status_code == 404 and unsigned.json["error"]["code"] == "signature_not_found"
+
+
+def test_creating_never_waits_on_the_project_system(client, acme, app, monkeypatch):
+    """Tickets are taken for known projects while the project system is away; routing waits."""
+    from services import projects as project_service
+
+    project = acme.project()["id"]
+    reachable = app.config["SANDBOX_URL"]
+    app.config.update(SANDBOX_URL="http://127.0.0.1:9",  # nothing listens on the discard port
+                      PROJECT_SYSTEM_CONNECT_TIMEOUT_S=1, PROJECT_SYSTEM_READ_RETRIES=0)
+    never_listed = client.post("/v1/tickets", headers=acme.headers, json=ticket_body(project))
+    assert never_listed.status_code == 502  # no project list was ever read for this company
+    assert never_listed.json["error"]["code"] == "project_system_unavailable"
+
+    app.config["SANDBOX_URL"] = reachable
+    link = client.post("/v1/links", headers=acme.headers, json={"project_id": project}).json
+    app.extensions.pop("project_system_caches", None)  # a new process: nothing cached
+    app.config["SANDBOX_URL"] = "http://127.0.0.1:9"
+    calls = []
+    real_client_for = project_service.client_for
+    monkeypatch.setattr(project_service, "client_for",
+                        lambda company_id: calls.append(company_id) or real_client_for(company_id))
+    made = client.post("/v1/tickets", headers=acme.headers, json=ticket_body(
+        project, labor=[{"trade": "Laborer", "hours": 8, "rate": 50, "costCode": "02-200"}]))
+    captured = client.post(f"/c/{link['token']}/tickets", json={
+        "description": "Patched the slab", "reason": "Owner's damage", "directed_by": "Sam",
+        "labor": [{"trade": "Laborer", "hours": 1, "rate": 50, "costCode": "02-200"}]})
+    assert made.status_code == 200 and captured.status_code == 200, (made.json, captured.json)
+    assert calls == []  # neither waited on the project system
+    ticket = made.json
+    assert ticket["routing_pending"] is True
+    assert [(r["budget_code"], r["exact"], r["needs_review"]) for r in ticket["routing"]] == \
+        [(None, False, True)]
+    listed = client.get("/v1/tickets", headers=acme.headers).json["data"]
+    assert [t["routing_pending"] for t in listed] == [True, True]
+    while_away = client.get(f"/v1/tickets/{ticket['id']}", headers=acme.headers).json
+    assert while_away["routing_pending"] is True and while_away["routing"][0]["budget_code"] is None
+    assert while_away["warnings"][0].startswith("routing is pending")
+    refused = client.post(f"/v1/tickets/{ticket['id']}/approve", headers=acme.headers, json={})
+    assert refused.status_code == 502
+    unknown = client.post("/v1/tickets", headers=acme.headers, json=ticket_body("999999"))
+    assert unknown.status_code == 404 and unknown.json["error"]["code"] == "project_not_found"
+
+    app.config["SANDBOX_URL"] = reachable  # the project system answers again
+    read = client.get(f"/v1/tickets/{ticket['id']}", headers=acme.headers).json
+    assert read["routing_pending"] is False and read["warnings"] == []
+    assert (read["routing"][0]["budget_code"], read["routing"][0]["exact"]) == ("02-200.L", True)
+    listed = client.get("/v1/tickets", headers=acme.headers).json["data"]
+    assert [t["routing_pending"] for t in listed] == [True, False]
+    assert count_rows(app, Ticket) == 2

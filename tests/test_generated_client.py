@@ -1,0 +1,220 @@
+"""The API as a program meets it: a client generated from /v1/openapi.json does the whole job.
+
+openapi-python-client (from the test extras) generates a Python client from the live document
+into a temporary folder; the flow below uses only that client's typed models and functions.
+The document is also linted with Redocly CLI (tools/, installed by `make tools`).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import importlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.images import data_url, jpeg_bytes, png_bytes
+
+pytestmark = pytest.mark.live
+
+ROOT = Path(__file__).resolve().parent.parent
+GENERATOR = Path(sys.executable).parent / "openapi-python-client"
+REDOCLY = ROOT / "tools" / "node_modules" / ".bin" / "redocly"
+PACKAGE = "ewt_generated_client"
+
+
+def write_document(app, folder: Path) -> Path:
+    """The live document, as a program would download it."""
+    path = folder / "openapi.json"
+    path.write_text(json.dumps(app.test_client().get("/v1/openapi.json").json))
+    return path
+
+
+@pytest.fixture
+def generated(app, tmp_path):
+    """Generate the client into a temporary folder and import it; forget it afterwards."""
+    document = write_document(app, tmp_path)
+    config = tmp_path / "generator.yaml"
+    config.write_text(f"package_name_override: {PACKAGE}\npost_hooks: []\n")
+    result = subprocess.run(
+        [str(GENERATOR), "generate", "--path", str(document), "--meta", "none",
+         "--output-path", str(tmp_path / PACKAGE), "--config", str(config)],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert "warning" not in output.lower(), output
+    assert "duplicate" not in output.lower(), output
+    sys.path.insert(0, str(tmp_path))
+    try:
+        yield importlib.import_module(PACKAGE)
+    finally:
+        sys.path.remove(str(tmp_path))
+        for name in [name for name in sys.modules if name.split(".")[0] == PACKAGE]:
+            del sys.modules[name]
+
+
+def api(generated, name: str):
+    """One generated operation module, e.g. api(c, 'tickets.tickets_create_ticket')."""
+    return importlib.import_module(f"{PACKAGE}.api.{name}")
+
+
+def test_redocly_lint_finds_no_error_and_no_unused_component(app, tmp_path):
+    assert REDOCLY.exists(), "run `make tools` first (make test does)"
+    document = write_document(app, tmp_path)
+    result = subprocess.run(
+        [str(REDOCLY), "lint", "--config", str(ROOT / "tools" / "redocly.yaml"),
+         "--format", "json", str(document)],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+        env={**os.environ, "REDOCLY_TELEMETRY": "off", "REDOCLY_SUPPRESS_UPDATE_NOTICE": "true"})
+    report = json.loads(result.stdout[result.stdout.index("{"):])
+    problems = [(p["ruleId"], p["severity"], p["message"]) for p in report["problems"]]
+    assert result.returncode == 0, problems
+    assert not [p for p in problems if p[1] == "error" or p[0] == "no-unused-components"]
+
+
+def test_generated_client_drives_the_whole_flow(app, acme, generated):
+    m = importlib.import_module(f"{PACKAGE}.models")
+    client_module = importlib.import_module(f"{PACKAGE}.client")
+    client = client_module.AuthenticatedClient(
+        base_url="http://ewt.test/v1", token=acme.key,
+        httpx_args={"transport": httpx.WSGITransport(app=app)})
+
+    # Who am I, which projects, which codes.
+    me = api(generated, "account.me_get_me").sync(client=client)
+    assert isinstance(me, m.Me) and me.key.prefix == acme.prefix
+    projects = api(generated, "projects.projects_list_projects").sync(client=client)
+    assert isinstance(projects, m.ProjectList)
+    project_id = acme.project()["id"]
+    assert project_id in {p.id for p in projects.data}
+    codes = api(generated, "projects.projects_search_cost_codes").sync(
+        project_id, client=client, q="02-200")
+    assert isinstance(codes, m.CostCodeList) and [c.code for c in codes.data] == ["02-200"]
+    earthwork = codes.data[0]
+    by_type = {b.cost_type: b for b in earthwork.budget_codes}
+    assert by_type[m.CostType.LABOR].code == "02-200.L"
+    painting = api(generated, "projects.projects_search_cost_codes").sync(
+        project_id, client=client, q="09-650").data[0]
+    made = api(generated, "projects.projects_create_budget_code").sync(
+        project_id, client=client,
+        body=m.BudgetCodeInput(cost_code_item_id=painting.id,
+                               cost_type=m.BudgetCodeInputCostType.LABOR))
+    assert isinstance(made, m.BudgetCodeOut) and made.created is True
+    assert made.cost_type == m.CostType.LABOR
+
+    # A ticket with a photo and a signature.
+    taken = dt.datetime(2026, 5, 4, 7, 30, tzinfo=dt.timezone.utc)
+    body = m.TicketInput(
+        project_id=project_id, description="Moved the trench 3 m east",
+        reason="Conflict with an unmarked gas line", directed_by="Sam Ortiz (GC super)",
+        labor=[m.LaborLineIn(trade="Laborer", hours=8, workers=3, rate=55.5, cost_code="02-200"),
+               m.LaborLineIn(trade="Cleaner", hours=2, rate=10, cost_code="01-500")],
+        photos=[m.PhotoIn(data_url=data_url(jpeg_bytes()), name="trench.jpg", taken_at=taken,
+                          coords=m.Coords(lat=37.77, lng=-122.42, accuracy_m=8))],
+        signature=m.SignatureIn(name="Sam Ortiz", role="GC superintendent", signed_at=taken,
+                                image=data_url(png_bytes(), "image/png")))
+    ticket = api(generated, "tickets.tickets_create_ticket").sync(client=client, body=body)
+    assert isinstance(ticket, m.Ticket), ticket
+    assert ticket.status == m.TicketStatus.SUBMITTED and ticket.total == 1352
+    assert ticket.photo_count == 1 and ticket.photos[0].coords.lat == 37.77
+    assert ticket.signature.name == "Sam Ortiz" and ticket.signature.signed_at == taken
+    assert ticket.photos[0].taken_at == taken
+
+    # The evidence a reviewer judges, through the same client and key.
+    photo = api(generated, "tickets.tickets_get_photo").sync(ticket.id, ticket.photos[0].id,
+                                                             client=client)
+    assert photo.payload.read()[:2] == b"\xff\xd8"
+    thumb = api(generated, "tickets.tickets_get_signature_thumbnail").sync(ticket.id, client=client)
+    assert thumb.payload.read()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert ticket.photos[0].url.endswith(f"/v1/tickets/{ticket.id}/photos/{ticket.photos[0].id}")
+    # Made without reading the project's codes; the first read routes it.
+    assert ticket.routing_pending is True
+    ticket = api(generated, "tickets.tickets_get_ticket").sync(ticket.id, client=client)
+    assert ticket.routing_pending is False
+    assert [line.exact for line in ticket.routing] == [True, False]
+
+    # Listed with filters and paging, read with routing.
+    second = api(generated, "tickets.tickets_create_ticket").sync(client=client, body=m.TicketInput(
+        project_id=project_id, description="Hauled debris", reason="Owner's debris",
+        directed_by="Sam Ortiz", equipment=[m.EquipmentLineIn(description="Dump truck", hours=2,
+                                                               rate=90, cost_code="02-200")]))
+    page = api(generated, "tickets.tickets_list_tickets").sync(
+        client=client, status=m.TicketStatus.SUBMITTED, project_id=project_id, limit=1, offset=1)
+    assert isinstance(page, m.TicketList)
+    assert (page.total, page.limit, page.offset, [t.id for t in page.data]) == \
+        (2, 1, 1, [ticket.id])
+    found = api(generated, "tickets.tickets_list_tickets").sync(client=client, q="debris")
+    assert [t.id for t in found.data] == [second.id]
+    read = api(generated, "tickets.tickets_get_ticket").sync(ticket.id, client=client)
+    assert isinstance(read, m.Ticket) and read.routing[1].kind == m.LineKind.LABOR
+    assert read.routing[1].budget_code == "01-500.O" and read.routing[1].needs_review
+
+    # Attach a photo, then approve with a person's route and require_exact.
+    with_photo = api(generated, "tickets.tickets_add_photos").sync(
+        ticket.id, client=client,
+        body=m.PhotosInput(photos=[m.PhotoIn(data_url=data_url(jpeg_bytes(color=(1, 2, 3))))]))
+    assert isinstance(with_photo, m.Ticket) and with_photo.photo_count == 2
+    refused = api(generated, "tickets.tickets_approve_ticket").sync(
+        ticket.id, client=client, body=m.ApproveInput(require_exact=True))
+    assert isinstance(refused, m.ErrorBody) and refused.error.code == "lines_need_review"
+    assert [(d.line, d.reason) for d in refused.error.details] == \
+        [(1, "not on a confirmed budget code (exact: false)")]
+    assert all(isinstance(d, m.LineRefusal) for d in refused.error.details)
+    labor = by_type[m.CostType.LABOR]
+    approved = api(generated, "tickets.tickets_approve_ticket").sync(
+        ticket.id, client=client,
+        body=m.ApproveInput(require_exact=True,
+                            routes=m.ApproveInputRoutes.from_dict({"1": labor.id})))
+    assert isinstance(approved, m.ApprovalResult), approved
+    assert approved.status == m.TicketStatus.WRITTEN and approved.already is False
+    assert approved.external.destination == m.Destination.CHANGE_EVENT
+    assert isinstance(approved.external.written_at, dt.datetime)
+    assert approved.routing[1].budget_code_id == labor.id and approved.routing[1].exact
+    again = api(generated, "tickets.tickets_approve_ticket").sync(
+        ticket.id, client=client, body=m.ApproveInput())
+    assert again.already is True
+
+    # Reject and restore the second ticket.
+    rejected = api(generated, "tickets.tickets_reject_ticket").sync(second.id, client=client)
+    assert isinstance(rejected, m.Ticket) and rejected.status == m.TicketStatus.REJECTED
+    restored = api(generated, "tickets.tickets_restore_ticket").sync(second.id, client=client)
+    assert restored.status == m.TicketStatus.SUBMITTED
+    assert [d.action.value for d in restored.decisions] == ["rejected", "restored"]
+
+    # The ticket log as CSV, with the list's filters.
+    exported = api(generated, "tickets.tickets_export_tickets").sync(
+        client=client, status=m.TicketStatus.SUBMITTED, project_id=project_id)
+    assert isinstance(exported, str) and exported.startswith("ticket_id,status,")
+    assert second.id in exported and ticket.id not in exported
+
+    # Capture links.
+    link = api(generated, "links.links_create_link").sync(
+        client=client, body=m.LinkInput(project_id=project_id, label="North trailer"))
+    assert isinstance(link, m.Link) and link.urls.qr.endswith("/q")
+    links = api(generated, "links.links_list_links").sync(client=client)
+    assert [item.token for item in links.data] == [link.token]
+    revoked = api(generated, "links.links_revoke_link").sync(link.token, client=client)
+    assert isinstance(revoked, m.Link) and isinstance(revoked.revoked_at, dt.datetime)
+
+    # Errors come back as typed bodies.
+    bad = api(generated, "tickets.tickets_create_ticket").sync(client=client, body=m.TicketInput(
+        project_id=project_id, description="x", reason="y", directed_by="z",
+        photos=[m.PhotoIn(data_url=data_url(b"not an image"))]))
+    assert isinstance(bad, m.ErrorBody) and bad.error.code == "validation_failed"
+    assert all(isinstance(d, m.FieldProblem) for d in bad.error.details)
+    assert bad.error.details[0].field.startswith("photos[0]")
+    missing = api(generated, "tickets.tickets_get_ticket").sync(
+        "00000000-0000-4000-8000-000000000000", client=client)
+    assert isinstance(missing, m.ErrorBody) and missing.error.code == "ticket_not_found"
+    written = api(generated, "tickets.tickets_reject_ticket").sync(ticket.id, client=client)
+    assert isinstance(written, m.ErrorBody) and written.error.code == "ticket_written"
+    app.config["API_RATE_LIMIT"] = "1 per minute"
+    assert api(generated, "account.me_get_me").sync_detailed(client=client).status_code == 200
+    limited = api(generated, "account.me_get_me").sync_detailed(client=client)
+    assert limited.status_code == 429
+    assert isinstance(limited.parsed, m.ErrorBody) and limited.parsed.error.code == "rate_limited"
+    assert int(limited.headers["Retry-After"]) >= 1
+    assert limited.headers["RateLimit-Remaining"] == "0"
