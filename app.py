@@ -66,7 +66,10 @@ def default_config(instance_path: str) -> dict[str, Any]:
         "SESSION_COOKIE_SAMESITE": "Lax",
         "SESSION_COOKIE_SECURE": False,
         "PERMANENT_SESSION_LIFETIME": 12 * 3600,
+        # Sign-in attempts, counted before the password check: per address, and per account
+        # from all addresses together.
         "LOGIN_RATE_LIMIT": "5 per minute",
+        "LOGIN_ACCOUNT_RATE_LIMIT": "5 per minute;30 per hour",
         "WTF_CSRF_CHECK_DEFAULT": False,
         "WTF_CSRF_TIME_LIMIT": None,
         # How many reverse proxies stand in front (deploy/Caddyfile: one). 0 ignores every
@@ -150,12 +153,12 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     app.after_request(add_security_headers)
     configure_logging(app)
 
-    from blueprints import auth, health, home, keys, links, me, openapi, projects, tickets
+    from blueprints import auth, health, home, keys, links, me, openapi, projects, reviewers, tickets
     from blueprints.cli import register_commands
     from blueprints.errors import register_error_handlers
 
     for blueprint in (home.bp, health.bp, auth.bp, me.bp, openapi.bp, projects.bp, tickets.bp, links.bp,
-                      keys.bp):
+                      keys.bp, reviewers.bp):
         app.register_blueprint(blueprint)
     register_error_handlers(app)
     register_commands(app)

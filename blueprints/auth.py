@@ -1,26 +1,51 @@
 """Reviewer sign-in and sign-out pages."""
 from __future__ import annotations
 
+import hashlib
+import re
+import urllib.parse
+
 from flask import Blueprint, Response, current_app, redirect, render_template, request, url_for
 from flask_login import current_user, login_required, login_user, logout_user
 
-from services import auth
+from services import auth, reviewers
 from services.ratelimit import limiter
 from services.web import is_htmx
 
 bp = Blueprint("auth", __name__)
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
 def _safe_next(target: str | None) -> str:
-    """Follow `next` only to a path on this site."""
-    if target and target.startswith("/") and not target.startswith("//") and "\\" not in target:
+    """Follow `next` only to a bare path on this site, else go to the queue.
+
+    Browsers drop tabs and newlines from URLs, so "/%09/evil.example" would become
+    "//evil.example", another site: control characters go before anything is checked.
+    """
+    target = _CONTROL.sub("", target or "")
+    parts = urllib.parse.urlsplit(target)
+    if (target.startswith("/") and not target.startswith("//") and "\\" not in target
+            and not parts.scheme and not parts.netloc):
         return target
     return url_for("tickets.queue_page")
 
 
 def _login_limit() -> str:
-    """How many failed sign-ins an address may make."""
+    """How many sign-in attempts an address may make."""
     return current_app.config["LOGIN_RATE_LIMIT"]
+
+
+def _account_limit() -> str:
+    """How many sign-in attempts one account may receive, from any number of addresses."""
+    return current_app.config["LOGIN_ACCOUNT_RATE_LIMIT"]
+
+
+def _account_key() -> str:
+    """The limit bucket of the account a sign-in names: a digest, so no e-mail is kept or logged."""
+    email = (request.form.get("email") or "").strip().lower()
+    return "account:" + hashlib.sha256(email.encode("utf-8", "replace")).hexdigest()[:24]
 
 
 @auth.login_manager.unauthorized_handler
@@ -33,7 +58,10 @@ def unauthorized() -> Response:
 
 
 @bp.route("/login", methods=["GET", "POST"])
-@limiter.limit(_login_limit, methods=["POST"], deduct_when=lambda response: response.status_code == 401)
+# Every attempt counts before its password is checked, so concurrent tries cannot slip past
+# the limit; per address and per account, so many addresses cannot take turns at one account.
+@limiter.limit(_login_limit, methods=["POST"])
+@limiter.limit(_account_limit, methods=["POST"], key_func=_account_key)
 def login() -> Response | str:
     """Show the sign-in form and check it."""
     if request.method == "GET":
@@ -53,6 +81,7 @@ def login() -> Response | str:
 @bp.post("/logout")
 @login_required
 def logout() -> Response:
-    """Sign out."""
+    """Sign out, ending this reviewer's sessions on every device."""
+    reviewers.end_sessions(current_user.id)
     logout_user()
     return redirect(url_for("auth.login"))
