@@ -75,6 +75,9 @@ def default_config(instance_path: str) -> dict[str, Any]:
         # How many reverse proxies stand in front (deploy/Caddyfile: one). 0 ignores every
         # X-Forwarded-* header, which any client can send.
         "TRUSTED_PROXIES": 0,
+        # /healthz shows its checks to loopback callers, and to others sending this key in
+        # X-Health-Key; everyone else sees only "ok" or "degraded".
+        "HEALTHZ_KEY": None,
     }
 
 

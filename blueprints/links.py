@@ -99,8 +99,8 @@ def capture_row(token: str, kind: str) -> Response:
 
 
 def _capture_limit_key() -> str:
-    """Rate-limit capture submissions per link token."""
-    return "link:" + (request.view_args or {}).get("token", "")[:64]
+    """Rate-limit capture submissions per link: keyed by a digest, so no token is kept or logged."""
+    return "link:" + links.token_digest((request.view_args or {}).get("token", ""))
 
 
 def _capture_limit() -> str:
