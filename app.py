@@ -56,6 +56,13 @@ def default_config(instance_path: str) -> dict[str, Any]:
         "CAPABILITY_CACHE_S": 60,
         "PHOTO_DIR": os.path.join(instance_path, "photos"),
         "MAX_PHOTO_BYTES": 2 * MiB,
+        # Images are decoded in this many worker processes at most (0: in the request's own
+        # thread, for tests only), each image with this much CPU and address space, and a
+        # request's images together within this many seconds.
+        "IMAGE_WORKERS": 2,
+        "IMAGE_CPU_SECONDS": 5,
+        "IMAGE_MEMORY_BYTES": 768 * MiB,
+        "IMAGE_REQUEST_BUDGET_S": 30,
         # An approval holds its ticket this long at most; a crashed one frees it after that.
         "APPROVAL_CLAIM_TTL_S": 120,
         # Where crews reach the service; capture links are built on it (else the request host).

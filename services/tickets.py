@@ -6,11 +6,12 @@ total is the sum of the rounded line amounts, so a ticket always adds up.
 from __future__ import annotations
 
 import functools
+import time
 import uuid
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-from flask import current_app
+from flask import current_app, g
 from sqlalchemy import func, inspect, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
@@ -26,6 +27,7 @@ from models.schemas import (
     TicketList,
     TicketSummary,
 )
+from services import image_pool
 from services import photos as images
 from services import projects
 from services.database import write_transaction
@@ -88,17 +90,47 @@ def photo_store() -> images.ImageStore:
     return images.ImageStore(current_app.config["PHOTO_DIR"])
 
 
+def _process_images(function, raws: list[bytes]) -> list[images.ProcessedImage | images.ImageRejected]:
+    """Run `function` over each image in the decoding pool, within the request's time budget."""
+    config = current_app.config
+    if not raws:
+        return []
+    if int(config["IMAGE_WORKERS"]) <= 0:  # decoding in this process: only for tests of the steps
+        results: list[images.ProcessedImage | images.ImageRejected] = []
+        for raw in raws:
+            try:
+                results.append(function(raw))
+            except images.ImageRejected as error:
+                results.append(error)
+        return results
+    now = time.monotonic()
+    deadline = g.setdefault("image_deadline", now + float(config["IMAGE_REQUEST_BUDGET_S"]))
+    settings = image_pool.PoolSettings(config["IMAGE_WORKERS"], config["IMAGE_CPU_SECONDS"],
+                                       config["IMAGE_MEMORY_BYTES"])
+    return image_pool.run_all([(function, (raw,), {}) for raw in raws], settings,
+                              max(0.0, deadline - now))
+
+
 def _check_photos(items: list[PhotoIn], field: str, first_position: int
                   ) -> tuple[list[tuple[dict[str, Any], images.ProcessedImage]], list[dict[str, str]]]:
-    """Decode, verify and re-encode photos in memory; collect a problem per bad photo."""
+    """Decode, verify and re-encode photos in the decoding pool; collect a problem per bad photo."""
     max_bytes = current_app.config["MAX_PHOTO_BYTES"]
     checked, problems = [], []
+
+    def refuse(i: int, item: PhotoIn, message: str) -> None:
+        label = f" ({item.name})" if item.name else ""
+        problems.append(field_problem(f"{field}[{i}].data_url", f"photo {i + 1}{label}: {message}"))
+
+    raws: list[tuple[int, PhotoIn, bytes]] = []
     for i, item in enumerate(items):
         try:
-            processed = images.process_photo(images.decode_image_input(item.data_url, max_bytes=max_bytes))
+            raws.append((i, item, images.decode_image_input(item.data_url, max_bytes=max_bytes)))
         except images.ImageRejected as error:
-            label = f" ({item.name})" if item.name else ""
-            problems.append(field_problem(f"{field}[{i}].data_url", f"photo {i + 1}{label}: {error.message}"))
+            refuse(i, item, error.message)
+    results = _process_images(images.process_photo, [raw for _, _, raw in raws])
+    for (i, item, _), processed in zip(raws, results):
+        if isinstance(processed, images.ImageRejected):
+            refuse(i, item, processed.message)
             continue
         checked.append(({
             "position": first_position + i,
@@ -134,7 +166,10 @@ def _check_signature(data: TicketInput, warnings: list[str]
         return None, []
     try:
         raw = images.decode_image_input(signature.image, max_bytes=current_app.config["MAX_PHOTO_BYTES"])
-        return images.process_signature(raw), []
+        processed = _process_images(images.process_signature, [raw])[0]
+        if isinstance(processed, images.ImageRejected):
+            raise processed
+        return processed, []
     except images.ImageRejected as error:
         return None, [field_problem("signature.image", f"signature: {error.message}")]
 
