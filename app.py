@@ -67,7 +67,16 @@ def default_config(instance_path: str) -> dict[str, Any]:
         "APPROVAL_CLAIM_TTL_S": 120,
         # Where crews reach the service; capture links are built on it (else the request host).
         "PUBLIC_BASE_URL": None,
-        "CAPTURE_RATE_LIMIT": "30 per minute;600 per day",
+        # Per link, in the limiter's storage; the daily count of tickets per link is kept in
+        # the database (storage_usage), so it survives a restart.
+        "CAPTURE_RATE_LIMIT": "30 per minute",
+        "CAPTURE_TICKETS_PER_DAY": 600,
+        # Bytes of images stored per UTC day (counted in the database), and the free disk
+        # that storing must always leave: past either a request is refused with 507.
+        "QUOTA_LINK_BYTES_PER_DAY": 256 * MiB,
+        "QUOTA_COMPANY_BYTES_PER_DAY": 2048 * MiB,
+        "QUOTA_TOTAL_BYTES_PER_DAY": 8192 * MiB,
+        "DISK_RESERVE_BYTES": 512 * MiB,
         # Reviewer sessions: HttpOnly, SameSite=Lax, and Secure whenever the request is HTTPS.
         "SESSION_COOKIE_HTTPONLY": True,
         "SESSION_COOKIE_SAMESITE": "Lax",

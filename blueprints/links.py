@@ -128,15 +128,21 @@ def capture_submit(token: str) -> Response:
             response = jsonify(body)
             response.status_code = error.status
             response.headers.update(CAPTURE_SECURITY_HEADERS)
+            response.headers.update(error.headers)
             return response
         if error.status in (404, 410):
             return _gone_page(error)
         link = links.resolve_token(token)
         errors = {d["field"]: d["message"] for d in (error.details or []) if isinstance(d, dict)}
+        if error.status in (429, 507):
+            errors["_form"] = ("The ticket was not sent: " + error.message +
+                               ". Keep this page open and press Send again later.")
         errors.setdefault("_form", error.message)
-        return _capture_response(render_template(
+        response = _capture_response(render_template(
             "capture/page.html", **_form_context(link, via, request.form.to_dict(), errors)),
-            status=400)
+            status=error.status if error.status in (429, 507) else 400)
+        response.headers.update(error.headers)
+        return response
     reference = capture.short_reference(ticket.id)
     if as_json:
         response = jsonify({"id": ticket.id, "reference": reference, "created": created,

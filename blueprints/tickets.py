@@ -31,7 +31,10 @@ def list_tickets(query: TicketListQuery) -> TicketList:
 
 
 @api_route(bp, "/tickets", method="POST", tag="tickets", body=TicketInput, response=Ticket,
-           errors=(404, 409, 502))
+           errors=(404, 409, 502, 507), extra_responses={
+               507: "Codes: `storage_quota_exceeded` (a daily storage quota of the link, the company "
+                    "or the server is used up; see Retry-After), `storage_full` (the disk is at its "
+                    "reserve). Nothing was stored."})
 def create_ticket(body: TicketInput) -> Ticket:
     """Create a ticket with the same validation as the capture form.
 
@@ -48,7 +51,10 @@ def get_ticket(ticket_id: str) -> Ticket:
 
 
 @api_route(bp, "/tickets/<ticket_id>/photos", method="POST", tag="tickets", body=PhotosInput,
-           response=Ticket, errors=(404, 409))
+           response=Ticket, errors=(404, 409, 507), extra_responses={
+               507: "Codes: `storage_quota_exceeded` (a daily storage quota of the link, the company "
+                    "or the server is used up; see Retry-After), `storage_full` (the disk is at its "
+                    "reserve). Nothing was stored."})
 def add_photos(ticket_id: str, body: PhotosInput) -> Ticket:
     """Attach 1 to 12 photos to a ticket that is not written yet."""
     return tickets.add_photos(g.company_id, ticket_id, body.photos)

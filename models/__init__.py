@@ -4,6 +4,7 @@ from models.company import ApiKey, Company, Reviewer
 from models.link import CaptureLink
 from models.project_system import ProjectSystemConnection
 from models.ticket import Decision, Ticket, TicketCount, TicketPhoto
+from models.usage import StorageUsage
 
-__all__ = ["ApiKey", "Base", "CaptureLink", "Company", "Decision", "ProjectSystemConnection", "Reviewer", "Ticket",
+__all__ = ["ApiKey", "Base", "CaptureLink", "Company", "Decision", "ProjectSystemConnection", "Reviewer", "StorageUsage", "Ticket",
            "TicketCount", "TicketPhoto", "UTCDateTime", "db", "utcnow"]

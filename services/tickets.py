@@ -5,6 +5,8 @@ total is the sum of the rounded line amounts, so a ticket always adds up.
 """
 from __future__ import annotations
 
+import contextlib
+import errno
 import functools
 import time
 import uuid
@@ -29,7 +31,7 @@ from models.schemas import (
 )
 from services import image_pool
 from services import photos as images
-from services import projects
+from services import projects, quotas
 from services.database import write_transaction
 from services.errors import (
     Conflict,
@@ -143,15 +145,41 @@ def _check_photos(items: list[PhotoIn], field: str, first_position: int
     return checked, problems
 
 
+def _image_bytes(photos: list[tuple[dict[str, Any], images.ProcessedImage]],
+                 signature: images.ProcessedImage | None) -> int:
+    """How many bytes storing these images takes (thumbnails included)."""
+    processed = [p for _, p in photos] + ([signature] if signature is not None else [])
+    return sum(len(p.data) + len(p.thumb) for p in processed)
+
+
+def _make_room(company_id: int, link_token: str | None, incoming: int, *, tickets: int = 0) -> None:
+    """Check the disk reserve and count the bytes against the daily quotas, before storing any."""
+    if incoming:
+        quotas.check_disk(incoming)
+    quotas.reserve(company_id, link_token, incoming, tickets=tickets)
+
+
+@contextlib.contextmanager
+def _disk_full_is_507():
+    """A write that meets a full disk is refused as storage_full, not an internal error."""
+    try:
+        yield
+    except OSError as error:
+        if error.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise quotas.StorageFull(quotas.FULL_MESSAGE) from None
+        raise
+
+
 def _store_photos(checked: list[tuple[dict[str, Any], images.ProcessedImage]]) -> list[dict[str, Any]]:
     """Write checked photos to the store; only called once every image of the request passed."""
     if not checked:
         return []
     store = photo_store()
     rows = []
-    for row, processed in checked:
-        rows.append(dict(row, image_key=store.put(processed.data, processed.extension),
-                         thumb_key=store.put(processed.thumb, "jpg")))
+    with _disk_full_is_507():
+        for row, processed in checked:
+            rows.append(dict(row, image_key=store.put(processed.data, processed.extension),
+                             thumb_key=store.put(processed.thumb, "jpg")))
     return rows
 
 
@@ -178,7 +206,8 @@ def _store_signature(data: TicketInput, processed: images.ProcessedImage | None)
     """Write the checked signature image and describe it for the ticket."""
     if processed is None or data.signature is None:
         return None
-    key = photo_store().put(processed.data, processed.extension)
+    with _disk_full_is_507():
+        key = photo_store().put(processed.data, processed.extension)
     return {"name": data.signature.name or None, "role": data.signature.role or None,
             "signed_at": data.signature.signed_at, "image_key": key}
 
@@ -206,6 +235,8 @@ def create_ticket(company_id: int, data: TicketInput, *, captured_via: str = "ap
     problems += signature_problems
     if problems:
         raise ValidationFailed("some images could not be used; see details", details=problems)
+    _make_room(company_id, link_token, _image_bytes(checked_photos, checked_signature),
+               tickets=1 if link_token else 0)
     photo_rows = _store_photos(checked_photos)
     record = TicketRecord(
         **_stored_as_sent(data), id=str(uuid.uuid4()), company_id=company_id,
@@ -435,6 +466,7 @@ def add_photos(company_id: int, ticket_id: str, items: list[PhotoIn]) -> Ticket:
     checked, problems = _check_photos(items, "photos", ticket.photo_count)
     if problems:
         raise ValidationFailed("some photos could not be used; see details", details=problems)
+    _make_room(company_id, None, _image_bytes(checked, None))
     rows = _store_photos(checked)
     with write_transaction() as session:
         current = session.scalar(select(TicketRecord).where(TicketRecord.id == ticket.id)

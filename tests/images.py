@@ -83,3 +83,13 @@ def flat_png(width: int = 7071, height: int = 7071) -> bytes:
     rows = b"".join(packer.compress(row) for _ in range(height)) + packer.flush()
     header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", rows) + chunk(b"IEND", b"")
+
+
+def noise_jpeg(width: int = 320, height: int = 240, seed: int = 0) -> bytes:
+    """A JPEG of grain that does not compress away: some kilobytes, different for each seed."""
+    import random
+
+    pixels = random.Random(seed).randbytes(width * height * 3)
+    buffer = io.BytesIO()
+    Image.frombytes("RGB", (width, height), pixels).save(buffer, "JPEG", quality=90)
+    return buffer.getvalue()
