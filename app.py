@@ -12,7 +12,7 @@ from flask_wtf.csrf import CSRFProtect
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from models import db
-from services import compression, ratelimit
+from services import bodies, compression, ratelimit
 from services.database import configure_engine, normalise_database_url
 from services.auth import login_manager
 from services.logs import configure_logging
@@ -30,8 +30,16 @@ def default_config(instance_path: str) -> dict[str, Any]:
         "SQLALCHEMY_DATABASE_URI": "sqlite:///" + os.path.join(instance_path, "tickets.sqlite3"),
         "SQLITE_BUSY_TIMEOUT_MS": 30_000,
         "SQLITE_SYNCHRONOUS": "FULL",
-        # 12 photos of up to 2 MiB each, base64-encoded, plus the signature and text.
+        # 12 photos of up to 2 MiB each, base64-encoded, plus the signature and text: the routes
+        # that take photos; every other route takes SMALL_BODY_BYTES (services/bodies.py).
         "MAX_CONTENT_LENGTH": 34 * MiB,
+        "SMALL_BODY_BYTES": 256 * 1024,
+        # A body must keep coming (BODY_IDLE_S between chunks) and be in within its deadline;
+        # at most BODY_READ_SLOTS requests read a body at once (gunicorn runs 8 threads).
+        "BODY_IDLE_S": 10,
+        "BODY_DEADLINE_S": 15,
+        "BODY_UPLOAD_DEADLINE_S": 300,
+        "BODY_READ_SLOTS": 5,
         "API_RATE_LIMIT": "120 per minute",
         "API_KEY_TOUCH_INTERVAL_S": 60,
         "RATELIMIT_STORAGE_URI": "memory://",
@@ -165,6 +173,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     configure_engine(app)
     migrate.init_app(app, db, directory=str(Path(app.root_path) / "migrations"))
     ratelimit.init_app(app)
+    bodies.init_app(app)  # after the limiter's hook, before anything that reads a body
     csrf.init_app(app)
     login_manager.init_app(app)
     app.session_interface = SessionCookies()

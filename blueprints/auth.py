@@ -9,7 +9,7 @@ from flask import Blueprint, Response, current_app, redirect, render_template, r
 from flask_login import current_user, login_required, login_user, logout_user
 
 from services import auth, reviewers
-from services.ratelimit import limiter
+from services.ratelimit import count_or_refuse
 from services.web import is_htmx
 
 bp = Blueprint("auth", __name__)
@@ -48,6 +48,18 @@ def _account_key() -> str:
     return "account:" + hashlib.sha256(email.encode("utf-8", "replace")).hexdigest()[:24]
 
 
+def _count_address_attempt() -> None:
+    """Before the form is read: count this attempt from the client's address."""
+    count_or_refuse(_login_limit(), "login-address", request.remote_addr or "",
+                    "too many sign-in attempts from this address; wait and try again")
+
+
+def _count_account_attempt() -> None:
+    """Once the form is read: count this attempt at the named account, from any address."""
+    count_or_refuse(_account_limit(), "login-account", _account_key(),
+                    "too many sign-in attempts at this account; wait and try again")
+
+
 @auth.login_manager.unauthorized_handler
 def unauthorized() -> Response:
     """Send a signed-out browser to the sign-in page (htmx gets HX-Redirect, not a swap)."""
@@ -59,15 +71,15 @@ def unauthorized() -> Response:
 
 @bp.route("/login", methods=["GET", "POST"])
 # Every attempt counts before its password is checked, so concurrent tries cannot slip past
-# the limit; per address and per account, so many addresses cannot take turns at one account.
-@limiter.limit(_login_limit, methods=["POST"])
-@limiter.limit(_account_limit, methods=["POST"], key_func=_account_key)
+# the limit; per address (before the body is read) and per account (once the form is read),
+# so many addresses cannot take turns at one account.
 def login() -> Response | str:
     """Show the sign-in form and check it."""
     if request.method == "GET":
         if current_user.is_authenticated:
             return redirect(_safe_next(request.args.get("next")))
         return render_template("review/login.html", error=None, email="")
+    _count_account_attempt()
     email = request.form.get("email", "")
     reviewer = auth.check_login(email, request.form.get("password", ""))
     if reviewer is None:
@@ -85,3 +97,6 @@ def logout() -> Response:
     reviewers.end_sessions(current_user.id)
     logout_user()
     return redirect(url_for("auth.login"))
+
+
+login.before_body = _count_address_attempt

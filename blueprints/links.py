@@ -9,7 +9,7 @@ from blueprints.api import api_route, read_json_object
 from models.schemas import Link, LinkInput, LinkList
 from services import capture, links, projects
 from services.errors import ServiceError
-from services.ratelimit import limiter
+from services.ratelimit import count_or_refuse
 from services.web import render_page
 
 bp = Blueprint("links", __name__)
@@ -98,9 +98,46 @@ def capture_row(token: str, kind: str) -> Response:
         "capture/_row.html", kind=kind, index=index, values={}, errors={}))
 
 
+def _submitted_link():
+    """The live link of this submission, or the ServiceError that refuses it (looked up once)."""
+    if "capture_link" not in g:
+        try:
+            g.capture_link = links.resolve_token((request.view_args or {}).get("token", ""))
+            g.capture_refusal = None
+        except ServiceError as error:
+            g.capture_link, g.capture_refusal = None, error
+    return g.capture_link, g.capture_refusal
+
+
 def _capture_limit_key() -> str:
-    """Rate-limit capture submissions per link: keyed by a digest, so no token is kept or logged."""
-    return "link:" + links.token_digest((request.view_args or {}).get("token", ""))
+    """Rate-limit submissions per live link (by a digest, so no token is kept or logged); every
+    unknown or revoked token from one address shares one bucket, so made-up tokens gain nothing."""
+    link, _ = _submitted_link()
+    if link is None:
+        return "capture-unknown:" + (request.remote_addr or "")
+    return "link:" + links.token_digest(link.token)
+
+
+def _refuse_before_body() -> Response | None:
+    """Before the body is read: count the submission against its link's limit (unknown tokens
+    against their address's), and answer one to an unknown or revoked link at once."""
+    link, error = _submitted_link()
+    try:
+        count_or_refuse(_capture_limit(), "capture", _capture_limit_key(),
+                        "too many tickets through this link just now; send again in a minute")
+    except ServiceError as refused:
+        error = refused
+    if error is None:
+        return None
+    if request.mimetype == "application/json":
+        response = jsonify({"error": {"code": error.code, "message": error.message}})
+        response.status_code = error.status
+        response.headers.update(CAPTURE_SECURITY_HEADERS)
+        response.headers.update(error.headers)
+        return response
+    if error.status == 429:
+        raise error
+    return _gone_page(error)
 
 
 def _capture_limit() -> str:
@@ -109,7 +146,6 @@ def _capture_limit() -> str:
 
 
 @bp.post("/c/<token>/tickets")
-@limiter.limit(_capture_limit, key_func=_capture_limit_key)
 def capture_submit(token: str) -> Response:
     """Take a ticket from the phone (JSON, possibly a queued resend) or from the plain form."""
     as_json = request.mimetype == "application/json"
@@ -151,6 +187,9 @@ def capture_submit(token: str) -> Response:
         return response
     return _capture_response(render_template("capture/done.html", reference=reference,
                                              ticket=ticket, token=token, via=via))
+
+
+capture_submit.before_body = _refuse_before_body
 
 
 @bp.get("/c/<token>/qr.svg")

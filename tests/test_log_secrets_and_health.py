@@ -33,7 +33,7 @@ def test_flask_limiter_lines_never_carry_a_link_token(app, client, acme, plain_h
     refused = client.post(f"/c/{token}/tickets", json=body)
     assert refused.status_code == 429
     written = plain_handler.getvalue()
-    assert "ratelimit" in written and "exceeded" in written  # the line is there ...
+    assert "rate limit" in written and "exceeded" in written  # the line is there ...
     assert token not in written                               # ... without the credential
 
 
