@@ -364,6 +364,6 @@ def test_units_cap_memory_and_tasks():
 def test_caddy_buffers_bodies_with_a_short_read_timeout():
     """A slow body is held by Caddy, not by an app thread, and is cut off within minutes."""
     text = (DEPLOY / "Caddyfile").read_text()
-    assert re.search(r"^\s*request_buffers \S+$", text, re.M)
+    assert re.search(r"^\s*(buffer_requests|request_buffers \S+)$", text, re.M)
     read_body = re.search(r"^\s*read_body (\d+)([sm])$", text, re.M)
     assert read_body and int(read_body.group(1)) * (60 if read_body.group(2) == "m" else 1) <= 180
