@@ -55,10 +55,17 @@ def default_config(instance_path: str) -> dict[str, Any]:
         "SANDBOX_URL": "http://127.0.0.1:5001",
         "SANDBOX_PUBLIC_URL": None,
         "SANDBOX_DB_PATH": os.path.join(instance_path, "sandbox.sqlite3"),
-        "PROJECT_SYSTEM_CONNECT_TIMEOUT_S": 5,
-        "PROJECT_SYSTEM_READ_TIMEOUT_S": 30,
+        # Per call: reads are short enough for a page; writes (approvals, with photos) longer.
+        "PROJECT_SYSTEM_CONNECT_TIMEOUT_S": 3,
+        "PROJECT_SYSTEM_READ_TIMEOUT_S": 8,
+        "PROJECT_SYSTEM_WRITE_TIMEOUT_S": 60,
+        # Calls one company may have under way at once (approvals count as one write each);
+        # a call waits this long for a slot, then is refused with 503 project_system_busy.
+        "PROJECT_SYSTEM_READS_PER_COMPANY": 2,
+        "PROJECT_SYSTEM_WRITES_PER_COMPANY": 1,
+        "PROJECT_SYSTEM_SLOT_WAIT_S": 1.0,
         # Reads only: writes are never retried blindly (approval looks records up first).
-        "PROJECT_SYSTEM_READ_RETRIES": 2,
+        "PROJECT_SYSTEM_READ_RETRIES": 1,
         "PROJECT_CACHE_S": 60,
         "CATALOG_CACHE_S": 30,
         "CAPABILITY_CACHE_S": 60,

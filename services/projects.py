@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import threading
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo
 
@@ -15,7 +16,7 @@ from models.schemas import (
     Project,
 )
 from services.cache import TTLCache
-from services.connections import client_for, project_system_errors
+from services.connections import ProjectSystemBusy, client_for, project_system_errors
 from services.errors import NotFound
 from services.project_system import BudgetCode, CostCode, CostType, RemoteProject
 from services.project_system.zones import project_zone
@@ -61,10 +62,19 @@ class Catalog:
 def remote_projects(company_id: int) -> list[RemoteProject]:
     """The company's projects, cached briefly."""
     def load() -> list[RemoteProject]:
-        with project_system_errors():
+        with project_system_errors(company_id):
             return client_for(company_id).list_projects()
-    return _cache("projects").get_or_load(("projects", company_id),
-                                 current_app.config["PROJECT_CACHE_S"], load)
+    return _shared_load("projects", ("projects", company_id), current_app.config["PROJECT_CACHE_S"], load)
+
+
+def _shared_load(cache: str, key, ttl_s: float, load):
+    """A cached answer, loaded by one caller at a time; others wait only briefly for it."""
+    try:
+        return _cache(cache).get_or_load(key, ttl_s, load,
+                                         wait_s=float(current_app.config["PROJECT_SYSTEM_SLOT_WAIT_S"]))
+    except TimeoutError:
+        raise ProjectSystemBusy("the project system is slow for this company right now; try again "
+                                "in a moment", headers={"Retry-After": "5"}) from None
 
 
 def require_project(company_id: int, project_id: str) -> RemoteProject:
@@ -92,12 +102,36 @@ def catalog(company_id: int, project_id: str) -> Catalog:
     project = require_project(company_id, project_id)
 
     def load() -> Catalog:
-        with project_system_errors():
+        with project_system_errors(company_id):
             cost_codes, cost_types, budget_codes = client_for(company_id).read_catalog(project.id)
         return Catalog(cost_codes=tuple(cost_codes), cost_types=tuple(cost_types),
                        budget_codes=tuple(budget_codes))
-    return _cache("catalogs").get_or_load(("catalog", company_id, project.id),
-                                 current_app.config["CATALOG_CACHE_S"], load)
+    return _shared_load("catalogs", ("catalog", company_id, project.id),
+                        current_app.config["CATALOG_CACHE_S"], load)
+
+
+def cached_catalog(company_id: int, project_id: str) -> Catalog | None:
+    """A project's catalog if one was read before (even expired), without waiting on anything.
+
+    When there is none, or it has expired, one background read is started, so the next
+    page has it; pages crews open (the capture form) use this and never wait on Procore.
+    """
+    key = ("catalog", company_id, int(project_id)) if str(project_id).isdigit() else None
+    if key is None:
+        return None
+    value, fresh = _cache("catalogs").peek(key)
+    if not fresh:
+        app = current_app._get_current_object()
+
+        def warm() -> None:
+            with app.app_context():
+                try:
+                    catalog(company_id, project_id)
+                except Exception:  # noqa: BLE001 - a hint that could not be read is simply absent
+                    pass
+        if _cache("catalogs").loading(key) is False:
+            threading.Thread(target=warm, name="catalog-warmup", daemon=True).start()
+    return value
 
 
 def search_cost_codes(company_id: int, project_id: str, q: str | None) -> list[CostCodeItem]:
@@ -126,7 +160,7 @@ def create_budget_code(company_id: int, project_id: str, cost_code_item_id: int,
     existing = codes.budget_code(cost_code_item_id, cost_type)
     if existing is not None:
         return _budget_code_out(existing, created=False)
-    with project_system_errors():
+    with project_system_errors(company_id, "write"):
         made = client_for(company_id).create_budget_code(project.id, cost_code_item_id, cost_type)
     _cache("catalogs").invalidate(("catalog", company_id, project.id))
     return _budget_code_out(made, created=True)
@@ -144,10 +178,10 @@ def change_events_enabled(company_id: int, project_id: str) -> bool:
     project = require_project(company_id, project_id)
 
     def load() -> bool:
-        with project_system_errors():
+        with project_system_errors(company_id):
             return client_for(company_id).change_events_enabled(project.id)
-    return _cache("capabilities").get_or_load(("capability", company_id, project.id),
-                                     current_app.config["CAPABILITY_CACHE_S"], load)
+    return _shared_load("capabilities", ("capability", company_id, project.id),
+                        current_app.config["CAPABILITY_CACHE_S"], load)
 
 
 def capability(company_id: int, project_id: str) -> Capability:
