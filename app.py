@@ -12,7 +12,7 @@ from flask_wtf.csrf import CSRFProtect
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from models import db
-from services import compression, ratelimit
+from services import bodies, compression, ratelimit
 from services.database import configure_engine, normalise_database_url
 from services.auth import login_manager
 from services.logs import configure_logging
@@ -30,8 +30,16 @@ def default_config(instance_path: str) -> dict[str, Any]:
         "SQLALCHEMY_DATABASE_URI": "sqlite:///" + os.path.join(instance_path, "tickets.sqlite3"),
         "SQLITE_BUSY_TIMEOUT_MS": 30_000,
         "SQLITE_SYNCHRONOUS": "FULL",
-        # 12 photos of up to 2 MiB each, base64-encoded, plus the signature and text.
+        # 12 photos of up to 2 MiB each, base64-encoded, plus the signature and text: the routes
+        # that take photos; every other route takes SMALL_BODY_BYTES (services/bodies.py).
         "MAX_CONTENT_LENGTH": 34 * MiB,
+        "SMALL_BODY_BYTES": 256 * 1024,
+        # A body must keep coming (BODY_IDLE_S between chunks) and be in within its deadline;
+        # at most BODY_READ_SLOTS requests read a body at once (gunicorn runs 8 threads).
+        "BODY_IDLE_S": 10,
+        "BODY_DEADLINE_S": 15,
+        "BODY_UPLOAD_DEADLINE_S": 300,
+        "BODY_READ_SLOTS": 5,
         "API_RATE_LIMIT": "120 per minute",
         "API_KEY_TOUCH_INTERVAL_S": 60,
         "RATELIMIT_STORAGE_URI": "memory://",
@@ -47,31 +55,60 @@ def default_config(instance_path: str) -> dict[str, Any]:
         "SANDBOX_URL": "http://127.0.0.1:5001",
         "SANDBOX_PUBLIC_URL": None,
         "SANDBOX_DB_PATH": os.path.join(instance_path, "sandbox.sqlite3"),
-        "PROJECT_SYSTEM_CONNECT_TIMEOUT_S": 5,
-        "PROJECT_SYSTEM_READ_TIMEOUT_S": 30,
+        # Per call: reads are short enough for a page; writes (approvals, with photos) longer.
+        "PROJECT_SYSTEM_CONNECT_TIMEOUT_S": 3,
+        "PROJECT_SYSTEM_READ_TIMEOUT_S": 8,
+        "PROJECT_SYSTEM_WRITE_TIMEOUT_S": 60,
+        # Calls one company may have under way at once (approvals count as one write each);
+        # a call waits this long for a slot, then is refused with 503 project_system_busy.
+        "PROJECT_SYSTEM_READS_PER_COMPANY": 2,
+        "PROJECT_SYSTEM_WRITES_PER_COMPANY": 1,
+        "PROJECT_SYSTEM_SLOT_WAIT_S": 1.0,
         # Reads only: writes are never retried blindly (approval looks records up first).
-        "PROJECT_SYSTEM_READ_RETRIES": 2,
+        "PROJECT_SYSTEM_READ_RETRIES": 1,
         "PROJECT_CACHE_S": 60,
         "CATALOG_CACHE_S": 30,
         "CAPABILITY_CACHE_S": 60,
         "PHOTO_DIR": os.path.join(instance_path, "photos"),
         "MAX_PHOTO_BYTES": 2 * MiB,
+        # Images are decoded in this many worker processes at most (0: in the request's own
+        # thread, for tests only), each image with this much CPU and address space, and a
+        # request's images together within this many seconds.
+        "IMAGE_WORKERS": 2,
+        "IMAGE_CPU_SECONDS": 5,
+        "IMAGE_MEMORY_BYTES": 768 * MiB,
+        "IMAGE_REQUEST_BUDGET_S": 30,
         # An approval holds its ticket this long at most; a crashed one frees it after that.
         "APPROVAL_CLAIM_TTL_S": 120,
         # Where crews reach the service; capture links are built on it (else the request host).
         "PUBLIC_BASE_URL": None,
-        "CAPTURE_RATE_LIMIT": "30 per minute;600 per day",
+        # Per link, in the limiter's storage; the daily count of tickets per link is kept in
+        # the database (storage_usage), so it survives a restart.
+        "CAPTURE_RATE_LIMIT": "30 per minute",
+        "CAPTURE_TICKETS_PER_DAY": 600,
+        # Bytes of images stored per UTC day (counted in the database), and the free disk
+        # that storing must always leave: past either a request is refused with 507.
+        "QUOTA_LINK_BYTES_PER_DAY": 256 * MiB,
+        "QUOTA_COMPANY_BYTES_PER_DAY": 2048 * MiB,
+        "QUOTA_TOTAL_BYTES_PER_DAY": 8192 * MiB,
+        "DISK_RESERVE_BYTES": 512 * MiB,
         # Reviewer sessions: HttpOnly, SameSite=Lax, and Secure whenever the request is HTTPS.
         "SESSION_COOKIE_HTTPONLY": True,
         "SESSION_COOKIE_SAMESITE": "Lax",
         "SESSION_COOKIE_SECURE": False,
         "PERMANENT_SESSION_LIFETIME": 12 * 3600,
+        # Sign-in attempts, counted before the password check: per address, and per account
+        # from all addresses together.
         "LOGIN_RATE_LIMIT": "5 per minute",
+        "LOGIN_ACCOUNT_RATE_LIMIT": "5 per minute;30 per hour",
         "WTF_CSRF_CHECK_DEFAULT": False,
         "WTF_CSRF_TIME_LIMIT": None,
         # How many reverse proxies stand in front (deploy/Caddyfile: one). 0 ignores every
         # X-Forwarded-* header, which any client can send.
         "TRUSTED_PROXIES": 0,
+        # /healthz shows its checks to loopback callers, and to others sending this key in
+        # X-Health-Key; everyone else sees only "ok" or "degraded".
+        "HEALTHZ_KEY": None,
     }
 
 
@@ -143,6 +180,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     configure_engine(app)
     migrate.init_app(app, db, directory=str(Path(app.root_path) / "migrations"))
     ratelimit.init_app(app)
+    bodies.init_app(app)  # after the limiter's hook, before anything that reads a body
     csrf.init_app(app)
     login_manager.init_app(app)
     app.session_interface = SessionCookies()
@@ -150,12 +188,12 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     app.after_request(add_security_headers)
     configure_logging(app)
 
-    from blueprints import auth, health, home, keys, links, me, openapi, projects, tickets
+    from blueprints import auth, health, home, keys, links, me, openapi, projects, reviewers, tickets
     from blueprints.cli import register_commands
     from blueprints.errors import register_error_handlers
 
     for blueprint in (home.bp, health.bp, auth.bp, me.bp, openapi.bp, projects.bp, tickets.bp, links.bp,
-                      keys.bp):
+                      keys.bp, reviewers.bp):
         app.register_blueprint(blueprint)
     register_error_handlers(app)
     register_commands(app)

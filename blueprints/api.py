@@ -75,6 +75,40 @@ def _reject_constant(name: str) -> None:
     raise ValueError(f"{name} is not a valid JSON number")
 
 
+# What a JSON body may hold before it is parsed: containers ({ and [) and values (roughly,
+# commas), counted over the raw bytes at C speed; and how deep it may nest. A ticket has at
+# most 200 lines and 12 photos; everything else is smaller. Tens of megabytes of tiny values
+# would take many times their size in memory once parsed.
+JSON_LIMITS = {"upload": (1_000, 10_000), "other": (500, 5_000)}
+MAX_JSON_DEPTH = 8
+_UPLOAD_ENDPOINTS = frozenset({"links.capture_submit", "tickets.create_ticket", "tickets.add_photos"})
+
+
+def _check_json_size(raw: bytes) -> None:
+    """Refuse a body with too many elements before parsing it."""
+    max_containers, max_values = JSON_LIMITS["upload" if request.endpoint in _UPLOAD_ENDPOINTS else "other"]
+    containers = raw.count(b"{") + raw.count(b"[")
+    if containers > max_containers or containers + raw.count(b",") > max_values:
+        raise BadBody(f"the JSON body has too many elements (at most {max_containers} objects and lists "
+                      f"and {max_values} values)")
+
+
+def _json_depth(value: Any) -> int:
+    """How deeply objects and lists nest in a parsed value (iteratively)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
 def read_json_object(required: bool = True) -> dict[str, Any]:
     """Read the request body as a JSON object, refusing anything else with a clear 4xx."""
     raw = request.get_data(cache=True)
@@ -85,6 +119,7 @@ def read_json_object(required: bool = True) -> dict[str, Any]:
     if request.mimetype != "application/json":
         raise ServiceError("send the body as application/json", status=415,
                            code="unsupported_media_type")
+    _check_json_size(raw)
     try:
         data = json.loads(raw, parse_constant=_reject_constant)
     except RecursionError:
@@ -93,6 +128,8 @@ def read_json_object(required: bool = True) -> dict[str, Any]:
         raise BadBody(f"the body is not valid JSON: {error}")
     if not isinstance(data, dict):
         raise BadBody("the body must be a JSON object", code="invalid_body")
+    if _json_depth(data) > MAX_JSON_DEPTH:
+        raise BadBody(f"the JSON body is nested too deeply (at most {MAX_JSON_DEPTH} levels)")
     return data
 
 

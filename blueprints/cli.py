@@ -69,11 +69,12 @@ def revoke_key_command(prefix: str) -> None:
 @reviewers_cli.command("create")
 @click.option("--company", "company_id", type=int, required=True)
 @click.option("--email", required=True)
+@click.option("--admin", is_flag=True, help="May disable the company's other reviewers.")
 @click.password_option()
-def create_reviewer_command(company_id: int, email: str, password: str) -> None:
+def create_reviewer_command(company_id: int, email: str, admin: bool, password: str) -> None:
     """Create a reviewer login."""
     try:
-        reviewer = reviewers.create_reviewer(company_id, email, password)
+        reviewer = reviewers.create_reviewer(company_id, email, password, is_admin=admin)
     except ServiceError as error:
         _fail(error)
     click.echo(f"created reviewer {reviewer.email} for company {reviewer.company_id}")
@@ -88,7 +89,29 @@ def reset_password_command(email: str, password: str) -> None:
         reviewer = reviewers.reset_password(email, password)
     except ServiceError as error:
         _fail(error)
-    click.echo(f"password changed for {reviewer.email}")
+    click.echo(f"password changed for {reviewer.email}; every session of it has ended")
+
+
+@reviewers_cli.command("disable")
+@click.option("--email", required=True)
+def disable_reviewer_command(email: str) -> None:
+    """Stop a reviewer from signing in, ending every session of it."""
+    try:
+        reviewer = reviewers.set_disabled_by_email(email, True)
+    except ServiceError as error:
+        _fail(error)
+    click.echo(f"disabled {reviewer.email}")
+
+
+@reviewers_cli.command("enable")
+@click.option("--email", required=True)
+def enable_reviewer_command(email: str) -> None:
+    """Let a disabled reviewer sign in again."""
+    try:
+        reviewer = reviewers.set_disabled_by_email(email, False)
+    except ServiceError as error:
+        _fail(error)
+    click.echo(f"enabled {reviewer.email}")
 
 
 @click.command("demo")

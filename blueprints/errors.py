@@ -1,11 +1,16 @@
 """One error dispatcher: JSON error bodies under /v1, HTML pages elsewhere."""
 from __future__ import annotations
 
+import errno
+
 from flask import Flask, Response, jsonify, render_template, request
 from werkzeug.exceptions import HTTPException
 
+from sqlalchemy.exc import OperationalError
+
 from models import db
 from services.errors import ServiceError
+from services.quotas import FULL_MESSAGE
 from services.ratelimit import retry_after_seconds
 from services.web import is_api_path
 
@@ -21,6 +26,7 @@ HTTP_CODES = {
     429: "rate_limited",
     500: "internal_error",
     502: "project_system_error",
+    507: "storage_full",
 }
 
 
@@ -67,10 +73,21 @@ def register_error_handlers(app: Flask) -> None:
 
     @app.errorhandler(Exception)
     def handle_unexpected(error: Exception) -> Response:
-        """Log a bug, roll back, and answer 500 without leaking internals."""
+        """Log a bug, roll back, and answer 500 without leaking internals (507 for a full disk)."""
         db.session.rollback()
+        if _disk_is_full(error):
+            app.logger.error("disk full on %s", request.method)
+            return error_response(507, "storage_full", FULL_MESSAGE)
         app.logger.exception("unhandled error on %s %s", request.method, request.path)
         return error_response(500, "internal_error", "an unexpected error occurred")
+
+
+def _disk_is_full(error: BaseException) -> bool:
+    """Whether an error is the disk (or the database file's disk) being full."""
+    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    original = getattr(error, "orig", None)
+    return isinstance(error, OperationalError) and "full" in str(original or error).lower()
 
 
 def _http_message(error: HTTPException) -> str:

@@ -9,7 +9,7 @@ from blueprints.api import PROJECT_SYSTEM_ERRORS, api_route, error_codes, read_j
 from models.schemas import Link, LinkInput, LinkList
 from services import capture, links, projects
 from services.errors import ServiceError
-from services.ratelimit import limiter
+from services.ratelimit import count_or_refuse
 from services.web import render_page
 
 bp = Blueprint("links", __name__)
@@ -99,9 +99,46 @@ def capture_row(token: str, kind: str) -> Response:
         "capture/_row.html", kind=kind, index=index, values={}, errors={}))
 
 
+def _submitted_link():
+    """The live link of this submission, or the ServiceError that refuses it (looked up once)."""
+    if "capture_link" not in g:
+        try:
+            g.capture_link = links.resolve_token((request.view_args or {}).get("token", ""))
+            g.capture_refusal = None
+        except ServiceError as error:
+            g.capture_link, g.capture_refusal = None, error
+    return g.capture_link, g.capture_refusal
+
+
 def _capture_limit_key() -> str:
-    """Rate-limit capture submissions per link token."""
-    return "link:" + (request.view_args or {}).get("token", "")[:64]
+    """Rate-limit submissions per live link (by a digest, so no token is kept or logged); every
+    unknown or revoked token from one address shares one bucket, so made-up tokens gain nothing."""
+    link, _ = _submitted_link()
+    if link is None:
+        return "capture-unknown:" + (request.remote_addr or "")
+    return "link:" + links.token_digest(link.token)
+
+
+def _refuse_before_body() -> Response | None:
+    """Before the body is read: count the submission against its link's limit (unknown tokens
+    against their address's), and answer one to an unknown or revoked link at once."""
+    link, error = _submitted_link()
+    try:
+        count_or_refuse(_capture_limit(), "capture", _capture_limit_key(),
+                        "too many tickets through this link just now; send again in a minute")
+    except ServiceError as refused:
+        error = refused
+    if error is None:
+        return None
+    if request.mimetype == "application/json":
+        response = jsonify({"error": {"code": error.code, "message": error.message}})
+        response.status_code = error.status
+        response.headers.update(CAPTURE_SECURITY_HEADERS)
+        response.headers.update(error.headers)
+        return response
+    if error.status == 429:
+        raise error
+    return _gone_page(error)
 
 
 def _capture_limit() -> str:
@@ -110,7 +147,6 @@ def _capture_limit() -> str:
 
 
 @bp.post("/c/<token>/tickets")
-@limiter.limit(_capture_limit, key_func=_capture_limit_key)
 def capture_submit(token: str) -> Response:
     """Take a ticket from the phone (JSON, possibly a queued resend) or from the plain form."""
     as_json = request.mimetype == "application/json"
@@ -129,15 +165,21 @@ def capture_submit(token: str) -> Response:
             response = jsonify(body)
             response.status_code = error.status
             response.headers.update(CAPTURE_SECURITY_HEADERS)
+            response.headers.update(error.headers)
             return response
         if error.status in (404, 410):
             return _gone_page(error)
         link = links.resolve_token(token)
         errors = {d["field"]: d["message"] for d in (error.details or []) if isinstance(d, dict)}
+        if error.status in (429, 507):
+            errors["_form"] = ("The ticket was not sent: " + error.message +
+                               ". Keep this page open and press Send again later.")
         errors.setdefault("_form", error.message)
-        return _capture_response(render_template(
+        response = _capture_response(render_template(
             "capture/page.html", **_form_context(link, via, request.form.to_dict(), errors)),
-            status=400)
+            status=error.status if error.status in (429, 507) else 400)
+        response.headers.update(error.headers)
+        return response
     reference = capture.short_reference(ticket.id)
     if as_json:
         response = jsonify({"id": ticket.id, "reference": reference, "created": created,
@@ -146,6 +188,9 @@ def capture_submit(token: str) -> Response:
         return response
     return _capture_response(render_template("capture/done.html", reference=reference,
                                              ticket=ticket, token=token, via=via))
+
+
+capture_submit.before_body = _refuse_before_body
 
 
 @bp.get("/c/<token>/qr.svg")

@@ -23,6 +23,9 @@ from services.validation import validate
 from services.web import render_page
 
 bp = Blueprint("tickets", __name__)
+STORAGE_ERRORS = {507: ("storage_quota_exceeded", "storage_full")}
+STORAGE_TEXT = {507: "A daily storage quota of the link, the company or the server is used up "
+                     "(see Retry-After), or the disk is at its reserve. Nothing was stored."}
 
 
 @api_route(bp, "/tickets", tag="tickets", query=TicketListQuery, response=TicketList)
@@ -54,7 +57,8 @@ def export_tickets(query: TicketFilters) -> Response:
 
 @api_route(bp, "/tickets", method="POST", tag="tickets", body=TicketInput, response=Ticket,
            validator=tickets.validate_ticket,
-           errors=error_codes({404: ("project_not_found",)}, PROJECT_SYSTEM_ERRORS))
+           errors=error_codes({404: ("project_not_found",)}, PROJECT_SYSTEM_ERRORS, STORAGE_ERRORS),
+           extra_responses=STORAGE_TEXT)
 def create_ticket(body: TicketInput) -> Ticket:
     """Create a ticket with the same validation as the capture form.
 
@@ -72,8 +76,9 @@ def get_ticket(ticket_id: str) -> Ticket:
 
 
 @api_route(bp, "/tickets/<ticket_id>/photos", method="POST", tag="tickets", body=PhotosInput,
-           validator=tickets.validate_photos,
-           response=Ticket, errors={404: ("ticket_not_found",), 409: ("ticket_written",)})
+           validator=tickets.validate_photos, response=Ticket,
+           errors=error_codes({404: ("ticket_not_found",), 409: ("ticket_written",)}, STORAGE_ERRORS),
+           extra_responses=STORAGE_TEXT)
 def add_photos(ticket_id: str, body: PhotosInput) -> Ticket:
     """Attach 1 to 12 photos to a ticket that is not written yet."""
     return tickets.add_photos(g.company_id, ticket_id, body.photos)

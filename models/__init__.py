@@ -4,7 +4,8 @@ from models.company import ApiKey, Company, Reviewer
 from models.link import CaptureLink
 from models.project_system import KnownProject, ProjectSystemConnection
 from models.ticket import Decision, Ticket, TicketCount, TicketPhoto
+from models.usage import StorageUsage
 
 __all__ = ["ApiKey", "Base", "CaptureLink", "Company", "Decision", "KnownProject",
-           "ProjectSystemConnection", "Reviewer", "Ticket",
+           "ProjectSystemConnection", "Reviewer", "StorageUsage", "Ticket",
            "TicketCount", "TicketPhoto", "UTCDateTime", "db", "utcnow"]

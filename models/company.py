@@ -4,7 +4,7 @@ from __future__ import annotations
 import datetime as dt
 
 from flask_login import UserMixin
-from sqlalchemy import ForeignKey, String
+from sqlalchemy import ForeignKey, String, false
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from models.base import db, utcnow
@@ -49,3 +49,17 @@ class Reviewer(UserMixin, db.Model):
     email: Mapped[str] = mapped_column(String(254), unique=True)
     password_hash: Mapped[str] = mapped_column(String(200))
     created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    # Every session carries the epoch it was opened under; raising it ends them all.
+    session_epoch: Mapped[int] = mapped_column(default=0, server_default="0")
+    disabled_at: Mapped[dt.datetime | None]
+    # A company admin may disable and re-enable the company's other reviewers.
+    is_admin: Mapped[bool] = mapped_column(default=False, server_default=false())
+
+    def get_id(self) -> str:
+        """The session's user id: the reviewer and the epoch the session was opened under."""
+        return f"{self.id}:{self.session_epoch}"
+
+    @property
+    def is_active(self) -> bool:
+        """A disabled reviewer cannot sign in or keep a session."""
+        return self.disabled_at is None

@@ -16,11 +16,15 @@ the record by its origin id.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
+import logging
 import math
 import re
+import threading
 import uuid
+from collections.abc import Iterator
 from decimal import ROUND_HALF_UP, Decimal
 from zoneinfo import ZoneInfo
 
@@ -55,6 +59,8 @@ from services.tickets import (
     photo_store,
     routing_lines,
 )
+
+log = logging.getLogger(__name__)
 
 CHANGE_EVENT = "change_event"
 DAILY_LOG = "daily_log"
@@ -113,7 +119,9 @@ def approve(company_id: int, ticket_id: str, options: ApproveInput, actor: str) 
         return _written_result(company_id, ticket.id, already=True)
     try:
         plan = _plan(ticket, routes, zone)
-        with project_system_errors():
+        # One write at a time per company (a slow project system holds one thread, not all),
+        # and the claim renewed while the write lasts, so it is never joined by a second one.
+        with project_system_errors(company_id, "write"), _keeping_claim(ticket.id, claim.id):
             destination, record = _write(client, plan, destination, claim.earlier)
     except Exception:
         _release(ticket.id, claim.id)
@@ -228,6 +236,42 @@ def _claim(ticket_id: str, allow_rejected: bool, destination: str) -> Claim | No
         ticket.approval_claimed_at = now
         ticket.approval_destinations = [*earlier, destination]
     return claim
+
+
+def _renew(ticket_id: str, claim_id: str) -> bool:
+    """Move this approval's claim forward to now; False once the claim is no longer ours."""
+    with write_transaction() as session:
+        ticket = _lock(session, ticket_id)
+        if ticket.approval_claim_id != claim_id:
+            return False
+        ticket.approval_claimed_at = utcnow()
+        return True
+
+
+@contextlib.contextmanager
+def _keeping_claim(ticket_id: str, claim_id: str) -> Iterator[None]:
+    """Renew the claim every APPROVAL_CLAIM_RENEW_S (default a quarter of its TTL) until the
+    block ends, so only a crashed process's claim ever expires."""
+    app = current_app._get_current_object()
+    every = float(app.config.get("APPROVAL_CLAIM_RENEW_S") or app.config["APPROVAL_CLAIM_TTL_S"] / 4)
+    done = threading.Event()
+
+    def keep() -> None:
+        with app.app_context():
+            while not done.wait(every):
+                try:
+                    if not _renew(ticket_id, claim_id):
+                        return
+                except Exception:  # noqa: BLE001 - a busy database: try again next round
+                    log.warning("could not renew an approval claim; trying again")
+
+    keeper = threading.Thread(target=keep, name="approval-claim", daemon=True)
+    keeper.start()
+    try:
+        yield
+    finally:
+        done.set()
+        keeper.join()
 
 
 def _release(ticket_id: str, claim_id: str) -> None:

@@ -19,12 +19,29 @@ _DUMMY_HASH: dict[str, str] = {}
 
 
 @login_manager.user_loader
-def load_reviewer(reviewer_id: str) -> Reviewer | None:
-    """Load the signed-in reviewer for a request."""
+def load_reviewer(session_id: str) -> Reviewer | None:
+    """Load the signed-in reviewer for a request: only while the session's epoch is current.
+
+    A session names "<reviewer id>:<epoch>"; signing out, a password reset or disabling
+    raises the reviewer's epoch, so every session opened before no longer loads.
+    """
+    reviewer_id, _, epoch = str(session_id).partition(":")
     try:
-        return db.session.get(Reviewer, int(reviewer_id))
+        reviewer = db.session.get(Reviewer, int(reviewer_id))
+        wanted = int(epoch)
     except (TypeError, ValueError):
         return None
+    if reviewer is None or reviewer.session_epoch != wanted or reviewer.disabled_at is not None:
+        return None
+    return reviewer
+
+
+def _dummy_hash(hasher) -> str:
+    """A hash of no one's password, computed once per hasher profile."""
+    key = str(hasher.memory_cost)
+    if key not in _DUMMY_HASH:
+        _DUMMY_HASH[key] = hasher.hash("not a password of anyone")
+    return _DUMMY_HASH[key]
 
 
 def check_login(email: str, password: str) -> Reviewer | None:
@@ -32,16 +49,17 @@ def check_login(email: str, password: str) -> Reviewer | None:
     hasher = password_hasher()
     reviewer = db.session.scalar(select(Reviewer).where(Reviewer.email == (email or "").strip().lower()))
     if reviewer is None:
-        key = str(hasher.memory_cost)
-        _DUMMY_HASH.setdefault(key, hasher.hash("not a password of anyone"))
+        # One verification, as for a known e-mail; the dummy hash itself is made only once.
         try:
-            hasher.verify(_DUMMY_HASH[key], password or "")
+            hasher.verify(_dummy_hash(hasher), password or "")
         except VerificationError:
             pass
         return None
     try:
         hasher.verify(reviewer.password_hash, password or "")
     except (VerificationError, InvalidHashError):
+        return None
+    if reviewer.disabled_at is not None:
         return None
     if hasher.check_needs_rehash(reviewer.password_hash):
         with write_transaction() as session:

@@ -22,9 +22,10 @@ class _Load(Generic[T]):
         self._value, self._error = value, error
         self._done.set()
 
-    def result(self) -> T:
-        """Wait for the load, then give its value or raise its error."""
-        self._done.wait()
+    def result(self, timeout: float | None = None) -> T:
+        """Wait for the load (TimeoutError past `timeout`), then give its value or raise its error."""
+        if not self._done.wait(timeout):
+            raise TimeoutError("the load under way did not finish in time")
         if self._error is not None:
             raise self._error
         return self._value  # type: ignore[return-value]
@@ -47,8 +48,13 @@ class TTLCache(Generic[T]):
         self._max_entries = max_entries
         self._clock = clock
 
-    def get_or_load(self, key: Hashable, ttl_s: float, load: Callable[[], T]) -> T:
-        """Return the cached value for key, loading and storing it when absent or expired."""
+    def get_or_load(self, key: Hashable, ttl_s: float, load: Callable[[], T],
+                    wait_s: float | None = None) -> T:
+        """Return the cached value for key, loading and storing it when absent or expired.
+
+        A caller that finds another's load under way (and no expired value) waits for it at
+        most `wait_s` seconds, then gets TimeoutError.
+        """
         with self._lock:
             entry = self._entries.get(key)
             if entry is not None and entry[0] > self._clock():
@@ -59,7 +65,7 @@ class TTLCache(Generic[T]):
             elif entry is not None:
                 return entry[1]
         if under_way is not None:
-            return under_way.result()
+            return under_way.result(wait_s)
         try:
             value = load()
         except BaseException as error:

@@ -9,7 +9,6 @@ from werkzeug.datastructures import FileStorage, MultiDict
 
 from models.schemas import Ticket
 from services import links, projects, tickets
-from services.errors import ServiceError
 
 CAPTURE_VIAS = ("link", "qr", "sms")
 _PATH_PART = re.compile(r"([A-Za-z_]+)(?:\[(\d{1,3})\])?")
@@ -89,9 +88,9 @@ def form_to_payload(form: MultiDict, files: MultiDict) -> dict[str, Any]:
 
 
 def cost_code_choices(company_id: int, project_id: str) -> list[tuple[str, str]]:
-    """The project's cost codes for the pick list, or none when the project system is away."""
-    try:
-        codes = projects.catalog(company_id, project_id)
-    except ServiceError:  # the pick list is optional; the form must still load
+    """The project's cost codes for the pick list, from what was read before: the form never
+    waits on the project system (with nothing read yet, the list is empty this time)."""
+    codes = projects.cached_catalog(company_id, project_id)
+    if codes is None:
         return []
     return [(c.code, c.name) for c in codes.cost_codes]

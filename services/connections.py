@@ -12,7 +12,8 @@ from sqlalchemy import select
 from models import Company, ProjectSystemConnection, db, utcnow
 from services import health
 from services.database import write_transaction
-from services.errors import Conflict, NotFound, ProjectSystemRefused, ValidationFailed, field_problem
+from services.errors import (Conflict, NotFound, ProjectSystemRefused, ServiceError, ValidationFailed,
+                             field_problem)
 from services.project_system import (
     ProcoreClient,
     ProjectSystem,
@@ -72,7 +73,8 @@ def client_for(company_id: int) -> ProjectSystem:
     fingerprint = (connection.environment, hosts, connection.client_id, connection.client_secret,
                    connection.remote_company_id, current_app.config["PROJECT_SYSTEM_READ_RETRIES"],
                    current_app.config["PROJECT_SYSTEM_CONNECT_TIMEOUT_S"],
-                   current_app.config["PROJECT_SYSTEM_READ_TIMEOUT_S"])
+                   current_app.config["PROJECT_SYSTEM_READ_TIMEOUT_S"],
+                   current_app.config["PROJECT_SYSTEM_WRITE_TIMEOUT_S"])
     with _clients_lock:
         _clients = current_app.extensions.setdefault("project_system_clients", {})
         cached = _clients.get(company_id)
@@ -84,17 +86,57 @@ def client_for(company_id: int) -> ProjectSystem:
             company_id=connection.remote_company_id,
             timeout=(current_app.config["PROJECT_SYSTEM_CONNECT_TIMEOUT_S"],
                      current_app.config["PROJECT_SYSTEM_READ_TIMEOUT_S"]),
+            write_timeout=(current_app.config["PROJECT_SYSTEM_CONNECT_TIMEOUT_S"],
+                           current_app.config["PROJECT_SYSTEM_WRITE_TIMEOUT_S"]),
             max_read_retries=current_app.config["PROJECT_SYSTEM_READ_RETRIES"],
         )
         _clients[company_id] = (fingerprint, client)
         return client
 
 
+class ProjectSystemBusy(ServiceError):
+    """This company already has as many project-system calls under way as it may."""
+
+    status = 503
+    code = "project_system_busy"
+
+
+_slots_lock = threading.Lock()
+
+
 @contextlib.contextmanager
-def project_system_errors() -> Iterator[None]:
-    """Turn project-system failures into 502 answers that carry the project system's message."""
+def company_slot(company_id: int, kind: str) -> Iterator[None]:
+    """Hold one of the company's project-system slots ("read" or "write") for a call.
+
+    One company's slow or hung project system then holds at most its own few slots' worth
+    of server threads; a call that cannot get a slot within PROJECT_SYSTEM_SLOT_WAIT_S is
+    refused with 503 project_system_busy instead of queueing behind the others.
+    """
+    config = current_app.config
+    size = int(config["PROJECT_SYSTEM_READS_PER_COMPANY"] if kind == "read"
+               else config["PROJECT_SYSTEM_WRITES_PER_COMPANY"])
+    with _slots_lock:
+        slots = current_app.extensions.setdefault("project_system_slots", {})
+        semaphore = slots.setdefault((company_id, kind, size), threading.BoundedSemaphore(size))
+    if not semaphore.acquire(timeout=float(config["PROJECT_SYSTEM_SLOT_WAIT_S"])):
+        raise ProjectSystemBusy("the project system is slow for this company right now; try again "
+                                "in a moment", headers={"Retry-After": "5"})
     try:
         yield
+    finally:
+        semaphore.release()
+
+
+@contextlib.contextmanager
+def project_system_errors(company_id: int | None = None, kind: str = "read") -> Iterator[None]:
+    """Turn project-system failures into 502 answers that carry the project system's message.
+
+    Given the company, the block also holds one of its project-system slots (`company_slot`).
+    """
+    slot = company_slot(company_id, kind) if company_id is not None else contextlib.nullcontext()
+    try:
+        with slot:
+            yield
     except ProjectSystemAuthError as error:
         health.project_system_seen(False, "auth_failed")
         raise ProjectSystemRefused(f"the project system refused our credentials: {error.message}",

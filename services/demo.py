@@ -20,7 +20,8 @@ def create_demo_company() -> dict[str, Any]:
     suffix = secrets.token_hex(3)
     company = companies.create_company(f"Demo Mechanical {suffix}")
     password = secrets.token_urlsafe(12)
-    reviewer = reviewers.create_reviewer(company.id, f"pm-{suffix}@demo.example", password)
+    reviewer = reviewers.create_reviewer(company.id, f"pm-{suffix}@demo.example", password,
+                                       is_admin=True)
     issued = keys.issue_key(company.id, "demo")
     seeded = connections.connect_embedded_sandbox(company.id, name=company.name)
     hosts = connections.hosts_for(connections.get_connection(company.id))

@@ -37,6 +37,36 @@ def redact(text: str) -> str:
     return text
 
 
+class RedactSecrets(logging.Filter):
+    """Rewrites a record's message with its secrets blanked, before any handler sees it.
+
+    Set on the loggers of libraries that put request data in their lines (Flask-Limiter
+    names the limit bucket, werkzeug and gunicorn the path), so every handler, whatever
+    its formatter, gets the redacted line.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Redact in place; never drops a record."""
+        message = record.getMessage()
+        cleaned = redact(message)
+        if cleaned != message or record.args:
+            record.msg, record.args = cleaned, None
+        return True
+
+
+# Loggers that write lines made from request data.
+REDACTED_LOGGERS = ("flask-limiter", "werkzeug", "gunicorn.error", "gunicorn.access")
+_REDACT_FILTER = RedactSecrets()
+
+
+def redact_library_loggers() -> None:
+    """Put the redacting filter on every library logger that writes request data (once)."""
+    for name in REDACTED_LOGGERS:
+        logger = logging.getLogger(name)
+        if _REDACT_FILTER not in logger.filters:
+            logger.addFilter(_REDACT_FILTER)
+
+
 class JsonLines(logging.Formatter):
     """Formats a record as one JSON object on one line, secrets redacted."""
 
@@ -56,6 +86,7 @@ class JsonLines(logging.Formatter):
 
 def configure_logging(app: Flask) -> None:
     """Send this app's logs, and the request log, to stdout as JSON lines."""
+    redact_library_loggers()
     root = logging.getLogger()
     # Under test, pytest collects records itself; elsewhere they go to stdout.
     if not app.testing and not any(isinstance(h.formatter, JsonLines) for h in root.handlers):

@@ -35,12 +35,18 @@ __all__ = [
     "process_signature",
 ]
 
-# The largest max_pixels any caller may ask for. Pillow's own bomb check uses
-# the same number: it warns above it and raises above twice it, so nothing this
-# module is willing to accept ever trips Pillow's check, and anything that does
-# is refused by us anyway.
-PIXEL_CEILING = 50_000_000
+# The largest max_pixels any caller may ask for: phones shrink photos to 2048 px before
+# sending, so 16 megapixels leaves room for a camera original. Pillow's own bomb check
+# uses the same number: it warns above it and raises above twice it, so nothing this
+# module is willing to accept ever trips Pillow's check, and anything that does is
+# refused by us anyway.
+PIXEL_CEILING = 16_000_000
 Image.MAX_IMAGE_PIXELS = PIXEL_CEILING
+# No side may be longer than this, whatever the pixel count (a 16000 x 1000 strip).
+MAX_EDGE = 4096
+# A progressive JPEG is decoded once per scan over the whole image; cameras and browsers
+# write 1 (baseline) to about 10. Thousands of empty scans make a small file cost minutes.
+MAX_JPEG_SCANS = 24
 # A truncated upload must be refused, not padded with grey.
 ImageFile.LOAD_TRUNCATED_IMAGES = False
 
@@ -163,6 +169,49 @@ def _has_known_signature(raw: bytes) -> bool:
     )
 
 
+def count_jpeg_scans(raw: bytes, limit: int = MAX_JPEG_SCANS) -> int:
+    """Count the scans (SOS markers) of a JPEG's first image, refusing more than `limit`.
+
+    Walks the marker segments without decoding anything: each segment's length is skipped,
+    and after a scan header its entropy-coded data is skipped up to the next marker.
+    """
+    size = len(raw)
+    at, scans = 2, 0
+    while at < size:
+        if raw[at] != 0xFF:
+            return scans  # not a marker where one should be: Pillow will call it corrupt
+        while at < size and raw[at] == 0xFF:
+            at += 1  # fill bytes
+        if at >= size:
+            break
+        marker = raw[at]
+        at += 1
+        if marker == 0xD9:  # end of image
+            break
+        if 0xD0 <= marker <= 0xD7 or marker in (0x01, 0xD8):
+            continue  # markers without a length
+        if at + 2 > size:
+            break
+        at += (raw[at] << 8) | raw[at + 1]
+        if marker != 0xDA:
+            continue
+        scans += 1
+        if scans > limit:
+            raise ImageRejected(f"the JPEG has more than {limit} scans; save it again as a normal JPEG")
+        while True:  # skip the entropy-coded data: FF 00 and restart markers belong to it
+            at = raw.find(b"\xff", at)
+            if at < 0 or at + 1 >= size:
+                return scans
+            following = raw[at + 1]
+            if following == 0x00 or 0xD0 <= following <= 0xD7:
+                at += 2
+            elif following == 0xFF:
+                at += 1
+            else:
+                break
+    return scans
+
+
 def _check_max_pixels(max_pixels: int) -> None:
     """Refuse a pixel limit outside (0, PIXEL_CEILING]; that is a programming error."""
     if not 0 < max_pixels <= PIXEL_CEILING:
@@ -173,6 +222,8 @@ def _open_checked(raw: bytes, max_pixels: int) -> ImageFile.ImageFile:
     """Identify an image from its header, refusing unsupported formats and oversized dimensions."""
     if not raw:
         raise ImageRejected("image data is empty")
+    if raw.startswith(b"\xff\xd8"):
+        count_jpeg_scans(raw)
     pillow_limit = Image.MAX_IMAGE_PIXELS or PIXEL_CEILING
     try:
         im = Image.open(io.BytesIO(raw), formats=_OPEN_FORMATS)
@@ -200,6 +251,9 @@ def _open_checked(raw: bytes, max_pixels: int) -> ImageFile.ImageFile:
     if width * height > max_pixels:
         im.close()
         raise ImageRejected(f"image is too large: {width * height} pixels, the limit is {max_pixels}")
+    if max(width, height) > MAX_EDGE:
+        im.close()
+        raise ImageRejected(f"image is too large: {width} x {height} pixels, the longest side may be {MAX_EDGE}")
     return im
 
 
@@ -247,7 +301,7 @@ def _fit(im: Image.Image, edge: int) -> Image.Image:
 def process_photo(
     raw: bytes,
     *,
-    max_pixels: int = 50_000_000,
+    max_pixels: int = PIXEL_CEILING,
     long_edge: int = 2048,
     thumb_edge: int = 320,
     quality: int = 82,

@@ -17,8 +17,8 @@ from models.schemas import (
     Project,
 )
 from services.cache import TTLCache
-from services.connections import client_for, project_system_errors
 from models import KnownProject, db
+from services.connections import ProjectSystemBusy, client_for, project_system_errors
 from services.database import write_transaction
 from services.errors import NotFound, ProjectSystemRefused
 from services.project_system import BudgetCode, CostCode, CostType, RemoteProject
@@ -65,12 +65,21 @@ class Catalog:
 def remote_projects(company_id: int) -> list[RemoteProject]:
     """The company's projects, cached briefly; each answer is also kept as the last known list."""
     def load() -> list[RemoteProject]:
-        with project_system_errors():
+        with project_system_errors(company_id):
             found = client_for(company_id).list_projects()
         _remember_projects(company_id, found)
         return found
-    return _cache("projects").get_or_load(("projects", company_id),
-                                 current_app.config["PROJECT_CACHE_S"], load)
+    return _shared_load("projects", ("projects", company_id), current_app.config["PROJECT_CACHE_S"], load)
+
+
+def _shared_load(cache: str, key, ttl_s: float, load):
+    """A cached answer, loaded by one caller at a time; others wait only briefly for it."""
+    try:
+        return _cache(cache).get_or_load(key, ttl_s, load,
+                                         wait_s=float(current_app.config["PROJECT_SYSTEM_SLOT_WAIT_S"]))
+    except TimeoutError:
+        raise ProjectSystemBusy("the project system is slow for this company right now; try again "
+                                "in a moment", headers={"Retry-After": "5"}) from None
 
 
 def _remember_projects(company_id: int, found: list[RemoteProject]) -> None:
@@ -152,12 +161,12 @@ def catalog(company_id: int, project_id: str) -> Catalog:
     project = require_project(company_id, project_id)
 
     def load() -> Catalog:
-        with project_system_errors():
+        with project_system_errors(company_id):
             cost_codes, cost_types, budget_codes = client_for(company_id).read_catalog(project.id)
         return Catalog(cost_codes=tuple(cost_codes), cost_types=tuple(cost_types),
                        budget_codes=tuple(budget_codes))
-    return _cache("catalogs").get_or_load(("catalog", company_id, project.id),
-                                 current_app.config["CATALOG_CACHE_S"], load)
+    return _shared_load("catalogs", ("catalog", company_id, project.id),
+                        current_app.config["CATALOG_CACHE_S"], load)
 
 
 def search_cost_codes(company_id: int, project_id: str, q: str | None) -> list[CostCodeItem]:
@@ -186,7 +195,7 @@ def create_budget_code(company_id: int, project_id: str, cost_code_item_id: int,
     existing = codes.budget_code(cost_code_item_id, cost_type)
     if existing is not None:
         return _budget_code_out(existing, created=False)
-    with project_system_errors():
+    with project_system_errors(company_id, "write"):
         made = client_for(company_id).create_budget_code(project.id, cost_code_item_id, cost_type)
     _cache("catalogs").invalidate(("catalog", company_id, project.id))
     return _budget_code_out(made, created=True)
@@ -204,10 +213,10 @@ def change_events_enabled(company_id: int, project_id: str) -> bool:
     project = require_project(company_id, project_id)
 
     def load() -> bool:
-        with project_system_errors():
+        with project_system_errors(company_id):
             return client_for(company_id).change_events_enabled(project.id)
-    return _cache("capabilities").get_or_load(("capability", company_id, project.id),
-                                     current_app.config["CAPABILITY_CACHE_S"], load)
+    return _shared_load("capabilities", ("capability", company_id, project.id),
+                        current_app.config["CAPABILITY_CACHE_S"], load)
 
 
 def capability(company_id: int, project_id: str) -> Capability:

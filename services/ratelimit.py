@@ -7,12 +7,16 @@ Storage is Flask-Limiter's: memory:// on one server, Redis when several share it
 """
 from __future__ import annotations
 
+import logging
 import math
 import time
 
 from flask import Flask, Response, current_app, request
 from flask_limiter import Limiter
 from flask_limiter.util import get_remote_address
+from limits import parse_many
+
+from services.errors import ServiceError
 
 from services.keys import rate_limit_bucket
 from services.web import is_api_path
@@ -84,6 +88,28 @@ def retry_after_seconds() -> int:
     if current is None:
         return 1
     return max(1, math.ceil(current.reset_at - time.time()))
+
+
+_LOG = logging.getLogger("ewt.ratelimit")
+
+
+def count_or_refuse(limits: str, scope: str, key: str, message: str) -> None:
+    """Count one request against `limits` in the limiter's storage, now; 429 past any of them.
+
+    For routes whose limit must hold before the body is read (Flask-Limiter checks a
+    decorated route's limits only when its view runs, after the body). `key` must not be a
+    secret: it is stored as it is.
+    """
+    config = current_app.config
+    if not config.get("RATELIMIT_ENABLED", True):
+        return
+    prefix = config["RATELIMIT_KEY_PREFIX"]
+    for item in parse_many(limits):
+        if not limiter.limiter.hit(item, prefix, scope, key):
+            reset = limiter.limiter.get_window_stats(item, prefix, scope, key).reset_time
+            _LOG.info("rate limit %s exceeded on %s", item, scope)
+            raise ServiceError(message, status=429, code="rate_limited",
+                               headers={"Retry-After": str(max(1, math.ceil(reset - time.time())))})
 
 
 limiter = Limiter(key_func=rate_limit_key)

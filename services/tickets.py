@@ -5,12 +5,15 @@ total is the sum of the rounded line amounts, so a ticket always adds up.
 """
 from __future__ import annotations
 
+import contextlib
+import errno
 import functools
+import time
 import uuid
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-from flask import current_app
+from flask import current_app, g
 from pydantic import ValidationError
 from sqlalchemy import func, inspect, select, update
 from sqlalchemy.exc import IntegrityError
@@ -28,8 +31,9 @@ from models.schemas import (
     TicketList,
     TicketSummary,
 )
+from services import image_pool
 from services import photos as images
-from services import projects
+from services import projects, quotas
 from services.links import public_base_url
 from services.database import write_transaction
 from services.errors import (
@@ -92,19 +96,49 @@ def photo_store() -> images.ImageStore:
     return images.ImageStore(current_app.config["PHOTO_DIR"])
 
 
+def _process_images(function, raws: list[bytes]) -> list[images.ProcessedImage | images.ImageRejected]:
+    """Run `function` over each image in the decoding pool, within the request's time budget."""
+    config = current_app.config
+    if not raws:
+        return []
+    if int(config["IMAGE_WORKERS"]) <= 0:  # decoding in this process: only for tests of the steps
+        results: list[images.ProcessedImage | images.ImageRejected] = []
+        for raw in raws:
+            try:
+                results.append(function(raw))
+            except images.ImageRejected as error:
+                results.append(error)
+        return results
+    now = time.monotonic()
+    deadline = g.setdefault("image_deadline", now + float(config["IMAGE_REQUEST_BUDGET_S"]))
+    settings = image_pool.PoolSettings(config["IMAGE_WORKERS"], config["IMAGE_CPU_SECONDS"],
+                                       config["IMAGE_MEMORY_BYTES"])
+    return image_pool.run_all([(function, (raw,), {}) for raw in raws], settings,
+                              max(0.0, deadline - now))
+
+
 def _check_photos(items: list[PhotoIn], field: str, first_position: int
                   ) -> tuple[list[tuple[dict[str, Any], images.ProcessedImage]], list[dict[str, str]]]:
-    """Decode, verify and re-encode photos in memory; collect a problem per bad photo."""
+    """Decode, verify and re-encode photos in the decoding pool; collect a problem per bad photo."""
     max_bytes = current_app.config["MAX_PHOTO_BYTES"]
     checked, problems = [], []
+
+    def refuse(i: int, item: PhotoIn, message: str) -> None:
+        label = f" ({item.name})" if item.name else ""
+        problems.append(field_problem(f"{field}[{i}]", f"photo {i + 1}{label}: {message}"))
+
+    raws: list[tuple[int, PhotoIn, bytes]] = []
     for i, item in enumerate(items):
         if item.data_url is None:  # a refused body's photo without image data: its shape says so
             continue
         try:
-            processed = images.process_photo(images.decode_image_input(item.data_url, max_bytes=max_bytes))
+            raws.append((i, item, images.decode_image_input(item.data_url, max_bytes=max_bytes)))
         except images.ImageRejected as error:
-            label = f" ({item.name})" if item.name else ""
-            problems.append(field_problem(f"{field}[{i}]", f"photo {i + 1}{label}: {error.message}"))
+            refuse(i, item, error.message)
+    results = _process_images(images.process_photo, [raw for _, _, raw in raws])
+    for (i, item, _), processed in zip(raws, results):
+        if isinstance(processed, images.ImageRejected):
+            refuse(i, item, processed.message)
             continue
         checked.append(({
             "position": first_position + i,
@@ -117,15 +151,41 @@ def _check_photos(items: list[PhotoIn], field: str, first_position: int
     return checked, problems
 
 
+def _image_bytes(photos: list[tuple[dict[str, Any], images.ProcessedImage]],
+                 signature: images.ProcessedImage | None) -> int:
+    """How many bytes storing these images takes (thumbnails included)."""
+    processed = [p for _, p in photos] + ([signature] if signature is not None else [])
+    return sum(len(p.data) + len(p.thumb) for p in processed)
+
+
+def _make_room(company_id: int, link_token: str | None, incoming: int, *, tickets: int = 0) -> None:
+    """Check the disk reserve and count the bytes against the daily quotas, before storing any."""
+    if incoming:
+        quotas.check_disk(incoming)
+    quotas.reserve(company_id, link_token, incoming, tickets=tickets)
+
+
+@contextlib.contextmanager
+def _disk_full_is_507():
+    """A write that meets a full disk is refused as storage_full, not an internal error."""
+    try:
+        yield
+    except OSError as error:
+        if error.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise quotas.StorageFull(quotas.FULL_MESSAGE) from None
+        raise
+
+
 def _store_photos(checked: list[tuple[dict[str, Any], images.ProcessedImage]]) -> list[dict[str, Any]]:
     """Write checked photos to the store; only called once every image of the request passed."""
     if not checked:
         return []
     store = photo_store()
     rows = []
-    for row, processed in checked:
-        rows.append(dict(row, image_key=store.put(processed.data, processed.extension),
-                         thumb_key=store.put(processed.thumb, "jpg")))
+    with _disk_full_is_507():
+        for row, processed in checked:
+            rows.append(dict(row, image_key=store.put(processed.data, processed.extension),
+                             thumb_key=store.put(processed.thumb, "jpg")))
     return rows
 
 
@@ -145,7 +205,10 @@ def _check_signature_image(image: str) -> tuple[images.ProcessedImage | None, li
     """Decode and verify a signature image; a problem naming `signature.image` if it is bad."""
     try:
         raw = images.decode_image_input(image, max_bytes=current_app.config["MAX_PHOTO_BYTES"])
-        return images.process_signature(raw), []
+        processed = _process_images(images.process_signature, [raw])[0]
+        if isinstance(processed, images.ImageRejected):
+            raise processed
+        return processed, []
     except images.ImageRejected as error:
         return None, [field_problem("signature.image", f"signature: {error.message}")]
 
@@ -215,10 +278,12 @@ def _store_signature(data: TicketInput, processed: images.ProcessedImage | None)
     if processed is None or data.signature is None:
         return None
     store = photo_store()
-    key = store.put(processed.data, processed.extension)
+    with _disk_full_is_507():
+        key = store.put(processed.data, processed.extension)
+        thumb_key = store.put(processed.thumb, processed.extension)
     return {"name": data.signature.name or None, "role": data.signature.role or None,
             "signed_at": data.signature.signed_at, "qualifier": data.signature.qualifier or None,
-            "image_key": key, "thumb_key": store.put(processed.thumb, processed.extension)}
+            "image_key": key, "thumb_key": thumb_key}
 
 
 def create_ticket(company_id: int, data: TicketInput, *, captured_via: str = "api",
@@ -245,6 +310,8 @@ def create_ticket(company_id: int, data: TicketInput, *, captured_via: str = "ap
     problems += signature_problems
     if problems:
         raise ValidationFailed("some images could not be used; see details", details=problems)
+    _make_room(company_id, link_token, _image_bytes(checked_photos, checked_signature),
+               tickets=1 if link_token else 0)
     photo_rows = _store_photos(checked_photos)
     record = TicketRecord(
         **_stored_as_sent(data), id=str(uuid.uuid4()), company_id=company_id,
@@ -481,6 +548,7 @@ def add_photos(company_id: int, ticket_id: str, items: list[PhotoIn]) -> Ticket:
     checked, problems = _check_photos(items, "photos", ticket.photo_count)
     if problems:
         raise ValidationFailed("some photos could not be used; see details", details=problems)
+    _make_room(company_id, None, _image_bytes(checked, None))
     rows = _store_photos(checked)
     with write_transaction() as session:
         current = session.scalar(select(TicketRecord).where(TicketRecord.id == ticket.id)

@@ -257,7 +257,7 @@
         if (request.status === 200) { resolve({ state: "sent", body: body }); }
         else if (request.status === 400 || request.status === 404 || request.status === 410 || request.status === 413) {
           resolve({ state: "refused", status: request.status, body: body });
-        } else { resolve({ state: "later" }); }
+        } else { resolve({ state: "later", status: request.status }); }
       };
       request.onerror = request.ontimeout = function () { resolve({ state: "later" }); };
       request.send(JSON.stringify(entry.payload));
@@ -377,7 +377,13 @@
                 return forget(entry);
               }
               if (outcome.state === "refused") { return keepRefused(entry, outcome); }
-              showStatus("saved", "Saved on this phone, will send when there is signal.");
+              if (outcome.status === 507) {
+          showStatus("saved", "The server has no room for photos right now. The ticket is kept on this phone and will go later.");
+        } else if (outcome.status === 429) {
+          showStatus("saved", "Too many tickets through this link for now. The ticket is kept on this phone and will go later.");
+        } else {
+          showStatus("saved", "Saved on this phone, will send when there is signal.");
+        }
             });
           });
         });
@@ -423,7 +429,13 @@
         photos = [];
         renderPhotos();
         if (signaturePad) { signaturePad.clear(); }
-        showStatus("saved", "Saved on this phone, will send when there is signal.");
+        if (outcome.status === 507) {
+          showStatus("saved", "The server has no room for photos right now. The ticket is kept on this phone and will go later.");
+        } else if (outcome.status === 429) {
+          showStatus("saved", "Too many tickets through this link for now. The ticket is kept on this phone and will go later.");
+        } else {
+          showStatus("saved", "Saved on this phone, will send when there is signal.");
+        }
         askForBackgroundSync();
       }
     });

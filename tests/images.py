@@ -39,3 +39,57 @@ def camera_jpeg(width: int = 4000, height: int = 3000) -> bytes:
     buffer = io.BytesIO()
     image.save(buffer, "JPEG", quality=92)
     return buffer.getvalue()
+
+
+def _jpeg_segments(raw: bytes) -> list[tuple[int, bytes]]:
+    """The marker segments of a JPEG up to its first scan header."""
+    at, out = 2, []
+    while at < len(raw):
+        marker = raw[at + 1]
+        length = int.from_bytes(raw[at + 2:at + 4], "big")
+        out.append((marker, raw[at:at + 2 + length]))
+        if marker == 0xDA:
+            break
+        at += 2 + length
+    return out
+
+
+def jpeg_scan_bomb(width: int = 7000, height: int = 7000, scans: int = 1000) -> bytes:
+    """A progressive JPEG of thousands of empty scans: a few KB that libjpeg decodes once per scan."""
+    small = io.BytesIO()
+    Image.new("L", (8, 8), 128).save(small, "JPEG", progressive=True)
+    head, component = bytearray(b"\xff\xd8"), 1
+    for marker, segment in _jpeg_segments(small.getvalue()):
+        if marker == 0xC2:  # the frame header: claim the large size
+            segment = bytearray(segment)
+            segment[5:9] = height.to_bytes(2, "big") + width.to_bytes(2, "big")
+            component = segment[10]
+        if marker != 0xDA:
+            head += segment
+    empty_scan = b"\xff\xda\x00\x08\x01" + bytes([component]) + b"\x00\x00\x00\x00"
+    return bytes(head) + empty_scan * scans + b"\xff\xd9"
+
+
+def flat_png(width: int = 7071, height: int = 7071) -> bytes:
+    """A real, fully decodable grey PNG of one colour: a few hundred KB for 50 megapixels."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    packer = zlib.compressobj(9)
+    row = b"\x00" + b"\x80" * width
+    rows = b"".join(packer.compress(row) for _ in range(height)) + packer.flush()
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", rows) + chunk(b"IEND", b"")
+
+
+def noise_jpeg(width: int = 320, height: int = 240, seed: int = 0) -> bytes:
+    """A JPEG of grain that does not compress away: some kilobytes, different for each seed."""
+    import random
+
+    pixels = random.Random(seed).randbytes(width * height * 3)
+    buffer = io.BytesIO()
+    Image.frombytes("RGB", (width, height), pixels).save(buffer, "JPEG", quality=90)
+    return buffer.getvalue()

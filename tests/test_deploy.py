@@ -351,3 +351,19 @@ def test_unit_commands_serve_and_back_up(tmp_path):
     made = list(backups.iterdir())
     assert len(made) == 1 and re.fullmatch(r"\d{4}-\d\d-\d\d-\d{4}", made[0].name)
     assert json.loads((made[0] / "manifest.json").read_text())["tickets"] == 0
+
+
+def test_units_cap_memory_and_tasks():
+    """Each unit has a memory ceiling (soft and hard) and a task ceiling."""
+    for name in ("extra-work-tickets.service", "extra-work-tickets-sandbox.service"):
+        text = (DEPLOY / name).read_text()
+        for setting in ("MemoryMax", "MemoryHigh", "TasksMax"):
+            assert re.search(rf"^{setting}=\S+$", text, re.M), f"{name} lacks {setting}"
+
+
+def test_caddy_buffers_bodies_with_a_short_read_timeout():
+    """A slow body is held by Caddy, not by an app thread, and is cut off within minutes."""
+    text = (DEPLOY / "Caddyfile").read_text()
+    assert re.search(r"^\s*(buffer_requests|request_buffers \S+)$", text, re.M)
+    read_body = re.search(r"^\s*read_body (\d+)([sm])$", text, re.M)
+    assert read_body and int(read_body.group(1)) * (60 if read_body.group(2) == "m" else 1) <= 180

@@ -226,7 +226,7 @@ def test_png_cut_inside_its_header_is_called_corrupt_not_unsupported() -> None:
 def test_decompression_bombs_are_refused_from_the_header(bomb: bytes) -> None:
     assert len(bomb) < 1000  # small on disk, huge once decoded
     start = time.perf_counter()
-    with pytest.raises(ImageRejected, match=r"^image is too large: .*pixels, the limit is 50000000$"):
+    with pytest.raises(ImageRejected, match=r"^image is too large: .*pixels, the limit is 16000000$"):
         process_photo(bomb)
     assert time.perf_counter() - start < 0.5
 
@@ -235,8 +235,8 @@ def test_bombs_are_refused_even_when_pillow_warnings_are_not_errors() -> None:
     for action in ("ignore", "default"):
         with warnings.catch_warnings(record=True):
             warnings.simplefilter(action)
-            with pytest.raises(ImageRejected, match=r"^image is too large: 81000000 pixels, the limit is 50000000$"):
-                process_photo(png_claiming(9_000, 9_000))
+            with pytest.raises(ImageRejected, match=r"^image is too large: 25000000 pixels, the limit is 16000000$"):
+                process_photo(png_claiming(5_000, 5_000))
 
 
 def test_size_limit_message_gives_the_pixel_count() -> None:

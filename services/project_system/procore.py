@@ -65,6 +65,7 @@ class ProcoreClient:
     def __init__(self, api_base: str, oauth_base: str, client_id: str, client_secret: str,
                  company_id: int, *, web_base: str | None = None,
                  timeout: tuple[float, float] = (5, 30), per_page: int = 100,
+                 write_timeout: tuple[float, float] | None = None,
                  max_read_retries: int = 4, max_rate_limit_retries: int = 4,
                  clock: Callable[[], float] = time.time,
                  sleep: Callable[[float], None] = time.sleep,
@@ -77,7 +78,8 @@ class ProcoreClient:
         self.client_id = client_id
         self._client_secret = client_secret
         self.company_id = int(company_id)
-        self.timeout = timeout
+        self.timeout = timeout  # reads (and the token): short, so a page never waits long
+        self.write_timeout = write_timeout or timeout  # writes: may carry photos
         self.per_page = per_page
         self.max_read_retries = max_read_retries
         self.max_rate_limit_retries = max_rate_limit_retries
@@ -120,7 +122,8 @@ class ProcoreClient:
         while True:
             self.calls.append((method, path))
             try:
-                response = self._session.request(method, url, timeout=self.timeout,
+                response = self._session.request(method, url,
+                                                 timeout=self.timeout if retry else self.write_timeout,
                                                  allow_redirects=False, stream=True, **kwargs)
                 body = self._read(response)
                 if self.observer is not None:

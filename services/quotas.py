@@ -1,0 +1,105 @@
+"""Storage quotas: bytes per link, per company and for everyone per UTC day, and a disk reserve.
+
+A public capture link must not be able to fill the disk. Before a request stores any image
+it reserves its bytes (and, through a link, its ticket) against three daily quotas in the
+database, so the counts hold across restarts and processes, and checks that storing them
+still leaves the disk reserve free. A refusal is a 507 with a stable code and nothing is
+stored:
+
+- `storage_quota_exceeded`: a daily quota is used up (it frees itself the next UTC day);
+- `storage_full`: the disk is at its reserve (an operator must make room).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import os
+import shutil
+
+from flask import current_app
+from sqlalchemy import select
+from sqlalchemy.dialects import postgresql, sqlite
+
+from models import StorageUsage, utcnow
+from services.database import write_transaction
+from services.errors import ServiceError
+from services.links import token_digest
+
+
+class StorageFull(ServiceError):
+    """The disk has no room left above its reserve."""
+
+    status = 507
+    code = "storage_full"
+
+
+class QuotaExceeded(ServiceError):
+    """A daily storage quota is used up."""
+
+    status = 507
+    code = "storage_quota_exceeded"
+
+
+FULL_MESSAGE = "the server has no room for more photos right now; send the ticket again later"
+
+
+def check_disk(incoming: int) -> None:
+    """Refuse when storing `incoming` bytes would leave less free disk than the reserve."""
+    reserve = int(current_app.config["DISK_RESERVE_BYTES"])
+    folder = current_app.config["PHOTO_DIR"]
+    usage = shutil.disk_usage(folder if os.path.isdir(folder) else current_app.instance_path)
+    if usage.free - incoming < reserve:
+        raise StorageFull(FULL_MESSAGE)
+
+
+def _tomorrow_in_seconds(now: dt.datetime) -> int:
+    """Seconds until the next UTC day, when the daily quotas start again."""
+    tomorrow = (now + dt.timedelta(days=1)).replace(hour=0, minute=0, second=0, microsecond=0)
+    return max(1, int((tomorrow - now).total_seconds()))
+
+
+def reserve(company_id: int, link_token: str | None, incoming: int, *, tickets: int = 0) -> None:
+    """Count `incoming` bytes (and `tickets`) against today's quotas, or refuse without counting."""
+    config = current_app.config
+    if incoming <= 0 and tickets <= 0:
+        return
+    now = utcnow()
+    day = now.date().isoformat()
+    scopes = [("all", "", config["QUOTA_TOTAL_BYTES_PER_DAY"], None),
+              ("company", str(company_id), config["QUOTA_COMPANY_BYTES_PER_DAY"], None)]
+    if link_token:
+        scopes.append(("link", token_digest(link_token), config["QUOTA_LINK_BYTES_PER_DAY"],
+                       config["CAPTURE_TICKETS_PER_DAY"]))
+    retry = {"Retry-After": str(_tomorrow_in_seconds(now))}
+    with write_transaction() as session:
+        statement = _upsert(session.get_bind().dialect.name)
+        for scope, key, _, _ in scopes:
+            session.execute(statement, {"scope": scope, "key": key, "day": day, "bytes": incoming,
+                                        "tickets": tickets})
+        for scope, key, byte_limit, ticket_limit in scopes:
+            row = session.execute(select(StorageUsage.bytes, StorageUsage.tickets).where(
+                StorageUsage.scope == scope, StorageUsage.key == key, StorageUsage.day == day)).one()
+            if ticket_limit is not None and tickets and row.tickets > int(ticket_limit):
+                raise ServiceError(f"this link has taken its {ticket_limit} tickets for today; "
+                                   "send the ticket again tomorrow", status=429, code="rate_limited",
+                                   headers=retry)
+            if incoming and row.bytes > int(byte_limit):
+                raise QuotaExceeded(_quota_message(scope), headers=retry)
+
+
+def _quota_message(scope: str) -> str:
+    """What a crew or a program is told when a quota is used up."""
+    whose = {"link": "this link", "company": "this company", "all": "the server"}[scope]
+    return f"{whose} has stored all the photos it may store today; send the ticket again tomorrow"
+
+
+@functools.cache
+def _upsert(dialect: str):
+    """Add to a day's usage row, creating it on the first use, in one statement."""
+    insert = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}[dialect]
+    table = StorageUsage.__table__
+    statement = insert(table)
+    return statement.on_conflict_do_update(
+        index_elements=[table.c.scope, table.c.key, table.c.day],
+        set_={"bytes": table.c.bytes + statement.excluded.bytes,
+              "tickets": table.c.tickets + statement.excluded.tickets})
