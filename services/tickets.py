@@ -19,7 +19,6 @@ from sqlalchemy.exc import IntegrityError
 from models import Decision as DecisionRecord
 from models import Ticket as TicketRecord
 from models import TicketCount, TicketPhoto, db, utcnow
-
 from models.schemas import (
     PhotoIn,
     PhotosInput,
@@ -31,7 +30,6 @@ from models.schemas import (
 )
 from services import photos as images
 from services import projects
-from services.links import public_base_url
 from services.database import write_transaction
 from services.errors import (
     Conflict,
@@ -40,6 +38,7 @@ from services.errors import (
     ValidationFailed,
     field_problem,
 )
+from services.links import public_base_url
 from services.routing import Route, unrouted
 from services.validation import validation_details
 
@@ -152,8 +151,8 @@ def _check_signature_image(image: str) -> tuple[images.ProcessedImage | None, li
 
 
 def _raw_photo_items(payload: Any) -> list[PhotoIn]:
-    """The photos of a refused body that carry image data, as far as they can be read, so
-    their images are checked too; index i stays the body's photos[i]."""
+    """The photos of a refused body as far as they can be read, so their images are checked
+    too: item i is the body's photos[i], without data when it carries no image text."""
     photos = payload.get("photos") if isinstance(payload, dict) else None
     if not isinstance(photos, list):
         return []
