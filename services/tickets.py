@@ -233,7 +233,7 @@ def create_ticket(company_id: int, data: TicketInput, *, captured_via: str = "ap
     if client_ref:
         existing = _id_for_client_ref(company_id, client_ref)
         if existing is not None:
-            return get_ticket(company_id, existing), False
+            return _answer_without_waiting(company_id, existing), False
     if project_checked:
         project_id = data.project_id
     else:
@@ -261,14 +261,19 @@ def create_ticket(company_id: int, data: TicketInput, *, captured_via: str = "ap
         existing = _id_for_client_ref(company_id, client_ref) if client_ref else None
         if existing is None:
             raise
-        return get_ticket(company_id, existing), False
-    return _new_ticket(company_id, record.id, codes), True
+        return _answer_without_waiting(company_id, existing), False
+    return _answer_without_waiting(company_id, record.id), True
 
 
-def _new_ticket(company_id: int, ticket_id: str, codes: projects.Catalog | None) -> Ticket:
-    """A ticket just made, routed on the codes this process already had, or marked pending:
-    making a ticket never waits on the project system."""
+def _answer_without_waiting(company_id: int, ticket_id: str) -> Ticket:
+    """The answer to a create (or to a resend of one): the ticket routed on the codes this
+    process already holds, or with its lines pending; making a ticket never waits on the
+    project system. A written ticket shows the routing it was written with."""
     ticket = find_ticket(company_id, ticket_id)
+    if ticket.status == "written" and ticket.written_routing:
+        return shape_ticket(ticket, [RoutingLine.model_validate(line)
+                                     for line in ticket.written_routing])
+    codes = projects.cached_catalog(company_id, ticket.project_id)
     if codes is None:
         return shape_ticket(ticket, routing_lines(unrouted(ticket.lines, PENDING_REASON)),
                             [PENDING_WARNING])
