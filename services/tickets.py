@@ -21,7 +21,6 @@ from sqlalchemy.exc import IntegrityError
 from models import Decision as DecisionRecord
 from models import Ticket as TicketRecord
 from models import TicketCount, TicketPhoto, db, utcnow
-
 from models.schemas import (
     PhotoIn,
     PhotosInput,
@@ -43,6 +42,7 @@ from services.errors import (
     ValidationFailed,
     field_problem,
 )
+from services.links import public_base_url
 from services.routing import Route, unrouted
 from services.validation import validation_details
 
@@ -214,8 +214,8 @@ def _check_signature_image(image: str) -> tuple[images.ProcessedImage | None, li
 
 
 def _raw_photo_items(payload: Any) -> list[PhotoIn]:
-    """The photos of a refused body that carry image data, as far as they can be read, so
-    their images are checked too; index i stays the body's photos[i]."""
+    """The photos of a refused body as far as they can be read, so their images are checked
+    too: item i is the body's photos[i], without data when it carries no image text."""
     photos = payload.get("photos") if isinstance(payload, dict) else None
     if not isinstance(photos, list):
         return []
@@ -298,7 +298,7 @@ def create_ticket(company_id: int, data: TicketInput, *, captured_via: str = "ap
     if client_ref:
         existing = _id_for_client_ref(company_id, client_ref)
         if existing is not None:
-            return get_ticket(company_id, existing), False
+            return _answer_without_waiting(company_id, existing), False
     if project_checked:
         project_id = data.project_id
     else:
@@ -320,10 +320,7 @@ def create_ticket(company_id: int, data: TicketInput, *, captured_via: str = "ap
         signature=_store_signature(data, checked_signature), photo_count=len(photo_rows),
         captured_at=utcnow(), photos=[TicketPhoto(**row) for row in photo_rows], decisions=[],
         routing_pending=codes is None)
-    if codes is None:  # routed by the first read once the project's codes are known
-        routing, routing_warnings = routing_lines(unrouted(lines, PENDING_REASON)), [PENDING_WARNING]
-    else:
-        routing, routing_warnings = routing_lines(codes.router.route_all(lines)), []
+    routing, routing_warnings = _known_routing(codes, lines)
     try:
         with write_transaction() as session:
             session.add(record)
@@ -334,8 +331,27 @@ def create_ticket(company_id: int, data: TicketInput, *, captured_via: str = "ap
         existing = _id_for_client_ref(company_id, client_ref) if client_ref else None
         if existing is None:
             raise
-        return get_ticket(company_id, existing), False
+        return _answer_without_waiting(company_id, existing), False
     return created, True
+
+
+def _known_routing(codes: projects.Catalog | None, lines: list[dict[str, Any]]
+                   ) -> tuple[list[RoutingLine], list[str]]:
+    """Lines routed on codes already read, or all pending (with a warning) when there are none."""
+    if codes is None:  # routed by the first read once the project's codes are known
+        return routing_lines(unrouted(lines, PENDING_REASON)), [PENDING_WARNING]
+    return routing_lines(codes.router.route_all(lines)), []
+
+
+def _answer_without_waiting(company_id: int, ticket_id: str) -> Ticket:
+    """The answer to a resent create: the ticket routed on the codes this process already
+    holds, or with its lines pending; a written ticket shows the routing it was written with."""
+    ticket = find_ticket(company_id, ticket_id)
+    if ticket.status == "written" and ticket.written_routing:
+        return shape_ticket(ticket, [RoutingLine.model_validate(line)
+                                     for line in ticket.written_routing])
+    return shape_ticket(ticket, *_known_routing(
+        projects.cached_catalog(company_id, ticket.project_id), ticket.lines))
 
 
 # Input fields the service works out itself rather than storing as sent.

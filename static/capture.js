@@ -194,6 +194,7 @@
     });
     if (signaturePad && !signaturePad.isEmpty()) {
       payload.signature = { name: value("signature.name") || null, role: value("signature.role") || null,
+                            qualifier: value("signature.qualifier") || null,
                             signed_at: new Date().toISOString(), image: signaturePad.toDataURL("image/png") };
     }
     return payload;
@@ -326,6 +327,7 @@
     if (payload.signature) {
       setField("signature.name", payload.signature.name);
       setField("signature.role", payload.signature.role);
+      setField("signature.qualifier", payload.signature.qualifier);
       if (signaturePad && payload.signature.image) { signaturePad.fromDataURL(payload.signature.image); }
     }
   }

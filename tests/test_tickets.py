@@ -462,3 +462,18 @@ def test_creating_never_waits_on_the_project_system(client, acme, app, monkeypat
     listed = client.get("/v1/tickets", headers=acme.headers).json["data"]
     assert [t["routing_pending"] for t in listed] == [True, False]
     assert count_rows(app, Ticket) == 2
+
+
+def test_a_resent_ticket_is_answered_without_waiting_either(client, acme, app, monkeypatch):
+    from services import projects as project_service
+
+    body = ticket_body(acme.project()["id"], client_ref="phone-ref-0001")
+    first = client.post("/v1/tickets", headers=acme.headers, json=body)
+    assert first.status_code == 200
+    app.extensions.pop("project_system_caches", None)
+    calls = []
+    monkeypatch.setattr(project_service, "client_for", lambda company_id: calls.append(1))
+    again = client.post("/v1/tickets", headers=acme.headers, json=body)
+    assert again.status_code == 200 and again.json["id"] == first.json["id"]
+    assert calls == [] and again.json["routing_pending"] is True
+    assert count_rows(app, Ticket) == 1
