@@ -536,3 +536,151 @@ class LinkList(Shape):
     """The company's capture links, newest first."""
 
     data: list[Link]
+
+
+# ------------------------------------------------------------------ rate sheets
+
+Percent = _number(0, 1000)
+
+
+def _date_text(value: Any) -> Any:
+    """Take a date only as ISO text (or a date), never as a number of seconds."""
+    if isinstance(value, (int, float, bool)):
+        raise ValueError("must be an ISO date, e.g. 2026-05-04")
+    return value
+
+
+IsoDate = Annotated[dt.date, BeforeValidator(_date_text)]
+HourType = Literal["st", "ot", "dt"]
+HOUR_TYPE_NAMES = {"st": "straight time", "ot": "overtime", "dt": "double time"}
+
+
+class RateSheetLabor(InputShape):
+    """A labor classification with its burdened hourly rates per hour type."""
+
+    classification: str = required_text(100, description="e.g. 'Journeyman Electrician'.")
+    st: Rate = Field(description="Straight-time rate per hour.")
+    ot: Rate | None = Field(default=None, description="Overtime rate per hour.")
+    dt: Rate | None = Field(default=None, description="Double-time rate per hour.")
+
+
+class RateSheetEquipment(InputShape):
+    """A piece of equipment with its hourly rate and, optionally, a daily rate."""
+
+    description: str = required_text(300)
+    hourly: Rate = Field(description="Per hour.")
+    daily: Rate | None = Field(default=None, description=(
+        "Per day of up to 8 hours; when given, a line is charged the lower of its hours at "
+        "the hourly rate and its days (hours / 8, rounded up) at the daily rate."))
+
+
+class RateSheetMaterial(InputShape):
+    """A material at cost; the sheet's material markup is added when it is priced."""
+
+    description: str = required_text(300)
+    unit_cost: Rate = Field(description="Cost per unit, before the sheet's material markup.")
+
+
+def _unique(items: list[Any], attribute: str, what: str) -> list[Any]:
+    """Refuse two items of a sheet with the same name (compared without case)."""
+    seen: set[str] = set()
+    for item in items:
+        key = getattr(item, attribute).casefold()
+        if key in seen:
+            raise ValueError(f"{what} {getattr(item, attribute)!r} is listed twice")
+        seen.add(key)
+    return items
+
+
+class RateSheetInput(InputShape):
+    """A rate sheet: agreed rates in force from a date, for a project or the company's default.
+
+    A sheet sent with the same effective date as an existing sheet of the same project (or of
+    the company default) replaces it. Tickets keep the prices they were given.
+    """
+
+    name: str = required_text(120, description="e.g. 'IBEW 2026 burdened rates'.")
+    effective_from: IsoDate = Field(description="ISO date from which the sheet prices tickets "
+                                                "(by the day their work was done).")
+    material_markup: Percent = Field(default=0, validate_default=True, description=(
+        "Percent added to the cost of every material line priced with this sheet."))
+    labor: list[RateSheetLabor] = Field(default_factory=list, max_length=500)
+    equipment: list[RateSheetEquipment] = Field(default_factory=list, max_length=500)
+    materials: list[RateSheetMaterial] = Field(default_factory=list, max_length=2000)
+
+    @field_validator("labor")
+    @classmethod
+    def _one_rate_per_classification(cls, items: list[RateSheetLabor]) -> list[RateSheetLabor]:
+        """Each classification once."""
+        return _unique(items, "classification", "classification")
+
+    @field_validator("equipment", "materials")
+    @classmethod
+    def _one_rate_per_item(cls, items: list[Any]) -> list[Any]:
+        """Each piece of equipment or material once."""
+        return _unique(items, "description", "item")
+
+
+class RateSheetCsvInput(InputShape):
+    """A rate sheet sent as CSV text, as the rate-sheet page imports it.
+
+    Columns: kind, item, st, ot, dt, hourly, daily, unit_cost, percent. `kind` is `labor`
+    (item = classification; st, ot, dt), `equipment` (hourly, daily), `material` (unit_cost) or
+    `material_markup` (percent). A sheet with any bad row is refused whole, the row named.
+    """
+
+    name: str = required_text(120)
+    effective_from: IsoDate
+    csv: str = Field(min_length=1, max_length=2_000_000, description="The CSV text, with a header row.")
+
+
+class RateSheetLaborOut(Shape):
+    """A labor classification of a sheet."""
+
+    classification: str
+    st: JsonNumber
+    ot: OptionalJsonNumber
+    dt: OptionalJsonNumber
+
+
+class RateSheetEquipmentOut(Shape):
+    """Equipment of a sheet."""
+
+    description: str
+    hourly: JsonNumber
+    daily: OptionalJsonNumber
+
+
+class RateSheetMaterialOut(Shape):
+    """A material of a sheet, at cost."""
+
+    description: str
+    unit_cost: JsonNumber
+
+
+class RateSheet(Shape):
+    """A stored rate sheet."""
+
+    id: int
+    project_id: str | None = Field(description="Null for the company's default sheet.")
+    name: str
+    effective_from: dt.date
+    material_markup: JsonNumber = Field(description="Percent added to material costs.")
+    labor: list[RateSheetLaborOut]
+    equipment: list[RateSheetEquipmentOut]
+    materials: list[RateSheetMaterialOut]
+    created_at: dt.datetime
+    updated_at: dt.datetime
+
+
+class RateSheetList(Shape):
+    """Rate sheets, newest effective date first."""
+
+    data: list[RateSheet]
+
+
+class RateSheetCsv(Shape):
+    """A rate sheet as CSV text, in the import's columns."""
+
+    filename: str
+    csv: str

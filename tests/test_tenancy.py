@@ -23,12 +23,15 @@ def owned_resources(client, owner) -> dict[str, str]:
         "photos": [{"data_url": data_url(jpeg_bytes())}],
         "signature": {"name": "S", "image": data_url(png_bytes(), "image/png")}}).json
     link = client.post("/v1/links", headers=owner.headers, json={"project_id": owner.project()["id"]}).json
+    sheet = client.post("/v1/rate-sheets", headers=owner.headers, json=RATE_SHEET).json
     return {"ticket_id": ticket["id"], "project_id": owner.project()["id"], "token": link["token"],
-            "prefix": owner.prefix, "position": "0", "kind": "labor"}
+            "prefix": owner.prefix, "position": "0", "kind": "labor", "sheet_id": str(sheet["id"])}
 
 
 MISSING = {"ticket_id": str(uuid.UUID(int=0x1234)), "project_id": "1", "token": "x" * 32,
-           "prefix": "ewt_zzzzzzzz", "position": "0", "kind": "labor"}
+           "prefix": "ewt_zzzzzzzz", "position": "0", "kind": "labor", "sheet_id": "999999"}
+RATE_SHEET = {"name": "Rates", "effective_from": "2026-01-01",
+              "labor": [{"classification": "Foreman", "st": 100}]}
 
 
 def fill(rule: str, values: dict[str, str]) -> str:
@@ -42,6 +45,11 @@ def body_for(rule: str, owner_values: dict[str, str]) -> dict:
         return {"photos": [{"data_url": data_url(jpeg_bytes())}]}
     if rule.endswith("/budget-codes"):
         return {"cost_code_item_id": 1, "cost_type": "labor"}
+    if rule.endswith("/rate-sheets"):
+        return RATE_SHEET
+    if rule.endswith("/rate-sheets/csv"):
+        return {"name": "Rates", "effective_from": "2026-01-01",
+                "csv": "kind,item,st\r\nlabor,Foreman,100\r\n"}
     return {}
 
 
@@ -89,7 +97,7 @@ def test_every_route_with_an_id_treats_foreign_ids_as_missing(app, client, acme,
             assert foreign == missing, f"{method} {rule.rule}"
             assert foreign[0] == 404, f"{method} {rule.rule}: {foreign}"
             checked.append(f"{method} {rule.rule}")
-    assert len(checked) == 19  # every route with an id or token outside the public capture pages
+    assert len(checked) == 26  # every route with an id or token outside the public capture pages
     # And nothing of the owner's changed.
     ticket = client.get(f"/v1/tickets/{owner_values['ticket_id']}", headers=acme.headers).json
     assert ticket["status"] == "submitted" and ticket["photo_count"] == 1 and ticket["decisions"] == []

@@ -1,0 +1,145 @@
+"""Rate sheets: the /v1 routes and the PM's page, on the same services."""
+from __future__ import annotations
+
+from flask import Blueprint, Response, g, request
+from flask_login import current_user, login_required
+
+from blueprints.api import api_route
+from models.schemas import RateSheet, RateSheetCsv, RateSheetCsvInput, RateSheetInput, RateSheetList
+from services import rates
+from services.errors import ServiceError
+from services.validation import validate
+from services.web import render_page
+
+bp = Blueprint("rates", __name__)
+
+SAVE_NOTE = ("A sheet with the same effective date as an existing one (of the same project, or "
+             "of the company default) replaces it; tickets keep the prices they were given.")
+
+
+@api_route(bp, "/rate-sheets", tag="rates", response=RateSheetList)
+def list_company_sheets() -> RateSheetList:
+    """List the company's default rate sheets, newest effective date first.
+
+    A project without a sheet in force on a ticket's work day is priced from these.
+    """
+    return RateSheetList(data=rates.list_sheets(g.company_id, None))
+
+
+@api_route(bp, "/rate-sheets", method="POST", tag="rates", body=RateSheetInput, response=RateSheet)
+def save_company_sheet(body: RateSheetInput) -> RateSheet:
+    """Save a company default rate sheet.
+
+    A sheet with the same effective date as an existing default replaces it; tickets keep
+    the prices they were given.
+    """
+    return rates.save_sheet(g.company_id, None, body)
+
+
+@api_route(bp, "/rate-sheets/csv", method="POST", tag="rates", body=RateSheetCsvInput,
+           response=RateSheet)
+def import_company_sheet(body: RateSheetCsvInput) -> RateSheet:
+    """Import a company default rate sheet from CSV; a bad row refuses the whole sheet.
+
+    `details` names each bad row as `row <n>` (the header is row 1). Nothing is stored.
+    """
+    return rates.save_sheet(g.company_id, None, rates.parse_csv(body))
+
+
+@api_route(bp, "/projects/<project_id>/rate-sheets", tag="rates", response=RateSheetList,
+           errors=(404, 409, 502))
+def list_project_sheets(project_id: str) -> RateSheetList:
+    """List a project's rate sheets, newest effective date first."""
+    return RateSheetList(data=rates.list_sheets(g.company_id, project_id))
+
+
+@api_route(bp, "/projects/<project_id>/rate-sheets", method="POST", tag="rates",
+           body=RateSheetInput, response=RateSheet, errors=(404, 409, 502))
+def save_project_sheet(project_id: str, body: RateSheetInput) -> RateSheet:
+    """Save a rate sheet of a project.
+
+    A sheet with the same effective date as an existing one of the project replaces it;
+    tickets keep the prices they were given.
+    """
+    return rates.save_sheet(g.company_id, project_id, body)
+
+
+@api_route(bp, "/projects/<project_id>/rate-sheets/csv", method="POST", tag="rates",
+           body=RateSheetCsvInput, response=RateSheet, errors=(404, 409, 502))
+def import_project_sheet(project_id: str, body: RateSheetCsvInput) -> RateSheet:
+    """Import a project's rate sheet from CSV; a bad row refuses the whole sheet.
+
+    `details` names each bad row as `row <n>` (the header is row 1). Nothing is stored.
+    """
+    return rates.save_sheet(g.company_id, project_id, rates.parse_csv(body))
+
+
+@api_route(bp, "/rate-sheets/<int:sheet_id>", tag="rates", response=RateSheet, errors=(404,))
+def get_sheet(sheet_id: int) -> RateSheet:
+    """Read one rate sheet."""
+    return rates.get_sheet(g.company_id, sheet_id)
+
+
+@api_route(bp, "/rate-sheets/<int:sheet_id>/csv", tag="rates", response=RateSheetCsv, errors=(404,))
+def export_sheet(sheet_id: int) -> RateSheetCsv:
+    """Export one rate sheet as CSV text, in the import's columns."""
+    return rates.sheet_csv(g.company_id, sheet_id)
+
+
+@api_route(bp, "/rate-sheets/<int:sheet_id>", method="DELETE", tag="rates", response=RateSheet,
+           errors=(404,))
+def delete_sheet(sheet_id: int) -> RateSheet:
+    """Delete a rate sheet; tickets it priced keep their prices."""
+    return rates.delete_sheet(g.company_id, sheet_id)
+
+
+# ------------------------------------------------------------------ pages
+
+def _render(project_id: str | None, *, error: ServiceError | None = None,
+            message: str | None = None, status: int = 200, form: dict | None = None) -> Response:
+    """The rate-sheet page of a project (or the company default), or its panel for htmx."""
+    page = rates.rates_page(current_user.company_id, project_id)
+    response = render_page("review/rates.html", "review/_rates.html", page=page, error=error,
+                           message=message, form=form or {}, note=SAVE_NOTE)
+    response.status_code = status
+    return response
+
+
+@bp.get("/rates")
+@login_required
+def rates_page() -> Response:
+    """The rate sheets of a project, or the company's defaults."""
+    return _render(request.args.get("project_id") or None)
+
+
+@bp.post("/rates/import")
+@login_required
+def import_page() -> Response:
+    """Import a sheet from an uploaded CSV file (or pasted text), through the API's validator."""
+    form = request.form.to_dict()
+    project_id = form.get("project_id") or None
+    upload = request.files.get("file")
+    text = form.get("csv", "")
+    if upload is not None and upload.filename:
+        text = upload.read().decode("utf-8-sig", errors="replace")
+    try:
+        body = validate(RateSheetCsvInput, {"name": form.get("name"),
+                                            "effective_from": form.get("effective_from") or None,
+                                            "csv": text})
+        sheet = rates.save_sheet(current_user.company_id, project_id, rates.parse_csv(body))
+    except ServiceError as error:
+        if error.code == "project_not_found":
+            raise
+        return _render(project_id, error=error, status=422, form=form)
+    return _render(project_id, message=f"Imported “{sheet.name}”, in force from "
+                                       f"{sheet.effective_from.isoformat()}.")
+
+
+@bp.get("/rates/<int:sheet_id>.csv")
+@login_required
+def export_page(sheet_id: int) -> Response:
+    """Download a sheet as a CSV file."""
+    exported = rates.sheet_csv(current_user.company_id, sheet_id)
+    response = Response(exported.csv, mimetype="text/csv")
+    response.headers["Content-Disposition"] = f'attachment; filename="{exported.filename}"'
+    return response
