@@ -199,6 +199,19 @@ Hours = _number(0, 1000)
 Workers = _number(0, 500)
 Rate = _number(0, 100_000)
 Quantity = _number(0, 1_000_000)
+
+
+def _date_text(value: Any) -> Any:
+    """Take a date only as ISO text (or a date), never as a number of seconds; blank is none."""
+    if isinstance(value, (int, float, bool)):
+        raise ValueError("must be an ISO date, e.g. 2026-05-04")
+    return None if value == "" else value
+
+
+IsoDate = Annotated[dt.date, BeforeValidator(_date_text)]
+OptionalIsoDate = Annotated[dt.date | None, BeforeValidator(_date_text)]
+HourType = Literal["st", "ot", "dt"]
+HOUR_TYPE_NAMES = {"st": "straight time", "ot": "overtime", "dt": "double time"}
 CostCodeText = Annotated[str | None, Field(default=None, max_length=40,
                                            description="Project cost code, e.g. '02-200'; helps routing.")]
 JsonNumber = Annotated[Decimal, PlainSerializer(float, return_type=float, when_used="json")]
@@ -213,8 +226,16 @@ class LaborLineIn(InputShape):
     trade: str = required_text(100)
     hours: Hours = Field(description="Hours per worker, 0 to 1000.")
     workers: Workers = Field(default=1, validate_default=True, description="Defaults to 1; at most 500.")
-    rate: Rate | None = Field(default=None, description="Per hour, 0 to 100000.")
+    rate: Rate | None = Field(default=None, description=(
+        "Per hour, 0 to 100000. Omit it to have the line priced from the rate sheet in force "
+        "on the work day; a rate given here is kept, and flagged when it differs from the sheet."))
     costCode: CostCodeText = None
+    classification: str | None = Field(default=None, max_length=100, description=(
+        "Labor classification on the rate sheet, e.g. 'Journeyman Electrician'; without it the "
+        "trade is looked up. A name the sheet does not list is kept and flagged for the office."))
+    hour_type: HourType = Field(default="st", description=(
+        "'st' straight time (default), 'ot' overtime or 'dt' double time: which of the "
+        "classification's rates prices the hours."))
 
 
 class EquipmentLineIn(InputShape):
@@ -222,7 +243,8 @@ class EquipmentLineIn(InputShape):
 
     description: str = required_text(300)
     hours: Hours
-    rate: Rate | None = Field(default=None, description="Per hour, 0 to 100000.")
+    rate: Rate | None = Field(default=None, description=(
+        "Per hour, 0 to 100000. Omit it to have the line priced from the rate sheet."))
     costCode: CostCodeText = None
 
 
@@ -231,7 +253,9 @@ class MaterialLineIn(InputShape):
 
     description: str = required_text(300)
     quantity: Quantity = Field(description="0 to 1000000.")
-    unitCost: Rate | None = Field(default=None, description="0 to 100000.")
+    unitCost: Rate | None = Field(default=None, description=(
+        "Cost per unit, 0 to 100000. Omit it to have the line priced from the rate sheet; the "
+        "sheet's material markup is added to the cost either way when a sheet is in force."))
     costCode: CostCodeText = None
 
 
@@ -306,6 +330,9 @@ class TicketInput(InputShape):
     photos: list[PhotoIn] = Field(default_factory=list, max_length=12,
                                   description="At most 12 photos per ticket.")
     signature: SignatureIn | None = None
+    worked_on: OptionalIsoDate = Field(default=None, description=(
+        "ISO date the work was done; defaults to the capture date on the jobsite's clock. "
+        "Picks the rate sheet in force."))
     client_ref: str | None = Field(
         default=None, pattern=r"^[A-Za-z0-9_-]{8,64}$",
         description="Your own id for this ticket (8 to 64 letters, digits, '-', '_'). Sending "
@@ -318,6 +345,29 @@ class PhotosInput(InputShape):
     photos: list[PhotoIn] = Field(min_length=1, max_length=12)
 
 
+class LinePricing(Shape):
+    """Where a line's rate came from: the rate sheet, the caller, or nowhere."""
+
+    source: Literal["sheet", "explicit", "none"] = Field(description=(
+        "'sheet': priced from the rate sheet; 'explicit': the rate sent with the line was kept; "
+        "'none': no rate, the amount is 0 until the office prices it."))
+    sheet_id: int | None = None
+    sheet_name: str | None = None
+    effective_from: dt.date | None = None
+    item: str | None = Field(default=None, description="The sheet's classification or item used.")
+    hour_type: HourType | None = None
+    sheet_rate: OptionalJsonNumber = Field(default=None, description=(
+        "The sheet's rate (for materials: its cost per unit) for this line, when it lists one."))
+    markup_percent: OptionalJsonNumber = Field(default=None, description=(
+        "Materials: the sheet's markup added to the cost."))
+    differs: bool = Field(default=False, description=(
+        "The rate sent with the line differs from the sheet's: the office should look."))
+    needs_office: bool = Field(default=False, description=(
+        "The office should look: a rate that differs from the sheet, a classification or item "
+        "the sheet does not list, or no rate at all."))
+    note: str = Field(description="Which rate was used and from which sheet, in words.")
+
+
 class LaborLine(Shape):
     """A labor line with its amount (workers x hours x rate)."""
 
@@ -327,6 +377,9 @@ class LaborLine(Shape):
     rate: OptionalJsonNumber
     costCode: str | None
     amount: JsonNumber
+    classification: str | None = None
+    hour_type: HourType = "st"
+    pricing: LinePricing | None = None
 
 
 class EquipmentLine(Shape):
@@ -337,6 +390,7 @@ class EquipmentLine(Shape):
     rate: OptionalJsonNumber
     costCode: str | None
     amount: JsonNumber
+    pricing: LinePricing | None = None
 
 
 class MaterialLine(Shape):
@@ -347,6 +401,10 @@ class MaterialLine(Shape):
     unitCost: OptionalJsonNumber
     costCode: str | None
     amount: JsonNumber
+    unit_price: OptionalJsonNumber = Field(default=None, description=(
+        "The cost per unit with the sheet's material markup added; the amount is quantity x "
+        "unit_price. Null when no markup applied (amount is quantity x unitCost)."))
+    pricing: LinePricing | None = None
 
 
 class Photo(Shape):
@@ -401,6 +459,8 @@ class RoutingLine(Shape):
     exact: bool = Field(description="False means a fallback or a loose match was used.")
     needs_review: bool = Field(description="A person should look; approve refuses it unless allowed.")
     reason: str = Field(description="Why the line landed where it did.")
+    pricing: LinePricing | None = Field(default=None, description=(
+        "Which rate priced the line and from which rate sheet."))
 
 
 class TicketSummary(Shape):
@@ -415,6 +475,7 @@ class TicketSummary(Shape):
     captured_at: dt.datetime
     captured_via: Literal["qr", "sms", "link", "api"]
     captured_by: str | None
+    worked_on: dt.date | None = Field(default=None, description="The day the work was done.")
     total: JsonNumber
     labor: list[LaborLine]
     equipment: list[EquipmentLine]
@@ -541,18 +602,6 @@ class LinkList(Shape):
 # ------------------------------------------------------------------ rate sheets
 
 Percent = _number(0, 1000)
-
-
-def _date_text(value: Any) -> Any:
-    """Take a date only as ISO text (or a date), never as a number of seconds."""
-    if isinstance(value, (int, float, bool)):
-        raise ValueError("must be an ISO date, e.g. 2026-05-04")
-    return value
-
-
-IsoDate = Annotated[dt.date, BeforeValidator(_date_text)]
-HourType = Literal["st", "ot", "dt"]
-HOUR_TYPE_NAMES = {"st": "straight time", "ot": "overtime", "dt": "double time"}
 
 
 class RateSheetLabor(InputShape):

@@ -38,6 +38,8 @@ class Route:
     exact: bool
     needs_review: bool
     reason: str
+    # Which rate priced the line and from which rate sheet (LinePricing), when recorded.
+    pricing: dict[str, Any] | None = None
 
     @property
     def routed(self) -> bool:
@@ -63,10 +65,20 @@ def _normal_code(code: str) -> str:
     return re.sub(r"[\s\-._/]", "", code.casefold())
 
 
+def _normal_words(text: str) -> str:
+    """Text compared without case or repeated spaces."""
+    return " ".join(text.split()).casefold()
+
+
 def line_description(line: dict[str, Any]) -> str:
     """A one-line description of a stored line for routing and line items."""
     if line["kind"] == "labor":
-        return f"{line['trade']} — {line['workers']} × {line['hours']} h"
+        who = line["trade"]
+        if line.get("classification") and _normal_words(line["classification"]) != _normal_words(who):
+            who = f"{who} ({line['classification']})"
+        hour_type = line.get("hour_type")
+        kind = f" {hour_type.upper()}" if hour_type in ("ot", "dt") else ""
+        return f"{who} — {line['workers']} × {line['hours']} h{kind}"
     return line["description"]
 
 
@@ -77,8 +89,8 @@ def line_quantity_and_unit_cost(line: dict[str, Any]) -> tuple[Decimal | None, D
                 Decimal(line["rate"]) if line.get("rate") is not None else None)
     if line["kind"] == "equipment":
         return Decimal(line["hours"]), Decimal(line["rate"]) if line.get("rate") is not None else None
-    return (Decimal(line["quantity"]),
-            Decimal(line["unitCost"]) if line.get("unitCost") is not None else None)
+    unit = line.get("unit_price") or line.get("unitCost")  # the price with markup, when marked up
+    return Decimal(line["quantity"]), Decimal(unit) if unit is not None else None
 
 
 class Router:
@@ -97,7 +109,7 @@ class Router:
         quantity, unit_cost = line_quantity_and_unit_cost(line)
         base = dict(line=index, kind=line["kind"], description=line_description(line),
                     cost_type=cost_type, quantity=quantity, unit_cost=unit_cost,
-                    amount=Decimal(line["amount"]))
+                    amount=Decimal(line["amount"]), pricing=line.get("pricing"))
         given = (line.get("costCode") or "").strip()
         cost_code = self.by_code.get(_normal_code(given)) if given else None
         if cost_code is not None:
@@ -152,5 +164,6 @@ def unrouted(lines: list[dict[str, Any]], reason: str) -> list[Route]:
         routes.append(Route(line=index, kind=line["kind"], description=line_description(line),
                             cost_type=KIND_COST_TYPE[line["kind"]], quantity=quantity,
                             unit_cost=unit_cost, amount=Decimal(line["amount"]), budget_code=None,
-                            exact=False, needs_review=True, reason=reason))
+                            exact=False, needs_review=True, reason=reason,
+                            pricing=line.get("pricing")))
     return routes

@@ -5,6 +5,7 @@ total is the sum of the rounded line amounts, so a ticket always adds up.
 """
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
@@ -15,7 +16,7 @@ from sqlalchemy.exc import IntegrityError
 
 from models import Decision as DecisionRecord
 from models import Ticket as TicketRecord
-from models import TicketCount, TicketPhoto, db, utcnow
+from models import RateSheet, TicketCount, TicketPhoto, db, utcnow
 from models.schemas import (
     PhotoIn,
     RoutingLine,
@@ -25,7 +26,7 @@ from models.schemas import (
     TicketSummary,
 )
 from services import photos as images
-from services import projects
+from services import pricing, projects, rates
 from services.database import write_transaction
 from services.errors import (
     Conflict,
@@ -34,6 +35,7 @@ from services.errors import (
     ValidationFailed,
     field_problem,
 )
+from services.project_system.zones import UTC, local_date
 from services.routing import Route, unrouted
 
 CENT = Decimal("0.01")
@@ -50,31 +52,53 @@ def _text(value: Decimal | None) -> str | None:
     return None if value is None else format(value.normalize(), "f")
 
 
-def price_lines(data: TicketInput) -> tuple[list[dict[str, Any]], Decimal, list[str]]:
-    """Turn validated input into stored lines with amounts, the total, and warnings."""
+def price_lines(data: TicketInput, sheet: RateSheet | None = None
+                ) -> tuple[list[dict[str, Any]], Decimal, list[str]]:
+    """Turn validated input into stored lines with amounts, the total, and warnings.
+
+    A line without a rate is priced from `sheet` (the rate sheet in force on the work day);
+    each line records which rate was used and from which sheet under `pricing`.
+    """
     lines: list[dict[str, Any]] = []
     warnings: list[str] = []
     for i, labor in enumerate(data.labor):
-        amount = _cents(labor.workers * labor.hours * labor.rate) if labor.rate is not None else Decimal(0)
-        if labor.rate is None:
+        priced = pricing.labor(sheet, labor, f"labor[{i}] ({labor.trade})")
+        rate = priced.rate
+        amount = _cents(labor.workers * labor.hours * rate) if rate is not None else Decimal(0)
+        if rate is None and sheet is None:
             warnings.append(f"labor[{i}] ({labor.trade}) has no rate, so its amount is 0")
+        elif priced.warning:
+            warnings.append(priced.warning)
         lines.append({"kind": "labor", "trade": labor.trade, "hours": _text(labor.hours),
-                      "workers": _text(labor.workers), "rate": _text(labor.rate),
-                      "costCode": labor.costCode or None, "amount": _text(_cents(amount))})
+                      "workers": _text(labor.workers), "rate": _text(rate),
+                      "costCode": labor.costCode or None, "amount": _text(_cents(amount)),
+                      "classification": labor.classification or None,
+                      "hour_type": labor.hour_type, "pricing": priced.pricing})
     for i, item in enumerate(data.equipment):
-        amount = _cents(item.hours * item.rate) if item.rate is not None else Decimal(0)
-        if item.rate is None:
+        priced = pricing.equipment(sheet, item, f"equipment[{i}] ({item.description})")
+        rate = priced.rate
+        amount = _cents(item.hours * rate) if rate is not None else Decimal(0)
+        if rate is None and sheet is None:
             warnings.append(f"equipment[{i}] ({item.description}) has no rate, so its amount is 0")
+        elif priced.warning:
+            warnings.append(priced.warning)
         lines.append({"kind": "equipment", "description": item.description,
-                      "hours": _text(item.hours), "rate": _text(item.rate),
-                      "costCode": item.costCode or None, "amount": _text(_cents(amount))})
+                      "hours": _text(item.hours), "rate": _text(rate),
+                      "costCode": item.costCode or None, "amount": _text(_cents(amount)),
+                      "pricing": priced.pricing})
     for i, item in enumerate(data.materials):
-        amount = _cents(item.quantity * item.unitCost) if item.unitCost is not None else Decimal(0)
-        if item.unitCost is None:
+        priced, price = pricing.materials(sheet, item, f"materials[{i}] ({item.description})")
+        cost = priced.rate
+        unit = price if price is not None else cost
+        amount = _cents(item.quantity * unit) if unit is not None else Decimal(0)
+        if cost is None and sheet is None:
             warnings.append(f"materials[{i}] ({item.description}) has no unit cost, so its amount is 0")
+        elif priced.warning:
+            warnings.append(priced.warning)
         lines.append({"kind": "materials", "description": item.description,
-                      "quantity": _text(item.quantity), "unitCost": _text(item.unitCost),
-                      "costCode": item.costCode or None, "amount": _text(_cents(amount))})
+                      "quantity": _text(item.quantity), "unitCost": _text(cost),
+                      "costCode": item.costCode or None, "amount": _text(_cents(amount)),
+                      "unit_price": _text(price), "pricing": priced.pricing})
     if not lines:
         warnings.append("the ticket has no labor, equipment or material lines")
     total = _cents(sum((Decimal(line["amount"]) for line in lines), Decimal(0)))
@@ -163,7 +187,10 @@ def create_ticket(company_id: int, data: TicketInput, *, captured_via: str = "ap
         project_id = data.project_id
     else:
         project_id = str(projects.require_project(company_id, data.project_id).id)
-    lines, total, warnings = price_lines(data)
+    captured_at = utcnow()
+    worked_on = data.worked_on or jobsite_date(company_id, project_id, captured_at)
+    sheet = rates.sheet_in_force(company_id, project_id, worked_on)
+    lines, total, warnings = price_lines(data, sheet)
     checked_photos, problems = _check_photos(data.photos, "photos", 0)
     checked_signature, signature_problems = _check_signature(data, warnings)
     problems += signature_problems
@@ -175,7 +202,8 @@ def create_ticket(company_id: int, data: TicketInput, *, captured_via: str = "ap
         project_id=project_id, status="submitted", captured_via=captured_via,
         link_token=link_token, total=total, lines=lines, warnings=warnings,
         signature=_store_signature(data, checked_signature), photo_count=len(photo_rows),
-        captured_at=utcnow(), photos=[TicketPhoto(**row) for row in photo_rows])
+        captured_at=captured_at, worked_on=worked_on,
+        photos=[TicketPhoto(**row) for row in photo_rows])
     try:
         with write_transaction() as session:
             session.add(record)
@@ -188,7 +216,16 @@ def create_ticket(company_id: int, data: TicketInput, *, captured_via: str = "ap
 
 
 # Input fields the service works out itself rather than storing as sent.
-_WORKED_OUT = {"project_id", "signature"}
+_WORKED_OUT = {"project_id", "signature", "worked_on"}
+
+
+def jobsite_date(company_id: int, project_id: str, moment: dt.datetime) -> dt.date:
+    """The date of a moment on the jobsite's clock (UTC when the project system is away)."""
+    try:
+        zone = projects.time_zone(company_id, project_id)
+    except ServiceError:
+        zone = UTC
+    return local_date(moment, zone)
 
 
 def _stored_as_sent(data: TicketInput) -> dict[str, Any]:
@@ -247,7 +284,8 @@ def routing_lines(routes: list[Route]) -> list[RoutingLine]:
         quantity=r.quantity, unit_cost=r.unit_cost, amount=r.amount,
         budget_code=r.budget_code.flat_code if r.budget_code else None,
         budget_code_id=r.budget_code.id if r.budget_code else None, routed=r.routed,
-        exact=r.exact, needs_review=r.needs_review, reason=r.reason) for r in routes]
+        exact=r.exact, needs_review=r.needs_review, reason=r.reason, pricing=r.pricing)
+        for r in routes]
 
 
 def get_ticket(company_id: int, ticket_id: str) -> Ticket:
