@@ -5,8 +5,16 @@ from flask import Blueprint, Response, g, request
 from flask_login import current_user, login_required
 
 from blueprints.api import api_route
-from models.schemas import RateSheet, RateSheetCsv, RateSheetCsvInput, RateSheetInput, RateSheetList
-from services import rates
+from models.schemas import (
+    MarkupsInput,
+    ProjectMarkupsOut,
+    RateSheet,
+    RateSheetCsv,
+    RateSheetCsvInput,
+    RateSheetInput,
+    RateSheetList,
+)
+from services import markups, rates
 from services.errors import ServiceError
 from services.validation import validate
 from services.web import render_page
@@ -135,6 +143,37 @@ def import_page() -> Response:
                                        f"{sheet.effective_from.isoformat()}.")
 
 
+@bp.post("/rates/markups")
+@login_required
+def markups_page() -> Response:
+    """Save a project's markups from the page, through the API's validator and service."""
+    project_id = request.form.get("project_id") or ""
+    try:
+        body = validate(MarkupsInput, rates.markups_from_form(request.form))
+        markups.save_markups(current_user.company_id, project_id, body, current_user.email)
+    except ServiceError as error:
+        if error.code == "project_not_found":
+            raise
+        return _render(project_id, error=_plain_markup_error(error), status=422)
+    return _render(project_id, message="Markups saved. Tickets created from now on carry them.")
+
+
+def _plain_markup_error(error: ServiceError) -> ServiceError:
+    """The markup form's problems named by row, as the page shows them."""
+    details = []
+    for problem in error.details or []:
+        field = problem.get("field", "") if isinstance(problem, dict) else ""
+        if field.startswith("markups["):
+            index = int(field[len("markups["):field.index("]")])
+            column = field.partition("].")[2].replace("_", " ").replace("budget code id", "budget code")
+            details.append({"field": f"markup {index + 1}",
+                            "message": f"{column}: {problem['message']}" if column else problem["message"]})
+        else:
+            details.append({"field": "markups", "message": problem.get("message", "")})
+    return ServiceError("the markups were not saved; nothing changed", details=details,
+                        code=error.code, status=error.status)
+
+
 @bp.get("/rates/<int:sheet_id>.csv")
 @login_required
 def export_page(sheet_id: int) -> Response:
@@ -143,3 +182,27 @@ def export_page(sheet_id: int) -> Response:
     response = Response(exported.csv, mimetype="text/csv")
     response.headers["Content-Disposition"] = f'attachment; filename="{exported.filename}"'
     return response
+
+
+# ------------------------------------------------------------------ markups
+
+@api_route(bp, "/projects/<project_id>/markups", tag="rates", response=ProjectMarkupsOut,
+           errors=(404, 409, 502))
+def get_markups(project_id: str) -> ProjectMarkupsOut:
+    """Read a project's markups, in the order they apply."""
+    return markups.get_markups(g.company_id, project_id)
+
+
+@api_route(bp, "/projects/<project_id>/markups", method="PUT", tag="rates", body=MarkupsInput,
+           response=ProjectMarkupsOut, errors=(404, 409, 502), extra_responses={
+               400: "The body has problems, or a markup's `budget_code_id` is not a budget code "
+                    "of the project (named in `details` as `markups[<i>].budget_code_id`).",
+           })
+def save_markups(project_id: str, body: MarkupsInput) -> ProjectMarkupsOut:
+    """Set a project's markups (overhead, profit, bond, insurance, tax) in the order they apply.
+
+    Each is a percentage of the lines of the kinds it names, plus, when `compound` is true,
+    of the markups before it; each lands as its own line item on its budget code. Tickets
+    created afterwards carry them; earlier tickets keep theirs.
+    """
+    return markups.save_markups(g.company_id, project_id, body, g.actor)

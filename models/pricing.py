@@ -37,3 +37,19 @@ class RateSheet(db.Model):
     materials: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
     created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+
+
+class ProjectMarkups(db.Model):
+    """A project's markups (overhead, profit, bond, insurance, tax) in the order they apply.
+
+    Each is a percentage on chosen line kinds, compounding on the markups before it or not,
+    landing on a budget code the PM picked for it. Kept as one JSON list per project.
+    """
+
+    __tablename__ = "project_markups"
+
+    company_id: Mapped[int] = mapped_column(ForeignKey("companies.id"), primary_key=True)
+    project_id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    markups: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
+    updated_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    updated_by: Mapped[str | None] = mapped_column(String(300))

@@ -345,6 +345,24 @@ class PhotosInput(InputShape):
     photos: list[PhotoIn] = Field(min_length=1, max_length=12)
 
 
+MarkupKind = Literal["overhead", "profit", "bond", "insurance", "tax"]
+LineKind = Literal["labor", "equipment", "materials"]
+
+
+class MarkupLine(Shape):
+    """A markup applied to a ticket: its own line, after the cost lines."""
+
+    name: str
+    markup: MarkupKind
+    percent: JsonNumber
+    applies_to: list[LineKind]
+    compound: bool
+    base: JsonNumber = Field(description="The amount the percentage was taken of.")
+    budget_code_id: int
+    amount: JsonNumber
+    description: str
+
+
 class LinePricing(Shape):
     """Where a line's rate came from: the rate sheet, the caller, or nowhere."""
 
@@ -447,7 +465,8 @@ class RoutingLine(Shape):
     """Where one line of money lands in the project system."""
 
     line: int = Field(description="Index of the line; the key in approve `routes`.")
-    kind: Literal["labor", "equipment", "materials"]
+    kind: Literal["labor", "equipment", "materials", "markup"] = Field(description=(
+        "Markup lines come after the cost lines, one per markup of the project."))
     description: str
     cost_type: str | None
     quantity: OptionalJsonNumber
@@ -480,6 +499,9 @@ class TicketSummary(Shape):
     labor: list[LaborLine]
     equipment: list[EquipmentLine]
     materials: list[MaterialLine]
+    markups: list[MarkupLine] = Field(default_factory=list, description=(
+        "The project's markups as lines of their own, in the order they were applied; "
+        "`total` includes them."))
     signature: Signature | None
     photos: list[Photo]
     photo_count: int
@@ -733,3 +755,51 @@ class RateSheetCsv(Shape):
 
     filename: str
     csv: str
+
+
+# ------------------------------------------------------------------ markups
+
+class MarkupIn(InputShape):
+    """One markup of a project: a percentage on chosen line kinds, on the budget code picked for it."""
+
+    name: str | None = Field(default=None, max_length=100, description=(
+        "Shown on the ticket and the line item; defaults to the kind, e.g. 'Overhead'."))
+    kind: MarkupKind
+    percent: Percent = Field(description="Percent, 0 to 1000.")
+    applies_to: list[LineKind] = Field(min_length=1, max_length=3, description=(
+        "The line kinds whose amounts it is a percentage of."))
+    compound: Flag = Field(default=False, description=(
+        "True: the markups before it in the list are added to its base (e.g. profit on cost "
+        "plus overhead). False: only the lines of `applies_to`."))
+    budget_code_id: BudgetCodeId = Field(description=(
+        "Budget code of the project the markup's line item lands on; checked like any route."))
+
+
+class MarkupsInput(InputShape):
+    """A project's markups in the order they apply; an empty list removes them all.
+
+    Tickets created afterwards carry them as lines of their own; tickets already made keep
+    the markups they were created with.
+    """
+
+    markups: list[MarkupIn] = Field(max_length=10)
+
+
+class Markup(Shape):
+    """A project's markup as stored."""
+
+    name: str
+    kind: MarkupKind
+    percent: JsonNumber
+    applies_to: list[LineKind]
+    compound: bool
+    budget_code_id: int
+    budget_code: str | None = Field(description="Flat code text of the budget code, when the "
+                                                "project still has it.")
+
+
+class ProjectMarkupsOut(Shape):
+    """A project's markups in the order they apply."""
+
+    project_id: str
+    markups: list[Markup]

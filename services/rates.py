@@ -9,7 +9,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -19,7 +19,7 @@ from sqlalchemy import select
 from models import RateSheet as RateSheetRecord
 from models import db, utcnow
 from models.schemas import RateSheet, RateSheetCsv, RateSheetCsvInput, RateSheetInput
-from services import projects
+from services import markups, projects
 from services.database import write_transaction
 from services.errors import NotFound, ServiceError, ValidationFailed, field_problem
 from services.validation import validation_details
@@ -242,7 +242,7 @@ def sheet_csv(company_id: int, sheet_id: int | str) -> RateSheetCsv:
 
 # ------------------------------------------------------------------ the page
 
-@dataclass(frozen=True)
+@dataclass
 class RatesPage:
     """What the rate-sheet page shows: the scope, its sheets and the projects to switch to."""
 
@@ -250,6 +250,8 @@ class RatesPage:
     scope_name: str
     sheets: list[RateSheet]
     projects: list[tuple[str, str]]
+    markups: list[dict[str, Any]] = field(default_factory=list)
+    budget_codes: list[tuple[int, str]] = field(default_factory=list)
 
 
 def rates_page(company_id: int, project_id: str | None) -> RatesPage:
@@ -260,5 +262,33 @@ def rates_page(company_id: int, project_id: str | None) -> RatesPage:
         names = {}
     sheets = list_sheets(company_id, project_id)
     scope_name = "Company default" if project_id is None else names.get(project_id, project_id)
-    return RatesPage(project_id=project_id, scope_name=scope_name, sheets=sheets,
+    page = RatesPage(project_id=project_id, scope_name=scope_name, sheets=sheets,
                      projects=sorted(names.items(), key=lambda item: item[1]))
+    if project_id is not None:
+        page.markups.extend(markups.stored_markups(company_id, project_id))
+        try:
+            codes = projects.catalog(company_id, project_id)
+        except ServiceError:
+            return page
+        page.budget_codes.extend(sorted(((c.id, f"{c.flat_code} — {c.description}")
+                                         for c in codes.budget_codes), key=lambda c: c[1]))
+    return page
+
+
+def markups_from_form(form) -> dict[str, Any]:
+    """The markup rows of the page's form as the API's body; rows without a percent are left out."""
+    rows = []
+    for i in range(MARKUP_ROWS):
+        prefix = f"markups[{i}]."
+        if not (form.get(prefix + "percent") or "").strip():
+            continue
+        code = (form.get(prefix + "budget_code_id") or "").strip()
+        rows.append({"name": form.get(prefix + "name") or None, "kind": form.get(prefix + "kind"),
+                     "percent": form.get(prefix + "percent"),
+                     "applies_to": form.getlist(prefix + "applies_to"),
+                     "compound": form.get(prefix + "compound") == "on",
+                     "budget_code_id": int(code) if code.isdecimal() and len(code) < 18 else code})
+    return {"markups": rows}
+
+
+MARKUP_ROWS = 6

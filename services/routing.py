@@ -14,7 +14,8 @@ from typing import Any
 
 from services.project_system import BudgetCode, CostCode
 
-KIND_COST_TYPE = {"labor": "labor", "equipment": "equipment", "materials": "materials"}
+KIND_COST_TYPE = {"labor": "labor", "equipment": "equipment", "materials": "materials",
+                  "markup": "other"}
 
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP_WORDS = {"and", "the", "of", "for", "with", "to", "in", "on", "a", "an", "at", "by", "per",
@@ -84,6 +85,8 @@ def line_description(line: dict[str, Any]) -> str:
 
 def line_quantity_and_unit_cost(line: dict[str, Any]) -> tuple[Decimal | None, Decimal | None]:
     """Quantity and unit cost of a stored line as they go on a line item."""
+    if line["kind"] == "markup":
+        return None, None  # a lump sum: its percentage of its base
     if line["kind"] == "labor":
         return (Decimal(line["workers"]) * Decimal(line["hours"]),
                 Decimal(line["rate"]) if line.get("rate") is not None else None)
@@ -98,13 +101,17 @@ class Router:
 
     def __init__(self, cost_codes: Iterable[CostCode], budget_codes: Iterable[BudgetCode]) -> None:
         self.cost_codes = list(cost_codes)
+        budget_codes = list(budget_codes)
         self.by_code = {_normal_code(c.code): c for c in self.cost_codes}
         self.budget = {(b.cost_code_id, b.cost_type): b for b in budget_codes
                        if b.cost_code_id is not None}
         self.name_terms = {c.id: _terms(c.name) for c in self.cost_codes}
+        self.by_id = {b.id: b for b in budget_codes}
 
     def route(self, index: int, line: dict[str, Any]) -> Route:
         """Route one stored line."""
+        if line["kind"] == "markup":
+            return self._route_markup(index, line)
         cost_type = KIND_COST_TYPE[line["kind"]]
         quantity, unit_cost = line_quantity_and_unit_cost(line)
         base = dict(line=index, kind=line["kind"], description=line_description(line),
@@ -135,6 +142,19 @@ class Router:
         return Route(**base, budget_code=None, exact=False, needs_review=True,
                      reason=f"{prefix}nothing matched a cost code" if prefix
                      else "no cost code given and nothing matched a cost code name")
+
+    def _route_markup(self, index: int, line: dict[str, Any]) -> Route:
+        """A markup lands on the budget code the project's settings picked for it, if it is there."""
+        code = self.by_id.get(line["budget_code_id"])
+        base = dict(line=index, kind="markup", description=line["description"],
+                    cost_type=code.cost_type if code is not None and code.cost_type else "other",
+                    quantity=None, unit_cost=None, amount=Decimal(line["amount"]))
+        if code is None:
+            return Route(**base, budget_code=None, exact=False, needs_review=True,
+                         reason=f"the markup's budget code {line['budget_code_id']} is not on "
+                                "this project any more")
+        return Route(**base, budget_code=code, exact=True, needs_review=False,
+                     reason="the markup's budget code from the project's settings")
 
     def _match_by_words(self, line: dict[str, Any]) -> tuple[CostCode, str] | None:
         """The cost code whose name shares most words with the trade or description."""

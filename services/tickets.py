@@ -26,7 +26,7 @@ from models.schemas import (
     TicketSummary,
 )
 from services import photos as images
-from services import pricing, projects, rates
+from services import markups, pricing, projects, rates
 from services.database import write_transaction
 from services.errors import (
     Conflict,
@@ -52,12 +52,14 @@ def _text(value: Decimal | None) -> str | None:
     return None if value is None else format(value.normalize(), "f")
 
 
-def price_lines(data: TicketInput, sheet: RateSheet | None = None
+def price_lines(data: TicketInput, sheet: RateSheet | None = None,
+                project_markups: list[dict[str, Any]] = ()
                 ) -> tuple[list[dict[str, Any]], Decimal, list[str]]:
     """Turn validated input into stored lines with amounts, the total, and warnings.
 
     A line without a rate is priced from `sheet` (the rate sheet in force on the work day);
-    each line records which rate was used and from which sheet under `pricing`.
+    each line records which rate was used and from which sheet under `pricing`. The project's
+    markups follow the cost lines as lines of their own, in their order.
     """
     lines: list[dict[str, Any]] = []
     warnings: list[str] = []
@@ -101,6 +103,7 @@ def price_lines(data: TicketInput, sheet: RateSheet | None = None
                       "unit_price": _text(price), "pricing": priced.pricing})
     if not lines:
         warnings.append("the ticket has no labor, equipment or material lines")
+    lines += markups.apply(list(project_markups), lines)
     total = _cents(sum((Decimal(line["amount"]) for line in lines), Decimal(0)))
     return lines, total, warnings
 
@@ -190,7 +193,8 @@ def create_ticket(company_id: int, data: TicketInput, *, captured_via: str = "ap
     captured_at = utcnow()
     worked_on = data.worked_on or jobsite_date(company_id, project_id, captured_at)
     sheet = rates.sheet_in_force(company_id, project_id, worked_on)
-    lines, total, warnings = price_lines(data, sheet)
+    lines, total, warnings = price_lines(data, sheet,
+                                         markups.stored_markups(company_id, project_id))
     checked_photos, problems = _check_photos(data.photos, "photos", 0)
     checked_signature, signature_problems = _check_signature(data, warnings)
     problems += signature_problems
@@ -312,6 +316,7 @@ def shape(ticket: TicketRecord, schema: type[TicketSummary] | None = None,
                               if name in columns}
     for kind in LINE_KINDS:
         fields[kind] = [line for line in ticket.lines if line["kind"] == kind]
+    fields["markups"] = [line for line in ticket.lines if line["kind"] == "markup"]
     fields.update(photos=ticket.photos, decisions=ticket.decisions,
                   signature=ticket.signature or None, external=ticket.external or None,
                   warnings=list(ticket.warnings or []))

@@ -50,6 +50,8 @@ def body_for(rule: str, owner_values: dict[str, str]) -> dict:
     if rule.endswith("/rate-sheets/csv"):
         return {"name": "Rates", "effective_from": "2026-01-01",
                 "csv": "kind,item,st\r\nlabor,Foreman,100\r\n"}
+    if rule.endswith("/markups"):
+        return {"markups": []}
     return {}
 
 
@@ -88,7 +90,8 @@ def test_every_route_with_an_id_treats_foreign_ids_as_missing(app, client, acme,
                 url = fill(rule.rule, values)
                 if rule.rule.startswith("/v1/"):
                     response = intruder.open(url, method=method, headers=rival.headers,
-                                             json=body_for(rule.rule, owner_values) if method == "POST" else None)
+                                             json=body_for(rule.rule, owner_values)
+                                             if method in ("POST", "PUT") else None)
                 else:
                     response = intruder.open(url, method=method,
                                              data={"csrf_token": csrf} if method == "POST" else None)
@@ -97,7 +100,7 @@ def test_every_route_with_an_id_treats_foreign_ids_as_missing(app, client, acme,
             assert foreign == missing, f"{method} {rule.rule}"
             assert foreign[0] == 404, f"{method} {rule.rule}: {foreign}"
             checked.append(f"{method} {rule.rule}")
-    assert len(checked) == 26  # every route with an id or token outside the public capture pages
+    assert len(checked) == 28  # every route with an id or token outside the public capture pages
     # And nothing of the owner's changed.
     ticket = client.get(f"/v1/tickets/{owner_values['ticket_id']}", headers=acme.headers).json
     assert ticket["status"] == "submitted" and ticket["photo_count"] == 1 and ticket["decisions"] == []
