@@ -6,15 +6,20 @@ from flask_login import current_user, login_required
 
 from blueprints.api import api_route
 from models.schemas import (
+    AuthorizationInput,
+    AuthorizationList,
     MarkupsInput,
+    NteStatus,
     ProjectMarkupsOut,
     RateSheet,
     RateSheetCsv,
     RateSheetCsvInput,
     RateSheetInput,
     RateSheetList,
+    Ticket,
+    TicketAuthorizationInput,
 )
-from services import markups, rates
+from services import authorizations, markups, rates, tickets
 from services.errors import ServiceError
 from services.validation import validate
 from services.web import render_page
@@ -174,6 +179,26 @@ def _plain_markup_error(error: ServiceError) -> ServiceError:
                         code=error.code, status=error.status)
 
 
+@bp.post("/rates/authorizations")
+@login_required
+def authorization_create_page() -> Response:
+    """Record a directive or change-order request from the page, through the API's validator."""
+    form = request.form.to_dict()
+    project_id = form.get("project_id") or ""
+    try:
+        body = validate(AuthorizationInput, {"reference": form.get("reference"),
+                                             "kind": form.get("kind") or "directive",
+                                             "title": form.get("title") or None,
+                                             "amount": form.get("amount") or None})
+        made = authorizations.create(current_user.company_id, project_id, body)
+    except ServiceError as error:
+        if error.code == "project_not_found":
+            raise
+        return _render(project_id, error=error, status=422, form=form)
+    return _render(project_id, message=f"{made.reference} recorded: not to exceed "
+                                       f"${made.authorized:,.2f}.")
+
+
 @bp.get("/rates/<int:sheet_id>.csv")
 @login_required
 def export_page(sheet_id: int) -> Response:
@@ -206,3 +231,44 @@ def save_markups(project_id: str, body: MarkupsInput) -> ProjectMarkupsOut:
     created afterwards carry them; earlier tickets keep theirs.
     """
     return markups.save_markups(g.company_id, project_id, body, g.actor)
+
+
+# ------------------------------------------------------------------ not-to-exceed
+
+@api_route(bp, "/projects/<project_id>/authorizations", tag="rates", response=AuthorizationList,
+           errors=(404, 409, 502))
+def list_authorizations(project_id: str) -> AuthorizationList:
+    """List a project's not-to-exceed authorizations with their running totals.
+
+    A running total counts the tickets against an authorization that are written or still
+    awaiting review; `level` is 'warning' from 80 % and 'over' past 100 %.
+    """
+    return AuthorizationList(data=authorizations.list_for_project(g.company_id, project_id))
+
+
+@api_route(bp, "/projects/<project_id>/authorizations", method="POST", tag="rates",
+           body=AuthorizationInput, response=NteStatus, errors=(404, 409, 502), extra_responses={
+               409: "Code `authorization_exists`: the project has an authorization with this "
+                    "reference (or `project_system_not_connected`).",
+           })
+def create_authorization(project_id: str, body: AuthorizationInput) -> NteStatus:
+    """Record a GC directive or change-order request with its authorised (not-to-exceed) amount."""
+    return authorizations.create(g.company_id, project_id, body)
+
+
+@api_route(bp, "/authorizations/<int:authorization_id>", tag="rates", response=NteStatus,
+           errors=(404,))
+def get_authorization(authorization_id: int) -> NteStatus:
+    """Read one authorization with its running total."""
+    return authorizations.status(authorizations.find(g.company_id, authorization_id))
+
+
+@api_route(bp, "/tickets/<ticket_id>/authorization", method="POST", tag="tickets",
+           body=TicketAuthorizationInput, response=Ticket, errors=(404, 409), extra_responses={
+               409: "Code `ticket_written`: a written ticket keeps its authorization.",
+           })
+def link_ticket_authorization(ticket_id: str, body: TicketAuthorizationInput) -> Ticket:
+    """Count a ticket not yet written against one of its project's authorizations, or none."""
+    ticket = tickets.find_ticket(g.company_id, ticket_id)
+    authorizations.link_ticket(g.company_id, ticket, body.authorization_id)
+    return tickets.get_ticket(g.company_id, ticket_id)

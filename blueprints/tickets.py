@@ -11,11 +11,12 @@ from models.schemas import (
     BudgetCodeInput,
     PhotosInput,
     Ticket,
+    TicketAuthorizationInput,
     TicketInput,
     TicketList,
     TicketListQuery,
 )
-from services import approval, projects, review, tickets
+from services import approval, authorizations, projects, review, tickets
 from services.errors import ServiceError
 from services.validation import validate
 from services.web import render_page
@@ -191,6 +192,24 @@ def create_budget_code_page(ticket_id: str) -> Response:
         selected[int(line)] = made.id
     return _ticket_panel(ticket_id, message=f"Budget code {made.code} is ready; it is selected "
                                            f"for line {line}.", selected=selected)
+
+
+@bp.post("/tickets/<ticket_id>/authorization")
+@login_required
+def authorization_page(ticket_id: str) -> Response:
+    """Count the ticket against a directive or change-order request, through the API's service."""
+    ticket = tickets.find_ticket(current_user.company_id, ticket_id)
+    chosen = request.form.get("authorization_id") or None
+    try:
+        body = validate(TicketAuthorizationInput, {"authorization_id": int(chosen) if chosen and
+                                                   chosen.isdecimal() and len(chosen) < 18 else chosen})
+        authorizations.link_ticket(current_user.company_id, ticket, body.authorization_id)
+    except ServiceError as error:
+        if error.status == 404:
+            raise
+        return _ticket_panel(ticket_id, error=error, status=422)
+    return _ticket_panel(ticket_id, message="Saved." if body.authorization_id else
+                         "It counts against no directive or change-order request now.")
 
 
 def _image(data: bytes, media_type: str) -> Response:

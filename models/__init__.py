@@ -2,9 +2,9 @@
 from models.base import Base, UTCDateTime, db, utcnow
 from models.company import ApiKey, Company, Reviewer
 from models.link import CaptureLink
-from models.pricing import ProjectMarkups, RateSheet
+from models.pricing import Authorization, ProjectMarkups, RateSheet
 from models.project_system import ProjectSystemConnection
 from models.ticket import Decision, Ticket, TicketCount, TicketPhoto
 
-__all__ = ["ApiKey", "Base", "CaptureLink", "Company", "Decision", "ProjectMarkups", "ProjectSystemConnection", "RateSheet", "Reviewer", "Ticket",
+__all__ = ["ApiKey", "Authorization", "Base", "CaptureLink", "Company", "Decision", "ProjectMarkups", "ProjectSystemConnection", "RateSheet", "Reviewer", "Ticket",
            "TicketCount", "TicketPhoto", "UTCDateTime", "db", "utcnow"]

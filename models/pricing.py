@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import datetime as dt
+from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import JSON, Date, ForeignKey, Index, String
+from sqlalchemy import JSON, Date, ForeignKey, Index, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from models.base import db, utcnow
+from models.base import Money, db, utcnow
 
 
 class RateSheet(db.Model):
@@ -53,3 +54,25 @@ class ProjectMarkups(db.Model):
     markups: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
     updated_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
     updated_by: Mapped[str | None] = mapped_column(String(300))
+
+
+class Authorization(db.Model):
+    """A GC directive or change-order request with an authorised (not-to-exceed) amount.
+
+    Tickets that reference it count against it while submitted or written.
+    """
+
+    __tablename__ = "authorizations"
+    __table_args__ = (
+        UniqueConstraint("company_id", "project_id", "reference",
+                         name="uq_authorizations_company_project_reference"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    company_id: Mapped[int] = mapped_column(ForeignKey("companies.id"))
+    project_id: Mapped[str] = mapped_column(String(40))
+    reference: Mapped[str] = mapped_column(String(60))
+    kind: Mapped[str] = mapped_column(String(16))
+    title: Mapped[str | None] = mapped_column(String(300))
+    amount: Mapped[Decimal] = mapped_column(Money())
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)

@@ -333,6 +333,10 @@ class TicketInput(InputShape):
     worked_on: OptionalIsoDate = Field(default=None, description=(
         "ISO date the work was done; defaults to the capture date on the jobsite's clock. "
         "Picks the rate sheet in force."))
+    authorization_ref: str | None = Field(default=None, max_length=60, description=(
+        "Reference of the GC directive or change-order request the work was done under, e.g. "
+        "'CD-014'. When the project lists it (see /projects/{id}/authorizations) the ticket "
+        "counts against its not-to-exceed amount; otherwise it is kept and flagged."))
     client_ref: str | None = Field(
         default=None, pattern=r"^[A-Za-z0-9_-]{8,64}$",
         description="Your own id for this ticket (8 to 64 letters, digits, '-', '_'). Sending "
@@ -482,6 +486,25 @@ class RoutingLine(Shape):
         "Which rate priced the line and from which rate sheet."))
 
 
+class NteStatus(Shape):
+    """A not-to-exceed authorization and what is claimed against it so far."""
+
+    id: int
+    project_id: str
+    reference: str = Field(description="The GC's number, e.g. 'CD-014' or 'COR-7'.")
+    kind: Literal["directive", "change_order_request"]
+    title: str | None
+    authorized: JsonNumber = Field(description="The authorised (not-to-exceed) amount.")
+    written: JsonNumber = Field(description="Total of tickets against it written to the project system.")
+    open: JsonNumber = Field(description="Total of tickets against it still awaiting review.")
+    used: JsonNumber = Field(description="written + open.")
+    remaining: JsonNumber = Field(description="authorized - used; negative once past it.")
+    percent: JsonNumber = Field(description="used as a percentage of authorized, to 0.1.")
+    level: Literal["ok", "warning", "over"] = Field(description=(
+        "'warning' from 80 %, 'over' past 100 % of the authorised amount."))
+    message: str = Field(description="The same in words, as the pages show it.")
+
+
 class TicketSummary(Shape):
     """A ticket as listed: every field except routing."""
 
@@ -511,6 +534,10 @@ class TicketSummary(Shape):
     decisions: list[Decision]
     external: External | None
     warnings: list[str]
+    authorization_ref: str | None = Field(default=None, description=(
+        "The GC directive or change-order request the ticket names."))
+    nte: NteStatus | None = Field(default=None, description=(
+        "The not-to-exceed authorization the ticket counts against, with its running total."))
 
 
 class Ticket(TicketSummary):
@@ -566,6 +593,10 @@ class ApproveInput(InputShape):
     routes: dict[str, BudgetCodeId] = Field(default_factory=dict, max_length=200, description=(
         "Per-line budget code override: keys are line indexes as strings (see `routing`), "
         "values budget code ids of the ticket's project. A line routed here counts as exact."))
+    confirm_over_nte: Flag = Field(default=False, description=(
+        "Approve although the written tickets against the ticket's not-to-exceed authorization, "
+        "this one included, pass its authorised amount. Without it such an approval is refused "
+        "with 409 nte_exceeded."))
     destination: Literal["change_event", "daily_log"] | None = Field(default=None, description=(
         "Where to file. Omitted: a change event when the project has the tool, else 409 "
         "no_change_events (a daily log is never chosen automatically). A daily log entry "
@@ -803,3 +834,31 @@ class ProjectMarkupsOut(Shape):
 
     project_id: str
     markups: list[Markup]
+
+
+
+# ------------------------------------------------------------------ not-to-exceed
+
+class AuthorizationInput(InputShape):
+    """A GC directive or change-order request with the amount it authorises."""
+
+    reference: str = required_text(60, description="The GC's number, e.g. 'CD-014'; unique per project.")
+    kind: Literal["directive", "change_order_request"] = "directive"
+    title: str | None = Field(default=None, max_length=300)
+    amount: Annotated[Decimal, Field(ge=0, le=100_000_000), BeforeValidator(_to_decimal),
+                      WithJsonSchema({"type": "number", "minimum": 0, "maximum": 100_000_000})] = \
+        Field(description="The authorised (not-to-exceed) amount.")
+
+
+class AuthorizationList(Shape):
+    """A project's authorizations with their running totals."""
+
+    data: list[NteStatus]
+
+
+class TicketAuthorizationInput(InputShape):
+    """Which authorization a ticket counts against; null to count it against none."""
+
+    authorization_id: Annotated[int, Field(gt=0, lt=2**63), BeforeValidator(_whole_number)] | None = \
+        Field(description=(
+        "An authorization of the ticket's project (see /projects/{id}/authorizations), or null."))

@@ -43,6 +43,10 @@ class Ticket(db.Model):
     captured_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
     # The day the work was done (ISO date); defaults to the capture date on the jobsite's clock.
     worked_on: Mapped[dt.date | None] = mapped_column(Date)
+    # The GC directive or change-order request the ticket counts against (not-to-exceed), as
+    # the crew or caller named it, and the authorization it was matched to.
+    authorization_ref: Mapped[str | None] = mapped_column(String(60))
+    authorization_id: Mapped[int | None] = mapped_column(Integer, index=True)
     captured_via: Mapped[str] = mapped_column(String(8))
     link_token: Mapped[str | None] = mapped_column(String(64))
     client_ref: Mapped[str | None] = mapped_column(String(64))

@@ -31,7 +31,7 @@ from sqlalchemy.orm import Session
 from models import Ticket as TicketRecord
 from models import db, utcnow
 from models.schemas import ApprovalResult, ApproveInput, Ticket
-from services import projects
+from services import authorizations, projects
 from services.connections import client_for, project_system_errors
 from services.database import write_transaction
 from services.errors import Conflict, ValidationFailed, field_problem
@@ -106,6 +106,7 @@ def approve(company_id: int, ticket_id: str, options: ApproveInput, actor: str) 
     routes = _routes(ticket, projects.catalog(company_id, ticket.project_id), options.routes, actor)
     destination = _destination(company_id, ticket, options.destination)
     _check_lines(routes, options)
+    authorizations.check_approval(ticket, options.confirm_over_nte)
     zone = projects.time_zone(company_id, ticket.project_id)
     client = client_for(company_id)
     claim = _claim(ticket.id, options.allow_rejected, destination)

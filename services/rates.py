@@ -19,7 +19,7 @@ from sqlalchemy import select
 from models import RateSheet as RateSheetRecord
 from models import db, utcnow
 from models.schemas import RateSheet, RateSheetCsv, RateSheetCsvInput, RateSheetInput
-from services import markups, projects
+from services import authorizations, markups, projects
 from services.database import write_transaction
 from services.errors import NotFound, ServiceError, ValidationFailed, field_problem
 from services.validation import validation_details
@@ -252,6 +252,7 @@ class RatesPage:
     projects: list[tuple[str, str]]
     markups: list[dict[str, Any]] = field(default_factory=list)
     budget_codes: list[tuple[int, str]] = field(default_factory=list)
+    authorizations: list[Any] = field(default_factory=list)
 
 
 def rates_page(company_id: int, project_id: str | None) -> RatesPage:
@@ -267,6 +268,7 @@ def rates_page(company_id: int, project_id: str | None) -> RatesPage:
     if project_id is not None:
         page.markups.extend(markups.stored_markups(company_id, project_id))
         try:
+            page.authorizations.extend(authorizations.list_for_project(company_id, project_id))
             codes = projects.catalog(company_id, project_id)
         except ServiceError:
             return page

@@ -26,7 +26,7 @@ from models.schemas import (
     TicketSummary,
 )
 from services import photos as images
-from services import markups, pricing, projects, rates
+from services import authorizations, markups, pricing, projects, rates
 from services.database import write_transaction
 from services.errors import (
     Conflict,
@@ -195,6 +195,9 @@ def create_ticket(company_id: int, data: TicketInput, *, captured_via: str = "ap
     sheet = rates.sheet_in_force(company_id, project_id, worked_on)
     lines, total, warnings = price_lines(data, sheet,
                                          markups.stored_markups(company_id, project_id))
+    authorization_id, unlisted = authorizations.match_reference(company_id, project_id,
+                                                                data.authorization_ref)
+    warnings += [unlisted] if unlisted else []
     checked_photos, problems = _check_photos(data.photos, "photos", 0)
     checked_signature, signature_problems = _check_signature(data, warnings)
     problems += signature_problems
@@ -206,7 +209,7 @@ def create_ticket(company_id: int, data: TicketInput, *, captured_via: str = "ap
         project_id=project_id, status="submitted", captured_via=captured_via,
         link_token=link_token, total=total, lines=lines, warnings=warnings,
         signature=_store_signature(data, checked_signature), photo_count=len(photo_rows),
-        captured_at=captured_at, worked_on=worked_on,
+        captured_at=captured_at, worked_on=worked_on, authorization_id=authorization_id,
         photos=[TicketPhoto(**row) for row in photo_rows])
     try:
         with write_transaction() as session:
@@ -317,6 +320,8 @@ def shape(ticket: TicketRecord, schema: type[TicketSummary] | None = None,
     for kind in LINE_KINDS:
         fields[kind] = [line for line in ticket.lines if line["kind"] == kind]
     fields["markups"] = [line for line in ticket.lines if line["kind"] == "markup"]
+    if "nte" not in extra:
+        fields["nte"] = authorizations.status_of(ticket.company_id, ticket.authorization_id)
     fields.update(photos=ticket.photos, decisions=ticket.decisions,
                   signature=ticket.signature or None, external=ticket.external or None,
                   warnings=list(ticket.warnings or []))

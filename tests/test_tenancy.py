@@ -24,12 +24,16 @@ def owned_resources(client, owner) -> dict[str, str]:
         "signature": {"name": "S", "image": data_url(png_bytes(), "image/png")}}).json
     link = client.post("/v1/links", headers=owner.headers, json={"project_id": owner.project()["id"]}).json
     sheet = client.post("/v1/rate-sheets", headers=owner.headers, json=RATE_SHEET).json
+    authorization = client.post(f"/v1/projects/{owner.project()['id']}/authorizations",
+                                headers=owner.headers, json={"reference": "CD-1", "amount": 10}).json
     return {"ticket_id": ticket["id"], "project_id": owner.project()["id"], "token": link["token"],
-            "prefix": owner.prefix, "position": "0", "kind": "labor", "sheet_id": str(sheet["id"])}
+            "prefix": owner.prefix, "position": "0", "kind": "labor", "sheet_id": str(sheet["id"]),
+            "authorization_id": str(authorization["id"])}
 
 
 MISSING = {"ticket_id": str(uuid.UUID(int=0x1234)), "project_id": "1", "token": "x" * 32,
-           "prefix": "ewt_zzzzzzzz", "position": "0", "kind": "labor", "sheet_id": "999999"}
+           "prefix": "ewt_zzzzzzzz", "position": "0", "kind": "labor", "sheet_id": "999999",
+           "authorization_id": "999999"}
 RATE_SHEET = {"name": "Rates", "effective_from": "2026-01-01",
               "labor": [{"classification": "Foreman", "st": 100}]}
 
@@ -52,6 +56,10 @@ def body_for(rule: str, owner_values: dict[str, str]) -> dict:
                 "csv": "kind,item,st\r\nlabor,Foreman,100\r\n"}
     if rule.endswith("/markups"):
         return {"markups": []}
+    if rule.endswith("/authorizations"):
+        return {"reference": "CD-2", "amount": 10}
+    if rule.endswith("/authorization"):
+        return {"authorization_id": None}
     return {}
 
 
@@ -100,7 +108,7 @@ def test_every_route_with_an_id_treats_foreign_ids_as_missing(app, client, acme,
             assert foreign == missing, f"{method} {rule.rule}"
             assert foreign[0] == 404, f"{method} {rule.rule}: {foreign}"
             checked.append(f"{method} {rule.rule}")
-    assert len(checked) == 28  # every route with an id or token outside the public capture pages
+    assert len(checked) == 33  # every route with an id or token outside the public capture pages
     # And nothing of the owner's changed.
     ticket = client.get(f"/v1/tickets/{owner_values['ticket_id']}", headers=acme.headers).json
     assert ticket["status"] == "submitted" and ticket["photo_count"] == 1 and ticket["decisions"] == []
