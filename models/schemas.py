@@ -382,6 +382,11 @@ class LinePricing(Shape):
         "The sheet's rate (for materials: its cost per unit) for this line, when it lists one."))
     markup_percent: OptionalJsonNumber = Field(default=None, description=(
         "Materials: the sheet's markup added to the cost."))
+    per: Literal["day"] | None = Field(default=None, description=(
+        "Equipment: 'day' when the sheet's daily rate was lower than the hours at the hourly "
+        "rate; the line is then `days` x `day_rate` (and goes on the line item in days)."))
+    days: OptionalJsonNumber = None
+    day_rate: OptionalJsonNumber = None
     differs: bool = Field(default=False, description=(
         "The rate sent with the line differs from the sheet's: the office should look."))
     needs_office: bool = Field(default=False, description=(

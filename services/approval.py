@@ -375,10 +375,17 @@ def change_event_draft(ticket: TicketRecord, routes: list[Route],
         description=route.description,
         budget_code_id=route.budget_code.id if route.budget_code else None,
         cost_type=route.cost_type, quantity=route.quantity, unit_cost=route.unit_cost,
-        amount=route.amount, unit_of_measure="hr" if route.kind in HOURLY_KINDS else None)
+        amount=route.amount, unit_of_measure=_unit_of_measure(route))
         for route in routes)
     return ChangeEventDraft(origin_id=origin_id(ticket.id), title=title,
                             description=description, lines=lines)
+
+
+def _unit_of_measure(route: Route) -> str | None:
+    """Hours for labor and equipment, days for equipment priced at the sheet's daily rate."""
+    if route.kind not in HOURLY_KINDS:
+        return None
+    return "day" if (route.pricing or {}).get("per") == "day" else "hr"
 
 
 def manpower_draft(ticket: TicketRecord, zone: ZoneInfo) -> ManpowerDraft:

@@ -6,6 +6,7 @@ by the caller (services.tickets.price_lines).
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from decimal import Decimal
@@ -15,6 +16,7 @@ from models import RateSheet
 from models.schemas import HOUR_TYPE_NAMES, EquipmentLineIn, LaborLineIn, MaterialLineIn
 
 HUNDRED = Decimal(100)
+HOURS_A_DAY = 8
 
 
 @dataclass(frozen=True)
@@ -112,11 +114,24 @@ def labor(sheet: RateSheet | None, line: LaborLineIn, label: str) -> Priced:
 
 
 def equipment(sheet: RateSheet | None, line: EquipmentLineIn, label: str) -> Priced:
-    """An equipment line's hourly rate."""
+    """An equipment line's hourly rate; priced by the day when the sheet's daily rate is lower.
+
+    Days are the hours over 8, rounded up. A rate sent with the line is always per hour.
+    """
     item = _find(sheet.equipment, "description", line.description) if sheet is not None else None
     sheet_rate = _decimal(item["hourly"]) if item is not None else None
-    return _choose(sheet, line.rate, item, sheet_rate, "hourly rate", label,
-                   f"“{line.description}” is not", {})
+    priced = _choose(sheet, line.rate, item, sheet_rate, "hourly rate", label,
+                     f"“{line.description}” is not", {})
+    daily = _decimal(item.get("daily")) if item is not None else None
+    if priced.pricing["source"] != "sheet" or daily is None or line.hours <= 0:
+        return priced
+    days = Decimal(math.ceil(line.hours / HOURS_A_DAY))
+    if days * daily >= line.hours * sheet_rate:
+        return priced
+    note = (f"daily rate {_text(daily)} × {days} day(s) from the {_sheet_words(sheet)}, lower "
+            f"than {_text(line.hours)} h at {_text(sheet_rate)}")
+    return Priced(priced.rate, {**priced.pricing, "per": "day", "days": _text(days),
+                                "day_rate": _text(daily), "note": note})
 
 
 def materials(sheet: RateSheet | None, line: MaterialLineIn, label: str

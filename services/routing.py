@@ -91,6 +91,9 @@ def line_quantity_and_unit_cost(line: dict[str, Any]) -> tuple[Decimal | None, D
         return (Decimal(line["workers"]) * Decimal(line["hours"]),
                 Decimal(line["rate"]) if line.get("rate") is not None else None)
     if line["kind"] == "equipment":
+        by_day = line.get("pricing") or {}
+        if by_day.get("per") == "day":  # charged by the day at the sheet's daily rate
+            return Decimal(by_day["days"]), Decimal(by_day["day_rate"])
         return Decimal(line["hours"]), Decimal(line["rate"]) if line.get("rate") is not None else None
     unit = line.get("unit_price") or line.get("unitCost")  # the price with markup, when marked up
     return Decimal(line["quantity"]), Decimal(unit) if unit is not None else None

@@ -80,6 +80,8 @@ def price_lines(data: TicketInput, sheet: RateSheet | None = None,
         priced = pricing.equipment(sheet, item, f"equipment[{i}] ({item.description})")
         rate = priced.rate
         amount = _cents(item.hours * rate) if rate is not None else Decimal(0)
+        if priced.pricing.get("per") == "day":
+            amount = _cents(Decimal(priced.pricing["days"]) * Decimal(priced.pricing["day_rate"]))
         if rate is None and sheet is None:
             warnings.append(f"equipment[{i}] ({item.description}) has no rate, so its amount is 0")
         elif priced.warning:

@@ -151,3 +151,24 @@ def test_crew_picks_a_classification_and_hour_type_on_the_capture_form(app, clie
     assert "Priced: overtime rate 91.5 from the rate sheet" in text
     assert "classification “Cable whisperer” is not on the rate sheet" in text
     assert "Day of the work" in text
+
+
+def test_equipment_is_charged_by_the_day_when_the_daily_rate_is_lower(client, acme, app):
+    from tests.test_approval import remote
+
+    project = acme.project()["id"]
+    save(client, acme, project)  # scissor lift: 35 an hour, 210 a day
+    ticket = create(client, acme, worked_on="2026-03-02", labor=[], materials=[], equipment=[
+        {"description": "Scissor lift", "hours": 10, "costCode": "02-200"},   # 350 vs 2 days 420
+        {"description": "Scissor lift", "hours": 7, "costCode": "02-200"},    # 245 vs 1 day 210
+        {"description": "Scissor lift", "hours": 7, "rate": 30, "costCode": "02-200"}])
+    hourly, daily, sent = ticket["routing"]
+    assert (hourly["amount"], hourly["quantity"], hourly["unit_cost"]) == (350.0, 10.0, 35.0)
+    assert (daily["amount"], daily["quantity"], daily["unit_cost"]) == (210.0, 1.0, 210.0)
+    assert daily["pricing"]["per"] == "day" and "daily rate 210 × 1 day(s)" in daily["pricing"]["note"]
+    assert sent["amount"] == 210.0 and sent["pricing"]["source"] == "explicit"
+    approved = act(client, acme, ticket["id"], "approve")
+    assert approved.status_code == 200, approved.json
+    event = remote(app, acme).get_change_event(int(project), approved.json["external"]["change_event_id"])
+    assert [i["cost_impact"]["estimate"]["unit_of_measure"] for i in event["change_items"]] == \
+        ["hr", "day", "hr"]
