@@ -377,7 +377,7 @@ class LinePricing(Shape):
     sheet_name: str | None = None
     effective_from: dt.date | None = None
     item: str | None = Field(default=None, description="The sheet's classification or item used.")
-    hour_type: HourType | None = None
+    hour_type: HourType | None = Field(default=None, description="Labor: the hour type priced.")
     sheet_rate: OptionalJsonNumber = Field(default=None, description=(
         "The sheet's rate (for materials: its cost per unit) for this line, when it lists one."))
     markup_percent: OptionalJsonNumber = Field(default=None, description=(
@@ -404,9 +404,11 @@ class LaborLine(Shape):
     rate: OptionalJsonNumber
     costCode: str | None
     amount: JsonNumber
-    classification: str | None = None
-    hour_type: HourType = "st"
-    pricing: LinePricing | None = None
+    classification: str | None = Field(default=None, description=(
+        "The rate-sheet classification the crew picked (or typed)."))
+    hour_type: HourType = Field(default="st", description="'st', 'ot' or 'dt'.")
+    pricing: LinePricing | None = Field(default=None, description=(
+        "Which rate priced the line and from which sheet; null on lines priced before sheets."))
 
 
 class EquipmentLine(Shape):
@@ -417,7 +419,8 @@ class EquipmentLine(Shape):
     rate: OptionalJsonNumber
     costCode: str | None
     amount: JsonNumber
-    pricing: LinePricing | None = None
+    pricing: LinePricing | None = Field(default=None, description=(
+        "Which rate priced the line and from which sheet; null on lines priced before sheets."))
 
 
 class MaterialLine(Shape):
@@ -431,7 +434,8 @@ class MaterialLine(Shape):
     unit_price: OptionalJsonNumber = Field(default=None, description=(
         "The cost per unit with the sheet's material markup added; the amount is quantity x "
         "unit_price. Null when no markup applied (amount is quantity x unitCost)."))
-    pricing: LinePricing | None = None
+    pricing: LinePricing | None = Field(default=None, description=(
+        "Which rate priced the line and from which sheet; null on lines priced before sheets."))
 
 
 class Photo(Shape):

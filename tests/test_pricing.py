@@ -172,3 +172,25 @@ def test_equipment_is_charged_by_the_day_when_the_daily_rate_is_lower(client, ac
     event = remote(app, acme).get_change_event(int(project), approved.json["external"]["change_event_id"])
     assert [i["cost_impact"]["estimate"]["unit_of_measure"] for i in event["change_items"]] == \
         ["hr", "day", "hr"]
+
+
+def test_the_openapi_document_describes_the_pricing_fields(client):
+    document = client.get("/v1/openapi.json").json
+    properties: dict[str, dict] = {}
+    for schema in document["components"]["schemas"].values():
+        for name, prop in schema.get("properties", {}).items():
+            properties.setdefault(name, prop)
+    for name in ("classification", "hour_type", "worked_on", "pricing", "unit_price", "markups",
+                 "authorization_ref", "nte", "confirm_over_nte", "effective_from",
+                 "material_markup", "applies_to", "compound", "budget_code_id"):
+        assert name in properties, name
+    for name in ("hour_type", "worked_on", "confirm_over_nte", "authorization_ref", "pricing"):
+        assert "description" in properties[name], name
+    paths = document["paths"]
+    for path, method in (("/projects/{project_id}/rate-sheets", "post"),
+                         ("/projects/{project_id}/rate-sheets/csv", "post"),
+                         ("/rate-sheets/{sheet_id}/csv", "get"),
+                         ("/projects/{project_id}/markups", "put"),
+                         ("/projects/{project_id}/authorizations", "post"),
+                         ("/tickets/{ticket_id}/authorization", "post")):
+        assert method in paths[path], path
