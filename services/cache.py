@@ -76,6 +76,12 @@ class TTLCache(Generic[T]):
         mine.finish(value, None)
         return value
 
+    def peek(self, key: Hashable) -> T | None:
+        """The value held for key, even expired, without loading it (None when there is none)."""
+        with self._lock:
+            entry = self._entries.get(key)
+        return entry[1] if entry is not None else None
+
     def invalidate(self, key: Hashable) -> None:
         """Forget one key."""
         with self._lock:

@@ -229,12 +229,12 @@ _WORKED_OUT = {"project_id", "signature", "worked_on"}
 
 
 def jobsite_date(company_id: int, project_id: str, moment: dt.datetime) -> dt.date:
-    """The date of a moment on the jobsite's clock (UTC when the project system is away)."""
-    try:
-        zone = projects.time_zone(company_id, project_id)
-    except ServiceError:
-        zone = UTC
-    return local_date(moment, zone)
+    """The date of a moment on the jobsite's clock, from the project's zone as last read.
+
+    The project system is not called, so a crew's ticket never waits on it; UTC when the
+    project's zone has not been read in this process.
+    """
+    return local_date(moment, projects.cached_time_zone(company_id, project_id) or UTC)
 
 
 def _stored_as_sent(data: TicketInput) -> dict[str, Any]:
