@@ -106,6 +106,20 @@ def delete_sheet(sheet_id: int) -> RateSheet:
     return rates.delete_sheet(g.company_id, sheet_id)
 
 
+@api_route(bp, "/tickets/<ticket_id>/reprice", method="POST", tag="tickets", response=Ticket,
+           errors=(404, 409), extra_responses={
+               409: "Code `ticket_written`: a written ticket keeps the prices it was written with.",
+           })
+def reprice_ticket(ticket_id: str) -> Ticket:
+    """Price a ticket not yet written again from the rate sheet and markups in force now.
+
+    Lines priced from a sheet (or left unpriced) take the rate sheet in force on the ticket's
+    work day; rates the crew or caller sent are kept. The project's current markups replace
+    the ticket's.
+    """
+    return tickets.reprice_ticket(g.company_id, ticket_id)
+
+
 # ------------------------------------------------------------------ pages
 
 def _render(project_id: str | None, *, error: ServiceError | None = None,

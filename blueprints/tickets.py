@@ -212,6 +212,19 @@ def authorization_page(ticket_id: str) -> Response:
                          "It counts against no directive or change-order request now.")
 
 
+@bp.post("/tickets/<ticket_id>/reprice")
+@login_required
+def reprice_page(ticket_id: str) -> Response:
+    """Price the ticket again from the rate sheet and markups in force now."""
+    try:
+        tickets.reprice_ticket(current_user.company_id, ticket_id)
+    except ServiceError as error:
+        if error.status == 404:
+            raise
+        return _ticket_panel(ticket_id, error=error, status=422)
+    return _ticket_panel(ticket_id, message="Priced again from the rate sheet and markups in force.")
+
+
 def _image(data: bytes, media_type: str) -> Response:
     """An image answer that browsers cache privately."""
     response = Response(data, mimetype=media_type)

@@ -461,3 +461,59 @@ def signature_file(company_id: int, ticket_id: str) -> bytes:
     if not ticket.signature:
         raise NotFound("this ticket has no signature", code="signature_not_found")
     return photo_store().open(ticket.signature["image_key"])
+
+
+# Warnings price_lines writes; a new pricing replaces them and keeps the others.
+_PRICING_WARNINGS = ("labor[", "equipment[", "materials[", "the ticket has no labor")
+
+
+def _input_lines(lines: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """A ticket's stored cost lines as input again: quantities as recorded, and only the rates
+    the crew or caller sent (a line priced before pricing was recorded counts as sent)."""
+    def sent(line: dict[str, Any], field: str) -> Any:
+        source = (line.get("pricing") or {}).get("source", "explicit")
+        return line.get(field) if source == "explicit" else None
+
+    kinds: dict[str, list[dict[str, Any]]] = {"labor": [], "equipment": [], "materials": []}
+    for line in lines:
+        if line["kind"] == "labor":
+            kinds["labor"].append({"trade": line["trade"], "hours": line["hours"],
+                                   "workers": line["workers"], "rate": sent(line, "rate"),
+                                   "costCode": line.get("costCode"),
+                                   "classification": line.get("classification"),
+                                   "hour_type": line.get("hour_type") or "st"})
+        elif line["kind"] == "equipment":
+            kinds["equipment"].append({"description": line["description"], "hours": line["hours"],
+                                       "rate": sent(line, "rate"), "costCode": line.get("costCode")})
+        elif line["kind"] == "materials":
+            kinds["materials"].append({"description": line["description"],
+                                       "quantity": line["quantity"],
+                                       "unitCost": sent(line, "unitCost"),
+                                       "costCode": line.get("costCode")})
+    return kinds
+
+
+def reprice_ticket(company_id: int, ticket_id: str) -> Ticket:
+    """Price a ticket not yet written again from the rate sheet in force on its work day and
+    the project's current markups; rates the crew or caller sent are kept."""
+    ticket = find_ticket(company_id, ticket_id)
+    if ticket.status == "written":
+        raise Conflict("the ticket is already written to the project system; its prices stay "
+                       "as written", code="ticket_written")
+    data = TicketInput.model_validate({
+        "project_id": ticket.project_id, "description": ticket.description,
+        "reason": ticket.reason, "directed_by": ticket.directed_by, **_input_lines(ticket.lines)})
+    sheet = rates.sheet_in_force(company_id, ticket.project_id, ticket.worked_on or
+                                 jobsite_date(company_id, ticket.project_id, ticket.captured_at))
+    lines, total, warnings = price_lines(data, sheet,
+                                         markups.stored_markups(company_id, ticket.project_id))
+    kept = [w for w in ticket.warnings or [] if not w.startswith(_PRICING_WARNINGS)]
+    with write_transaction() as session:
+        current = session.scalar(select(TicketRecord).where(TicketRecord.id == ticket.id)
+                                 .with_for_update().execution_options(populate_existing=True))
+        if current.status == "written" or current.approval_claim_id is not None:
+            raise Conflict("the ticket is being written or was written to the project system; "
+                           "its prices stay", code="ticket_written")
+        current.lines, current.total, current.warnings = lines, total, [*warnings, *kept]
+    db.session.expire_all()
+    return get_ticket(company_id, ticket.id)

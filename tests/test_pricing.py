@@ -194,3 +194,29 @@ def test_the_openapi_document_describes_the_pricing_fields(client):
                          ("/projects/{project_id}/authorizations", "post"),
                          ("/tickets/{ticket_id}/authorization", "post")):
         assert method in paths[path], path
+
+
+def test_a_ticket_not_yet_written_is_priced_again_on_request(app, client, acme):
+    from tests.test_review_pages import sign_in
+
+    project = acme.project()["id"]
+    ticket = create(client, acme, worked_on="2026-03-02", equipment=[], materials=[], labor=[
+        labor("Foreman", 2), labor("Apprentice", 1, "ot", rate=80)])
+    assert [l["amount"] for l in ticket["labor"]] == [0.0, 80.0]
+    save(client, acme, project)
+    repriced = client.post(f"/v1/tickets/{ticket['id']}/reprice", headers=acme.headers)
+    assert repriced.status_code == 200, repriced.json
+    assert [(l["rate"], l["amount"]) for l in repriced.json["labor"]] == [(110.0, 220.0), (80.0, 80.0)]
+    assert repriced.json["routing"][1]["pricing"]["differs"] is True  # sheet says 91.50
+    assert repriced.json["total"] == 300.0
+    assert not any("Foreman" in w for w in repriced.json["warnings"])
+    browser = sign_in(app, client, acme)
+    save(client, acme, project, labor=[{"classification": "Foreman", "st": 120}])
+    page = browser.post(f"/tickets/{ticket['id']}/reprice")
+    assert page.status_code == 200 and "Priced again" in page.get_data(as_text=True)
+    assert client.get(f"/v1/tickets/{ticket['id']}", headers=acme.headers).json["total"] == 320.0
+    assert act(client, acme, ticket["id"], "approve", {"allow_unrouted": True}).status_code == 200
+    save(client, acme, project, labor=[{"classification": "Foreman", "st": 500}])
+    refused = client.post(f"/v1/tickets/{ticket['id']}/reprice", headers=acme.headers)
+    assert refused.status_code == 409 and refused.json["error"]["code"] == "ticket_written"
+    assert client.get(f"/v1/tickets/{ticket['id']}", headers=acme.headers).json["total"] == 320.0
