@@ -213,6 +213,15 @@ def authorization_create_page() -> Response:
                                        f"${made.authorized:,.2f}.")
 
 
+@bp.post("/rates/<int:sheet_id>/delete")
+@login_required
+def delete_page(sheet_id: int) -> Response:
+    """Delete a sheet from the page; tickets it priced keep their prices."""
+    sheet = rates.delete_sheet(current_user.company_id, sheet_id)
+    return _render(sheet.project_id, message=f"Deleted “{sheet.name}”. Tickets it priced keep "
+                                             "their prices.")
+
+
 @bp.get("/rates/<int:sheet_id>.csv")
 @login_required
 def export_page(sheet_id: int) -> Response:

@@ -142,3 +142,23 @@ def test_rate_sheet_page_imports_and_downloads(app, client, acme):
     download = browser.get(f"/rates/{sheet['id']}.csv")
     assert download.mimetype == "text/csv"
     assert "Journeyman Electrician,98.5,147.75,197" in download.get_data(as_text=True)
+
+
+def test_a_sheet_is_deleted_from_the_page_and_tickets_keep_their_prices(app, client, acme):
+    from tests.test_approval import create
+
+    project = acme.project()["id"]
+    sheet = save(client, acme, project)
+    ticket = create(client, acme, worked_on="2026-03-02", equipment=[], materials=[],
+                    labor=[{"trade": "Electrician", "classification": "Foreman", "hours": 1}])
+    browser = sign_in(app, client, acme)
+    deleted = browser.post(f"/rates/{sheet['id']}/delete")
+    assert deleted.status_code == 200
+    assert "Deleted “IBEW 2026 burdened”." in deleted.get_data(as_text=True)
+    assert client.get(sheets_url(project), headers=acme.headers).json["data"] == []
+    assert client.get(f"/v1/tickets/{ticket['id']}", headers=acme.headers).json["total"] == 110.0
+    assert browser.post(f"/rates/{sheet['id']}/delete").status_code == 404
+    api = save(client, acme)
+    gone = client.delete(f"/v1/rate-sheets/{api['id']}", headers=acme.headers)
+    assert gone.status_code == 200 and gone.json["id"] == api["id"]
+    assert client.get(f"/v1/rate-sheets/{api['id']}", headers=acme.headers).status_code == 404
