@@ -6,5 +6,6 @@ from models.pricing import Authorization, ProjectMarkups, RateSheet
 from models.project_system import ProjectSystemConnection
 from models.ticket import Decision, Ticket, TicketCount, TicketPhoto
 
-__all__ = ["ApiKey", "Authorization", "Base", "CaptureLink", "Company", "Decision", "ProjectMarkups", "ProjectSystemConnection", "RateSheet", "Reviewer", "Ticket",
+__all__ = ["ApiKey", "Authorization", "Base", "CaptureLink", "Company", "Decision", "ProjectMarkups",
+           "ProjectSystemConnection", "RateSheet", "Reviewer", "Ticket",
            "TicketCount", "TicketPhoto", "UTCDateTime", "db", "utcnow"]

@@ -7,7 +7,7 @@ import pytest
 import time_machine
 
 from tests.test_approval import act, create
-from tests.test_rates import SHEET, save
+from tests.test_rates import save
 
 pytestmark = pytest.mark.live
 
