@@ -68,7 +68,11 @@ def add_photos(ticket_id: str, body: PhotosInput) -> Ticket:
                     "code); `no_change_events` (the project has no change-event tool and no "
                     "destination, or `change_event`, was named: name `daily_log`); "
                     "`approval_in_progress` (another approval is writing this ticket now; "
-                    "retry after the seconds in Retry-After to see its outcome).",
+                    "retry after the seconds in Retry-After to see its outcome); "
+                    "`nte_exceeded` (writing it takes the written tickets against its "
+                    "not-to-exceed authorization past the authorised amount; `details` gives "
+                    "{authorization_id, reference, authorized, written, ticket, after}; send "
+                    "`confirm_over_nte: true` if the GC agreed).",
                502: "The project system refused or could not take the write; the message is "
                     "its own. The ticket stays approvable, and a retry finds any record the "
                     "failed attempt left (by origin id) instead of writing a second one.",
