@@ -123,9 +123,12 @@ def reprice_ticket(ticket_id: str) -> Ticket:
 # ------------------------------------------------------------------ pages
 
 def _render(project_id: str | None, *, error: ServiceError | None = None,
-            message: str | None = None, status: int = 200, form: dict | None = None) -> Response:
+            message: str | None = None, status: int = 200, form: dict | None = None,
+            markup_rows: list[dict] | None = None) -> Response:
     """The rate-sheet page of a project (or the company default), or its panel for htmx."""
     page = rates.rates_page(current_user.company_id, project_id)
+    if markup_rows is not None:  # a refused form shows what was sent, not what is stored
+        page.markups[:] = markup_rows
     response = render_page("review/rates.html", "review/_rates.html", page=page, error=error,
                            message=message, form=form or {}, note=SAVE_NOTE)
     response.status_code = status
@@ -167,13 +170,15 @@ def import_page() -> Response:
 def markups_page() -> Response:
     """Save a project's markups from the page, through the API's validator and service."""
     project_id = request.form.get("project_id") or ""
+    sent = rates.markups_from_form(request.form)
     try:
-        body = validate(MarkupsInput, rates.markups_from_form(request.form))
+        body = validate(MarkupsInput, sent)
         markups.save_markups(current_user.company_id, project_id, body, current_user.email)
     except ServiceError as error:
         if error.code == "project_not_found":
             raise
-        return _render(project_id, error=_plain_markup_error(error), status=422)
+        return _render(project_id, error=_plain_markup_error(error), status=422,
+                       markup_rows=sent["markups"])
     return _render(project_id, message="Markups saved. Tickets created from now on carry them.")
 
 

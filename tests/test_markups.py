@@ -113,6 +113,7 @@ def test_markups_are_set_on_the_page_and_shown_on_the_ticket(app, client, acme, 
     refused = browser.client.post("/rates/markups", data={"csrf_token": browser.token, **form})
     assert refused.status_code == 422
     assert "Markup 2: budget code" in refused.get_data(as_text=True)
+    assert 'name="markups[1].compound" checked' in refused.get_data(as_text=True)  # kept as sent
     assert client.get(f"/v1/projects/{project}/markups", headers=acme.headers).json["markups"] == []
     form["markups[2].budget_code_id"] = str(codes["01-740.O"])
     saved = browser.client.post("/rates/markups", data={"csrf_token": browser.token, **form})
