@@ -188,12 +188,13 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     app.after_request(add_security_headers)
     configure_logging(app)
 
-    from blueprints import auth, health, home, keys, links, me, openapi, projects, reviewers, tickets
+    from blueprints import (auth, health, home, keys, links, me, openapi, projects, rates,
+                            reviewers, tickets)
     from blueprints.cli import register_commands
     from blueprints.errors import register_error_handlers
 
     for blueprint in (home.bp, health.bp, auth.bp, me.bp, openapi.bp, projects.bp, tickets.bp, links.bp,
-                      keys.bp, reviewers.bp):
+                      keys.bp, reviewers.bp, rates.bp):
         app.register_blueprint(blueprint)
     register_error_handlers(app)
     register_commands(app)

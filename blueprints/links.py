@@ -58,6 +58,7 @@ def _form_context(link, via: str, values: dict | None = None, errors: dict | Non
     """Everything the capture form template needs."""
     return {"link": link, "via": via, "values": values or {}, "errors": errors or {},
             "cost_codes": capture.cost_code_choices(link.company_id, link.project_id),
+            "classifications": capture.classification_choices(link.company_id, link.project_id),
             "row_kinds": capture.ROW_KINDS}
 
 

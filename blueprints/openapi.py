@@ -48,6 +48,10 @@ Decisions where the contract left the shape open:
 * Approve refuses lines with 409 `lines_need_review`; reject on a rejected ticket is
   409 `ticket_rejected`; a ticket is written to the project system at most once.
 * `client_ref` on POST /tickets makes retries safe: the same value returns the same ticket.
+* Pricing: a line without a rate is priced from the project's rate sheet in force on the
+  ticket's `worked_on` (else the company default's); every line says how under `pricing`.
+  Project markups follow the cost lines as lines of their own. Approving past a
+  not-to-exceed authorization is 409 `nte_exceeded` unless `confirm_over_nte` is true.
 """
 
 

@@ -11,13 +11,14 @@ from models.schemas import (
     BudgetCodeInput,
     PhotosInput,
     Ticket,
+    TicketAuthorizationInput,
     TicketFilters,
     TicketInput,
     TicketList,
     TicketListQuery,
 )
 from models import utcnow
-from services import approval, export, projects, review, tickets
+from services import approval, authorizations, export, projects, review, tickets
 from services.errors import ServiceError
 from services.validation import validate
 from services.web import render_page
@@ -88,7 +89,8 @@ def add_photos(ticket_id: str, body: PhotosInput) -> Ticket:
            response=ApprovalResult, body_required=False,
            errors=error_codes({404: ("ticket_not_found", "project_not_found"),
                                409: ("ticket_rejected", "lines_need_review", "no_change_events",
-                                     "approval_in_progress")}, PROJECT_SYSTEM_ERRORS),
+                                     "approval_in_progress", "nte_exceeded")},
+                              PROJECT_SYSTEM_ERRORS),
            extra_responses={
                400: "The body or a `routes` entry is unusable (code `validation_failed`): a key "
                     "that is not a line index of the ticket, or a value that is not a budget "
@@ -100,7 +102,11 @@ def add_photos(ticket_id: str, body: PhotosInput) -> Ticket:
                     "code); `no_change_events` (the project has no change-event tool and no "
                     "destination, or `change_event`, was named: name `daily_log`); "
                     "`approval_in_progress` (another approval is writing this ticket now; "
-                    "retry after the seconds in Retry-After to see its outcome).",
+                    "retry after the seconds in Retry-After to see its outcome); "
+                    "`nte_exceeded` (writing it takes the written tickets against its "
+                    "not-to-exceed authorization past the authorised amount; `details` gives "
+                    "{authorization_id, reference, authorized, written, ticket, after}; send "
+                    "`confirm_over_nte: true` if the GC agreed).",
                502: "The project system refused or could not take the write; the message is "
                     "its own. The ticket stays approvable, and a retry finds any record the "
                     "failed attempt left (by origin id) instead of writing a second one.",
@@ -280,6 +286,37 @@ def create_budget_code_page(ticket_id: str) -> Response:
         selected[int(line)] = made.id
     return _ticket_panel(ticket_id, message=f"Budget code {made.code} is ready; it is selected "
                                            f"for line {line}.", selected=selected)
+
+
+@bp.post("/tickets/<ticket_id>/authorization")
+@login_required
+def authorization_page(ticket_id: str) -> Response:
+    """Count the ticket against a directive or change-order request, through the API's service."""
+    ticket = tickets.find_ticket(current_user.company_id, ticket_id)
+    chosen = request.form.get("authorization_id") or None
+    try:
+        body = validate(TicketAuthorizationInput, {"authorization_id": int(chosen) if chosen and
+                                                   chosen.isdecimal() and len(chosen) < 18 else chosen})
+        authorizations.link_ticket(current_user.company_id, ticket, body.authorization_id)
+    except ServiceError as error:
+        if error.status == 404:
+            raise
+        return _ticket_panel(ticket_id, error=error, status=422)
+    return _ticket_panel(ticket_id, message="Saved." if body.authorization_id else
+                         "It counts against no directive or change-order request now.")
+
+
+@bp.post("/tickets/<ticket_id>/reprice")
+@login_required
+def reprice_page(ticket_id: str) -> Response:
+    """Price the ticket again from the rate sheet and markups in force now."""
+    try:
+        tickets.reprice_ticket(current_user.company_id, ticket_id)
+    except ServiceError as error:
+        if error.status == 404:
+            raise
+        return _ticket_panel(ticket_id, error=error, status=422)
+    return _ticket_panel(ticket_id, message="Priced again from the rate sheet and markups in force.")
 
 
 def _image(data: bytes, media_type: str) -> Response:

@@ -2,10 +2,12 @@
 from models.base import Base, UTCDateTime, db, utcnow
 from models.company import ApiKey, Company, Reviewer
 from models.link import CaptureLink
+from models.pricing import Authorization, ProjectMarkups, RateSheet
 from models.project_system import KnownProject, ProjectSystemConnection
 from models.ticket import Decision, Ticket, TicketCount, TicketPhoto
 from models.usage import StorageUsage
 
-__all__ = ["ApiKey", "Base", "CaptureLink", "Company", "Decision", "KnownProject",
-           "ProjectSystemConnection", "Reviewer", "StorageUsage", "Ticket",
+__all__ = ["ApiKey", "Authorization", "Base", "CaptureLink", "Company", "Decision", "KnownProject",
+           "ProjectMarkups", "ProjectSystemConnection", "RateSheet", "Reviewer", "StorageUsage",
+           "Ticket",
            "TicketCount", "TicketPhoto", "UTCDateTime", "db", "utcnow"]

@@ -160,6 +160,15 @@ class LineKind(StrEnum):
     MATERIALS = "materials"
 
 
+class RoutingLineKind(StrEnum):
+    """The kind of a routing line: a cost line's kind, or a markup after the cost lines."""
+
+    LABOR = "labor"
+    EQUIPMENT = "equipment"
+    MATERIALS = "materials"
+    MARKUP = "markup"
+
+
 class Project(Shape):
     """A project of the company in the project system."""
 
@@ -270,6 +279,19 @@ Hours = _number(0, 1000)
 Workers = _number(0, 500)
 Rate = _number(0, 100_000)
 Quantity = _number(0, 1_000_000)
+
+
+def _date_text(value: Any) -> Any:
+    """Take a date only as ISO text (or a date), never as a number of seconds; blank is none."""
+    if isinstance(value, (int, float, bool)):
+        raise ValueError("must be an ISO date, e.g. 2026-05-04")
+    return None if value == "" else value
+
+
+IsoDate = Annotated[dt.date, BeforeValidator(_date_text)]
+OptionalIsoDate = Annotated[dt.date | None, BeforeValidator(_date_text)]
+HourType = Literal["st", "ot", "dt"]
+HOUR_TYPE_NAMES = {"st": "straight time", "ot": "overtime", "dt": "double time"}
 CostCodeText = Annotated[str | None, Field(default=None, max_length=40,
                                            description="Project cost code, e.g. '02-200'; helps routing.")]
 JsonNumber = Annotated[Decimal, PlainSerializer(float, return_type=float, when_used="json")]
@@ -284,8 +306,16 @@ class LaborLineIn(InputShape):
     trade: str = required_text(100)
     hours: Hours = Field(description="Hours per worker, 0 to 1000.")
     workers: Workers = Field(default=1, validate_default=True, description="Defaults to 1; at most 500.")
-    rate: Rate | None = Field(default=None, description="Per hour, 0 to 100000.")
+    rate: Rate | None = Field(default=None, description=(
+        "Per hour, 0 to 100000. Omit it to have the line priced from the rate sheet in force "
+        "on the work day; a rate given here is kept, and flagged when it differs from the sheet."))
     costCode: CostCodeText = None
+    classification: str | None = Field(default=None, max_length=100, description=(
+        "Labor classification on the rate sheet, e.g. 'Journeyman Electrician'; without it the "
+        "trade is looked up. A name the sheet does not list is kept and flagged for the office."))
+    hour_type: HourType = Field(default="st", description=(
+        "'st' straight time (default), 'ot' overtime or 'dt' double time: which of the "
+        "classification's rates prices the hours."))
 
 
 class EquipmentLineIn(InputShape):
@@ -293,7 +323,8 @@ class EquipmentLineIn(InputShape):
 
     description: str = required_text(300)
     hours: Hours
-    rate: Rate | None = Field(default=None, description="Per hour, 0 to 100000.")
+    rate: Rate | None = Field(default=None, description=(
+        "Per hour, 0 to 100000. Omit it to have the line priced from the rate sheet."))
     costCode: CostCodeText = None
 
 
@@ -302,7 +333,9 @@ class MaterialLineIn(InputShape):
 
     description: str = required_text(300)
     quantity: Quantity = Field(description="0 to 1000000.")
-    unitCost: Rate | None = Field(default=None, description="0 to 100000.")
+    unitCost: Rate | None = Field(default=None, description=(
+        "Cost per unit, 0 to 100000. Omit it to have the line priced from the rate sheet; the "
+        "sheet's material markup is added to the cost either way when a sheet is in force."))
     costCode: CostCodeText = None
 
 
@@ -380,6 +413,13 @@ class TicketInput(InputShape):
     photos: list[PhotoIn] = Field(default_factory=list, max_length=12,
                                   description="At most 12 photos per ticket.")
     signature: SignatureIn | None = None
+    worked_on: OptionalIsoDate = Field(default=None, description=(
+        "ISO date the work was done; defaults to the capture date on the jobsite's clock. "
+        "Picks the rate sheet in force."))
+    authorization_ref: str | None = Field(default=None, max_length=60, description=(
+        "Reference of the GC directive or change-order request the work was done under, e.g. "
+        "'CD-014'. When the project lists it (see /projects/{id}/authorizations) the ticket "
+        "counts against its not-to-exceed amount; otherwise it is kept and flagged."))
     client_ref: str | None = Field(
         default=None, pattern=r"^[A-Za-z0-9_-]{8,64}$",
         description="Your own id for this ticket (8 to 64 letters, digits, '-', '_'). Sending "
@@ -392,6 +432,51 @@ class PhotosInput(InputShape):
     photos: list[PhotoIn] = Field(min_length=1, max_length=12)
 
 
+MarkupKind = Literal["overhead", "profit", "bond", "insurance", "tax"]
+
+
+class MarkupLine(Shape):
+    """A markup applied to a ticket: its own line, after the cost lines."""
+
+    name: str
+    markup: MarkupKind
+    percent: JsonNumber
+    applies_to: list[LineKind]
+    compound: bool
+    base: JsonNumber = Field(description="The amount the percentage was taken of.")
+    budget_code_id: int
+    amount: JsonNumber
+    description: str
+
+
+class LinePricing(Shape):
+    """Where a line's rate came from: the rate sheet, the caller, or nowhere."""
+
+    source: Literal["sheet", "explicit", "none"] = Field(description=(
+        "'sheet': priced from the rate sheet; 'explicit': the rate sent with the line was kept; "
+        "'none': no rate, the amount is 0 until the office prices it."))
+    sheet_id: int | None = None
+    sheet_name: str | None = None
+    effective_from: dt.date | None = None
+    item: str | None = Field(default=None, description="The sheet's classification or item used.")
+    hour_type: HourType | None = Field(default=None, description="Labor: the hour type priced.")
+    sheet_rate: OptionalJsonNumber = Field(default=None, description=(
+        "The sheet's rate (for materials: its cost per unit) for this line, when it lists one."))
+    markup_percent: OptionalJsonNumber = Field(default=None, description=(
+        "Materials: the sheet's markup added to the cost."))
+    per: Literal["day"] | None = Field(default=None, description=(
+        "Equipment: 'day' when the sheet's daily rate was lower than the hours at the hourly "
+        "rate; the line is then `days` x `day_rate` (and goes on the line item in days)."))
+    days: OptionalJsonNumber = None
+    day_rate: OptionalJsonNumber = None
+    differs: bool = Field(default=False, description=(
+        "The rate sent with the line differs from the sheet's: the office should look."))
+    needs_office: bool = Field(default=False, description=(
+        "The office should look: a rate that differs from the sheet, a classification or item "
+        "the sheet does not list, or no rate at all."))
+    note: str = Field(description="Which rate was used and from which sheet, in words.")
+
+
 class LaborLine(Shape):
     """A labor line with its amount (workers x hours x rate)."""
 
@@ -401,6 +486,11 @@ class LaborLine(Shape):
     rate: OptionalJsonNumber
     costCode: str | None
     amount: JsonNumber
+    classification: str | None = Field(default=None, description=(
+        "The rate-sheet classification the crew picked (or typed)."))
+    hour_type: HourType = Field(default="st", description="'st', 'ot' or 'dt'.")
+    pricing: LinePricing | None = Field(default=None, description=(
+        "Which rate priced the line and from which sheet; null on lines priced before sheets."))
 
 
 class EquipmentLine(Shape):
@@ -411,6 +501,8 @@ class EquipmentLine(Shape):
     rate: OptionalJsonNumber
     costCode: str | None
     amount: JsonNumber
+    pricing: LinePricing | None = Field(default=None, description=(
+        "Which rate priced the line and from which sheet; null on lines priced before sheets."))
 
 
 class MaterialLine(Shape):
@@ -421,6 +513,11 @@ class MaterialLine(Shape):
     unitCost: OptionalJsonNumber
     costCode: str | None
     amount: JsonNumber
+    unit_price: OptionalJsonNumber = Field(default=None, description=(
+        "The cost per unit with the sheet's material markup added; the amount is quantity x "
+        "unit_price. Null when no markup applied (amount is quantity x unitCost)."))
+    pricing: LinePricing | None = Field(default=None, description=(
+        "Which rate priced the line and from which sheet; null on lines priced before sheets."))
 
 
 class Photo(Shape):
@@ -474,7 +571,8 @@ class RoutingLine(Shape):
     """Where one line of money lands in the project system."""
 
     line: int = Field(description="Index of the line; the key in approve `routes`.")
-    kind: LineKind
+    kind: RoutingLineKind = Field(description=(
+        "Markup lines come after the cost lines, one per markup of the project."))
     description: str
     cost_type: KnownCostType
     quantity: OptionalJsonNumber
@@ -486,6 +584,27 @@ class RoutingLine(Shape):
     exact: bool = Field(description="False means a fallback or a loose match was used.")
     needs_review: bool = Field(description="A person should look; approve refuses it unless allowed.")
     reason: str = Field(description="Why the line landed where it did.")
+    pricing: LinePricing | None = Field(default=None, description=(
+        "Which rate priced the line and from which rate sheet."))
+
+
+class NteStatus(Shape):
+    """A not-to-exceed authorization and what is claimed against it so far."""
+
+    id: int
+    project_id: str
+    reference: str = Field(description="The GC's number, e.g. 'CD-014' or 'COR-7'.")
+    kind: Literal["directive", "change_order_request"]
+    title: str | None
+    authorized: JsonNumber = Field(description="The authorised (not-to-exceed) amount.")
+    written: JsonNumber = Field(description="Total of tickets against it written to the project system.")
+    open: JsonNumber = Field(description="Total of tickets against it still awaiting review.")
+    used: JsonNumber = Field(description="written + open.")
+    remaining: JsonNumber = Field(description="authorized - used; negative once past it.")
+    percent: JsonNumber = Field(description="used as a percentage of authorized, to 0.1.")
+    level: Literal["ok", "warning", "over"] = Field(description=(
+        "'warning' from 80 %, 'over' past 100 % of the authorised amount."))
+    message: str = Field(description="The same in words, as the pages show it.")
 
 
 class TicketSummary(Shape):
@@ -500,10 +619,14 @@ class TicketSummary(Shape):
     captured_at: dt.datetime
     captured_via: CaptureChannel
     captured_by: str | None
+    worked_on: dt.date | None = Field(default=None, description="The day the work was done.")
     total: JsonNumber
     labor: list[LaborLine]
     equipment: list[EquipmentLine]
     materials: list[MaterialLine]
+    markups: list[MarkupLine] = Field(default_factory=list, description=(
+        "The project's markups as lines of their own, in the order they were applied; "
+        "`total` includes them."))
     signature: Signature | None
     photos: list[Photo]
     photo_count: int
@@ -517,6 +640,10 @@ class TicketSummary(Shape):
         "was stored while they could not be read. Its lines need review until a read, with "
         "the project system answering, works the routing out; that read clears the mark."))
     warnings: list[str]
+    authorization_ref: str | None = Field(default=None, description=(
+        "The GC directive or change-order request the ticket names."))
+    nte: NteStatus | None = Field(default=None, description=(
+        "The not-to-exceed authorization the ticket counts against, with its running total."))
 
 
 class Ticket(TicketSummary):
@@ -577,6 +704,10 @@ class ApproveInput(InputShape):
     routes: dict[str, BudgetCodeId] = Field(default_factory=dict, max_length=200, description=(
         "Per-line budget code override: keys are line indexes as strings (see `routing`), "
         "values budget code ids of the ticket's project. A line routed here counts as exact."))
+    confirm_over_nte: Flag = Field(default=False, description=(
+        "Approve although the written tickets against the ticket's not-to-exceed authorization, "
+        "this one included, pass its authorised amount. Without it such an approval is refused "
+        "with 409 nte_exceeded."))
     destination: Destination | None = Field(default=None, description=(
         "Where to file. Omitted: a change event when the project has the tool, else 409 "
         "no_change_events (a daily log is never chosen automatically). A daily log entry "
@@ -630,3 +761,215 @@ class LinkList(Shape):
     """The company's capture links, newest first."""
 
     data: list[Link]
+
+
+# ------------------------------------------------------------------ rate sheets
+
+Percent = _number(0, 1000)
+
+
+class RateSheetLabor(InputShape):
+    """A labor classification with its burdened hourly rates per hour type."""
+
+    classification: str = required_text(100, description="e.g. 'Journeyman Electrician'.")
+    st: Rate = Field(description="Straight-time rate per hour.")
+    ot: Rate | None = Field(default=None, description="Overtime rate per hour.")
+    dt: Rate | None = Field(default=None, description="Double-time rate per hour.")
+
+
+class RateSheetEquipment(InputShape):
+    """A piece of equipment with its hourly rate and, optionally, a daily rate."""
+
+    description: str = required_text(300)
+    hourly: Rate = Field(description="Per hour.")
+    daily: Rate | None = Field(default=None, description=(
+        "Per day of up to 8 hours; when given, a line is charged the lower of its hours at "
+        "the hourly rate and its days (hours / 8, rounded up) at the daily rate."))
+
+
+class RateSheetMaterial(InputShape):
+    """A material at cost; the sheet's material markup is added when it is priced."""
+
+    description: str = required_text(300)
+    unit_cost: Rate = Field(description="Cost per unit, before the sheet's material markup.")
+
+
+def _unique(items: list[Any], attribute: str, what: str) -> list[Any]:
+    """Refuse two items of a sheet with the same name (compared without case)."""
+    seen: set[str] = set()
+    for item in items:
+        key = getattr(item, attribute).casefold()
+        if key in seen:
+            raise ValueError(f"{what} {getattr(item, attribute)!r} is listed twice")
+        seen.add(key)
+    return items
+
+
+class RateSheetInput(InputShape):
+    """A rate sheet: agreed rates in force from a date, for a project or the company's default.
+
+    A sheet sent with the same effective date as an existing sheet of the same project (or of
+    the company default) replaces it. Tickets keep the prices they were given.
+    """
+
+    name: str = required_text(120, description="e.g. 'IBEW 2026 burdened rates'.")
+    effective_from: IsoDate = Field(description="ISO date from which the sheet prices tickets "
+                                                "(by the day their work was done).")
+    material_markup: Percent = Field(default=0, validate_default=True, description=(
+        "Percent added to the cost of every material line priced with this sheet."))
+    labor: list[RateSheetLabor] = Field(default_factory=list, max_length=500)
+    equipment: list[RateSheetEquipment] = Field(default_factory=list, max_length=500)
+    materials: list[RateSheetMaterial] = Field(default_factory=list, max_length=2000)
+
+    @field_validator("labor")
+    @classmethod
+    def _one_rate_per_classification(cls, items: list[RateSheetLabor]) -> list[RateSheetLabor]:
+        """Each classification once."""
+        return _unique(items, "classification", "classification")
+
+    @field_validator("equipment", "materials")
+    @classmethod
+    def _one_rate_per_item(cls, items: list[Any]) -> list[Any]:
+        """Each piece of equipment or material once."""
+        return _unique(items, "description", "item")
+
+
+class RateSheetCsvInput(InputShape):
+    """A rate sheet sent as CSV text, as the rate-sheet page imports it.
+
+    Columns: kind, item, st, ot, dt, hourly, daily, unit_cost, percent. `kind` is `labor`
+    (item = classification; st, ot, dt), `equipment` (hourly, daily), `material` (unit_cost) or
+    `material_markup` (percent). A sheet with any bad row is refused whole, the row named.
+    """
+
+    name: str = required_text(120)
+    effective_from: IsoDate
+    csv: str = Field(min_length=1, max_length=2_000_000, description="The CSV text, with a header row.")
+
+
+class RateSheetLaborOut(Shape):
+    """A labor classification of a sheet."""
+
+    classification: str
+    st: JsonNumber
+    ot: OptionalJsonNumber
+    dt: OptionalJsonNumber
+
+
+class RateSheetEquipmentOut(Shape):
+    """Equipment of a sheet."""
+
+    description: str
+    hourly: JsonNumber
+    daily: OptionalJsonNumber
+
+
+class RateSheetMaterialOut(Shape):
+    """A material of a sheet, at cost."""
+
+    description: str
+    unit_cost: JsonNumber
+
+
+class RateSheet(Shape):
+    """A stored rate sheet."""
+
+    id: int
+    project_id: str | None = Field(description="Null for the company's default sheet.")
+    name: str
+    effective_from: dt.date
+    material_markup: JsonNumber = Field(description="Percent added to material costs.")
+    labor: list[RateSheetLaborOut]
+    equipment: list[RateSheetEquipmentOut]
+    materials: list[RateSheetMaterialOut]
+    created_at: dt.datetime
+    updated_at: dt.datetime
+
+
+class RateSheetList(Shape):
+    """Rate sheets, newest effective date first."""
+
+    data: list[RateSheet]
+
+
+class RateSheetCsv(Shape):
+    """A rate sheet as CSV text, in the import's columns."""
+
+    filename: str
+    csv: str
+
+
+# ------------------------------------------------------------------ markups
+
+class MarkupIn(InputShape):
+    """One markup of a project: a percentage on chosen line kinds, on the budget code picked for it."""
+
+    name: str | None = Field(default=None, max_length=100, description=(
+        "Shown on the ticket and the line item; defaults to the kind, e.g. 'Overhead'."))
+    kind: MarkupKind
+    percent: Percent = Field(description="Percent, 0 to 1000.")
+    applies_to: list[LineKind] = Field(min_length=1, max_length=3, description=(
+        "The line kinds whose amounts it is a percentage of."))
+    compound: Flag = Field(default=False, description=(
+        "True: the markups before it in the list are added to its base (e.g. profit on cost "
+        "plus overhead). False: only the lines of `applies_to`."))
+    budget_code_id: BudgetCodeId = Field(description=(
+        "Budget code of the project the markup's line item lands on; checked like any route."))
+
+
+class MarkupsInput(InputShape):
+    """A project's markups in the order they apply; an empty list removes them all.
+
+    Tickets created afterwards carry them as lines of their own; tickets already made keep
+    the markups they were created with.
+    """
+
+    markups: list[MarkupIn] = Field(max_length=10)
+
+
+class Markup(Shape):
+    """A project's markup as stored."""
+
+    name: str
+    kind: MarkupKind
+    percent: JsonNumber
+    applies_to: list[LineKind]
+    compound: bool
+    budget_code_id: int
+    budget_code: str | None = Field(description="Flat code text of the budget code, when the "
+                                                "project still has it.")
+
+
+class ProjectMarkupsOut(Shape):
+    """A project's markups in the order they apply."""
+
+    project_id: str
+    markups: list[Markup]
+
+
+
+# ------------------------------------------------------------------ not-to-exceed
+
+class AuthorizationInput(InputShape):
+    """A GC directive or change-order request with the amount it authorises."""
+
+    reference: str = required_text(60, description="The GC's number, e.g. 'CD-014'; unique per project.")
+    kind: Literal["directive", "change_order_request"] = "directive"
+    title: str | None = Field(default=None, max_length=300)
+    amount: Annotated[Decimal, Field(ge=0, le=100_000_000), BeforeValidator(_to_decimal),
+                      WithJsonSchema({"type": "number", "minimum": 0, "maximum": 100_000_000})] = \
+        Field(description="The authorised (not-to-exceed) amount.")
+
+
+class AuthorizationList(Shape):
+    """A project's authorizations with their running totals."""
+
+    data: list[NteStatus]
+
+
+class TicketAuthorizationInput(InputShape):
+    """Which authorization a ticket counts against; null to count it against none."""
+
+    authorization_id: Annotated[int, Field(gt=0, lt=2**63), BeforeValidator(_whole_number)] | None = \
+        Field(description=(
+        "An authorization of the ticket's project (see /projects/{id}/authorizations), or null."))

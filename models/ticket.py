@@ -5,7 +5,8 @@ import datetime as dt
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, String, Text, UniqueConstraint, false
+from sqlalchemy import (JSON, Boolean, Date, ForeignKey, Index, Integer, String, Text,
+                        UniqueConstraint, false)
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from models.base import Money, db, utcnow
@@ -41,6 +42,12 @@ class Ticket(db.Model):
     directed_by: Mapped[str] = mapped_column(String(200))
     captured_by: Mapped[str | None] = mapped_column(String(200))
     captured_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    # The day the work was done (ISO date); defaults to the capture date on the jobsite's clock.
+    worked_on: Mapped[dt.date | None] = mapped_column(Date)
+    # The GC directive or change-order request the ticket counts against (not-to-exceed), as
+    # the crew or caller named it, and the authorization it was matched to.
+    authorization_ref: Mapped[str | None] = mapped_column(String(60))
+    authorization_id: Mapped[int | None] = mapped_column(Integer, index=True)
     captured_via: Mapped[str] = mapped_column(String(8))
     link_token: Mapped[str | None] = mapped_column(String(64))
     client_ref: Mapped[str | None] = mapped_column(String(64))

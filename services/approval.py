@@ -35,7 +35,7 @@ from sqlalchemy.orm import Session
 from models import Ticket as TicketRecord
 from models import db, utcnow
 from models.schemas import ApprovalResult, ApproveInput, Ticket
-from services import projects
+from services import authorizations, projects
 from services.connections import client_for, project_system_errors
 from services.database import write_transaction
 from services.errors import Conflict, ValidationFailed, field_problem
@@ -112,6 +112,7 @@ def approve(company_id: int, ticket_id: str, options: ApproveInput, actor: str) 
     routes = _routes(ticket, projects.catalog(company_id, ticket.project_id), options.routes, actor)
     destination = _destination(company_id, ticket, options.destination)
     _check_lines(routes, options)
+    authorizations.check_approval(ticket, options.confirm_over_nte)
     zone = projects.time_zone(company_id, ticket.project_id)
     client = client_for(company_id)
     claim = _claim(ticket.id, options.allow_rejected, destination)
@@ -434,10 +435,17 @@ def change_event_draft(ticket: TicketRecord, routes: list[Route],
         description=route.description,
         budget_code_id=route.budget_code.id if route.budget_code else None,
         cost_type=route.cost_type, quantity=route.quantity, unit_cost=route.unit_cost,
-        amount=route.amount, unit_of_measure="hr" if route.kind in HOURLY_KINDS else None)
+        amount=route.amount, unit_of_measure=_unit_of_measure(route))
         for route in routes)
     return ChangeEventDraft(origin_id=origin_id(ticket.id), title=title,
                             description=description, lines=lines)
+
+
+def _unit_of_measure(route: Route) -> str | None:
+    """Hours for labor and equipment, days for equipment priced at the sheet's daily rate."""
+    if route.kind not in HOURLY_KINDS:
+        return None
+    return "day" if (route.pricing or {}).get("per") == "day" else "hr"
 
 
 def manpower_draft(ticket: TicketRecord, zone: ZoneInfo) -> ManpowerDraft:

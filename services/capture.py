@@ -7,12 +7,16 @@ from typing import Any
 
 from werkzeug.datastructures import FileStorage, MultiDict
 
+from models import utcnow
 from models.schemas import Ticket
-from services import links, projects, tickets
+from services import links, projects, rates, tickets
 
 CAPTURE_VIAS = ("link", "qr", "sms")
+# Row fields picked from a list, which always carry a value: alone they do not make a line.
+PICKED = {"hour_type"}
 _PATH_PART = re.compile(r"([A-Za-z_]+)(?:\[(\d{1,3})\])?")
-ROW_KINDS = {"labor": ("trade", "hours", "workers", "rate", "costCode"),
+ROW_KINDS = {"labor": ("trade", "classification", "hour_type", "hours", "workers", "rate",
+                       "costCode"),
              "equipment": ("description", "hours", "rate", "costCode"),
              "materials": ("description", "quantity", "unitCost", "costCode")}
 
@@ -63,7 +67,8 @@ def _rows_to_lists(data: dict[str, Any]) -> dict[str, Any]:
         rows = data.get(kind)
         if isinstance(rows, dict):
             data[kind] = [row for _, row in sorted(rows.items())
-                          if isinstance(row, dict) and any(str(v).strip() for v in row.values())]
+                          if isinstance(row, dict) and any(str(v).strip() for name, v in row.items()
+                                                           if name not in PICKED)]
     return data
 
 
@@ -94,3 +99,10 @@ def cost_code_choices(company_id: int, project_id: str) -> list[tuple[str, str]]
     if codes is None:
         return []
     return [(c.code, c.name) for c in codes.cost_codes]
+
+
+def classification_choices(company_id: int, project_id: str) -> list[str]:
+    """The labor classifications of the rate sheet in force today on the jobsite, for the pick list."""
+    sheet = rates.sheet_in_force(company_id, project_id,
+                                 tickets.jobsite_date(company_id, project_id, utcnow()))
+    return [item["classification"] for item in sheet.labor] if sheet is not None else []

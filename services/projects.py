@@ -150,6 +150,13 @@ def time_zone(company_id: int, project_id: str) -> ZoneInfo:
     return project_zone(require_project(company_id, project_id).time_zone)
 
 
+def cached_time_zone(company_id: int, project_id: str) -> ZoneInfo | None:
+    """The project's time zone as last read from the project system, without calling it."""
+    known = _cache("projects").peek(("projects", company_id), stale=True) or []
+    project = next((p for p in known if str(p.id) == str(project_id).strip()), None)
+    return project_zone(project.time_zone) if project is not None else None
+
+
 def list_projects(company_id: int) -> list[Project]:
     """The company's projects as API shapes."""
     return [Project(id=str(p.id), name=p.name, display_name=p.display_name,

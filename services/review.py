@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from models import utcnow
-from models.schemas import ApproveInput, Ticket
-from services import approval, projects, tickets
+from models.schemas import ApproveInput, NteStatus, Ticket
+from services import approval, authorizations, projects, tickets
 from services.errors import ServiceError
 from services.project_system import BudgetCode
 from services.project_system.zones import UTC, jobsite_time
@@ -29,6 +29,7 @@ class QueueRow:
     total: Decimal
     needs_review: int | None
     photo_count: int
+    nte: NteStatus | None = None
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,7 @@ class TicketPage:
     error: ServiceError | None = None
     message: str | None = None
     selected_routes: dict[int, int] = field(default_factory=dict)
+    authorizations: list[NteStatus] = field(default_factory=list)
 
     @property
     def refused_lines(self) -> dict[int, str]:
@@ -111,7 +113,8 @@ def queue(company_id: int, *, status: str | None = "submitted", project_id: str 
             description=record.description, directed_by=record.directed_by,
             age=age_text(record.captured_at), total=record.total,
             needs_review=None if warnings else sum(1 for r in routes if r.needs_review),
-            photo_count=record.photo_count))
+            photo_count=record.photo_count,
+            nte=authorizations.status_of(company_id, record.authorization_id)))
     return Queue(rows=rows, counts=tickets.status_counts(company_id, project_id or None),
                  total=total, status=status, project_id=project_id, q=q,
                  projects=sorted(names.items(), key=lambda item: item[1]))
@@ -134,6 +137,7 @@ def ticket_page(company_id: int, ticket_id: str, *, error: ServiceError | None =
     except ServiceError:
         return page
     record = tickets.find_ticket(company_id, ticket_id)
+    page.authorizations = authorizations.list_for_project(company_id, ticket.project_id)
     ordered = sorted(codes.budget_codes, key=lambda b: b.flat_code)
     by_code = {c.code.replace(" ", "").lower(): c for c in codes.cost_codes}
     for route in ticket.routing:
@@ -159,6 +163,7 @@ def approve_from_form(company_id: int, ticket_id: str, form: dict[str, str], act
         "allow_unrouted": form.get("allow_unrouted") == "on",
         "allow_rejected": form.get("allow_rejected") == "on",
         "require_exact": form.get("require_exact") == "on",
+        "confirm_over_nte": form.get("confirm_over_nte") == "on",
         "routes": routes,
     })
     return approval.approve(company_id, ticket_id, options, actor=actor)

@@ -14,7 +14,8 @@ from typing import Any
 
 from services.project_system import BudgetCode, CostCode
 
-KIND_COST_TYPE = {"labor": "labor", "equipment": "equipment", "materials": "materials"}
+KIND_COST_TYPE = {"labor": "labor", "equipment": "equipment", "materials": "materials",
+                  "markup": "other"}
 
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP_WORDS = {"and", "the", "of", "for", "with", "to", "in", "on", "a", "an", "at", "by", "per",
@@ -38,6 +39,8 @@ class Route:
     exact: bool
     needs_review: bool
     reason: str
+    # Which rate priced the line and from which rate sheet (LinePricing), when recorded.
+    pricing: dict[str, Any] | None = None
 
     @property
     def routed(self) -> bool:
@@ -63,22 +66,37 @@ def _normal_code(code: str) -> str:
     return re.sub(r"[\s\-._/]", "", code.casefold())
 
 
+def _normal_words(text: str) -> str:
+    """Text compared without case or repeated spaces."""
+    return " ".join(text.split()).casefold()
+
+
 def line_description(line: dict[str, Any]) -> str:
     """A one-line description of a stored line for routing and line items."""
     if line["kind"] == "labor":
-        return f"{line['trade']} — {line['workers']} × {line['hours']} h"
+        who = line["trade"]
+        if line.get("classification") and _normal_words(line["classification"]) != _normal_words(who):
+            who = f"{who} ({line['classification']})"
+        hour_type = line.get("hour_type")
+        kind = f" {hour_type.upper()}" if hour_type in ("ot", "dt") else ""
+        return f"{who} — {line['workers']} × {line['hours']} h{kind}"
     return line["description"]
 
 
 def line_quantity_and_unit_cost(line: dict[str, Any]) -> tuple[Decimal | None, Decimal | None]:
     """Quantity and unit cost of a stored line as they go on a line item."""
+    if line["kind"] == "markup":
+        return None, None  # a lump sum: its percentage of its base
     if line["kind"] == "labor":
         return (Decimal(line["workers"]) * Decimal(line["hours"]),
                 Decimal(line["rate"]) if line.get("rate") is not None else None)
     if line["kind"] == "equipment":
+        by_day = line.get("pricing") or {}
+        if by_day.get("per") == "day":  # charged by the day at the sheet's daily rate
+            return Decimal(by_day["days"]), Decimal(by_day["day_rate"])
         return Decimal(line["hours"]), Decimal(line["rate"]) if line.get("rate") is not None else None
-    return (Decimal(line["quantity"]),
-            Decimal(line["unitCost"]) if line.get("unitCost") is not None else None)
+    unit = line.get("unit_price") or line.get("unitCost")  # the price with markup, when marked up
+    return Decimal(line["quantity"]), Decimal(unit) if unit is not None else None
 
 
 class Router:
@@ -86,18 +104,22 @@ class Router:
 
     def __init__(self, cost_codes: Iterable[CostCode], budget_codes: Iterable[BudgetCode]) -> None:
         self.cost_codes = list(cost_codes)
+        budget_codes = list(budget_codes)
         self.by_code = {_normal_code(c.code): c for c in self.cost_codes}
         self.budget = {(b.cost_code_id, b.cost_type): b for b in budget_codes
                        if b.cost_code_id is not None}
         self.name_terms = {c.id: _terms(c.name) for c in self.cost_codes}
+        self.by_id = {b.id: b for b in budget_codes}
 
     def route(self, index: int, line: dict[str, Any]) -> Route:
         """Route one stored line."""
+        if line["kind"] == "markup":
+            return self._route_markup(index, line)
         cost_type = KIND_COST_TYPE[line["kind"]]
         quantity, unit_cost = line_quantity_and_unit_cost(line)
         base = dict(line=index, kind=line["kind"], description=line_description(line),
                     cost_type=cost_type, quantity=quantity, unit_cost=unit_cost,
-                    amount=Decimal(line["amount"]))
+                    amount=Decimal(line["amount"]), pricing=line.get("pricing"))
         given = (line.get("costCode") or "").strip()
         cost_code = self.by_code.get(_normal_code(given)) if given else None
         if cost_code is not None:
@@ -123,6 +145,19 @@ class Router:
         return Route(**base, budget_code=None, exact=False, needs_review=True,
                      reason=f"{prefix}nothing matched a cost code" if prefix
                      else "no cost code given and nothing matched a cost code name")
+
+    def _route_markup(self, index: int, line: dict[str, Any]) -> Route:
+        """A markup lands on the budget code the project's settings picked for it, if it is there."""
+        code = self.by_id.get(line["budget_code_id"])
+        base = dict(line=index, kind="markup", description=line["description"],
+                    cost_type=code.cost_type if code is not None and code.cost_type else "other",
+                    quantity=None, unit_cost=None, amount=Decimal(line["amount"]))
+        if code is None:
+            return Route(**base, budget_code=None, exact=False, needs_review=True,
+                         reason=f"the markup's budget code {line['budget_code_id']} is not on "
+                                "this project any more")
+        return Route(**base, budget_code=code, exact=True, needs_review=False,
+                     reason="the markup's budget code from the project's settings")
 
     def _match_by_words(self, line: dict[str, Any]) -> tuple[CostCode, str] | None:
         """The cost code whose name shares most words with the trade or description."""
@@ -152,5 +187,6 @@ def unrouted(lines: list[dict[str, Any]], reason: str) -> list[Route]:
         routes.append(Route(line=index, kind=line["kind"], description=line_description(line),
                             cost_type=KIND_COST_TYPE[line["kind"]], quantity=quantity,
                             unit_cost=unit_cost, amount=Decimal(line["amount"]), budget_code=None,
-                            exact=False, needs_review=True, reason=reason))
+                            exact=False, needs_review=True, reason=reason,
+                            pricing=line.get("pricing")))
     return routes

@@ -6,6 +6,7 @@ total is the sum of the rounded line amounts, so a ticket always adds up.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import errno
 import functools
 import time
@@ -20,7 +21,7 @@ from sqlalchemy.exc import IntegrityError
 
 from models import Decision as DecisionRecord
 from models import Ticket as TicketRecord
-from models import TicketCount, TicketPhoto, db, utcnow
+from models import RateSheet, TicketCount, TicketPhoto, db, utcnow
 from models.schemas import (
     PhotoIn,
     PhotosInput,
@@ -32,8 +33,7 @@ from models.schemas import (
 )
 from services import image_pool
 from services import photos as images
-from services import projects, quotas
-from services.links import public_base_url
+from services import authorizations, markups, pricing, projects, quotas, rates
 from services.database import write_transaction
 from services.errors import (
     Conflict,
@@ -43,6 +43,7 @@ from services.errors import (
     field_problem,
 )
 from services.links import public_base_url
+from services.project_system.zones import UTC, local_date
 from services.routing import Route, unrouted
 from services.validation import validation_details
 
@@ -60,33 +61,60 @@ def _text(value: Decimal | None) -> str | None:
     return None if value is None else format(value.normalize(), "f")
 
 
-def price_lines(data: TicketInput) -> tuple[list[dict[str, Any]], Decimal, list[str]]:
-    """Turn validated input into stored lines with amounts, the total, and warnings."""
+def price_lines(data: TicketInput, sheet: RateSheet | None = None,
+                project_markups: list[dict[str, Any]] = ()
+                ) -> tuple[list[dict[str, Any]], Decimal, list[str]]:
+    """Turn validated input into stored lines with amounts, the total, and warnings.
+
+    A line without a rate is priced from `sheet` (the rate sheet in force on the work day);
+    each line records which rate was used and from which sheet under `pricing`. The project's
+    markups follow the cost lines as lines of their own, in their order.
+    """
     lines: list[dict[str, Any]] = []
     warnings: list[str] = []
     for i, labor in enumerate(data.labor):
-        amount = _cents(labor.workers * labor.hours * labor.rate) if labor.rate is not None else Decimal(0)
-        if labor.rate is None:
+        priced = pricing.labor(sheet, labor, f"labor[{i}] ({labor.trade})")
+        rate = priced.rate
+        amount = _cents(labor.workers * labor.hours * rate) if rate is not None else Decimal(0)
+        if rate is None and sheet is None:
             warnings.append(f"labor[{i}] ({labor.trade}) has no rate, so its amount is 0")
+        elif priced.warning:
+            warnings.append(priced.warning)
         lines.append({"kind": "labor", "trade": labor.trade, "hours": _text(labor.hours),
-                      "workers": _text(labor.workers), "rate": _text(labor.rate),
-                      "costCode": labor.costCode or None, "amount": _text(_cents(amount))})
+                      "workers": _text(labor.workers), "rate": _text(rate),
+                      "costCode": labor.costCode or None, "amount": _text(_cents(amount)),
+                      "classification": labor.classification or None,
+                      "hour_type": labor.hour_type, "pricing": priced.pricing})
     for i, item in enumerate(data.equipment):
-        amount = _cents(item.hours * item.rate) if item.rate is not None else Decimal(0)
-        if item.rate is None:
+        priced = pricing.equipment(sheet, item, f"equipment[{i}] ({item.description})")
+        rate = priced.rate
+        amount = _cents(item.hours * rate) if rate is not None else Decimal(0)
+        if priced.pricing.get("per") == "day":
+            amount = _cents(Decimal(priced.pricing["days"]) * Decimal(priced.pricing["day_rate"]))
+        if rate is None and sheet is None:
             warnings.append(f"equipment[{i}] ({item.description}) has no rate, so its amount is 0")
+        elif priced.warning:
+            warnings.append(priced.warning)
         lines.append({"kind": "equipment", "description": item.description,
-                      "hours": _text(item.hours), "rate": _text(item.rate),
-                      "costCode": item.costCode or None, "amount": _text(_cents(amount))})
+                      "hours": _text(item.hours), "rate": _text(rate),
+                      "costCode": item.costCode or None, "amount": _text(_cents(amount)),
+                      "pricing": priced.pricing})
     for i, item in enumerate(data.materials):
-        amount = _cents(item.quantity * item.unitCost) if item.unitCost is not None else Decimal(0)
-        if item.unitCost is None:
+        priced, price = pricing.materials(sheet, item, f"materials[{i}] ({item.description})")
+        cost = priced.rate
+        unit = price if price is not None else cost
+        amount = _cents(item.quantity * unit) if unit is not None else Decimal(0)
+        if cost is None and sheet is None:
             warnings.append(f"materials[{i}] ({item.description}) has no unit cost, so its amount is 0")
+        elif priced.warning:
+            warnings.append(priced.warning)
         lines.append({"kind": "materials", "description": item.description,
-                      "quantity": _text(item.quantity), "unitCost": _text(item.unitCost),
-                      "costCode": item.costCode or None, "amount": _text(_cents(amount))})
+                      "quantity": _text(item.quantity), "unitCost": _text(cost),
+                      "costCode": item.costCode or None, "amount": _text(_cents(amount)),
+                      "unit_price": _text(price), "pricing": priced.pricing})
     if not lines:
         warnings.append("the ticket has no labor, equipment or material lines")
+    lines += markups.apply(list(project_markups), lines)
     total = _cents(sum((Decimal(line["amount"]) for line in lines), Decimal(0)))
     return lines, total, warnings
 
@@ -304,7 +332,14 @@ def create_ticket(company_id: int, data: TicketInput, *, captured_via: str = "ap
     else:
         project_id = projects.project_for_new_ticket(company_id, data.project_id)
     codes = projects.cached_catalog(company_id, project_id)
-    lines, total, warnings = price_lines(data)
+    captured_at = utcnow()
+    worked_on = data.worked_on or jobsite_date(company_id, project_id, captured_at)
+    sheet = rates.sheet_in_force(company_id, project_id, worked_on)
+    lines, total, warnings = price_lines(data, sheet,
+                                         markups.stored_markups(company_id, project_id))
+    authorization_id, unlisted = authorizations.match_reference(company_id, project_id,
+                                                                data.authorization_ref)
+    warnings += [unlisted] if unlisted else []
     checked_photos, problems = _check_photos(data.photos, "photos", 0)
     checked_signature, signature_problems = _check_signature(data, warnings)
     problems += signature_problems
@@ -318,7 +353,8 @@ def create_ticket(company_id: int, data: TicketInput, *, captured_via: str = "ap
         project_id=project_id, status="submitted", captured_via=captured_via,
         link_token=link_token, total=total, lines=lines, warnings=warnings,
         signature=_store_signature(data, checked_signature), photo_count=len(photo_rows),
-        captured_at=utcnow(), photos=[TicketPhoto(**row) for row in photo_rows], decisions=[],
+        captured_at=captured_at, worked_on=worked_on, authorization_id=authorization_id,
+        photos=[TicketPhoto(**row) for row in photo_rows], decisions=[],
         routing_pending=codes is None)
     routing, routing_warnings = _known_routing(codes, lines)
     try:
@@ -355,7 +391,16 @@ def _answer_without_waiting(company_id: int, ticket_id: str) -> Ticket:
 
 
 # Input fields the service works out itself rather than storing as sent.
-_WORKED_OUT = {"project_id", "signature"}
+_WORKED_OUT = {"project_id", "signature", "worked_on"}
+
+
+def jobsite_date(company_id: int, project_id: str, moment: dt.datetime) -> dt.date:
+    """The date of a moment on the jobsite's clock, from the project's zone as last read.
+
+    The project system is not called, so a crew's ticket never waits on it; UTC when the
+    project's zone has not been read in this process.
+    """
+    return local_date(moment, projects.cached_time_zone(company_id, project_id) or UTC)
 
 
 def _stored_as_sent(data: TicketInput) -> dict[str, Any]:
@@ -424,7 +469,8 @@ def routing_lines(routes: list[Route]) -> list[RoutingLine]:
         quantity=r.quantity, unit_cost=r.unit_cost, amount=r.amount,
         budget_code=r.budget_code.flat_code if r.budget_code else None,
         budget_code_id=r.budget_code.id if r.budget_code else None, routed=r.routed,
-        exact=r.exact, needs_review=r.needs_review, reason=r.reason) for r in routes]
+        exact=r.exact, needs_review=r.needs_review, reason=r.reason, pricing=r.pricing)
+        for r in routes]
 
 
 def get_ticket(company_id: int, ticket_id: str) -> Ticket:
@@ -449,6 +495,9 @@ def shape(ticket: TicketRecord, schema: type[TicketSummary] | None = None,
     fields: dict[str, Any] = {name: getattr(ticket, name) for name in _copied_columns(schema)}
     for kind in LINE_KINDS:
         fields[kind] = [line for line in ticket.lines if line["kind"] == kind]
+    fields["markups"] = [line for line in ticket.lines if line["kind"] == "markup"]
+    if "nte" not in extra:
+        fields["nte"] = authorizations.status_of(ticket.company_id, ticket.authorization_id)
     evidence = f"{public_base_url()}/v1/tickets/{ticket.id}"
     fields.update(photos=[_photo_fields(evidence, photo) for photo in ticket.photos],
                   decisions=ticket.decisions, signature=_signature_fields(evidence, ticket.signature),
@@ -622,3 +671,59 @@ def signature_file(company_id: int, ticket_id: str, *, thumbnail: bool = False) 
         raise NotFound("this ticket has no signature", code="signature_not_found")
     key = ticket.signature.get("thumb_key") if thumbnail else None
     return photo_store().open(key or ticket.signature["image_key"])
+
+
+# Warnings price_lines writes; a new pricing replaces them and keeps the others.
+_PRICING_WARNINGS = ("labor[", "equipment[", "materials[", "the ticket has no labor")
+
+
+def _input_lines(lines: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """A ticket's stored cost lines as input again: quantities as recorded, and only the rates
+    the crew or caller sent (a line priced before pricing was recorded counts as sent)."""
+    def sent(line: dict[str, Any], field: str) -> Any:
+        source = (line.get("pricing") or {}).get("source", "explicit")
+        return line.get(field) if source == "explicit" else None
+
+    kinds: dict[str, list[dict[str, Any]]] = {"labor": [], "equipment": [], "materials": []}
+    for line in lines:
+        if line["kind"] == "labor":
+            kinds["labor"].append({"trade": line["trade"], "hours": line["hours"],
+                                   "workers": line["workers"], "rate": sent(line, "rate"),
+                                   "costCode": line.get("costCode"),
+                                   "classification": line.get("classification"),
+                                   "hour_type": line.get("hour_type") or "st"})
+        elif line["kind"] == "equipment":
+            kinds["equipment"].append({"description": line["description"], "hours": line["hours"],
+                                       "rate": sent(line, "rate"), "costCode": line.get("costCode")})
+        elif line["kind"] == "materials":
+            kinds["materials"].append({"description": line["description"],
+                                       "quantity": line["quantity"],
+                                       "unitCost": sent(line, "unitCost"),
+                                       "costCode": line.get("costCode")})
+    return kinds
+
+
+def reprice_ticket(company_id: int, ticket_id: str) -> Ticket:
+    """Price a ticket not yet written again from the rate sheet in force on its work day and
+    the project's current markups; rates the crew or caller sent are kept."""
+    ticket = find_ticket(company_id, ticket_id)
+    if ticket.status == "written":
+        raise Conflict("the ticket is already written to the project system; its prices stay "
+                       "as written", code="ticket_written")
+    data = TicketInput.model_validate({
+        "project_id": ticket.project_id, "description": ticket.description,
+        "reason": ticket.reason, "directed_by": ticket.directed_by, **_input_lines(ticket.lines)})
+    sheet = rates.sheet_in_force(company_id, ticket.project_id, ticket.worked_on or
+                                 jobsite_date(company_id, ticket.project_id, ticket.captured_at))
+    lines, total, warnings = price_lines(data, sheet,
+                                         markups.stored_markups(company_id, ticket.project_id))
+    kept = [w for w in ticket.warnings or [] if not w.startswith(_PRICING_WARNINGS)]
+    with write_transaction() as session:
+        current = session.scalar(select(TicketRecord).where(TicketRecord.id == ticket.id)
+                                 .with_for_update().execution_options(populate_existing=True))
+        if current.status == "written" or current.approval_claim_id is not None:
+            raise Conflict("the ticket is being written or was written to the project system; "
+                           "its prices stay", code="ticket_written")
+        current.lines, current.total, current.warnings = lines, total, [*warnings, *kept]
+    db.session.expire_all()
+    return get_ticket(company_id, ticket.id)

@@ -172,10 +172,11 @@
     var rows = [];
     form.querySelectorAll('.rows[data-kind="' + kind + '"] > .row').forEach(function (row) {
       var entry = {}, filled = false;
-      row.querySelectorAll("input").forEach(function (input) {
+      row.querySelectorAll("input, select").forEach(function (input) {
         var key = input.name.split(".").pop();
         var text = input.value.trim();
-        if (text !== "") { entry[key] = text; filled = true; }
+        /* A pick list always has a value (the hour type): it alone does not make a line. */
+        if (text !== "") { entry[key] = text; filled = filled || input.tagName !== "SELECT"; }
       });
       rows.push(filled ? entry : null);
     });
@@ -313,9 +314,10 @@
       Array.prototype.slice.call(rows, 1).forEach(function (row) { row.remove(); });
       (payload[kind] || []).forEach(function (line, index) {
         var row = index === 0 ? first : first.cloneNode(true);
-        row.querySelectorAll("input").forEach(function (input) {
+        row.querySelectorAll("input, select").forEach(function (input) {
           var key = input.name.split(".").pop();
-          input.value = line[key] === undefined || line[key] === null ? "" : String(line[key]);
+          var blank = input.tagName === "SELECT" ? input.options[0].value : "";
+          input.value = line[key] === undefined || line[key] === null ? blank : String(line[key]);
         });
         if (index > 0) { box.appendChild(row); }
       });

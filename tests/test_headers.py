@@ -15,8 +15,11 @@ def test_every_html_page_has_a_strict_policy(app, client, acme):
         "description": "d", "reason": "r", "directed_by": "x",
         "photos": [{"data_url": data_url(jpeg_bytes())}],
         "signature": {"image": data_url(png_bytes(), "image/png")}}).json
+    sheet = client.post("/v1/rate-sheets", headers=acme.headers, json={
+        "name": "Rates", "effective_from": "2026-01-01",
+        "labor": [{"classification": "Foreman", "st": 100}]}).json
     values = {"ticket_id": ticket["id"], "token": link["token"], "position": "0", "kind": "labor",
-              "filename": "app.css"}
+              "filename": "app.css", "sheet_id": str(sheet["id"])}
     page = client.get("/login").get_data(as_text=True)
     token = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
     client.post("/login", data={"csrf_token": token, "email": "pm@acme.example",

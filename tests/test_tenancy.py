@@ -25,14 +25,20 @@ def owned_resources(client, owner) -> dict[str, str]:
     link = client.post("/v1/links", headers=owner.headers, json={"project_id": owner.project()["id"]}).json
     with client.application.app_context():
         reviewer = reviewers.create_reviewer(owner.company_id, "owner-pm@acme.example", PASSWORD)
+    sheet = client.post("/v1/rate-sheets", headers=owner.headers, json=RATE_SHEET).json
+    authorization = client.post(f"/v1/projects/{owner.project()['id']}/authorizations",
+                                headers=owner.headers, json={"reference": "CD-1", "amount": 10}).json
     return {"ticket_id": ticket["id"], "project_id": owner.project()["id"], "token": link["token"],
             "prefix": owner.prefix, "position": "0", "kind": "labor",
-            "photo_id": str(ticket["photos"][0]["id"]), "reviewer_id": str(reviewer.id)}
+            "photo_id": str(ticket["photos"][0]["id"]), "reviewer_id": str(reviewer.id),
+            "sheet_id": str(sheet["id"]), "authorization_id": str(authorization["id"])}
 
 
 MISSING = {"ticket_id": str(uuid.UUID(int=0x1234)), "project_id": "1", "token": "x" * 32,
            "prefix": "ewt_zzzzzzzz", "position": "0", "kind": "labor", "photo_id": "999999",
-           "reviewer_id": "999999"}
+           "reviewer_id": "999999", "sheet_id": "999999", "authorization_id": "999999"}
+RATE_SHEET = {"name": "Rates", "effective_from": "2026-01-01",
+              "labor": [{"classification": "Foreman", "st": 100}]}
 
 
 def fill(rule: str, values: dict[str, str]) -> str:
@@ -46,6 +52,17 @@ def body_for(rule: str, owner_values: dict[str, str]) -> dict:
         return {"photos": [{"data_url": data_url(jpeg_bytes())}]}
     if rule.endswith("/budget-codes"):
         return {"cost_code_item_id": 1, "cost_type": "labor"}
+    if rule.endswith("/rate-sheets"):
+        return RATE_SHEET
+    if rule.endswith("/rate-sheets/csv"):
+        return {"name": "Rates", "effective_from": "2026-01-01",
+                "csv": "kind,item,st\r\nlabor,Foreman,100\r\n"}
+    if rule.endswith("/markups"):
+        return {"markups": []}
+    if rule.endswith("/authorizations"):
+        return {"reference": "CD-2", "amount": 10}
+    if rule.endswith("/authorization"):
+        return {"authorization_id": None}
     return {}
 
 
@@ -85,7 +102,8 @@ def test_every_route_with_an_id_treats_foreign_ids_as_missing(app, client, acme,
                 url = fill(rule.rule, values)
                 if rule.rule.startswith("/v1/"):
                     response = intruder.open(url, method=method, headers=rival.headers,
-                                             json=body_for(rule.rule, owner_values) if method == "POST" else None)
+                                             json=body_for(rule.rule, owner_values)
+                                             if method in ("POST", "PUT") else None)
                 else:
                     response = intruder.open(url, method=method,
                                              data={"csrf_token": csrf} if method == "POST" else None)
@@ -94,7 +112,7 @@ def test_every_route_with_an_id_treats_foreign_ids_as_missing(app, client, acme,
             assert foreign == missing, f"{method} {rule.rule}"
             assert foreign[0] == 404, f"{method} {rule.rule}: {foreign}"
             checked.append(f"{method} {rule.rule}")
-    assert len(checked) == 25  # every route with an id or token outside the public capture pages
+    assert len(checked) == 42  # every route with an id or token outside the public capture pages
     # And nothing of the owner's changed.
     ticket = client.get(f"/v1/tickets/{owner_values['ticket_id']}", headers=acme.headers).json
     assert ticket["status"] == "submitted" and ticket["photo_count"] == 1 and ticket["decisions"] == []

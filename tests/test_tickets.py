@@ -137,8 +137,11 @@ def test_amounts_are_exact_decimals(client, acme):
 def test_line_without_rate_has_zero_amount_and_a_warning(client, acme):
     ticket = client.post("/v1/tickets", headers=acme.headers, json=ticket_body(
         acme.project()["id"], labor=[{"trade": "Laborer", "hours": 8}])).json
-    assert ticket["labor"][0] == {"trade": "Laborer", "hours": 8.0, "workers": 1.0, "rate": None,
-                                  "costCode": None, "amount": 0.0}
+    line = ticket["labor"][0]
+    assert {k: line[k] for k in ("trade", "hours", "workers", "rate", "costCode", "amount")} == \
+        {"trade": "Laborer", "hours": 8.0, "workers": 1.0, "rate": None, "costCode": None,
+         "amount": 0.0}
+    assert line["pricing"]["source"] == "none" and line["pricing"]["needs_office"] is True
     assert ticket["total"] == 0.0
     assert ticket["warnings"][0] == "labor[0] (Laborer) has no rate, so its amount is 0"
 
