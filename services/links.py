@@ -1,6 +1,7 @@
 """Capture links: create, list, revoke, and resolve a token from the field."""
 from __future__ import annotations
 
+import io
 import secrets
 import urllib.parse
 
@@ -46,8 +47,16 @@ def sms_href(link: CaptureLink) -> str:
 
 
 def qr_svg(token: str) -> str:
-    """An SVG QR code of the qr form of the address."""
-    return segno.make(capture_url(token, "qr"), error="m").svg_inline(scale=8, border=2)
+    """A standalone SVG QR code of the qr form of the address.
+
+    It carries the SVG namespace, so it renders as an image file (an <img> or the API's
+    qr_svg_url) as well as inline in the poster; a title names it for screen readers.
+    """
+    out = io.BytesIO()
+    segno.make(capture_url(token, "qr"), error="m").save(
+        out, kind="svg", scale=8, border=2, xmldecl=False, svgns=True, svgclass=None,
+        lineclass=None, title="QR code of the capture link", nl=False)
+    return out.getvalue().decode("utf-8")
 
 
 def _shape(link: CaptureLink, ticket_count: int) -> Link:

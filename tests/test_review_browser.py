@@ -121,3 +121,15 @@ def test_crew_markup_shows_as_text_and_runs_nothing(client, acme, reviewer, live
     assert page.locator("#ticket-panel img[src='x']").count() == 0
     page.wait_for_timeout(200)
     assert dialogs == []
+
+
+def test_qr_thumbnails_render_on_the_links_page(client, acme, reviewer, live_server, tablet):
+    client.post("/v1/links", headers=acme.headers, json={"project_id": acme.project()["id"],
+                                                         "label": "North trailer"})
+    page = tablet.new_page()
+    sign_in(page, live_server, reviewer)
+    page.goto(f"{live_server.url}/links")
+    image = page.locator("img.qr").first
+    image.wait_for()
+    page.wait_for_function("img => img.complete", arg=image.element_handle())
+    assert image.evaluate("img => img.naturalWidth") > 0
