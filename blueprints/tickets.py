@@ -104,7 +104,9 @@ def _ticket_panel(ticket_id: str, *, error: ServiceError | None = None, message:
     """The ticket page, or its main panel for htmx."""
     page = review.ticket_page(current_user.company_id, ticket_id, error=error, message=message,
                               selected_routes=selected)
-    response = render_page("review/ticket.html", "review/_ticket.html", page=page)
+    came_from = review.QueueView.from_query_string(request.values.get("from"))
+    response = render_page("review/ticket.html", "review/_ticket.html", page=page,
+                           came_from=came_from)
     response.status_code = status
     return response
 
@@ -112,13 +114,10 @@ def _ticket_panel(ticket_id: str, *, error: ServiceError | None = None, message:
 @bp.get("/queue")
 @login_required
 def queue_page() -> Response:
-    """The review queue: 'Needs review' first, filter by status and project, search descriptions."""
-    status = request.args.get("status", "submitted")
-    data = review.queue(current_user.company_id, status=None if status == "all" else status,
-                        project_id=request.args.get("project_id") or None,
-                        q=(request.args.get("q") or "").strip()[:100] or None)
+    """The review queue: filters, sort and page from the URL, 'Needs review' by default."""
+    data = review.queue(current_user.company_id, review.QueueView.from_args(request.args))
     return render_page("review/queue.html", "review/_queue_rows.html", queue=data,
-                       tabs=review.STATUS_TABS)
+                       tabs=review.STATUS_TABS, sorts=review.SORT_CHOICES)
 
 
 @bp.get("/tickets/<ticket_id>")

@@ -452,7 +452,9 @@ class TicketListQuery(InputShape):
     project_id: str | None = Field(default=None, max_length=40, pattern=r"^[0-9]+$",
                                    description="A project id: the project system's number.")
     q: str | None = Field(default=None, max_length=100,
-                          description="Case-insensitive text to look for in the description.")
+                          description="Case-insensitive text to look for in the description, reason, "
+                                      "directed-by or recorded-by, or a ticket reference "
+                                      "(T- and up to 8 characters of the id).")
     limit: int = Field(default=50, ge=1, le=200, description="1 to 200, default 50.")
     offset: int = Field(default=0, ge=0, le=10_000_000)
 

@@ -106,6 +106,24 @@ def list_links(company_id: int) -> list[Link]:
     return [_shape(link, counts.get(link.token, 0)) for link in links]
 
 
+def labels(company_id: int) -> list[str]:
+    """The distinct labels of the company's links: the subs and crews links were made for."""
+    return list(db.session.scalars(
+        select(CaptureLink.label).where(CaptureLink.company_id == company_id,
+                                        CaptureLink.label.is_not(None))
+        .group_by(CaptureLink.label).order_by(func.lower(CaptureLink.label))))
+
+
+def labels_by_token(company_id: int, tokens: set[str]) -> dict[str, str]:
+    """The label of each of these links that has one."""
+    if not tokens:
+        return {}
+    return {token: label for token, label in db.session.execute(
+        select(CaptureLink.token, CaptureLink.label).where(
+            CaptureLink.company_id == company_id, CaptureLink.token.in_(tokens),
+            CaptureLink.label.is_not(None)))}
+
+
 def _company_link(company_id: int, token: str) -> CaptureLink:
     """A link of this company by token, or 404 exactly as for an unknown token."""
     link = db.session.scalar(select(CaptureLink).where(CaptureLink.token == str(token)[:64],

@@ -1,13 +1,16 @@
 """What the review pages show: the queue and one ticket, composed from the ticket services."""
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+import urllib.parse
 from dataclasses import dataclass, field
 from decimal import Decimal
 
 from models import utcnow
 from models.schemas import ApproveInput, Ticket
-from services import approval, projects, tickets
+from services import approval, links, projects, tickets
+from services.capture import short_reference
 from services.errors import ServiceError
 from services.project_system import BudgetCode
 from services.project_system.zones import UTC, jobsite_time
@@ -16,32 +19,153 @@ from services.validation import validate
 STATUS_TABS = (("submitted", "Needs review"), ("written", "Written"), ("rejected", "Rejected"))
 
 
+SORT_CHOICES = (("oldest", "Oldest first"), ("newest", "Newest first"),
+                ("amount", "Largest amount"), ("project", "Project"), ("sub", "Sub or crew"))
+PAGE_SIZE = 25
+STATUSES = ("submitted", "written", "rejected")
+
+
+def _date(text: str | None) -> dt.date | None:
+    """A yyyy-mm-dd date from a query string, or None when absent or not a date."""
+    try:
+        return dt.date.fromisoformat((text or "").strip()[:10]) if text else None
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class QueueView:
+    """What a queue page shows: filters, sort and page, all kept in its URL."""
+
+    status: str | None = "submitted"
+    project_id: str | None = None
+    sub: str | None = None
+    q: str | None = None
+    to_check: bool = False
+    unsigned: bool = False
+    date_from: dt.date | None = None
+    date_to: dt.date | None = None
+    sort: str = "newest"
+    page: int = 1
+
+    @classmethod
+    def from_args(cls, args) -> QueueView:
+        """The view a query string asks for; anything unusable falls back to the default."""
+        status = args.get("status", "submitted")
+        page = args.get("page", "1")
+        sort = args.get("sort", "newest")
+        project_id = (args.get("project_id") or "").strip()
+        return cls(
+            status=None if status == "all" else (status if status in STATUSES else "submitted"),
+            project_id=project_id[:40] if project_id.isdigit() else None,
+            sub=(args.get("sub") or "").strip()[:120] or None,
+            q=(args.get("q") or "").strip()[:100] or None,
+            to_check=args.get("to_check") in ("1", "on", "true"),
+            unsigned=args.get("unsigned") in ("1", "on", "true"),
+            date_from=_date(args.get("from")), date_to=_date(args.get("to")),
+            sort=sort if sort in tickets.SORTS else "newest",
+            page=max(1, min(int(page), 100_000)) if page.isdigit() else 1)
+
+    def params(self, **changes) -> dict[str, str]:
+        """The query string of this view with some changes, leaving out what is the default."""
+        view = dataclasses.replace(self, **changes)
+        params = {"status": view.status or "all", "project_id": view.project_id, "sub": view.sub,
+                  "q": view.q, "to_check": "1" if view.to_check else None,
+                  "unsigned": "1" if view.unsigned else None,
+                  "from": view.date_from.isoformat() if view.date_from else None,
+                  "to": view.date_to.isoformat() if view.date_to else None,
+                  "sort": view.sort if view.sort != "newest" else None,
+                  "page": str(view.page) if view.page > 1 else None}
+        return {key: value for key, value in params.items() if value}
+
+    @property
+    def query_string(self) -> str:
+        """This view as a query string, to come back to it from a ticket."""
+        return urllib.parse.urlencode(self.params())
+
+    @classmethod
+    def from_query_string(cls, text: str | None) -> QueueView:
+        """The view a ticket page was opened from (its `from` argument)."""
+        return cls.from_args(dict(urllib.parse.parse_qsl((text or "")[:1000])))
+
+    def list_filter(self) -> tickets.ListFilter:
+        """The ticket list filter of this view; dates count whole days, the end date included."""
+        def midnight(day: dt.date) -> dt.datetime:
+            return dt.datetime.combine(day, dt.time(), tzinfo=dt.timezone.utc)
+        return tickets.ListFilter(
+            status=self.status, project_id=self.project_id, q=self.q, sub=self.sub,
+            unsigned=self.unsigned, to_check=self.to_check,
+            captured_from=midnight(self.date_from) if self.date_from else None,
+            captured_before=midnight(self.date_to + dt.timedelta(days=1)) if self.date_to else None)
+
+    @property
+    def more_filters(self) -> bool:
+        """Whether any filter behind 'More filters' is set, so that section opens."""
+        return bool(self.to_check or self.unsigned or self.date_from or self.date_to)
+
+
 @dataclass(frozen=True)
 class QueueRow:
     """One ticket as a row of the queue."""
 
     id: str
+    reference: str
     status: str
     project_name: str
     description: str
     directed_by: str
+    sub: str | None
+    recorded_by: str | None
     age: str
+    age_bucket: str
     total: Decimal
     needs_review: int | None
     photo_count: int
+    signed: bool
+
+
+@dataclass(frozen=True)
+class AgeBucket:
+    """How many tickets of the current filter are of one age, and their dollar total."""
+
+    key: str
+    label: str
+    count: int
+    total: Decimal
 
 
 @dataclass(frozen=True)
 class Queue:
-    """A page of the queue with its filters and per-status counts."""
+    """A page of the queue with its view, per-status counts, age buckets and choices."""
 
     rows: list[QueueRow]
     counts: dict[str, int]
     total: int
-    status: str | None
-    project_id: str | None
-    q: str | None
+    view: QueueView
     projects: list[tuple[str, str]]
+    subs: list[str]
+    buckets: list[AgeBucket]
+    page_size: int = PAGE_SIZE
+
+    @property
+    def pages(self) -> int:
+        """How many pages the current filter has (at least one)."""
+        return max(1, -(-self.total // self.page_size))
+
+    @property
+    def first_shown(self) -> int:
+        """The position of the page's first row among all matches (1-based; 0 when none)."""
+        return (self.view.page - 1) * self.page_size + 1 if self.rows else 0
+
+    @property
+    def last_shown(self) -> int:
+        """The position of the page's last row among all matches."""
+        return self.first_shown + len(self.rows) - 1 if self.rows else 0
+
+    # Shorthands the templates use.
+    @property
+    def status(self) -> str | None:
+        return self.view.status
 
 
 @dataclass(frozen=True)
@@ -94,27 +218,40 @@ def _project_names(company_id: int) -> dict[str, str]:
         return {}
 
 
-def queue(company_id: int, *, status: str | None = "submitted", project_id: str | None = None,
-          q: str | None = None, limit: int = 50, offset: int = 0) -> Queue:
-    """The review queue: 'Needs review' by default, filterable by status, project and text."""
-    if status not in (None, "submitted", "written", "rejected"):
-        status = "submitted"
+def queue(company_id: int, view: QueueView | None = None, *, now: dt.datetime | None = None
+          ) -> Queue:
+    """A page of the review queue: 'Needs review' newest first unless the view says otherwise."""
+    view = view or QueueView()
+    now = now or utcnow()
     names = _project_names(company_id)
-    records, total = tickets.list_ticket_records(company_id, status=status, project_id=project_id or None,
-                                                 q=q, limit=limit, offset=offset)
+    where = view.list_filter()
+    records, total = tickets.list_ticket_records(
+        company_id, where=where, sort=view.sort, project_names=names, limit=PAGE_SIZE,
+        offset=(view.page - 1) * PAGE_SIZE)
+    if not records and total and view.page > 1:  # past the end: show the last page instead
+        view = dataclasses.replace(view, page=max(1, -(-total // PAGE_SIZE)))
+        records, total = tickets.list_ticket_records(
+            company_id, where=where, sort=view.sort, project_names=names, limit=PAGE_SIZE,
+            offset=(view.page - 1) * PAGE_SIZE)
+    labels = links.labels_by_token(company_id, {r.link_token for r in records if r.link_token})
     rows = []
     for record in records:
         routes, warnings = tickets.route_ticket(company_id, record)
         rows.append(QueueRow(
-            id=record.id, status=record.status,
+            id=record.id, reference=short_reference(record.id), status=record.status,
             project_name=names.get(record.project_id, record.project_id),
             description=record.description, directed_by=record.directed_by,
-            age=age_text(record.captured_at), total=record.total,
+            sub=labels.get(record.link_token or ""), recorded_by=record.captured_by,
+            age=age_text(record.captured_at, now),
+            age_bucket=tickets.age_bucket(record.captured_at, now), total=record.total,
             needs_review=None if warnings else sum(1 for r in routes if r.needs_review),
-            photo_count=record.photo_count))
-    return Queue(rows=rows, counts=tickets.status_counts(company_id, project_id or None),
-                 total=total, status=status, project_id=project_id, q=q,
-                 projects=sorted(names.items(), key=lambda item: item[1]))
+            photo_count=record.photo_count, signed=bool(record.signature)))
+    totals = tickets.age_totals(company_id, where, now)
+    buckets = [AgeBucket(key=key, label=label, count=totals[key][0], total=totals[key][1])
+               for key, label, _days in tickets.AGE_BUCKETS]
+    return Queue(rows=rows, counts=tickets.status_counts(company_id, view.project_id),
+                 total=total, view=view, projects=sorted(names.items(), key=lambda item: item[1]),
+                 subs=links.labels(company_id), buckets=buckets)
 
 
 def ticket_page(company_id: int, ticket_id: str, *, error: ServiceError | None = None,

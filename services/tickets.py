@@ -5,16 +5,20 @@ total is the sum of the rounded line amounts, so a ticket always adds up.
 """
 from __future__ import annotations
 
+import datetime as dt
 import functools
+import re
 import uuid
+from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from flask import current_app
-from sqlalchemy import func, inspect, select
+from sqlalchemy import Numeric, String, case, cast, func, inspect, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
+from models import CaptureLink
 from models import Decision as DecisionRecord
 from models import Ticket as TicketRecord
 from models import TicketCount, TicketPhoto, db, utcnow
@@ -291,41 +295,168 @@ def shape_ticket(ticket: TicketRecord, routing: list[RoutingLine],
                  warnings=[*(ticket.warnings or []), *extra_warnings])
 
 
-def _list_conditions(company_id: int, status: str | None, project_id: str | None,
-                     q: str | None) -> list:
+@dataclass(frozen=True)
+class ListFilter:
+    """Which of a company's tickets a list shows; every field narrows it.
+
+    `sub` is a capture link's label (the sub or crew that link was made for); `to_check`
+    keeps tickets with a line whose budget code needs a check, which only the project's
+    codes can tell, so it is applied after the database's own conditions.
+    """
+
+    status: str | None = None
+    project_id: str | None = None
+    q: str | None = None
+    sub: str | None = None
+    unsigned: bool = False
+    to_check: bool = False
+    captured_from: dt.datetime | None = None
+    captured_before: dt.datetime | None = None
+
+
+def _like(text: str) -> str:
+    """A LIKE pattern matching `text` anywhere, its wildcards escaped with a backslash."""
+    needle = text.strip().lower()
+    for special in ("\\", "%", "_"):
+        needle = needle.replace(special, "\\" + special)
+    return f"%{needle}%"
+
+
+# A ticket's reference as crews read it out: T- and the first 8 hex digits of its id.
+# The "T-" may be left out when at least 4 digits are given.
+T_REFERENCE = re.compile(r"^(?:t-?([0-9a-f]{1,8})|([0-9a-f]{4,8}))$", re.IGNORECASE)
+SEARCHED = (TicketRecord.description, TicketRecord.reason, TicketRecord.directed_by,
+            TicketRecord.captured_by)
+
+
+def _search(q: str):
+    """Text found in the description, reason, directed-by or recorded-by, or a T-reference."""
+    pattern = _like(q)
+    matches = [func.lower(column).like(pattern, escape="\\") for column in SEARCHED]
+    reference = T_REFERENCE.match(q.strip())
+    if reference:
+        digits = (reference.group(1) or reference.group(2)).lower()
+        matches.append(TicketRecord.id.like(digits + "%"))
+    return or_(*matches)
+
+
+def _list_conditions(company_id: int, where: ListFilter) -> list:
     """WHERE conditions for a filtered ticket list, always scoped to the company."""
     conditions = [TicketRecord.company_id == company_id]
-    if status:
-        conditions.append(TicketRecord.status == status)
-    if project_id:
-        conditions.append(TicketRecord.project_id == project_id)
-    if q and q.strip():
-        needle = q.strip().lower()
-        for special in ("\\", "%", "_"):
-            needle = needle.replace(special, "\\" + special)
-        conditions.append(func.lower(TicketRecord.description).like(f"%{needle}%", escape="\\"))
+    if where.status:
+        conditions.append(TicketRecord.status == where.status)
+    if where.project_id:
+        conditions.append(TicketRecord.project_id == where.project_id)
+    if where.q and where.q.strip():
+        conditions.append(_search(where.q))
+    if where.sub:
+        conditions.append(TicketRecord.link_token.in_(select(CaptureLink.token).where(
+            CaptureLink.company_id == company_id, CaptureLink.label == where.sub)))
+    if where.unsigned:
+        # a missing signature is stored as JSON null (or SQL NULL): either way, no signature
+        conditions.append(or_(TicketRecord.signature.is_(None),
+                              cast(TicketRecord.signature, String) == "null"))
+    if where.captured_from:
+        conditions.append(TicketRecord.captured_at >= where.captured_from)
+    if where.captured_before:
+        conditions.append(TicketRecord.captured_at < where.captured_before)
     return conditions
 
 
-# Newest first, the id breaking ties: the order of every ticket list.
+# Newest first, the id breaking ties: the order of every ticket list unless told otherwise.
 NEWEST_FIRST = (TicketRecord.captured_at.desc(), TicketRecord.id.desc())
+OLDEST_FIRST = (TicketRecord.captured_at.asc(), TicketRecord.id.asc())
+SORTS = ("newest", "oldest", "amount", "project", "sub")
+# The most tickets a filter the database cannot answer (lines to check) looks through.
+MAX_CHECKED = 5000
+
+
+def _order(company_id: int, sort: str, project_names: dict[str, str] | None) -> tuple:
+    """ORDER BY for a sort: newest or oldest first, largest amount, project name, sub's label."""
+    if sort == "oldest":
+        return OLDEST_FIRST
+    if sort == "amount":
+        return (cast(TicketRecord.total, Numeric(14, 2)).desc(), *OLDEST_FIRST)
+    if sort == "project":
+        names = {key: name.lower() for key, name in (project_names or {}).items()}
+        by_name = case(names, value=TicketRecord.project_id, else_=TicketRecord.project_id) \
+            if names else TicketRecord.project_id
+        return (by_name, *OLDEST_FIRST)
+    if sort == "sub":
+        label = select(func.lower(CaptureLink.label)).where(
+            CaptureLink.company_id == company_id, CaptureLink.token == TicketRecord.link_token
+        ).limit(1).scalar_subquery()
+        return (label.is_(None), label, func.lower(func.coalesce(TicketRecord.captured_by, "")),
+                *OLDEST_FIRST)
+    return NEWEST_FIRST
+
+
+def _ids_to_check(company_id: int, conditions: list, order: tuple) -> list[str]:
+    """The ids, in list order, of matching tickets with a line whose routing needs a check."""
+    rows = db.session.execute(select(TicketRecord.id, TicketRecord.project_id, TicketRecord.lines)
+                              .where(*conditions).order_by(*order).limit(MAX_CHECKED))
+    return [ticket_id for ticket_id, project_id, lines in rows
+            if any(route.needs_review for route in route_lines(company_id, project_id, lines)[0])]
 
 
 def list_ticket_records(company_id: int, *, status: str | None = None, project_id: str | None = None,
-                        q: str | None = None, limit: int = 50, offset: int = 0
+                        q: str | None = None, limit: int = 50, offset: int = 0,
+                        where: ListFilter | None = None, sort: str = "newest",
+                        project_names: dict[str, str] | None = None
                         ) -> tuple[list[TicketRecord], int]:
-    """A page of ticket records with their photos and decisions, newest first, and the match count.
+    """A page of ticket records with their photos and decisions, and the match count.
 
-    The one query builder behind /v1/tickets and the review queue.
+    The one query builder behind /v1/tickets and the review queue. `where` carries every
+    filter (status, project_id and q are its shorthand); `sort` is one of SORTS, newest
+    first by default; sorting by project orders by the names in `project_names`.
     """
-    conditions = _list_conditions(company_id, status, project_id, q)
-    if q and q.strip():
+    where = where or ListFilter(status=status, project_id=project_id, q=q)
+    conditions = _list_conditions(company_id, where)
+    order = _order(company_id, sort, project_names)
+    if where.to_check:
+        ids = _ids_to_check(company_id, conditions, order)
+        page = ids[offset:offset + limit]
+        found = {record.id: record for record in db.session.scalars(
+            select(TicketRecord).where(TicketRecord.id.in_(page)))} if page else {}
+        return [found[ticket_id] for ticket_id in page if ticket_id in found], len(ids)
+    if where == ListFilter(status=where.status, project_id=where.project_id):
+        # the kept counts answer without counting rows
+        total = counted_tickets(company_id, status=where.status, project_id=where.project_id)
+    else:
         total = db.session.scalar(select(func.count()).select_from(TicketRecord).where(*conditions))
-    else:  # the kept counts answer without counting rows
-        total = counted_tickets(company_id, status=status, project_id=project_id)
     rows = db.session.scalars(
-        select(TicketRecord).where(*conditions).order_by(*NEWEST_FIRST).limit(limit).offset(offset))
+        select(TicketRecord).where(*conditions).order_by(*order).limit(limit).offset(offset))
     return list(rows), int(total)
+
+
+# Age buckets of the queue: (key, label, upper bound of the age in days; None for no bound).
+AGE_BUCKETS = (("today", "Under a day", 1), ("days", "1-3 days", 3), ("week", "3-7 days", 7),
+               ("old", "Over a week", None))
+
+
+def age_bucket(captured_at: dt.datetime, now: dt.datetime) -> str:
+    """The key of the age bucket a ticket captured at `captured_at` falls in."""
+    age = now - captured_at
+    for key, _label, days in AGE_BUCKETS:
+        if days is None or age < dt.timedelta(days=days):
+            return key
+    return AGE_BUCKETS[-1][0]
+
+
+def age_totals(company_id: int, where: ListFilter, now: dt.datetime | None = None
+               ) -> dict[str, tuple[int, Decimal]]:
+    """How many tickets of a filtered list fall in each age bucket, and their dollar total."""
+    now = now or utcnow()
+    conditions = _list_conditions(company_id, where)
+    if where.to_check:
+        conditions.append(TicketRecord.id.in_(_ids_to_check(company_id, conditions, NEWEST_FIRST)))
+    totals = {key: (0, Decimal("0.00")) for key, _label, _days in AGE_BUCKETS}
+    for captured_at, total in db.session.execute(
+            select(TicketRecord.captured_at, TicketRecord.total).where(*conditions)):
+        key = age_bucket(captured_at, now)
+        count, money = totals[key]
+        totals[key] = (count + 1, money + total)
+    return totals
 
 
 def list_tickets(company_id: int, *, status: str | None, project_id: str | None,
