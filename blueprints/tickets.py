@@ -1,7 +1,7 @@
 """Tickets: the /v1 routes and the review pages (queue, ticket), on the same services."""
 from __future__ import annotations
 
-from flask import Blueprint, Response, g, request
+from flask import Blueprint, Response, g, redirect, request, url_for
 from flask_login import current_user, login_required
 
 from blueprints.api import api_route
@@ -16,9 +16,10 @@ from models.schemas import (
     TicketListQuery,
 )
 from services import approval, projects, review, tickets
+from services.capture import short_reference
 from services.errors import ServiceError
 from services.validation import validate
-from services.web import render_page
+from services.web import is_htmx, render_page
 
 bp = Blueprint("tickets", __name__)
 
@@ -120,11 +121,42 @@ def queue_page() -> Response:
                        tabs=review.STATUS_TABS, sorts=review.SORT_CHOICES)
 
 
+def _queue_after_bulk(*, confirm=None, results=None, selected=()) -> Response:
+    """The queue it was sent from, with the bulk confirmation or the bulk results on top."""
+    view = review.QueueView.from_query_string(request.form.get("from"))
+    data = review.queue(current_user.company_id, view)
+    return render_page("review/queue.html", "review/_queue_rows.html", queue=data,
+                       tabs=review.STATUS_TABS, sorts=review.SORT_CHOICES, bulk_confirm=confirm,
+                       bulk_results=results, selected=set(selected),
+                       bulk_total=review.bulk_total(confirm or results or []))
+
+
+@bp.post("/queue/bulk")
+@login_required
+def bulk_confirm_page() -> Response:
+    """Step one of a bulk approval: the selected tickets, their count and total, to confirm."""
+    ids = request.form.getlist("ids")
+    return _queue_after_bulk(confirm=review.bulk_selection(current_user.company_id, ids),
+                             selected=ids)
+
+
+@bp.post("/queue/bulk/approve")
+@login_required
+def bulk_approve_page() -> Response:
+    """Step two: write each confirmed ticket once and show what happened to each."""
+    results = review.bulk_approve(current_user.company_id, request.form.getlist("ids"),
+                                  actor=current_user.email)
+    return _queue_after_bulk(results=results)
+
+
 @bp.get("/tickets/<ticket_id>")
 @login_required
 def ticket_page(ticket_id: str) -> Response:
     """One ticket with everything a reviewer needs to approve it."""
-    return _ticket_panel(ticket_id)
+    written = request.args.get("written")
+    note = f"{short_reference(written)} was written to Procore. This is the next ticket." \
+        if written and review.is_ticket_id(written) else None
+    return _ticket_panel(ticket_id, message=note)
 
 
 @bp.post("/tickets/<ticket_id>/approve")
@@ -132,6 +164,9 @@ def ticket_page(ticket_id: str) -> Response:
 def approve_page(ticket_id: str) -> Response:
     """Approve from the page: the same service and rules as the API, with the page's routes."""
     form = request.form.to_dict()
+    view = review.QueueView.from_query_string(form.get("from"))
+    following = review.next_ticket(current_user.company_id, view, ticket_id) \
+        if form.get("next") else None
     try:
         result = review.approve_from_form(current_user.company_id, ticket_id, form,
                                           actor=current_user.email)
@@ -140,8 +175,24 @@ def approve_page(ticket_id: str) -> Response:
             raise
         return _ticket_panel(ticket_id, error=error, status=422,
                              selected=review.selected_routes_from_form(form))
-    note = "It was already written." if result.already else "Written to the project system."
+    note = "It was already in Procore." if result.already else "Written to Procore."
+    if form.get("next"):
+        return _go_to_next(following, view, ticket_id)
     return _ticket_panel(ticket_id, message=note)
+
+
+def _go_to_next(following: str | None, view, done_id: str) -> Response:
+    """After 'Approve and next': the next ticket of the queue, or the queue when none is left."""
+    params = {"from": view.query_string} if view.query_string else {}
+    if following is None:
+        target = url_for("tickets.queue_page", **view.params())
+    else:
+        target = url_for("tickets.ticket_page", ticket_id=following, written=done_id, **params)
+    if is_htmx():
+        response = Response(status=204)
+        response.headers["HX-Redirect"] = target
+        return response
+    return redirect(target, code=303)
 
 
 def _decide(ticket_id: str, decide, done: str) -> Response:

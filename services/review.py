@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import re
 import urllib.parse
+import uuid
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -122,6 +124,13 @@ class QueueRow:
     needs_review: int | None
     photo_count: int
     signed: bool
+    change_events: bool | None = None
+
+    @property
+    def clean(self) -> bool:
+        """Ready to write in bulk: every line on a confirmed code, signed, change events on."""
+        return self.status == "submitted" and self.needs_review == 0 and self.signed \
+            and self.change_events is True
 
 
 @dataclass(frozen=True)
@@ -218,6 +227,14 @@ def _project_names(company_id: int) -> dict[str, str]:
         return {}
 
 
+def _change_events(company_id: int, project_id: str) -> bool | None:
+    """Whether a project takes change events; None when Procore cannot say just now."""
+    try:
+        return projects.change_events_enabled(company_id, project_id)
+    except ServiceError:
+        return None
+
+
 def queue(company_id: int, view: QueueView | None = None, *, now: dt.datetime | None = None
           ) -> Queue:
     """A page of the review queue: 'Needs review' newest first unless the view says otherwise."""
@@ -234,6 +251,8 @@ def queue(company_id: int, view: QueueView | None = None, *, now: dt.datetime | 
             company_id, where=where, sort=view.sort, project_names=names, limit=PAGE_SIZE,
             offset=(view.page - 1) * PAGE_SIZE)
     labels = links.labels_by_token(company_id, {r.link_token for r in records if r.link_token})
+    change_events = {project_id: _change_events(company_id, project_id)
+                     for project_id in {r.project_id for r in records}}
     rows = []
     for record in records:
         routes, warnings = tickets.route_ticket(company_id, record)
@@ -245,7 +264,8 @@ def queue(company_id: int, view: QueueView | None = None, *, now: dt.datetime | 
             age=age_text(record.captured_at, now),
             age_bucket=tickets.age_bucket(record.captured_at, now), total=record.total,
             needs_review=None if warnings else sum(1 for r in routes if r.needs_review),
-            photo_count=record.photo_count, signed=bool(record.signature)))
+            photo_count=record.photo_count, signed=bool(record.signature),
+            change_events=change_events[record.project_id]))
     totals = tickets.age_totals(company_id, where, now)
     buckets = [AgeBucket(key=key, label=label, count=totals[key][0], total=totals[key][1])
                for key, label, _days in tickets.AGE_BUCKETS]
@@ -310,3 +330,160 @@ def selected_routes_from_form(form: dict[str, str]) -> dict[int, int]:
             if index.isdigit():
                 chosen[int(index)] = int(value)
     return chosen
+
+
+# ------------------------------------------------------------------ plain words
+
+PLAIN_ERRORS = {
+    "no_change_events": "This project does not use change events in Procore, so this ticket can "
+                        "only be recorded as a daily log entry, which bills nothing.",
+    "ticket_rejected": "This ticket was rejected. Restore it to the queue first, or tick "
+                       "\"Approve although this ticket was rejected\".",
+    "ticket_written": "This ticket is already in Procore, so it can no longer change.",
+    "approval_in_progress": "Someone is writing this ticket to Procore right now. Try again in a "
+                            "few seconds to see how it went.",
+    "project_system_unavailable": "Procore cannot be reached right now. Nothing was written and "
+                                  "the ticket stays in the queue; try again in a little while.",
+    "project_system_auth_failed": "Procore refused our sign-in. Nothing was written; ask your "
+                                  "administrator to reconnect Procore.",
+    "project_system_error": "Procore did not accept the ticket. Nothing was written; try again, "
+                            "and if it keeps failing tell your administrator.",
+    "project_system_not_connected": "This company is not connected to Procore yet; ask your "
+                                    "administrator to connect it.",
+    "validation_failed": "A chosen budget code can no longer be used; pick the budget codes again.",
+    "cost_code_not_found": "That cost code is no longer in Procore; pick another.",
+    "project_not_found": "This ticket's project is no longer in Procore.",
+    "ticket_not_found": "This ticket no longer exists.",
+}
+PLAIN_LINE_REASONS = {
+    "no budget code": "has no budget code yet: pick one",
+    "not on a confirmed budget code (exact: false)":
+        "has a budget code that is only a guess: confirm it or pick another",
+}
+
+
+@dataclass(frozen=True)
+class PlainError:
+    """A refusal as a PM reads it: one sentence, and a point per line it concerns."""
+
+    message: str
+    points: list[str]
+    lines: dict[int, str]
+
+
+def plain_error(error: ServiceError) -> PlainError:
+    """Say what went wrong and what to do, without codes, field names or HTTP."""
+    if error.code == "lines_need_review" and isinstance(error.details, list):
+        lines = {d["line"]: PLAIN_LINE_REASONS.get(d.get("reason", ""), "needs a check")
+                 for d in error.details if isinstance(d, dict) and "line" in d}
+        count = len(lines)
+        message = (f"{count} line{'s' if count != 1 else ''} need{'s' if count == 1 else ''} a "
+                   "budget code before this can be written. Nothing was written.")
+        described = {d["line"]: d.get("description") or "" for d in error.details
+                     if isinstance(d, dict) and "line" in d}
+        points = [f"Line {line + 1} ({described[line]}) {reason}" for line, reason in lines.items()]
+        return PlainError(message=message, points=points, lines=lines)
+    message = PLAIN_ERRORS.get(error.code)
+    if message is None:
+        message = ("Procore could not take this; nothing was written. Try again in a moment."
+                   if error.status >= 500 else "That could not be done; nothing was changed.")
+    return PlainError(message=message, points=[], lines={})
+
+
+_LINE_PATH = re.compile(r"\b(labor|equipment|materials)\[(\d+)\]")
+
+
+def plain_warning(text: str) -> str:
+    """A stored warning in plain words: 'labor[2] (Mystery)' reads 'Labor line 3 (Mystery)'."""
+    if text.startswith("routing is unavailable"):
+        return "Procore cannot be reached, so the budget codes could not be checked just now."
+    return _LINE_PATH.sub(lambda m: f"{m.group(1).capitalize()} line {int(m.group(2)) + 1}", text)
+
+
+# ------------------------------------------------------------------ bulk approval
+
+MAX_BULK = 100
+
+
+@dataclass(frozen=True)
+class BulkItem:
+    """One ticket of a bulk approval: before (to confirm) or after (with its outcome)."""
+
+    id: str
+    reference: str
+    description: str
+    total: Decimal
+    outcome: str | None = None  # written, already, refused
+    message: str | None = None
+
+
+def _selected(company_id: int, ids: list[str]) -> list:
+    """The company's tickets among the ids, each once, in the order given (at most 100)."""
+    wanted = list(dict.fromkeys(i for i in ids if i))[:MAX_BULK]
+    found = []
+    for ticket_id in wanted:
+        try:
+            found.append(tickets.find_ticket(company_id, ticket_id))
+        except ServiceError:
+            continue  # another company's or a missing ticket: not offered, not written
+    return found
+
+
+def bulk_selection(company_id: int, ids: list[str]) -> list[BulkItem]:
+    """The tickets a bulk approval would write, to confirm their count and total."""
+    return [BulkItem(id=t.id, reference=short_reference(t.id), description=t.description,
+                     total=t.total) for t in _selected(company_id, ids)]
+
+
+def bulk_approve(company_id: int, ids: list[str], actor: str) -> list[BulkItem]:
+    """Approve each ticket once through the one approval service, each with its own outcome.
+
+    Only lines on a confirmed budget code go through (as `require_exact`): a ticket with a
+    line to check is refused with the reason and the others are still written.
+    """
+    results = []
+    for ticket in _selected(company_id, ids):
+        item = BulkItem(id=ticket.id, reference=short_reference(ticket.id),
+                        description=ticket.description, total=ticket.total)
+        try:
+            result = approval.approve(company_id, ticket.id, ApproveInput(require_exact=True),
+                                      actor=actor)
+        except ServiceError as error:
+            plain = plain_error(error)
+            results.append(dataclasses.replace(
+                item, outcome="refused", message=" ".join([plain.message, *plain.points])))
+            continue
+        results.append(dataclasses.replace(
+            item, outcome="already" if result.already else "written",
+            message="It was already in Procore." if result.already else "Written to Procore."))
+    return results
+
+
+def bulk_total(items: list[BulkItem]) -> Decimal:
+    """The dollar total of some tickets."""
+    return sum((item.total for item in items), Decimal("0.00"))
+
+
+def next_ticket(company_id: int, view: QueueView, current_id: str) -> str | None:
+    """The ticket after `current_id` in a queue view (its filters and sort), for 'Approve and next'.
+
+    Read before the approval, while the current ticket is still in a 'Needs review' view;
+    when it is not in the view at all, the view's first other ticket.
+    """
+    records, _total = tickets.list_ticket_records(
+        company_id, where=view.list_filter(), sort=view.sort,
+        project_names=_project_names(company_id), limit=tickets.MAX_CHECKED)
+    ids = [record.id for record in records]
+    if current_id in ids:
+        later = ids[ids.index(current_id) + 1:]
+        return later[0] if later else None
+    return next((i for i in ids if i != current_id), None)
+
+
+def is_ticket_id(text: str) -> bool:
+    """Whether some text can be a ticket id (a UUID), to quote it safely."""
+    try:
+        uuid.UUID(str(text)[:40])
+    except ValueError:
+        return False
+    return True

@@ -22,3 +22,46 @@
     }
   });
 })();
+
+/* Queue bulk selection: the count and dollar total of what is ticked, and "all clean". */
+(function () {
+  "use strict";
+  function summarise() {
+    var form = document.getElementById("bulk-form");
+    if (!form) { return; }
+    var boxes = form.querySelectorAll('input[name="ids"]:checked');
+    var cents = 0;
+    boxes.forEach(function (box) { cents += Math.round(parseFloat(box.getAttribute("data-total")) * 100); });
+    var summary = document.getElementById("bulk-summary");
+    var button = document.getElementById("bulk-approve");
+    if (summary) {
+      summary.textContent = boxes.length ? boxes.length + " selected · $" +
+        (cents / 100).toLocaleString("en-US", {minimumFractionDigits: 2, maximumFractionDigits: 2}) : "None selected";
+    }
+    if (button) {
+      button.disabled = boxes.length === 0;
+      button.textContent = boxes.length ? "Approve " + boxes.length + " selected" : "Approve selected";
+    }
+  }
+  document.addEventListener("change", function (event) {
+    if (event.target.matches('#bulk-form input[name="ids"]')) { summarise(); }
+  });
+  document.addEventListener("click", function (event) {
+    if (!event.target.closest("[data-select-clean]")) { return; }
+    document.querySelectorAll('#bulk-form input[name="ids"]').forEach(function (box) {
+      box.checked = box.getAttribute("data-clean") === "1";
+    });
+    summarise();
+  });
+  document.addEventListener("DOMContentLoaded", summarise);
+  document.addEventListener("htmx:afterSettle", summarise);
+  /* The queue's own refresh (the only request the section itself makes) never throws away
+     a selection, a confirmation or bulk results in progress. */
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    var source = event.detail.elt;
+    if (source && source.id === "queue-rows" &&
+        document.querySelector('#bulk-form input[name="ids"]:checked, .bulk-confirm, .bulk-results')) {
+      event.preventDefault();
+    }
+  });
+})();

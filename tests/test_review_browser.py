@@ -65,7 +65,7 @@ def test_override_create_code_approve_and_open_record(client, acme, reviewer, li
     page.select_option('select[name="routes[2]"]', label=next(o for o in options if o.startswith("02-200.L")))
     page.check('input[name="destination"][value="change_event"]')
     page.click("text=Approve and write")
-    page.wait_for_selector("text=Written to the project system.")
+    page.wait_for_selector("text=Written to Procore.")
     written = client.get(f"/v1/tickets/{ticket['id']}", headers=acme.headers).json
     assert written["status"] == "written" and written["approved_by"] == reviewer
     assert [r["budget_code"] for r in written["routing"]] == ["02-200.L", "01-500.L", "02-200.L"]

@@ -144,7 +144,7 @@ def test_ticket_page_approve_with_override_same_as_api(app, client, acme, rival)
     done = browser.post(f"/tickets/{ticket['id']}/approve", {"destination": "change_event",
                                                              "routes[2]": str(labor_code)}, htmx=True)
     assert done.status_code == 200, done.get_data(as_text=True)
-    assert "Written to the project system." in done.get_data(as_text=True)
+    assert "Written to Procore." in done.get_data(as_text=True)
     written = client.get(f"/v1/tickets/{ticket['id']}", headers=acme.headers).json
     assert written["status"] == "written" and written["approved_by"] == "pm@acme.example"
     assert written["decisions"][-1]["by"] == "pm@acme.example"
