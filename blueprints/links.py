@@ -7,7 +7,7 @@ from flask_login import current_user, login_required
 
 from blueprints.api import api_route, read_json_object
 from models.schemas import Link, LinkInput, LinkList
-from services import capture, links, projects
+from services import capture, links, projects, review
 from services.errors import ServiceError
 from services.ratelimit import limiter
 from services.web import render_page
@@ -199,7 +199,7 @@ def create_link_page() -> Response:
         links.create_link(current_user.company_id, request.form.get("project_id", ""),
                           request.form.get("label", "").strip()[:120] or None)
     except ServiceError as error:
-        return _links_panel(error=error.message, status=422)
+        return _links_panel(error=review.plain_error(error).message, status=422)
     return _links_panel()
 
 
@@ -210,5 +210,5 @@ def revoke_link_page(token: str) -> Response:
     try:
         links.revoke_link(current_user.company_id, token)
     except ServiceError as error:
-        return _links_panel(error=error.message, status=error.status)
+        return _links_panel(error=review.plain_error(error).message, status=error.status)
     return _links_panel()

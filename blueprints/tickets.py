@@ -210,7 +210,7 @@ def _decide(ticket_id: str, decide, done: str) -> Response:
 @login_required
 def reject_page(ticket_id: str) -> Response:
     """Reject from the page."""
-    return _decide(ticket_id, approval.reject, "Rejected. Nothing was written to the project system.")
+    return _decide(ticket_id, approval.reject, "Rejected. Nothing was written to Procore.")
 
 
 @bp.post("/tickets/<ticket_id>/restore")

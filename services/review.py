@@ -202,11 +202,18 @@ class TicketPage:
 
     @property
     def refused_lines(self) -> dict[int, str]:
-        """Lines an approval refused, with the reason, for highlighting."""
-        if self.error is None or not isinstance(self.error.details, list):
-            return {}
-        return {d["line"]: d.get("reason", "") for d in self.error.details
-                if isinstance(d, dict) and "line" in d}
+        """Lines an approval refused, with the reason in plain words, for highlighting."""
+        return {} if self.error is None else plain_error(self.error).lines
+
+    @property
+    def plain_error(self) -> PlainError | None:
+        """The refusal shown on the page, in plain words."""
+        return None if self.error is None else plain_error(self.error)
+
+    @property
+    def warnings(self) -> list[str]:
+        """The ticket's warnings in plain words."""
+        return [plain_warning(w) for w in self.ticket.warnings]
 
 
 def age_text(moment: dt.datetime, now: dt.datetime | None = None) -> str:
@@ -337,8 +344,8 @@ def selected_routes_from_form(form: dict[str, str]) -> dict[int, int]:
 PLAIN_ERRORS = {
     "no_change_events": "This project does not use change events in Procore, so this ticket can "
                         "only be recorded as a daily log entry, which bills nothing.",
-    "ticket_rejected": "This ticket was rejected. Restore it to the queue first, or tick "
-                       "\"Approve although this ticket was rejected\".",
+    "ticket_rejected": "This ticket is already rejected. To write it, restore it to the queue "
+                       "first, or tick \"Approve although this ticket was rejected\".",
     "ticket_written": "This ticket is already in Procore, so it can no longer change.",
     "approval_in_progress": "Someone is writing this ticket to Procore right now. Try again in a "
                             "few seconds to see how it went.",
