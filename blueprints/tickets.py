@@ -102,9 +102,11 @@ def restore_ticket(ticket_id: str) -> Ticket:
 
 def _ticket_panel(ticket_id: str, *, error: ServiceError | None = None, message: str | None = None,
                   selected: dict[int, int] | None = None, status: int = 200) -> Response:
-    """The ticket page, or its main panel for htmx."""
+    """The ticket page, or its main panel for htmx; a posted form's choices are shown again."""
+    confirmed = set(review.selected_routes_from_form(request.form.to_dict(), "confirm")) \
+        if request.method == "POST" else set()
     page = review.ticket_page(current_user.company_id, ticket_id, error=error, message=message,
-                              selected_routes=selected)
+                              selected_routes=selected, confirmed=confirmed)
     came_from = review.QueueView.from_query_string(request.values.get("from"))
     response = render_page("review/ticket.html", "review/_ticket.html", page=page,
                            came_from=came_from)

@@ -147,9 +147,18 @@ def _routes(ticket: TicketRecord, codes: Catalog, overrides: dict[str, int],
             chosen[int(key)] = code
     if problems:
         raise ValidationFailed("some routes cannot be used; see details", details=problems)
-    return [dataclasses.replace(route, budget_code=chosen[route.line], exact=True,
-                                needs_review=False, reason=f"routed by {actor}")
-            if route.line in chosen else route for route in routes]
+    return [_chosen(route, chosen[route.line], actor) if route.line in chosen else route
+            for route in routes]
+
+
+def _chosen(route: Route, code: BudgetCode, actor: str) -> Route:
+    """A line routed by a person: exact only on a code of the line's own cost type."""
+    if code.cost_type == route.cost_type:
+        return dataclasses.replace(route, budget_code=code, exact=True, needs_review=False,
+                                   reason=f"routed by {actor}")
+    return dataclasses.replace(route, budget_code=code, exact=False, needs_review=False,
+                               reason=f"routed by {actor} to a {code.cost_type} code; the line "
+                                      f"is {route.cost_type}")
 
 
 def _destination(company_id: int, ticket: TicketRecord, requested: str | None) -> str:

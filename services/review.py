@@ -8,12 +8,13 @@ import urllib.parse
 import uuid
 from dataclasses import dataclass, field
 from decimal import Decimal
+from zoneinfo import ZoneInfo
 
 from models import utcnow
 from models.schemas import ApproveInput, Ticket
 from services import approval, links, projects, tickets
 from services.capture import short_reference
-from services.errors import ServiceError
+from services.errors import Conflict, ServiceError
 from services.project_system import BudgetCode
 from services.project_system.zones import UTC, jobsite_time
 from services.validation import validate
@@ -179,12 +180,25 @@ class Queue:
 
 @dataclass(frozen=True)
 class LineChoice:
-    """The review controls of one routing line."""
+    """The review controls of one routing line: its budget-code picker in three groups.
+
+    `own` is the line's own cost code with its cost type (the exact choice), `same_type`
+    the other codes of the line's cost type, `other_types` every other code: choosing one
+    of those is warned about and never counts as exact.
+    """
 
     line: int
-    budget_codes: list[BudgetCode]
+    cost_type: str | None
+    own: list[BudgetCode]
+    same_type: list[BudgetCode]
+    other_types: list[BudgetCode]
     create_cost_code_id: int | None = None
     create_cost_type: str | None = None
+
+    @property
+    def budget_codes(self) -> list[BudgetCode]:
+        """Every code the picker offers, in its order."""
+        return [*self.own, *self.same_type, *self.other_types]
 
 
 @dataclass
@@ -199,6 +213,60 @@ class TicketPage:
     error: ServiceError | None = None
     message: str | None = None
     selected_routes: dict[int, int] = field(default_factory=dict)
+    confirmed: set[int] = field(default_factory=set)
+    zone: ZoneInfo = UTC
+
+    def clock(self, moment: dt.datetime | str | None) -> str:
+        """Any time on the page, in one format on the jobsite's clock: '2026-06-03 20:30 PDT'."""
+        if moment is None:
+            return ""
+        if isinstance(moment, str):
+            try:
+                moment = dt.datetime.fromisoformat(moment.replace("Z", "+00:00"))
+            except ValueError:
+                return moment
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=dt.timezone.utc)
+        return f"{moment.astimezone(self.zone):%Y-%m-%d %H:%M %Z}"
+
+    def photo_caption(self, photo) -> str:
+        """When and where a photo was taken, as far as the phone said."""
+        parts = [self.clock(photo.taken_at) if photo.taken_at else "time not given"]
+        if photo.coords:
+            place = f"{photo.coords.lat:.5f}, {photo.coords.lng:.5f}"
+            if photo.coords.accuracy_m is not None:
+                place += f" (within {photo.coords.accuracy_m:.0f} m)"
+            parts.append(place)
+        else:
+            parts.append("place not given")
+        return " · ".join(parts)
+
+    @staticmethod
+    def units(route) -> tuple[str, str]:
+        """A line's quantity and rate with their units and currency."""
+        quantity = "" if route.quantity is None else f"{route.quantity.normalize():f}"
+        rate = "" if route.unit_cost is None else f"${route.unit_cost:,.2f}"
+        if route.kind == "labor":
+            return (f"{quantity} worker-h" if quantity else "", f"{rate}/h" if rate else "no rate")
+        if route.kind == "equipment":
+            return (f"{quantity} h" if quantity else "", f"{rate}/h" if rate else "no rate")
+        return (quantity, f"{rate} each" if rate else "no unit cost")
+
+    @property
+    def subtotals(self) -> list[tuple[str, str, Decimal]]:
+        """Labor, equipment and materials subtotals, for the kinds the ticket has."""
+        totals = []
+        for kind, label in (("labor", "Labor"), ("equipment", "Equipment"), ("materials", "Materials")):
+            lines = [r.amount for r in self.ticket.routing if r.kind == kind]
+            if lines:
+                totals.append((kind, label, sum(lines, Decimal("0.00"))))
+        return totals
+
+    def other_type_chosen(self, line: int) -> bool:
+        """Whether the code picked for a line is of another cost type than the line's."""
+        choice = self.choices.get(line)
+        chosen = self.selected_routes.get(line)
+        return bool(choice and chosen and any(b.id == chosen for b in choice.other_types))
 
     @property
     def refused_lines(self) -> dict[int, str]:
@@ -282,19 +350,20 @@ def queue(company_id: int, view: QueueView | None = None, *, now: dt.datetime | 
 
 
 def ticket_page(company_id: int, ticket_id: str, *, error: ServiceError | None = None,
-                message: str | None = None, selected_routes: dict[int, int] | None = None
-                ) -> TicketPage:
+                message: str | None = None, selected_routes: dict[int, int] | None = None,
+                confirmed: set[int] | None = None) -> TicketPage:
     """A ticket with the choices a reviewer has for each of its lines."""
     ticket = tickets.get_ticket(company_id, ticket_id)
     names = _project_names(company_id)
     page = TicketPage(ticket=ticket, project_name=names.get(ticket.project_id, ticket.project_id),
                       change_events=None, captured_at_text=jobsite_time(ticket.captured_at, UTC),
-                      error=error, message=message, selected_routes=selected_routes or {})
+                      error=error, message=message, selected_routes=selected_routes or {},
+                      confirmed=set(confirmed or ()))
     try:
+        page.zone = projects.time_zone(company_id, ticket.project_id)
+        page.captured_at_text = page.clock(ticket.captured_at)
         page.change_events = projects.change_events_enabled(company_id, ticket.project_id)
         codes = projects.catalog(company_id, ticket.project_id)
-        page.captured_at_text = jobsite_time(
-            ticket.captured_at, projects.time_zone(company_id, ticket.project_id))
     except ServiceError:
         return page
     record = tickets.find_ticket(company_id, ticket_id)
@@ -305,19 +374,56 @@ def ticket_page(company_id: int, ticket_id: str, *, error: ServiceError | None =
         cost_code = by_code.get((line.get("costCode") or "").replace(" ", "").lower())
         missing = (cost_code is not None and route.cost_type is not None
                    and codes.budget_code(cost_code.id, route.cost_type) is None)
+        own = [b for b in ordered if cost_code is not None and b.cost_code_id == cost_code.id
+               and b.cost_type == route.cost_type]
         page.choices[route.line] = LineChoice(
-            line=route.line, budget_codes=ordered,
+            line=route.line, cost_type=route.cost_type, own=own,
+            same_type=[b for b in ordered if b.cost_type == route.cost_type and b not in own],
+            other_types=[b for b in ordered if b.cost_type != route.cost_type],
             create_cost_code_id=cost_code.id if missing else None,
             create_cost_type=route.cost_type if missing else None)
     return page
 
 
-def approve_from_form(company_id: int, ticket_id: str, form: dict[str, str], actor: str):
-    """Approve with the page's choices, sent as `routes` exactly as an API caller sends them."""
-    routes = {}
+def _indexed(form: dict[str, str], name: str) -> dict[str, int | str]:
+    """The `name[i]` fields of a form that have a value, by their index text."""
+    found = {}
     for key, value in form.items():
-        if key.startswith("routes[") and key.endswith("]") and value:
-            routes[key[len("routes["):-1]] = int(value) if value.isdigit() else value
+        if key.startswith(f"{name}[") and key.endswith("]") and value:
+            found[key[len(name) + 1:-1]] = int(value) if value.isdigit() else value
+    return found
+
+
+def _refuse_unchecked(company_id: int, ticket_id: str, routes: dict, allow_unrouted: bool) -> None:
+    """Lines marked 'check' are decided one by one on the page: confirmed, or given a code.
+
+    Without the project's codes (Procore away) nothing is refused here; the approval says why.
+    """
+    record = tickets.find_ticket(company_id, ticket_id)
+    if record.status == "written":
+        return
+    routed, warnings = tickets.route_ticket(company_id, record)
+    if warnings:
+        return
+    undecided = [{"line": r.line, "description": r.description,
+                  "reason": "not confirmed" if r.budget_code else "no budget code"}
+                 for r in routed if r.needs_review and str(r.line) not in routes
+                 and not (r.budget_code is None and allow_unrouted)]
+    if undecided:
+        raise Conflict(f"{len(undecided)} line(s) to check are not confirmed",
+                       code="lines_need_review", details=undecided)
+
+
+def approve_from_form(company_id: int, ticket_id: str, form: dict[str, str], actor: str):
+    """Approve with the page's choices, sent as `routes` exactly as an API caller sends them.
+
+    A confirmed guess (`confirm[i]`, the line's automatic code) is sent as that line's route
+    unless a code was picked for it; every line to check must be one or the other.
+    """
+    routes = _indexed(form, "routes")
+    for line, code_id in _indexed(form, "confirm").items():
+        routes.setdefault(line, code_id)
+    _refuse_unchecked(company_id, ticket_id, routes, form.get("allow_unrouted") == "on")
     options = validate(ApproveInput, {
         "destination": form.get("destination") or None,
         "allow_unrouted": form.get("allow_unrouted") == "on",
@@ -328,12 +434,12 @@ def approve_from_form(company_id: int, ticket_id: str, form: dict[str, str], act
     return approval.approve(company_id, ticket_id, options, actor=actor)
 
 
-def selected_routes_from_form(form: dict[str, str]) -> dict[int, int]:
+def selected_routes_from_form(form: dict[str, str], name: str = "routes") -> dict[int, int]:
     """The per-line choices of a submitted form, to show them again after a refusal."""
     chosen = {}
     for key, value in form.items():
-        if key.startswith("routes[") and key.endswith("]") and value.isdigit():
-            index = key[len("routes["):-1]
+        if key.startswith(f"{name}[") and key.endswith("]") and value.isdigit():
+            index = key[len(name) + 1:-1]
             if index.isdigit():
                 chosen[int(index)] = int(value)
     return chosen
@@ -363,6 +469,7 @@ PLAIN_ERRORS = {
     "ticket_not_found": "This ticket no longer exists.",
 }
 PLAIN_LINE_REASONS = {
+    "not confirmed": "is marked to check: confirm its budget code or pick another",
     "no budget code": "has no budget code yet: pick one",
     "not on a confirmed budget code (exact: false)":
         "has a budget code that is only a guess: confirm it or pick another",
@@ -385,7 +492,7 @@ def plain_error(error: ServiceError) -> PlainError:
                  for d in error.details if isinstance(d, dict) and "line" in d}
         count = len(lines)
         message = (f"{count} line{'s' if count != 1 else ''} need{'s' if count == 1 else ''} a "
-                   "budget code before this can be written. Nothing was written.")
+                   "check before this can be written. Nothing was written.")
         described = {d["line"]: d.get("description") or "" for d in error.details
                      if isinstance(d, dict) and "line" in d}
         points = [f"Line {line + 1} ({described[line]}) {reason}" for line, reason in lines.items()]

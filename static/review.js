@@ -65,3 +65,55 @@
     }
   });
 })();
+
+/* Ticket page: every line to check is confirmed or given a code before Approve is enabled;
+   a code of another cost type is warned about; photos open in a viewer on the page. */
+(function () {
+  "use strict";
+  function gate() {
+    var form = document.getElementById("approve-form");
+    if (!form) { return; }
+    var allowUnrouted = form.querySelector('input[name="allow_unrouted"]');
+    var open = 0;
+    document.querySelectorAll("tr[data-check]").forEach(function (row) {
+      var line = row.getAttribute("data-line");
+      var picked = row.querySelector('select[name="routes[' + line + ']"]');
+      var confirm = row.querySelector('input[name="confirm[' + line + ']"]');
+      var decided = (picked && picked.value !== "") || (confirm && confirm.checked) ||
+        (row.getAttribute("data-check") === "pick" && allowUnrouted && allowUnrouted.checked);
+      row.classList.toggle("decided", !!decided);
+      if (!decided) { open += 1; }
+    });
+    form.querySelectorAll("button.approve").forEach(function (button) { button.disabled = open > 0; });
+    var status = document.getElementById("check-status");
+    if (status) {
+      status.textContent = open ? open + (open === 1 ? " line is" : " lines are") +
+        " marked to check: confirm each or pick a budget code before approving." : "";
+    }
+  }
+  function warnType(select) {
+    var option = select.options[select.selectedIndex];
+    var warning = select.parentElement.querySelector(".type-warning");
+    if (!warning) { return; }
+    var other = option && option.value !== "" && option.getAttribute("data-cost-type") !== select.getAttribute("data-line-type");
+    warning.hidden = !other;
+  }
+  document.addEventListener("change", function (event) {
+    if (event.target.matches('select[name^="routes["]')) { warnType(event.target); }
+    if (event.target.closest("#ticket-panel")) { gate(); }
+  });
+  document.addEventListener("DOMContentLoaded", gate);
+  document.addEventListener("htmx:afterSettle", gate);
+  document.addEventListener("click", function (event) {
+    var link = event.target.closest("a[data-viewer]");
+    if (!link) { return; }
+    var viewer = document.getElementById("photo-viewer");
+    if (!viewer || typeof viewer.showModal !== "function") { return; }
+    event.preventDefault();
+    var image = document.getElementById("photo-viewer-image");
+    image.src = link.getAttribute("data-viewer");
+    image.alt = link.querySelector("img") ? link.querySelector("img").alt : "Photo";
+    document.getElementById("photo-viewer-caption").textContent = link.getAttribute("data-caption") || "";
+    viewer.showModal();
+  });
+})();

@@ -35,7 +35,9 @@ def test_refusals_and_warnings_are_plain(app, client, acme):
     refused = browser.post(f"/tickets/{ticket['id']}/approve", {"destination": "change_event"})
     assert refused.status_code == 422
     text = visible_text(refused.get_data(as_text=True))
-    assert "1 line needs a budget code before this can be written. Nothing was written." in text
+    assert "2 lines need a check before this can be written. Nothing was written." in text
+    assert re.search(r"Line 2 \(Laborer[^)]*\) is marked to check: confirm its budget code or "
+                     r"pick another", text)
     assert re.search(r"Line 3 \(Mystery[^)]*\) has no budget code yet: pick one", text)
     assert_plain(refused.get_data(as_text=True))
 
