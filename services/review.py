@@ -3,20 +3,28 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import re
+import threading
+import time
 import urllib.parse
 import uuid
 from dataclasses import dataclass, field
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from decimal import Decimal
 from zoneinfo import ZoneInfo
 
+from flask import current_app
+
 from models import utcnow
-from models.schemas import ApproveInput, Ticket
+from models.schemas import ApproveInput, RoutingLine, Ticket
 from services import approval, links, projects, tickets
 from services.capture import short_reference
 from services.errors import Conflict, ServiceError
 from services.project_system import BudgetCode
-from services.project_system.zones import UTC, jobsite_time
+from services.project_system.zones import UTC, jobsite_time, project_zone
+from services.routing import unrouted
 from services.validation import validate
 
 STATUS_TABS = (("submitted", "Needs review"), ("written", "Written"), ("rejected", "Rejected"))
@@ -156,6 +164,7 @@ class Queue:
     subs: list[str]
     buckets: list[AgeBucket]
     page_size: int = PAGE_SIZE
+    procore_down_since: dt.datetime | None = None
 
     @property
     def pages(self) -> int:
@@ -171,6 +180,11 @@ class Queue:
     def last_shown(self) -> int:
         """The position of the page's last row among all matches."""
         return self.first_shown + len(self.rows) - 1 if self.rows else 0
+
+    @property
+    def down_for(self) -> str:
+        """How long Procore has been away, as the queue shows ages."""
+        return age_text(self.procore_down_since) if self.procore_down_since else ""
 
     # Shorthands the templates use.
     @property
@@ -215,6 +229,12 @@ class TicketPage:
     selected_routes: dict[int, int] = field(default_factory=dict)
     confirmed: set[int] = field(default_factory=set)
     zone: ZoneInfo = UTC
+    procore_down_since: dt.datetime | None = None
+
+    @property
+    def down_for(self) -> str:
+        """How long Procore has been away."""
+        return age_text(self.procore_down_since) if self.procore_down_since else ""
 
     def clock(self, moment: dt.datetime | str | None) -> str:
         """Any time on the page, in one format on the jobsite's clock: '2026-06-03 20:30 PDT'."""
@@ -294,18 +314,146 @@ def age_text(moment: dt.datetime, now: dt.datetime | None = None) -> str:
     return f"{seconds // 86400} d"
 
 
-def _project_names(company_id: int) -> dict[str, str]:
-    """Project names by id, or nothing when the project system is away."""
+# ------------------------------------------------------------------ Procore away
+
+# How long a page waits for Procore before answering with what it last knew, and how long
+# after a failure pages keep to what they know before asking Procore again.
+PROCORE_WAIT_S = 1.2
+PROCORE_RETRY_S = 30
+
+
+class Unknown(ServiceError):
+    """Procore is away and nothing was known before."""
+
+    status = 503
+    code = "project_system_unavailable"
+
+
+class _Known:
+    """What the pages last read from Procore for each company, and since when it is away."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.values: dict[tuple, object] = {}
+        self.down_since: dict[int, dt.datetime] = {}
+        self.failed_at: dict[int, float] = {}
+
+    def down(self, company_id: int) -> None:
+        with self.lock:
+            self.down_since.setdefault(company_id, utcnow())
+            self.failed_at[company_id] = time.monotonic()
+
+    def up(self, company_id: int) -> None:
+        with self.lock:
+            self.down_since.pop(company_id, None)
+            self.failed_at.pop(company_id, None)
+
+    def resting(self, company_id: int) -> bool:
+        """Whether Procore failed recently enough that pages do not ask it again yet."""
+        with self.lock:
+            failed = self.failed_at.get(company_id)
+        return failed is not None and time.monotonic() - failed < PROCORE_RETRY_S
+
+
+def _known() -> _Known:
+    """This app's record of last-known Procore answers."""
+    return current_app.extensions.setdefault("review_last_known", _Known())
+
+
+def procore_down_since(company_id: int) -> dt.datetime | None:
+    """Since when the pages have found Procore unreachable, or None when it answers."""
+    known = _known()
+    with known.lock:
+        return known.down_since.get(company_id)
+
+
+def _in_background(load):
+    """Run a Procore read on its own thread with the app context; a Future of its answer."""
+    app = current_app._get_current_object()
+    future: Future = Future()
+
+    def run() -> None:
+        with app.app_context():
+            try:
+                future.set_result(load())
+            except BaseException as error:  # noqa: BLE001 - handed to the waiting page
+                future.set_exception(error)
+    threading.Thread(target=run, name="procore-page-read", daemon=True).start()
+    return future
+
+
+def _last_known(company_id: int, key: tuple, load):
+    """A Procore read for a page: live when Procore answers within PROCORE_WAIT_S, else the
+    last known answer (raising Unknown when there is none). A read that outlives the wait
+    still finishes on its own thread and refreshes what is known."""
+    known = _known()
+    full_key = (company_id, *key)
+    if not known.resting(company_id):
+        future = _in_background(load)
+
+        def keep(done: Future) -> None:
+            if done.exception() is None:
+                with known.lock:
+                    known.values[full_key] = done.result()
+                known.up(company_id)
+        future.add_done_callback(keep)
+        try:
+            return future.result(timeout=PROCORE_WAIT_S)
+        except FutureTimeout:
+            known.down(company_id)
+        except ServiceError as error:
+            if error.status < 500:
+                raise
+            known.down(company_id)
+    with known.lock:
+        if full_key in known.values:
+            return known.values[full_key]
+    raise Unknown("Procore cannot be reached and nothing is known about this yet")
+
+
+def _remote_projects(company_id: int) -> list:
+    """The company's projects, or the last known list while Procore is away."""
+    return _last_known(company_id, ("projects",), lambda: projects.remote_projects(company_id))
+
+
+def _catalog(company_id: int, project_id: str):
+    """A project's codes, or the last known ones while Procore is away."""
+    return _last_known(company_id, ("catalog", project_id),
+                       lambda: projects.catalog(company_id, project_id))
+
+
+def _route(company_id: int, project_id: str, lines: list) -> tuple[list, list[str]]:
+    """Route lines with the project's (last known) codes; every line flagged when none."""
     try:
-        return {p.id: p.display_name or p.name for p in projects.list_projects(company_id)}
+        codes = _catalog(company_id, project_id)
+    except ServiceError:
+        return unrouted(lines, "the project's budget codes could not be read"), \
+            ["routing is unavailable"]
+    return codes.router.route_all(lines), []
+
+
+def _project_names(company_id: int) -> dict[str, str]:
+    """Project names by id (the last known ones while Procore is away), or nothing."""
+    try:
+        return {str(p.id): p.display_name or p.name for p in _remote_projects(company_id)}
     except ServiceError:
         return {}
 
 
-def _change_events(company_id: int, project_id: str) -> bool | None:
-    """Whether a project takes change events; None when Procore cannot say just now."""
+def _time_zone(company_id: int, project_id: str) -> ZoneInfo:
+    """A project's time zone from the (last known) project list; UTC when unknown."""
     try:
-        return projects.change_events_enabled(company_id, project_id)
+        found = next((p for p in _remote_projects(company_id) if str(p.id) == str(project_id)), None)
+    except ServiceError:
+        return UTC
+    return project_zone(found.time_zone) if found is not None else UTC
+
+
+def _change_events(company_id: int, project_id: str) -> bool | None:
+    """Whether a project takes change events (last known while Procore is away); None if unknown."""
+    try:
+        return _last_known(company_id, ("change_events", project_id),
+                           lambda: projects.change_events_enabled(company_id, project_id))
     except ServiceError:
         return None
 
@@ -317,20 +465,21 @@ def queue(company_id: int, view: QueueView | None = None, *, now: dt.datetime | 
     now = now or utcnow()
     names = _project_names(company_id)
     where = view.list_filter()
+    route = functools.partial(_route, company_id)
     records, total = tickets.list_ticket_records(
         company_id, where=where, sort=view.sort, project_names=names, limit=PAGE_SIZE,
-        offset=(view.page - 1) * PAGE_SIZE)
+        offset=(view.page - 1) * PAGE_SIZE, route=route)
     if not records and total and view.page > 1:  # past the end: show the last page instead
         view = dataclasses.replace(view, page=max(1, -(-total // PAGE_SIZE)))
         records, total = tickets.list_ticket_records(
             company_id, where=where, sort=view.sort, project_names=names, limit=PAGE_SIZE,
-            offset=(view.page - 1) * PAGE_SIZE)
+            offset=(view.page - 1) * PAGE_SIZE, route=route)
     labels = links.labels_by_token(company_id, {r.link_token for r in records if r.link_token})
     change_events = {project_id: _change_events(company_id, project_id)
                      for project_id in {r.project_id for r in records}}
     rows = []
     for record in records:
-        routes, warnings = tickets.route_ticket(company_id, record)
+        routes, warnings = _route(company_id, record.project_id, record.lines)
         rows.append(QueueRow(
             id=record.id, reference=short_reference(record.id), status=record.status,
             project_name=names.get(record.project_id, record.project_id),
@@ -341,32 +490,45 @@ def queue(company_id: int, view: QueueView | None = None, *, now: dt.datetime | 
             needs_review=None if warnings else sum(1 for r in routes if r.needs_review),
             photo_count=record.photo_count, signed=bool(record.signature),
             change_events=change_events[record.project_id]))
-    totals = tickets.age_totals(company_id, where, now)
+    totals = tickets.age_totals(company_id, where, now, route=route)
     buckets = [AgeBucket(key=key, label=label, count=totals[key][0], total=totals[key][1])
                for key, label, _days in tickets.AGE_BUCKETS]
     return Queue(rows=rows, counts=tickets.status_counts(company_id, view.project_id),
                  total=total, view=view, projects=sorted(names.items(), key=lambda item: item[1]),
-                 subs=links.labels(company_id), buckets=buckets)
+                 subs=links.labels(company_id), buckets=buckets,
+                 procore_down_since=procore_down_since(company_id))
 
 
 def ticket_page(company_id: int, ticket_id: str, *, error: ServiceError | None = None,
                 message: str | None = None, selected_routes: dict[int, int] | None = None,
                 confirmed: set[int] | None = None) -> TicketPage:
-    """A ticket with the choices a reviewer has for each of its lines."""
-    ticket = tickets.get_ticket(company_id, ticket_id)
+    """A ticket with the choices a reviewer has for each of its lines.
+
+    Everything read from Procore comes from what was last known when it does not answer
+    in time, so the page still opens, with a banner saying since when Procore is away.
+    """
+    record = tickets.find_ticket(company_id, ticket_id)
+    if record.status == "written" and record.written_routing:
+        ticket = tickets.shape_ticket(record, [RoutingLine.model_validate(line)
+                                               for line in record.written_routing])
+    else:
+        routes, warnings = _route(company_id, record.project_id, record.lines)
+        ticket = tickets.shape_ticket(record, tickets.routing_lines(routes), warnings)
     names = _project_names(company_id)
     page = TicketPage(ticket=ticket, project_name=names.get(ticket.project_id, ticket.project_id),
                       change_events=None, captured_at_text=jobsite_time(ticket.captured_at, UTC),
                       error=error, message=message, selected_routes=selected_routes or {},
                       confirmed=set(confirmed or ()))
+    page.zone = _time_zone(company_id, ticket.project_id)
+    page.captured_at_text = page.clock(ticket.captured_at)
+    page.change_events = _change_events(company_id, ticket.project_id)
     try:
-        page.zone = projects.time_zone(company_id, ticket.project_id)
-        page.captured_at_text = page.clock(ticket.captured_at)
-        page.change_events = projects.change_events_enabled(company_id, ticket.project_id)
-        codes = projects.catalog(company_id, ticket.project_id)
+        codes = _catalog(company_id, ticket.project_id)
     except ServiceError:
+        codes = None
+    page.procore_down_since = procore_down_since(company_id)
+    if codes is None:
         return page
-    record = tickets.find_ticket(company_id, ticket_id)
     ordered = sorted(codes.budget_codes, key=lambda b: b.flat_code)
     by_code = {c.code.replace(" ", "").lower(): c for c in codes.cost_codes}
     for route in ticket.routing:
@@ -402,7 +564,7 @@ def _refuse_unchecked(company_id: int, ticket_id: str, routes: dict, allow_unrou
     record = tickets.find_ticket(company_id, ticket_id)
     if record.status == "written":
         return
-    routed, warnings = tickets.route_ticket(company_id, record)
+    routed, warnings = _route(company_id, record.project_id, record.lines)
     if warnings:
         return
     undecided = [{"line": r.line, "description": r.description,
@@ -556,9 +718,13 @@ def bulk_approve(company_id: int, ids: list[str], actor: str) -> list[BulkItem]:
     line to check is refused with the reason and the others are still written.
     """
     results = []
+    away = None
     for ticket in _selected(company_id, ids):
         item = BulkItem(id=ticket.id, reference=short_reference(ticket.id),
                         description=ticket.description, total=ticket.total)
+        if away is not None:  # Procore was just found away: do not wait on it again per ticket
+            results.append(dataclasses.replace(item, outcome="refused", message=away))
+            continue
         try:
             result = approval.approve(company_id, ticket.id, ApproveInput(require_exact=True),
                                       actor=actor)
@@ -566,6 +732,8 @@ def bulk_approve(company_id: int, ids: list[str], actor: str) -> list[BulkItem]:
             plain = plain_error(error)
             results.append(dataclasses.replace(
                 item, outcome="refused", message=" ".join([plain.message, *plain.points])))
+            if error.code in ("project_system_unavailable", "project_system_auth_failed"):
+                away = plain.message
             continue
         results.append(dataclasses.replace(
             item, outcome="already" if result.already else "written",
@@ -586,7 +754,8 @@ def next_ticket(company_id: int, view: QueueView, current_id: str) -> str | None
     """
     records, _total = tickets.list_ticket_records(
         company_id, where=view.list_filter(), sort=view.sort,
-        project_names=_project_names(company_id), limit=tickets.MAX_CHECKED)
+        project_names=_project_names(company_id), limit=tickets.MAX_CHECKED,
+        route=functools.partial(_route, company_id))
     ids = [record.id for record in records]
     if current_id in ids:
         later = ids[ids.index(current_id) + 1:]

@@ -391,30 +391,36 @@ def _order(company_id: int, sort: str, project_names: dict[str, str] | None) -> 
     return NEWEST_FIRST
 
 
-def _ids_to_check(company_id: int, conditions: list, order: tuple) -> list[str]:
-    """The ids, in list order, of matching tickets with a line whose routing needs a check."""
+def _ids_to_check(company_id: int, conditions: list, order: tuple, route=None) -> list[str]:
+    """The ids, in list order, of matching tickets with a line whose routing needs a check.
+
+    `route(project_id, lines)` routes lines (route_lines of this company by default; the
+    review pages pass one that uses the last known codes while Procore is away).
+    """
+    route = route or functools.partial(route_lines, company_id)
     rows = db.session.execute(select(TicketRecord.id, TicketRecord.project_id, TicketRecord.lines)
                               .where(*conditions).order_by(*order).limit(MAX_CHECKED))
     return [ticket_id for ticket_id, project_id, lines in rows
-            if any(route.needs_review for route in route_lines(company_id, project_id, lines)[0])]
+            if any(r.needs_review for r in route(project_id, lines)[0])]
 
 
 def list_ticket_records(company_id: int, *, status: str | None = None, project_id: str | None = None,
                         q: str | None = None, limit: int = 50, offset: int = 0,
                         where: ListFilter | None = None, sort: str = "newest",
-                        project_names: dict[str, str] | None = None
+                        project_names: dict[str, str] | None = None, route=None
                         ) -> tuple[list[TicketRecord], int]:
     """A page of ticket records with their photos and decisions, and the match count.
 
     The one query builder behind /v1/tickets and the review queue. `where` carries every
     filter (status, project_id and q are its shorthand); `sort` is one of SORTS, newest
-    first by default; sorting by project orders by the names in `project_names`.
+    first by default; sorting by project orders by the names in `project_names`; `route`
+    routes lines for the lines-to-check filter (see _ids_to_check).
     """
     where = where or ListFilter(status=status, project_id=project_id, q=q)
     conditions = _list_conditions(company_id, where)
     order = _order(company_id, sort, project_names)
     if where.to_check:
-        ids = _ids_to_check(company_id, conditions, order)
+        ids = _ids_to_check(company_id, conditions, order, route)
         page = ids[offset:offset + limit]
         found = {record.id: record for record in db.session.scalars(
             select(TicketRecord).where(TicketRecord.id.in_(page)))} if page else {}
@@ -443,13 +449,14 @@ def age_bucket(captured_at: dt.datetime, now: dt.datetime) -> str:
     return AGE_BUCKETS[-1][0]
 
 
-def age_totals(company_id: int, where: ListFilter, now: dt.datetime | None = None
-               ) -> dict[str, tuple[int, Decimal]]:
+def age_totals(company_id: int, where: ListFilter, now: dt.datetime | None = None,
+               route=None) -> dict[str, tuple[int, Decimal]]:
     """How many tickets of a filtered list fall in each age bucket, and their dollar total."""
     now = now or utcnow()
     conditions = _list_conditions(company_id, where)
     if where.to_check:
-        conditions.append(TicketRecord.id.in_(_ids_to_check(company_id, conditions, NEWEST_FIRST)))
+        conditions.append(TicketRecord.id.in_(_ids_to_check(company_id, conditions, NEWEST_FIRST,
+                                                            route)))
     totals = {key: (0, Decimal("0.00")) for key, _label, _days in AGE_BUCKETS}
     for captured_at, total in db.session.execute(
             select(TicketRecord.captured_at, TicketRecord.total).where(*conditions)):

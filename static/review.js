@@ -55,15 +55,6 @@
   });
   document.addEventListener("DOMContentLoaded", summarise);
   document.addEventListener("htmx:afterSettle", summarise);
-  /* The queue's own refresh (the only request the section itself makes) never throws away
-     a selection, a confirmation or bulk results in progress. */
-  document.addEventListener("htmx:beforeRequest", function (event) {
-    var source = event.detail.elt;
-    if (source && source.id === "queue-rows" &&
-        document.querySelector('#bulk-form input[name="ids"]:checked, .bulk-confirm, .bulk-results')) {
-      event.preventDefault();
-    }
-  });
 })();
 
 /* Ticket page: every line to check is confirmed or given a code before Approve is enabled;
@@ -115,5 +106,50 @@
     image.alt = link.querySelector("img") ? link.querySelector("img").alt : "Photo";
     document.getElementById("photo-viewer-caption").textContent = link.getAttribute("data-caption") || "";
     viewer.showModal();
+  });
+})();
+
+/* The queue refreshes itself every 20 s, one request at a time: the next is scheduled only
+   when the last has finished, waits while tickets are ticked or a bulk result is shown,
+   and backs off (doubling up to 5 minutes) while Procore is away or the server errs. */
+(function () {
+  "use strict";
+  var BASE = 20000, MAX = 300000;
+  var delay = BASE, timer = null, inFlight = false;
+  function rows() { return document.getElementById("queue-rows"); }
+  function busy() {
+    return document.querySelector('#bulk-form input[name="ids"]:checked, .bulk-confirm, .bulk-results');
+  }
+  function schedule() {
+    clearTimeout(timer);
+    if (rows()) { timer = setTimeout(refresh, delay); }
+  }
+  function finished(ok) {
+    inFlight = false;
+    var section = rows();
+    var away = !ok || (section && section.getAttribute("data-procore") === "down");
+    delay = away ? Math.min(delay * 2, MAX) : BASE;
+    schedule();
+  }
+  function refresh() {
+    var section = rows();
+    if (!section || !window.htmx) { return; }
+    if (inFlight || busy()) { schedule(); return; }
+    inFlight = true;
+    var ok = true;
+    var failed = function () { ok = false; };
+    document.addEventListener("htmx:responseError", failed, {once: true});
+    document.addEventListener("htmx:sendError", failed, {once: true});
+    htmx.ajax("GET", section.getAttribute("data-refresh-url"), {target: "#queue-rows", swap: "outerHTML"})
+      .then(function () { finished(ok); }, function () { finished(false); })
+      .then(function () {
+        document.removeEventListener("htmx:responseError", failed);
+        document.removeEventListener("htmx:sendError", failed);
+      });
+  }
+  document.addEventListener("DOMContentLoaded", function () {
+    var section = rows();
+    if (section && section.getAttribute("data-procore") === "down") { delay = BASE * 2; }
+    schedule();
   });
 })();
