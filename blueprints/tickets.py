@@ -10,6 +10,7 @@ from models.schemas import (
     ApproveInput,
     BudgetCodeInput,
     PhotosInput,
+    RejectInput,
     Ticket,
     TicketInput,
     TicketList,
@@ -78,14 +79,17 @@ def approve_ticket(ticket_id: str, body: ApproveInput) -> ApprovalResult:
     return approval.approve(g.company_id, ticket_id, body, actor=g.actor)
 
 
-@api_route(bp, "/tickets/<ticket_id>/reject", method="POST", tag="tickets", response=Ticket,
-           errors=(404, 409), extra_responses={
+@api_route(bp, "/tickets/<ticket_id>/reject", method="POST", tag="tickets", body=RejectInput,
+           response=Ticket, errors=(404, 409), body_required=False, extra_responses={
                409: "Codes: `ticket_rejected` (already rejected), `ticket_written` (already in "
                     "the project system), `approval_in_progress` (an approval is writing it).",
            })
-def reject_ticket(ticket_id: str) -> Ticket:
-    """Close a submitted ticket without writing to the project system."""
-    return approval.reject(g.company_id, ticket_id, actor=g.actor)
+def reject_ticket(ticket_id: str, body: RejectInput) -> Ticket:
+    """Close a submitted ticket without writing to the project system.
+
+    An optional `reason` is kept with the decision and shown to the crew that sent it.
+    """
+    return approval.reject(g.company_id, ticket_id, actor=g.actor, reason=body.reason)
 
 
 @api_route(bp, "/tickets/<ticket_id>/restore", method="POST", tag="tickets", response=Ticket,
@@ -108,8 +112,9 @@ def _ticket_panel(ticket_id: str, *, error: ServiceError | None = None, message:
     page = review.ticket_page(current_user.company_id, ticket_id, error=error, message=message,
                               selected_routes=selected, confirmed=confirmed)
     came_from = review.QueueView.from_query_string(request.values.get("from"))
+    page.reject_open = error is not None and error.code == "reason_required"
     response = render_page("review/ticket.html", "review/_ticket.html", page=page,
-                           came_from=came_from)
+                           came_from=came_from, reject_reasons=review.REJECT_REASONS)
     response.status_code = status
     return response
 
@@ -211,8 +216,11 @@ def _decide(ticket_id: str, decide, done: str) -> Response:
 @bp.post("/tickets/<ticket_id>/reject")
 @login_required
 def reject_page(ticket_id: str) -> Response:
-    """Reject from the page."""
-    return _decide(ticket_id, approval.reject, "Rejected. Nothing was written to Procore.")
+    """Reject from the page with a reason the crew will see."""
+    form = request.form.to_dict()
+    return _decide(ticket_id, lambda company_id, ticket_id, actor: review.reject_from_form(
+        company_id, ticket_id, form, actor),
+        "Rejected and sent back to the crew with your reason. Nothing was written to Procore.")
 
 
 @bp.post("/tickets/<ticket_id>/restore")

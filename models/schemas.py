@@ -371,6 +371,7 @@ class Decision(Shape):
     action: Literal["approved", "rejected", "restored"]
     by: str | None
     at: dt.datetime
+    reason: str | None = Field(default=None, description="Why, as the reviewer put it (rejections).")
 
 
 class External(Shape):
@@ -500,6 +501,13 @@ class ApprovalResult(Ticket):
 
 
 # ------------------------------------------------------------------ links
+
+class RejectInput(InputShape):
+    """Why a ticket is rejected; the crew sees it on the phone that sent the ticket."""
+
+    reason: str | None = Field(default=None, max_length=500,
+                               description="Why it is rejected, in words the crew will read.")
+
 
 class LinkInput(InputShape):
     """A capture link to create."""

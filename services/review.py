@@ -21,7 +21,7 @@ from models import utcnow
 from models.schemas import ApproveInput, RoutingLine, Ticket
 from services import approval, links, projects, tickets
 from services.capture import short_reference
-from services.errors import Conflict, ServiceError
+from services.errors import Conflict, ServiceError, ValidationFailed
 from services.project_system import BudgetCode
 from services.project_system.zones import UTC, jobsite_time, project_zone
 from services.routing import unrouted
@@ -229,6 +229,7 @@ class TicketPage:
     selected_routes: dict[int, int] = field(default_factory=dict)
     confirmed: set[int] = field(default_factory=set)
     zone: ZoneInfo = UTC
+    reject_open: bool = False
     procore_down_since: dt.datetime | None = None
 
     @property
@@ -626,6 +627,7 @@ PLAIN_ERRORS = {
     "project_system_not_connected": "This company is not connected to Procore yet; ask your "
                                     "administrator to connect it.",
     "validation_failed": "A chosen budget code can no longer be used; pick the budget codes again.",
+    "reason_required": "Choose a reason or type one: the crew will read it. Nothing was changed.",
     "cost_code_not_found": "That cost code is no longer in Procore; pick another.",
     "project_not_found": "This ticket's project is no longer in Procore.",
     "ticket_not_found": "This ticket no longer exists.",
@@ -770,3 +772,30 @@ def is_ticket_id(text: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+# ------------------------------------------------------------------ reject with a reason
+
+REJECT_REASONS = (
+    "Not extra: it is part of the contract scope",
+    "We did not direct this work",
+    "Hours or quantities do not match what we saw",
+    "Already claimed on another ticket",
+    "Needs a signature or photos",
+)
+
+
+def reject_reason(form: dict[str, str]) -> str:
+    """The reason a reviewer chose and/or typed; refused when there is none."""
+    choice = (form.get("reason_choice") or "").strip()
+    typed = " ".join((form.get("reason_text") or "").split())[:500]
+    chosen = choice if choice in REJECT_REASONS else ""
+    reason = f"{chosen}: {typed}" if chosen and typed else (chosen or typed)
+    if not reason:
+        raise ValidationFailed("choose or type a reason", code="reason_required")
+    return reason[:500]
+
+
+def reject_from_form(company_id: int, ticket_id: str, form: dict[str, str], actor: str) -> Ticket:
+    """Reject from the page, with the reason the crew will read."""
+    return approval.reject(company_id, ticket_id, actor=actor, reason=reject_reason(form))

@@ -563,9 +563,10 @@ def _check_photo_room(ticket: TicketRecord, adding: int) -> None:
             details=[field_problem("photos", f"at most {room} more photo(s) fit on this ticket")])
 
 
-def append_decision(session, ticket: TicketRecord, action: str, by: str | None) -> None:
-    """Append one entry to a ticket's decision history."""
-    ticket.decisions.append(DecisionRecord(action=action, by=by, at=utcnow()))
+def append_decision(session, ticket: TicketRecord, action: str, by: str | None,
+                    reason: str | None = None) -> None:
+    """Append one entry to a ticket's decision history, with its reason if one was given."""
+    ticket.decisions.append(DecisionRecord(action=action, by=by, at=utcnow(), reason=reason))
 
 
 def photo_file(company_id: int, ticket_id: str, position: int, *, thumbnail: bool = False) -> bytes:

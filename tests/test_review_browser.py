@@ -81,8 +81,14 @@ def test_reject_and_restore(client, acme, reviewer, live_server, tablet):
     page = tablet.new_page()
     sign_in(page, live_server, reviewer)
     page.goto(f"{live_server.url}/tickets/{ticket['id']}")
-    page.click("button:has-text('Reject')")
-    page.wait_for_selector("text=Rejected. Nothing was written")
+    dialogs = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.accept()))
+    page.click("summary:has-text('Reject')")
+    page.check("input[name=reason_choice][value='Hours or quantities do not match what we saw']")
+    page.click("button:has-text('Reject and send back')")
+    page.wait_for_selector("text=Rejected and sent back")
+    assert dialogs and "Reject this ticket?" in dialogs[0]
+    assert "Hours or quantities do not match what we saw" in page.inner_text(".history")
     page.click("text=Restore to the queue")
     page.wait_for_selector("text=Restored to the queue.")
     actions = [d["action"] for d in client.get(f"/v1/tickets/{ticket['id']}", headers=acme.headers).json["decisions"]]

@@ -100,7 +100,8 @@ def test_forms_and_htmx_posts_need_the_csrf_token(app, client, acme):
     assert missing.status_code == 400
     forged = client.post(f"/tickets/{ticket['id']}/reject", data={"csrf_token": "forged"})
     assert forged.status_code == 400
-    header = client.post(f"/tickets/{ticket['id']}/reject", headers={"X-CSRFToken": browser.token})
+    header = client.post(f"/tickets/{ticket['id']}/reject", headers={"X-CSRFToken": browser.token},
+                         data={"reason_text": "Duplicate"})
     assert header.status_code == 200
     assert client.get(f"/v1/tickets/{ticket['id']}", headers=acme.headers).json["status"] == "rejected"
 
@@ -120,7 +121,7 @@ def test_queue_lists_filters_searches_and_returns_fragments(app, client, acme):
     assert "Patched slab" in fragment and "Moved conduit" not in fragment
     by_project = browser.get(f"/queue?project_id={acme.project(False)['id']}").get_data(as_text=True)
     assert "Moved conduit run" in by_project and "Patched slab" not in by_project
-    browser.post(f"/tickets/{first['id']}/reject")
+    browser.post(f"/tickets/{first['id']}/reject", {"reason_text": "Duplicate"})
     written_tab = browser.get("/queue?status=rejected").get_data(as_text=True)
     assert "Patched slab" in written_tab and "Rejected (1)" in written_tab
 
@@ -176,15 +177,20 @@ def test_create_missing_budget_code_from_the_page(app, client, acme):
 def test_reject_and_restore_from_the_page(app, client, acme):
     browser = sign_in(app, client, acme)
     ticket = new_ticket(client, acme)
-    rejected = browser.post(f"/tickets/{ticket['id']}/reject", htmx=True).get_data(as_text=True)
-    assert "Rejected. Nothing was written" in rejected and "Restore to the queue" in rejected
-    again = browser.post(f"/tickets/{ticket['id']}/reject", htmx=True)
+    no_reason = browser.post(f"/tickets/{ticket['id']}/reject", htmx=True)
+    assert no_reason.status_code == 422 and "Choose a reason or type one" in no_reason.get_data(as_text=True)
+    reason = {"reason_choice": "We did not direct this work", "reason_text": "ask Sam"}
+    rejected = browser.post(f"/tickets/{ticket['id']}/reject", reason, htmx=True).get_data(as_text=True)
+    assert "Rejected and sent back" in rejected and "Restore to the queue" in rejected
+    assert "“We did not direct this work: ask Sam”" in rejected  # in the history
+    again = browser.post(f"/tickets/{ticket['id']}/reject", reason, htmx=True)
     assert again.status_code == 422 and "already rejected" in again.get_data(as_text=True).lower()
     restored = browser.post(f"/tickets/{ticket['id']}/restore", htmx=True).get_data(as_text=True)
     assert "Restored to the queue." in restored
     decisions = client.get(f"/v1/tickets/{ticket['id']}", headers=acme.headers).json["decisions"]
-    assert [(d["action"], d["by"]) for d in decisions] == [("rejected", "pm@acme.example"),
-                                                          ("restored", "pm@acme.example")]
+    assert [(d["action"], d["by"], d["reason"]) for d in decisions] == [
+        ("rejected", "pm@acme.example", "We did not direct this work: ask Sam"),
+        ("restored", "pm@acme.example", None)]
 
 
 def test_other_companys_ticket_page_is_a_plain_404(app, client, acme, rival):
