@@ -147,6 +147,23 @@ def capture_submit(token: str) -> Response:
                                              ticket=ticket, token=token, via=via))
 
 
+@bp.post("/c/<token>/mine")
+@limiter.limit(_capture_limit, key_func=_capture_limit_key)
+def capture_mine(token: str) -> Response:
+    """The state of the tickets this phone sent through the link, by the references it holds."""
+    try:
+        body = read_json_object()
+        refs = body.get("client_refs")
+        found = capture.phone_tickets(token, refs if isinstance(refs, list) else [])
+    except ServiceError as error:
+        response = jsonify({"error": {"code": error.code, "message": error.message}})
+        response.status_code = error.status
+    else:
+        response = jsonify({"data": found})
+    response.headers.update(CAPTURE_SECURITY_HEADERS)
+    return response
+
+
 @bp.get("/c/<token>/qr.svg")
 def capture_qr(token: str) -> Response:
     """The QR code of a link, as SVG, for screens and posters."""

@@ -368,7 +368,7 @@ class Signature(Shape):
 class Decision(Shape):
     """One approve, reject or restore, oldest first."""
 
-    action: Literal["approved", "rejected", "restored"]
+    action: Literal["approved", "rejected", "restored", "resubmitted"]
     by: str | None
     at: dt.datetime
     reason: str | None = Field(default=None, description="Why, as the reviewer put it (rejections).")

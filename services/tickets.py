@@ -14,7 +14,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from flask import current_app
-from sqlalchemy import Numeric, String, case, cast, func, inspect, or_, select
+from sqlalchemy import Numeric, String, case, cast, delete, func, inspect, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
@@ -192,6 +192,67 @@ def create_ticket(company_id: int, data: TicketInput, *, captured_via: str = "ap
             raise
         return get_ticket(company_id, existing), False
     return get_ticket(company_id, record.id), True
+
+
+def revise_ticket(company_id: int, link_token: str, revises: str, data: TicketInput, *,
+                  captured_via: str) -> tuple[Ticket, bool]:
+    """A crew's corrected version of a ticket sent back to them, from the link it came through.
+
+    The same ticket takes the new content under the new client reference and goes back to
+    'Needs review'; its decision history is kept and gains a 'resubmitted' entry naming the
+    version. Sending the same correction again (same client_ref) returns it unchanged.
+    """
+    if data.client_ref:
+        existing = _id_for_client_ref(company_id, data.client_ref)
+        if existing is not None:
+            return get_ticket(company_id, existing), False
+    lines, total, warnings = price_lines(data)
+    checked_photos, problems = _check_photos(data.photos, "photos", 0)
+    checked_signature, signature_problems = _check_signature(data, warnings)
+    problems += signature_problems
+    if problems:
+        raise ValidationFailed("some images could not be used; see details", details=problems)
+    photo_rows = _store_photos(checked_photos)
+    with write_transaction() as session:
+        current = session.scalar(select(TicketRecord).where(
+            TicketRecord.company_id == company_id, TicketRecord.client_ref == revises,
+            TicketRecord.link_token == link_token).with_for_update()
+            .execution_options(populate_existing=True))
+        if current is None:
+            raise NotFound("no ticket sent from this link under that reference",
+                           code="ticket_not_found")
+        if current.status != "rejected":
+            raise Conflict("only a ticket that was sent back can be corrected",
+                           code="ticket_not_sent_back")
+        version = 2 + sum(1 for d in current.decisions if d.action == "resubmitted")
+        session.execute(delete(TicketPhoto).where(TicketPhoto.ticket_id == current.id))
+        session.expire(current, ["photos"])
+        for name, value in _stored_as_sent(data).items():
+            if name not in ("project_id",):
+                setattr(current, name, value)
+        current.lines, current.total, current.warnings = lines, total, warnings
+        current.signature = _store_signature(data, checked_signature)
+        current.photo_count = len(photo_rows)
+        current.captured_via = captured_via
+        current.captured_at = utcnow()
+        for row in photo_rows:
+            current.photos.append(TicketPhoto(**row))
+        change_status(session, current, "submitted")
+        append_decision(session, current, "resubmitted", data.captured_by or "the crew",
+                        f"version {version}")
+        ticket_id = current.id
+    db.session.expire_all()
+    return get_ticket(company_id, ticket_id), True
+
+
+def phone_tickets(company_id: int, link_token: str, client_refs: list[str]) -> list[TicketRecord]:
+    """The tickets sent through one link under the given client references (a phone's own)."""
+    refs = [str(ref)[:64] for ref in client_refs if isinstance(ref, str)][:100]
+    if not refs:
+        return []
+    return list(db.session.scalars(select(TicketRecord).where(
+        TicketRecord.company_id == company_id, TicketRecord.link_token == link_token,
+        TicketRecord.client_ref.in_(refs)).order_by(*NEWEST_FIRST)))
 
 
 # Input fields the service works out itself rather than storing as sent.
