@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 5000
 
-.PHONY: run test test-scale soak bench venv migrate chromium clean
+.PHONY: run test test-scale soak bench venv migrate chromium axe clean
 
 venv: $(STAMP)
 
@@ -25,11 +25,19 @@ run: migrate
 chromium:
 	./bin/ensure-chromium
 
-test: $(STAMP) chromium
+# axe-core (pinned in tests/a11y/package-lock.json) for the accessibility checks of the pages.
+AXE := tests/a11y/node_modules/axe-core/axe.min.js
+axe: $(AXE)
+
+$(AXE): tests/a11y/package.json tests/a11y/package-lock.json
+	npm ci --prefix tests/a11y --ignore-scripts --no-audit --no-fund
+	@touch $(AXE)
+
+test: $(STAMP) chromium axe
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The whole suite again on PostgreSQL and Redis, started on loopback for the run.
-test-scale: $(STAMP) chromium
+test-scale: $(STAMP) chromium axe
 	./bin/with-scale-services $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Benchmarks (not part of `make test`): load, scale, capture page, photos, approval, memory.
