@@ -150,6 +150,7 @@ def test_portrait_tablet_shows_eight_rows_and_the_oldest_is_one_tap_away(
     fully_visible = page.evaluate("""() => [...document.querySelectorAll('tr.queue-row')]
         .filter(row => row.getBoundingClientRect().bottom <= window.innerHeight).length""")
     assert fully_visible >= 8
+    assert page.evaluate("document.documentElement.scrollWidth") <= 768  # nothing off to the side
     assert "of 60 ticket(s)" in page.inner_text(".pager")
     page.click(".sorts >> text=Oldest first")
     page.wait_for_url(re.compile(r".*sort=oldest.*"))
