@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 5000
 
-.PHONY: run test test-scale soak bench venv migrate chromium tools clean
+.PHONY: run test test-scale soak bench venv migrate chromium tools axe clean
 
 venv: $(STAMP)
 
@@ -34,11 +34,19 @@ $(TOOLS_STAMP): tools/package.json tools/package-lock.json
 
 tools: $(TOOLS_STAMP)
 
-test: $(STAMP) chromium tools
+# axe-core (pinned in tests/a11y/package-lock.json) for the accessibility checks of the pages.
+AXE := tests/a11y/node_modules/axe-core/axe.min.js
+axe: $(AXE)
+
+$(AXE): tests/a11y/package.json tests/a11y/package-lock.json
+	npm ci --prefix tests/a11y --ignore-scripts --no-audit --no-fund
+	@touch $(AXE)
+
+test: $(STAMP) chromium tools axe
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The whole suite again on PostgreSQL and Redis, started on loopback for the run.
-test-scale: $(STAMP) chromium tools
+test-scale: $(STAMP) chromium tools axe
 	./bin/with-scale-services $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Benchmarks (not part of `make test`): API latency at 20 req/s and at 16 connections with

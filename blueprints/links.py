@@ -7,7 +7,7 @@ from flask_login import current_user, login_required
 
 from blueprints.api import PROJECT_SYSTEM_ERRORS, api_route, error_codes, read_json_object
 from models.schemas import Link, LinkInput, LinkList
-from services import capture, links, projects
+from services import capture, links, projects, review
 from services.errors import ServiceError
 from services.ratelimit import count_or_refuse
 from services.web import render_page
@@ -142,6 +142,17 @@ def _refuse_before_body() -> Response | None:
     return _gone_page(error)
 
 
+def _refuse_unknown_link() -> Response | None:
+    """Before the body is read: answer a phone asking about an unknown or revoked link at once."""
+    _, error = _submitted_link()
+    if error is None:
+        return None
+    response = jsonify({"error": {"code": error.code, "message": error.message}})
+    response.status_code = error.status
+    response.headers.update(CAPTURE_SECURITY_HEADERS)
+    return response
+
+
 def _capture_limit() -> str:
     """The configured per-link submission limit."""
     return current_app.config["CAPTURE_RATE_LIMIT"]
@@ -192,6 +203,25 @@ def capture_submit(token: str) -> Response:
 
 
 capture_submit.before_body = _refuse_before_body
+
+
+@bp.post("/c/<token>/mine")
+def capture_mine(token: str) -> Response:
+    """The state of the tickets this phone sent through the link, by the references it holds."""
+    try:
+        body = read_json_object()
+        refs = body.get("client_refs")
+        found = capture.phone_tickets(token, refs if isinstance(refs, list) else [])
+    except ServiceError as error:
+        response = jsonify({"error": {"code": error.code, "message": error.message}})
+        response.status_code = error.status
+    else:
+        response = jsonify({"data": found})
+    response.headers.update(CAPTURE_SECURITY_HEADERS)
+    return response
+
+
+capture_mine.before_body = _refuse_unknown_link
 
 
 @bp.get("/c/<token>/qr.svg")
@@ -246,7 +276,7 @@ def create_link_page() -> Response:
         links.create_link(current_user.company_id, request.form.get("project_id", ""),
                           request.form.get("label", "").strip()[:120] or None)
     except ServiceError as error:
-        return _links_panel(error=error.message, status=422)
+        return _links_panel(error=review.plain_error(error).message, status=422)
     return _links_panel()
 
 
@@ -257,5 +287,5 @@ def revoke_link_page(token: str) -> Response:
     try:
         links.revoke_link(current_user.company_id, token)
     except ServiceError as error:
-        return _links_panel(error=error.message, status=error.status)
+        return _links_panel(error=review.plain_error(error).message, status=error.status)
     return _links_panel()

@@ -1,7 +1,7 @@
 """Tickets: the /v1 routes and the review pages (queue, ticket), on the same services."""
 from __future__ import annotations
 
-from flask import Blueprint, Response, g, request
+from flask import Blueprint, Response, g, redirect, request, url_for
 from flask_login import current_user, login_required
 
 from blueprints.api import PROJECT_SYSTEM_ERRORS, api_route, error_codes
@@ -10,6 +10,7 @@ from models.schemas import (
     ApproveInput,
     BudgetCodeInput,
     PhotosInput,
+    RejectInput,
     Ticket,
     TicketAuthorizationInput,
     TicketFilters,
@@ -19,9 +20,10 @@ from models.schemas import (
 )
 from models import utcnow
 from services import approval, authorizations, export, projects, review, tickets
+from services.capture import short_reference
 from services.errors import ServiceError
 from services.validation import validate
-from services.web import render_page
+from services.web import is_htmx, render_page
 
 bp = Blueprint("tickets", __name__)
 STORAGE_ERRORS = {507: ("storage_quota_exceeded", "storage_full")}
@@ -116,16 +118,20 @@ def approve_ticket(ticket_id: str, body: ApproveInput) -> ApprovalResult:
     return approval.approve(g.company_id, ticket_id, body, actor=g.actor)
 
 
-@api_route(bp, "/tickets/<ticket_id>/reject", method="POST", tag="tickets", response=Ticket,
+@api_route(bp, "/tickets/<ticket_id>/reject", method="POST", tag="tickets", body=RejectInput,
+           response=Ticket, body_required=False,
            errors={404: ("ticket_not_found",),
                    409: ("ticket_rejected", "ticket_written", "approval_in_progress")},
            extra_responses={
                409: "`ticket_rejected` (already rejected), `ticket_written` (already in "
                     "the project system), `approval_in_progress` (an approval is writing it).",
            })
-def reject_ticket(ticket_id: str) -> Ticket:
-    """Close a submitted ticket without writing to the project system."""
-    return approval.reject(g.company_id, ticket_id, actor=g.actor)
+def reject_ticket(ticket_id: str, body: RejectInput) -> Ticket:
+    """Close a submitted ticket without writing to the project system.
+
+    An optional `reason` is kept with the decision and shown to the crew that sent it.
+    """
+    return approval.reject(g.company_id, ticket_id, actor=g.actor, reason=body.reason)
 
 
 @api_route(bp, "/tickets/<ticket_id>/restore", method="POST", tag="tickets", response=Ticket,
@@ -183,10 +189,15 @@ def get_signature_thumbnail(ticket_id: str) -> Response:
 
 def _ticket_panel(ticket_id: str, *, error: ServiceError | None = None, message: str | None = None,
                   selected: dict[int, int] | None = None, status: int = 200) -> Response:
-    """The ticket page, or its main panel for htmx."""
+    """The ticket page, or its main panel for htmx; a posted form's choices are shown again."""
+    confirmed = set(review.selected_routes_from_form(request.form.to_dict(), "confirm")) \
+        if request.method == "POST" else set()
     page = review.ticket_page(current_user.company_id, ticket_id, error=error, message=message,
-                              selected_routes=selected)
-    response = render_page("review/ticket.html", "review/_ticket.html", page=page)
+                              selected_routes=selected, confirmed=confirmed)
+    came_from = review.QueueView.from_query_string(request.values.get("from"))
+    page.reject_open = error is not None and error.code == "reason_required"
+    response = render_page("review/ticket.html", "review/_ticket.html", page=page,
+                           came_from=came_from, reject_reasons=review.REJECT_REASONS)
     response.status_code = status
     return response
 
@@ -194,33 +205,56 @@ def _ticket_panel(ticket_id: str, *, error: ServiceError | None = None, message:
 @bp.get("/queue")
 @login_required
 def queue_page() -> Response:
-    """The review queue: 'Needs review' first, filter by status and project, search descriptions."""
-    status = request.args.get("status", "submitted")
-    data = review.queue(current_user.company_id, status=None if status == "all" else status,
-                        project_id=request.args.get("project_id") or None,
-                        q=(request.args.get("q") or "").strip()[:100] or None)
+    """The review queue: filters, sort and page from the URL, 'Needs review' by default."""
+    data = review.queue(current_user.company_id, review.QueueView.from_args(request.args))
     return render_page("review/queue.html", "review/_queue_rows.html", queue=data,
-                       tabs=review.STATUS_TABS)
+                       tabs=review.STATUS_TABS, sorts=review.SORT_CHOICES)
+
+
+def _queue_after_bulk(*, confirm=None, results=None, selected=()) -> Response:
+    """The queue it was sent from, with the bulk confirmation or the bulk results on top."""
+    view = review.QueueView.from_query_string(request.form.get("from"))
+    data = review.queue(current_user.company_id, view)
+    return render_page("review/queue.html", "review/_queue_rows.html", queue=data,
+                       tabs=review.STATUS_TABS, sorts=review.SORT_CHOICES, bulk_confirm=confirm,
+                       bulk_results=results, selected=set(selected),
+                       bulk_total=review.bulk_total(confirm or results or []))
+
+
+@bp.post("/queue/bulk")
+@login_required
+def bulk_confirm_page() -> Response:
+    """Step one of a bulk approval: the selected tickets, their count and total, to confirm."""
+    ids = request.form.getlist("ids")
+    return _queue_after_bulk(confirm=review.bulk_selection(current_user.company_id, ids),
+                             selected=ids)
+
+
+@bp.post("/queue/bulk/approve")
+@login_required
+def bulk_approve_page() -> Response:
+    """Step two: write each confirmed ticket once and show what happened to each."""
+    results = review.bulk_approve(current_user.company_id, request.form.getlist("ids"),
+                                  actor=current_user.email)
+    return _queue_after_bulk(results=results)
 
 
 @bp.get("/queue/export.csv")
 @login_required
 def queue_export() -> Response:
     """The queue's tickets, as currently filtered, as a CSV download."""
-    status = request.args.get("status", "submitted")
-    if status not in ("submitted", "written", "rejected", "all"):
-        status = "submitted"  # as the queue reads it
-    return _csv_answer(export.export_csv(
-        current_user.company_id, status=None if status == "all" else status,
-        project_id=(request.args.get("project_id") or "").strip()[:40] or None,
-        q=(request.args.get("q") or "").strip()[:100] or None))
+    view = review.QueueView.from_args(request.args)
+    return _csv_answer(export.export_csv(current_user.company_id, where=view.list_filter()))
 
 
 @bp.get("/tickets/<ticket_id>")
 @login_required
 def ticket_page(ticket_id: str) -> Response:
     """One ticket with everything a reviewer needs to approve it."""
-    return _ticket_panel(ticket_id)
+    written = request.args.get("written")
+    note = f"{short_reference(written)} was written to Procore. This is the next ticket." \
+        if written and review.is_ticket_id(written) else None
+    return _ticket_panel(ticket_id, message=note)
 
 
 @bp.post("/tickets/<ticket_id>/approve")
@@ -228,6 +262,9 @@ def ticket_page(ticket_id: str) -> Response:
 def approve_page(ticket_id: str) -> Response:
     """Approve from the page: the same service and rules as the API, with the page's routes."""
     form = request.form.to_dict()
+    view = review.QueueView.from_query_string(form.get("from"))
+    following = review.next_ticket(current_user.company_id, view, ticket_id) \
+        if form.get("next") else None
     try:
         result = review.approve_from_form(current_user.company_id, ticket_id, form,
                                           actor=current_user.email)
@@ -236,8 +273,24 @@ def approve_page(ticket_id: str) -> Response:
             raise
         return _ticket_panel(ticket_id, error=error, status=422,
                              selected=review.selected_routes_from_form(form))
-    note = "It was already written." if result.already else "Written to the project system."
+    note = "It was already in Procore." if result.already else "Written to Procore."
+    if form.get("next"):
+        return _go_to_next(following, view, ticket_id)
     return _ticket_panel(ticket_id, message=note)
+
+
+def _go_to_next(following: str | None, view, done_id: str) -> Response:
+    """After 'Approve and next': the next ticket of the queue, or the queue when none is left."""
+    params = {"from": view.query_string} if view.query_string else {}
+    if following is None:
+        target = url_for("tickets.queue_page", **view.params())
+    else:
+        target = url_for("tickets.ticket_page", ticket_id=following, written=done_id, **params)
+    if is_htmx():
+        response = Response(status=204)
+        response.headers["HX-Redirect"] = target
+        return response
+    return redirect(target, code=303)
 
 
 def _decide(ticket_id: str, decide, done: str) -> Response:
@@ -254,8 +307,11 @@ def _decide(ticket_id: str, decide, done: str) -> Response:
 @bp.post("/tickets/<ticket_id>/reject")
 @login_required
 def reject_page(ticket_id: str) -> Response:
-    """Reject from the page."""
-    return _decide(ticket_id, approval.reject, "Rejected. Nothing was written to the project system.")
+    """Reject from the page with a reason the crew will see."""
+    form = request.form.to_dict()
+    return _decide(ticket_id, lambda company_id, ticket_id, actor: review.reject_from_form(
+        company_id, ticket_id, form, actor),
+        "Rejected and sent back to the crew with your reason. Nothing was written to Procore.")
 
 
 @bp.post("/tickets/<ticket_id>/restore")

@@ -550,9 +550,10 @@ class Signature(Shape):
 class Decision(Shape):
     """One approve, reject or restore, oldest first."""
 
-    action: Literal["approved", "rejected", "restored"]
+    action: Literal["approved", "rejected", "restored", "resubmitted"]
     by: str | None
     at: dt.datetime
+    reason: str | None = Field(default=None, description="Why, as the reviewer put it (rejections).")
 
 
 class External(Shape):
@@ -668,7 +669,9 @@ class TicketFilters(InputShape):
     project_id: str | None = Field(default=None, max_length=40, pattern=r"^[0-9]+$",
                                    description="A project id: the project system's number.")
     q: str | None = Field(default=None, max_length=100,
-                          description="Case-insensitive text to look for in the description.")
+                          description="Case-insensitive text to look for in the description, reason, "
+                                      "directed-by or recorded-by, or a ticket reference "
+                                      "(T- and up to 8 characters of the id).")
 
 
 class TicketListQuery(TicketFilters):
@@ -723,6 +726,13 @@ class ApprovalResult(Ticket):
 
 
 # ------------------------------------------------------------------ links
+
+class RejectInput(InputShape):
+    """Why a ticket is rejected; the crew sees it on the phone that sent the ticket."""
+
+    reason: str | None = Field(default=None, max_length=500,
+                               description="Why it is rejected, in words the crew will read.")
+
 
 class LinkInput(InputShape):
     """A capture link to create."""

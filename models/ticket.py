@@ -120,5 +120,7 @@ class Decision(db.Model):
     action: Mapped[str] = mapped_column(String(16))
     by: Mapped[str | None] = mapped_column(String(300))
     at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    # Why, in the reviewer's words (a rejection's reason, shown to the crew).
+    reason: Mapped[str | None] = mapped_column(Text)
 
     ticket: Mapped[Ticket] = relationship(back_populates="decisions")

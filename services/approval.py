@@ -475,8 +475,8 @@ def _cut(text: str, limit: int) -> str:
 
 # ----------------------------------------------------------------- reject and restore
 
-def reject(company_id: int, ticket_id: str, actor: str) -> Ticket:
-    """Close a submitted ticket without writing anything to the project system."""
+def reject(company_id: int, ticket_id: str, actor: str, reason: str | None = None) -> Ticket:
+    """Close a submitted ticket without writing anything to the project system, with a reason."""
     ticket = find_ticket(company_id, ticket_id)
     with write_transaction() as session:
         current = _lock(session, ticket.id)
@@ -485,7 +485,7 @@ def reject(company_id: int, ticket_id: str, actor: str) -> Ticket:
             raise Conflict("the ticket is already rejected", code="ticket_rejected")
         _refuse_claimed(current, utcnow())
         current.status = "rejected"
-        append_decision(session, current, "rejected", actor)
+        append_decision(session, current, "rejected", actor, (reason or "").strip()[:500] or None)
     db.session.expire_all()
     return get_ticket(company_id, ticket.id)
 

@@ -33,9 +33,38 @@ def submit(token: str, payload: dict[str, Any], via: str) -> tuple[Ticket, bool]
     """
     link = links.resolve_token(token)
     payload["project_id"] = link.project_id
+    revises = payload.pop("revises", None)
     data = tickets.validate_ticket(payload)
-    return tickets.create_ticket(link.company_id, data, captured_via=via if via in CAPTURE_VIAS
-                                 else "link", link_token=link.token, project_checked=True)
+    captured_via = via if via in CAPTURE_VIAS else "link"
+    if isinstance(revises, str) and revises:
+        return tickets.revise_ticket(link.company_id, link.token, revises[:64], data,
+                                     captured_via=captured_via)
+    return tickets.create_ticket(link.company_id, data, captured_via=captured_via,
+                                 link_token=link.token, project_checked=True)
+
+
+STATE_WORDS = {"submitted": "with the project manager", "written": "accepted",
+               "rejected": "sent back"}
+
+
+def phone_tickets(token: str, client_refs: list[str]) -> list[dict[str, Any]]:
+    """The state of a phone's own tickets on a link, known by the client references it holds.
+
+    Only the phone knows those references, so nobody else with the link sees the list.
+    """
+    link = links.resolve_token(token)
+    found = []
+    for ticket in tickets.phone_tickets(link.company_id, link.token, client_refs):
+        rejected = [d for d in ticket.decisions if d.action == "rejected"]
+        reason = rejected[-1].reason if ticket.status == "rejected" and rejected else None
+        state = STATE_WORDS.get(ticket.status, ticket.status)
+        if ticket.status == "rejected":
+            state = f"sent back: {reason}" if reason else "sent back"
+        found.append({"client_ref": ticket.client_ref, "reference": short_reference(ticket.id),
+                      "status": ticket.status, "state": state, "reason": reason,
+                      "description": ticket.description,
+                      "version": 1 + sum(1 for d in ticket.decisions if d.action == "resubmitted")})
+    return found
 
 
 def _set_path(target: dict[str, Any], path: str, value: Any) -> None:

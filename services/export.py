@@ -46,24 +46,25 @@ def safe_cell(value: Any) -> str:
 
 
 def export_csv(company_id: int, *, status: str | None = None, project_id: str | None = None,
-               q: str | None = None) -> str:
-    """Every matching ticket of the company as CSV text, one row per line."""
+               q: str | None = None, where: tickets.ListFilter | None = None) -> str:
+    """Every matching ticket of the company as CSV text, one row per line (the list's filters,
+    or a queue's whole filter as `where`)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\r\n")
     writer.writerow(COLUMNS)
-    for row in _rows(company_id, status=status, project_id=project_id, q=q):
+    where = where or tickets.ListFilter(status=status, project_id=project_id, q=q)
+    for row in _rows(company_id, where):
         writer.writerow([safe_cell(value) for value in row])
     return buffer.getvalue()
 
 
-def _rows(company_id: int, *, status: str | None, project_id: str | None,
-          q: str | None) -> Iterator[list[Any]]:
+def _rows(company_id: int, where: tickets.ListFilter) -> Iterator[list[Any]]:
     """Rows of the matching tickets, read a page at a time through the one list query."""
     codes: dict[str, Catalog | None] = {}
     offset = 0
     while True:
-        records, _ = tickets.list_ticket_records(company_id, status=status, project_id=project_id,
-                                                 q=q, limit=PAGE, offset=offset)
+        records, _ = tickets.list_ticket_records(company_id, where=where, limit=PAGE,
+                                                 offset=offset)
         for record in records:
             yield from _ticket_rows(record, _routing(company_id, record, codes))
         if len(records) < PAGE:

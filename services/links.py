@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import secrets
 import urllib.parse
 
@@ -52,8 +53,16 @@ def sms_href(link: CaptureLink) -> str:
 
 
 def qr_svg(token: str) -> str:
-    """An SVG QR code of the qr form of the address."""
-    return segno.make(capture_url(token, "qr"), error="m").svg_inline(scale=8, border=2)
+    """A standalone SVG QR code of the qr form of the address.
+
+    It carries the SVG namespace, so it renders as an image file (an <img> or the API's
+    qr_svg_url) as well as inline in the poster; a title names it for screen readers.
+    """
+    out = io.BytesIO()
+    segno.make(capture_url(token, "qr"), error="m").save(
+        out, kind="svg", scale=8, border=2, xmldecl=False, svgns=True, svgclass=None,
+        lineclass=None, title="QR code of the capture link", nl=False)
+    return out.getvalue().decode("utf-8")
 
 
 def _shape(link: CaptureLink, ticket_count: int) -> Link:
@@ -101,6 +110,24 @@ def list_links(company_id: int) -> list[Link]:
     links = db.session.scalars(select(CaptureLink).where(CaptureLink.company_id == company_id)
                                .order_by(CaptureLink.created_at.desc(), CaptureLink.id.desc()))
     return [_shape(link, counts.get(link.token, 0)) for link in links]
+
+
+def labels(company_id: int) -> list[str]:
+    """The distinct labels of the company's links: the subs and crews links were made for."""
+    return list(db.session.scalars(
+        select(CaptureLink.label).where(CaptureLink.company_id == company_id,
+                                        CaptureLink.label.is_not(None))
+        .group_by(CaptureLink.label).order_by(func.lower(CaptureLink.label))))
+
+
+def labels_by_token(company_id: int, tokens: set[str]) -> dict[str, str]:
+    """The label of each of these links that has one."""
+    if not tokens:
+        return {}
+    return {token: label for token, label in db.session.execute(
+        select(CaptureLink.token, CaptureLink.label).where(
+            CaptureLink.company_id == company_id, CaptureLink.token.in_(tokens),
+            CaptureLink.label.is_not(None)))}
 
 
 def _company_link(company_id: int, token: str) -> CaptureLink:

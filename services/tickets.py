@@ -9,16 +9,19 @@ import contextlib
 import datetime as dt
 import errno
 import functools
+import re
 import time
 import uuid
+from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from flask import current_app, g
 from pydantic import ValidationError
-from sqlalchemy import func, inspect, select, update
+from sqlalchemy import Numeric, String, case, cast, delete, func, inspect, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
+from models import CaptureLink
 from models import Decision as DecisionRecord
 from models import Ticket as TicketRecord
 from models import RateSheet, TicketCount, TicketPhoto, db, utcnow
@@ -332,6 +335,31 @@ def create_ticket(company_id: int, data: TicketInput, *, captured_via: str = "ap
     else:
         project_id = projects.project_for_new_ticket(company_id, data.project_id)
     codes = projects.cached_catalog(company_id, project_id)
+    values, photo_rows = _prepared_content(company_id, project_id, data, link_token)
+    record = TicketRecord(
+        **values, id=str(uuid.uuid4()), company_id=company_id, project_id=project_id,
+        status="submitted", captured_via=captured_via, link_token=link_token,
+        photos=[TicketPhoto(**row) for row in photo_rows], decisions=[],
+        routing_pending=codes is None)
+    routing, routing_warnings = _known_routing(codes, values["lines"])
+    try:
+        with write_transaction() as session:
+            session.add(record)
+            session.flush()
+            # Shaped from what was just written, before the commit expires it.
+            created = shape_ticket(record, routing, routing_warnings)
+    except IntegrityError:
+        existing = _id_for_client_ref(company_id, client_ref) if client_ref else None
+        if existing is None:
+            raise
+        return _answer_without_waiting(company_id, existing), False
+    return created, True
+
+
+def _prepared_content(company_id: int, project_id: str, data: TicketInput,
+                      link_token: str | None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """What a ticket stores from its input: priced lines, checked and stored images, work day
+    and authorization; refused whole (400, or 507 past a quota) before anything is stored."""
     captured_at = utcnow()
     worked_on = data.worked_on or jobsite_date(company_id, project_id, captured_at)
     sheet = rates.sheet_in_force(company_id, project_id, worked_on)
@@ -348,27 +376,11 @@ def create_ticket(company_id: int, data: TicketInput, *, captured_via: str = "ap
     _make_room(company_id, link_token, _image_bytes(checked_photos, checked_signature),
                tickets=1 if link_token else 0)
     photo_rows = _store_photos(checked_photos)
-    record = TicketRecord(
-        **_stored_as_sent(data), id=str(uuid.uuid4()), company_id=company_id,
-        project_id=project_id, status="submitted", captured_via=captured_via,
-        link_token=link_token, total=total, lines=lines, warnings=warnings,
-        signature=_store_signature(data, checked_signature), photo_count=len(photo_rows),
-        captured_at=captured_at, worked_on=worked_on, authorization_id=authorization_id,
-        photos=[TicketPhoto(**row) for row in photo_rows], decisions=[],
-        routing_pending=codes is None)
-    routing, routing_warnings = _known_routing(codes, lines)
-    try:
-        with write_transaction() as session:
-            session.add(record)
-            session.flush()
-            # Shaped from what was just written, before the commit expires it.
-            created = shape_ticket(record, routing, routing_warnings)
-    except IntegrityError:
-        existing = _id_for_client_ref(company_id, client_ref) if client_ref else None
-        if existing is None:
-            raise
-        return _answer_without_waiting(company_id, existing), False
-    return created, True
+    values = {**_stored_as_sent(data), "total": total, "lines": lines, "warnings": warnings,
+              "signature": _store_signature(data, checked_signature),
+              "photo_count": len(photo_rows), "captured_at": captured_at,
+              "worked_on": worked_on, "authorization_id": authorization_id}
+    return values, photo_rows
 
 
 def _known_routing(codes: projects.Catalog | None, lines: list[dict[str, Any]]
@@ -388,6 +400,62 @@ def _answer_without_waiting(company_id: int, ticket_id: str) -> Ticket:
                                      for line in ticket.written_routing])
     return shape_ticket(ticket, *_known_routing(
         projects.cached_catalog(company_id, ticket.project_id), ticket.lines))
+
+
+def revise_ticket(company_id: int, link_token: str, revises: str, data: TicketInput, *,
+                  captured_via: str) -> tuple[Ticket, bool]:
+    """A crew's corrected version of a ticket sent back to them, from the link it came through.
+
+    The same ticket takes the new content under the new client reference and goes back to
+    'Needs review'; its decision history is kept and gains a 'resubmitted' entry naming the
+    version. Sending the same correction again (same client_ref) returns it unchanged.
+    """
+    if data.client_ref:
+        existing = _id_for_client_ref(company_id, data.client_ref)
+        if existing is not None:
+            return get_ticket(company_id, existing), False
+    project_id = db.session.scalar(select(TicketRecord.project_id).where(
+        TicketRecord.company_id == company_id, TicketRecord.client_ref == revises,
+        TicketRecord.link_token == link_token))
+    if project_id is None:
+        raise NotFound("no ticket sent from this link under that reference",
+                       code="ticket_not_found")
+    values, photo_rows = _prepared_content(company_id, project_id, data, link_token)
+    with write_transaction() as session:
+        current = session.scalar(select(TicketRecord).where(
+            TicketRecord.company_id == company_id, TicketRecord.client_ref == revises,
+            TicketRecord.link_token == link_token).with_for_update()
+            .execution_options(populate_existing=True))
+        if current is None:
+            raise NotFound("no ticket sent from this link under that reference",
+                           code="ticket_not_found")
+        if current.status != "rejected":
+            raise Conflict("only a ticket that was sent back can be corrected",
+                           code="ticket_not_sent_back")
+        version = 2 + sum(1 for d in current.decisions if d.action == "resubmitted")
+        session.execute(delete(TicketPhoto).where(TicketPhoto.ticket_id == current.id))
+        session.expire(current, ["photos"])
+        for name, value in values.items():
+            setattr(current, name, value)
+        current.captured_via = captured_via
+        for row in photo_rows:
+            current.photos.append(TicketPhoto(**row))
+        current.status = "submitted"
+        append_decision(session, current, "resubmitted", data.captured_by or "the crew",
+                        f"version {version}")
+        ticket_id = current.id
+    db.session.expire_all()
+    return get_ticket(company_id, ticket_id), True
+
+
+def phone_tickets(company_id: int, link_token: str, client_refs: list[str]) -> list[TicketRecord]:
+    """The tickets sent through one link under the given client references (a phone's own)."""
+    refs = [str(ref)[:64] for ref in client_refs if isinstance(ref, str)][:100]
+    if not refs:
+        return []
+    return list(db.session.scalars(select(TicketRecord).where(
+        TicketRecord.company_id == company_id, TicketRecord.link_token == link_token,
+        TicketRecord.client_ref.in_(refs)).order_by(*NEWEST_FIRST)))
 
 
 # Input fields the service works out itself rather than storing as sent.
@@ -439,6 +507,17 @@ def find_ticket(company_id: int, ticket_id: str) -> TicketRecord:
 PENDING_REASON = "routing is pending: the project's budget codes have not been read yet"
 PENDING_WARNING = ("routing is pending: the ticket was kept without reading the project's budget "
                    "codes; it is routed when it is read while the project system answers")
+
+
+def route_lines(company_id: int, project_id: str, lines: list[dict[str, Any]]
+                ) -> tuple[list[Route], list[str]]:
+    """Route stored lines with the project's current codes, or flag them all if unreadable."""
+    try:
+        codes = projects.catalog(company_id, project_id)
+    except ServiceError as error:
+        return unrouted(lines, "the project's budget codes could not be read"), \
+            [f"routing is unavailable: {error.message}"]
+    return codes.router.route_all(lines), []
 
 
 def route_ticket(company_id: int, ticket: TicketRecord) -> tuple[list[Route], list[str]]:
@@ -535,41 +614,175 @@ def shape_ticket(ticket: TicketRecord, routing: list[RoutingLine],
                  warnings=[*(ticket.warnings or []), *extra_warnings])
 
 
-def _list_conditions(company_id: int, status: str | None, project_id: str | None,
-                     q: str | None) -> list:
+@dataclass(frozen=True)
+class ListFilter:
+    """Which of a company's tickets a list shows; every field narrows it.
+
+    `sub` is a capture link's label (the sub or crew that link was made for); `to_check`
+    keeps tickets with a line whose budget code needs a check, which only the project's
+    codes can tell, so it is applied after the database's own conditions.
+    """
+
+    status: str | None = None
+    project_id: str | None = None
+    q: str | None = None
+    sub: str | None = None
+    unsigned: bool = False
+    to_check: bool = False
+    captured_from: dt.datetime | None = None
+    captured_before: dt.datetime | None = None
+
+
+def _like(text: str) -> str:
+    """A LIKE pattern matching `text` anywhere, its wildcards escaped with a backslash."""
+    needle = text.strip().lower()
+    for special in ("\\", "%", "_"):
+        needle = needle.replace(special, "\\" + special)
+    return f"%{needle}%"
+
+
+# A ticket's reference as crews read it out: T- and the first 8 hex digits of its id.
+# The "T-" may be left out when at least 4 digits are given.
+T_REFERENCE = re.compile(r"^(?:t-?([0-9a-f]{1,8})|([0-9a-f]{4,8}))$", re.IGNORECASE)
+SEARCHED = (TicketRecord.description, TicketRecord.reason, TicketRecord.directed_by,
+            TicketRecord.captured_by)
+
+
+def _search(q: str):
+    """Text found in the description, reason, directed-by or recorded-by, or a T-reference."""
+    pattern = _like(q)
+    matches = [func.lower(column).like(pattern, escape="\\") for column in SEARCHED]
+    reference = T_REFERENCE.match(q.strip())
+    if reference:
+        digits = (reference.group(1) or reference.group(2)).lower()
+        matches.append(TicketRecord.id.like(digits + "%"))
+    return or_(*matches)
+
+
+def _list_conditions(company_id: int, where: ListFilter) -> list:
     """WHERE conditions for a filtered ticket list, always scoped to the company."""
     conditions = [TicketRecord.company_id == company_id]
-    if status:
-        conditions.append(TicketRecord.status == status)
-    if project_id:
-        conditions.append(TicketRecord.project_id == project_id)
-    if q and q.strip():
-        needle = q.strip().lower()
-        for special in ("\\", "%", "_"):
-            needle = needle.replace(special, "\\" + special)
-        conditions.append(func.lower(TicketRecord.description).like(f"%{needle}%", escape="\\"))
+    if where.status:
+        conditions.append(TicketRecord.status == where.status)
+    if where.project_id:
+        conditions.append(TicketRecord.project_id == where.project_id)
+    if where.q and where.q.strip():
+        conditions.append(_search(where.q))
+    if where.sub:
+        conditions.append(TicketRecord.link_token.in_(select(CaptureLink.token).where(
+            CaptureLink.company_id == company_id, CaptureLink.label == where.sub)))
+    if where.unsigned:
+        # a missing signature is stored as JSON null (or SQL NULL): either way, no signature
+        conditions.append(or_(TicketRecord.signature.is_(None),
+                              cast(TicketRecord.signature, String) == "null"))
+    if where.captured_from:
+        conditions.append(TicketRecord.captured_at >= where.captured_from)
+    if where.captured_before:
+        conditions.append(TicketRecord.captured_at < where.captured_before)
     return conditions
 
 
-# Newest first, the id breaking ties: the order of every ticket list.
+# Newest first, the id breaking ties: the order of every ticket list unless told otherwise.
 NEWEST_FIRST = (TicketRecord.captured_at.desc(), TicketRecord.id.desc())
+OLDEST_FIRST = (TicketRecord.captured_at.asc(), TicketRecord.id.asc())
+SORTS = ("newest", "oldest", "amount", "project", "sub")
+# The most tickets a filter the database cannot answer (lines to check) looks through.
+MAX_CHECKED = 5000
+
+
+def _order(company_id: int, sort: str, project_names: dict[str, str] | None) -> tuple:
+    """ORDER BY for a sort: newest or oldest first, largest amount, project name, sub's label."""
+    if sort == "oldest":
+        return OLDEST_FIRST
+    if sort == "amount":
+        return (cast(TicketRecord.total, Numeric(14, 2)).desc(), *OLDEST_FIRST)
+    if sort == "project":
+        names = {key: name.lower() for key, name in (project_names or {}).items()}
+        by_name = case(names, value=TicketRecord.project_id, else_=TicketRecord.project_id) \
+            if names else TicketRecord.project_id
+        return (by_name, *OLDEST_FIRST)
+    if sort == "sub":
+        label = select(func.lower(CaptureLink.label)).where(
+            CaptureLink.company_id == company_id, CaptureLink.token == TicketRecord.link_token
+        ).limit(1).scalar_subquery()
+        return (label.is_(None), label, func.lower(func.coalesce(TicketRecord.captured_by, "")),
+                *OLDEST_FIRST)
+    return NEWEST_FIRST
+
+
+def _ids_to_check(company_id: int, conditions: list, order: tuple, route=None) -> list[str]:
+    """The ids, in list order, of matching tickets with a line whose routing needs a check.
+
+    `route(project_id, lines)` routes lines (route_lines of this company by default; the
+    review pages pass one that uses the last known codes while Procore is away).
+    """
+    route = route or functools.partial(route_lines, company_id)
+    rows = db.session.execute(select(TicketRecord.id, TicketRecord.project_id, TicketRecord.lines)
+                              .where(*conditions).order_by(*order).limit(MAX_CHECKED))
+    return [ticket_id for ticket_id, project_id, lines in rows
+            if any(r.needs_review for r in route(project_id, lines)[0])]
 
 
 def list_ticket_records(company_id: int, *, status: str | None = None, project_id: str | None = None,
-                        q: str | None = None, limit: int = 50, offset: int = 0
+                        q: str | None = None, limit: int = 50, offset: int = 0,
+                        where: ListFilter | None = None, sort: str = "newest",
+                        project_names: dict[str, str] | None = None, route=None
                         ) -> tuple[list[TicketRecord], int]:
-    """A page of ticket records with their photos and decisions, newest first, and the match count.
+    """A page of ticket records with their photos and decisions, and the match count.
 
-    The one query builder behind /v1/tickets and the review queue.
+    The one query builder behind /v1/tickets and the review queue. `where` carries every
+    filter (status, project_id and q are its shorthand); `sort` is one of SORTS, newest
+    first by default; sorting by project orders by the names in `project_names`; `route`
+    routes lines for the lines-to-check filter (see _ids_to_check).
     """
-    conditions = _list_conditions(company_id, status, project_id, q)
-    if q and q.strip():
+    where = where or ListFilter(status=status, project_id=project_id, q=q)
+    conditions = _list_conditions(company_id, where)
+    order = _order(company_id, sort, project_names)
+    if where.to_check:
+        ids = _ids_to_check(company_id, conditions, order, route)
+        page = ids[offset:offset + limit]
+        found = {record.id: record for record in db.session.scalars(
+            select(TicketRecord).where(TicketRecord.id.in_(page)))} if page else {}
+        return [found[ticket_id] for ticket_id in page if ticket_id in found], len(ids)
+    if where == ListFilter(status=where.status, project_id=where.project_id):
+        # the kept counts answer without counting rows
+        total = counted_tickets(company_id, status=where.status, project_id=where.project_id)
+    else:
         total = db.session.scalar(select(func.count()).select_from(TicketRecord).where(*conditions))
-    else:  # the kept counts answer without counting rows
-        total = counted_tickets(company_id, status=status, project_id=project_id)
     rows = db.session.scalars(
-        select(TicketRecord).where(*conditions).order_by(*NEWEST_FIRST).limit(limit).offset(offset))
+        select(TicketRecord).where(*conditions).order_by(*order).limit(limit).offset(offset))
     return list(rows), int(total)
+
+
+# Age buckets of the queue: (key, label, upper bound of the age in days; None for no bound).
+AGE_BUCKETS = (("today", "Under a day", 1), ("days", "1-3 days", 3), ("week", "3-7 days", 7),
+               ("old", "Over a week", None))
+
+
+def age_bucket(captured_at: dt.datetime, now: dt.datetime) -> str:
+    """The key of the age bucket a ticket captured at `captured_at` falls in."""
+    age = now - captured_at
+    for key, _label, days in AGE_BUCKETS:
+        if days is None or age < dt.timedelta(days=days):
+            return key
+    return AGE_BUCKETS[-1][0]
+
+
+def age_totals(company_id: int, where: ListFilter, now: dt.datetime | None = None,
+               route=None) -> dict[str, tuple[int, Decimal]]:
+    """How many tickets of a filtered list fall in each age bucket, and their dollar total."""
+    now = now or utcnow()
+    conditions = _list_conditions(company_id, where)
+    if where.to_check:
+        conditions.append(TicketRecord.id.in_(_ids_to_check(company_id, conditions, NEWEST_FIRST,
+                                                            route)))
+    totals = {key: (0, Decimal("0.00")) for key, _label, _days in AGE_BUCKETS}
+    for captured_at, total in db.session.execute(
+            select(TicketRecord.captured_at, TicketRecord.total).where(*conditions)):
+        key = age_bucket(captured_at, now)
+        count, money = totals[key]
+        totals[key] = (count + 1, money + total)
+    return totals
 
 
 def list_tickets(company_id: int, *, status: str | None, project_id: str | None,
@@ -639,9 +852,10 @@ def _check_photo_room(ticket: TicketRecord, adding: int) -> None:
             details=[field_problem("photos", f"at most {room} more photo(s) fit on this ticket")])
 
 
-def append_decision(session, ticket: TicketRecord, action: str, by: str | None) -> None:
-    """Append one entry to a ticket's decision history."""
-    ticket.decisions.append(DecisionRecord(action=action, by=by, at=utcnow()))
+def append_decision(session, ticket: TicketRecord, action: str, by: str | None,
+                    reason: str | None = None) -> None:
+    """Append one entry to a ticket's decision history, with its reason if one was given."""
+    ticket.decisions.append(DecisionRecord(action=action, by=by, at=utcnow(), reason=reason))
 
 
 def photo_file(company_id: int, ticket_id: str, position: int, *, thumbnail: bool = False) -> bytes:

@@ -9,6 +9,7 @@
   var TARGET_BYTES = 350 * 1024;
   var QUEUE_PREFIX = "ticket:";
   var REFUSED_PREFIX = "refused:";
+  var SENT_PREFIX = "sent:";
   var store = window.idbKeyval;
   var form = document.getElementById("ticket-form");
   if (!form) { return; }
@@ -23,6 +24,7 @@
   var signaturePad = null;
   var sending = false;
   var restoredKey = null;
+  var correcting = null;
 
   function newClientRef() {
     if (window.crypto && crypto.randomUUID) { return crypto.randomUUID(); }
@@ -190,6 +192,7 @@
       client_ref: newClientRef()
     };
     ticketFields().forEach(function (name) { payload[name] = value(name); });
+    if (correcting) { payload.revises = correcting; }
     ["labor", "equipment", "materials"].forEach(function (kind) {
       payload[kind] = collectRows(kind).filter(function (row) { return row !== null; });
     });
@@ -257,7 +260,7 @@
         var body = null;
         try { body = JSON.parse(request.responseText); } catch (e) { body = null; }
         if (request.status === 200) { resolve({ state: "sent", body: body }); }
-        else if (request.status === 400 || request.status === 404 || request.status === 410 || request.status === 413) {
+        else if (request.status === 400 || request.status === 404 || request.status === 409 || request.status === 410 || request.status === 413) {
           resolve({ state: "refused", status: request.status, body: body });
         } else { resolve({ state: "later", status: request.status }); }
       };
@@ -272,6 +275,75 @@
 
   function forget(entry) {
     return store ? store.del(QUEUE_PREFIX + entry.payload.client_ref).catch(function () {}) : Promise.resolve();
+  }
+
+  /* Sent tickets stay listed on this phone (by their client reference, which only this phone
+     holds), so the crew sees what became of each and can correct one that was sent back. */
+  function rememberSent(entry, body) {
+    if (!store || !body) { return Promise.resolve(); }
+    var record = { url: entry.url, client_ref: entry.payload.client_ref, reference: body.reference,
+                   payload: entry.payload, sent_at: new Date().toISOString() };
+    var drop = entry.payload.revises ? store.del(SENT_PREFIX + entry.payload.revises) : Promise.resolve();
+    return drop.then(function () { return store.set(SENT_PREFIX + entry.payload.client_ref, record); })
+      .catch(function () {}).then(showMine);
+  }
+
+  function correct(record) {
+    fillForm(record.payload);
+    correcting = record.client_ref;
+    form.hidden = false;
+    document.getElementById("done").hidden = true;
+    showStatus("saved", "Correcting " + record.reference + ": change what is needed and send it again. It stays the same ticket.");
+    form.scrollIntoView();
+  }
+
+  function showMine() {
+    var section = document.getElementById("my-tickets");
+    if (!store || !section) { return Promise.resolve(); }
+    var url = form.getAttribute("data-submit-url").split("?")[0];
+    return store.keys().then(function (keys) {
+      var mine = keys.filter(function (key) { return String(key).indexOf(SENT_PREFIX) === 0; });
+      return Promise.all(mine.map(function (key) { return store.get(key); }));
+    }).then(function (records) {
+      records = records.filter(function (r) { return r && r.url.split("?")[0] === url; });
+      if (!records.length) { section.hidden = true; return; }
+      var byRef = {};
+      records.forEach(function (r) { byRef[r.client_ref] = r; });
+      return fetch(section.getAttribute("data-mine-url"), {
+        method: "POST", headers: { "Content-Type": "application/json", "Accept": "application/json" },
+        body: JSON.stringify({ client_refs: Object.keys(byRef) })
+      }).then(function (response) { return response.ok ? response.json() : { data: [] }; })
+        .then(function (answer) {
+          var list = document.getElementById("my-tickets-list");
+          list.textContent = "";
+          (answer.data || []).forEach(function (ticket) {
+            var item = document.createElement("li");
+            item.className = "mine " + ticket.status;
+            item.setAttribute("data-reference", ticket.reference);
+            var title = document.createElement("strong");
+            title.textContent = ticket.reference;
+            var text = document.createElement("span");
+            text.textContent = " " + ticket.description + " ";
+            var state = document.createElement("span");
+            state.className = "state";
+            state.textContent = ticket.state;
+            item.appendChild(title);
+            item.appendChild(text);
+            item.appendChild(state);
+            var record = byRef[ticket.client_ref];
+            if (ticket.status === "rejected" && record) {
+              var button = document.createElement("button");
+              button.type = "button";
+              button.className = "secondary";
+              button.textContent = "Correct and send again";
+              button.addEventListener("click", function () { correct(record); });
+              item.appendChild(button);
+            }
+            list.appendChild(item);
+          });
+          section.hidden = !(answer.data || []).length;
+        });
+    }).catch(function () {});
   }
 
   function askForBackgroundSync() {
@@ -378,7 +450,7 @@
             return send(entry).then(function (outcome) {
               if (outcome.state === "sent") {
                 showStatus("sent", "Sent. Reference " + outcome.body.reference + ".");
-                return forget(entry);
+                return forget(entry).then(function () { return rememberSent(entry, outcome.body); });
               }
               if (outcome.state === "refused") { return keepRefused(entry, outcome); }
               if (outcome.status === 507) {
@@ -416,6 +488,8 @@
       progress.hidden = true;
       if (outcome.state === "sent") {
         forget(entry);
+        correcting = null;
+        rememberSent(entry, outcome.body);
         form.hidden = true;
         document.getElementById("done-reference").textContent = outcome.body.reference;
         document.getElementById("done").hidden = false;
@@ -470,5 +544,5 @@
   }
   window.addEventListener("online", flushQueue);
   setUpSignature();
-  flushQueue();
+  flushQueue().then(showMine);
 })();

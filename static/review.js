@@ -22,3 +22,134 @@
     }
   });
 })();
+
+/* Queue bulk selection: the count and dollar total of what is ticked, and "all clean". */
+(function () {
+  "use strict";
+  function summarise() {
+    var form = document.getElementById("bulk-form");
+    if (!form) { return; }
+    var boxes = form.querySelectorAll('input[name="ids"]:checked');
+    var cents = 0;
+    boxes.forEach(function (box) { cents += Math.round(parseFloat(box.getAttribute("data-total")) * 100); });
+    var summary = document.getElementById("bulk-summary");
+    var button = document.getElementById("bulk-approve");
+    if (summary) {
+      summary.textContent = boxes.length ? boxes.length + " selected · $" +
+        (cents / 100).toLocaleString("en-US", {minimumFractionDigits: 2, maximumFractionDigits: 2}) : "None selected";
+    }
+    if (button) {
+      button.disabled = boxes.length === 0;
+      button.textContent = boxes.length ? "Approve " + boxes.length + " selected" : "Approve selected";
+    }
+  }
+  document.addEventListener("change", function (event) {
+    if (event.target.matches('#bulk-form input[name="ids"]')) { summarise(); }
+  });
+  document.addEventListener("click", function (event) {
+    if (!event.target.closest("[data-select-clean]")) { return; }
+    document.querySelectorAll('#bulk-form input[name="ids"]').forEach(function (box) {
+      box.checked = box.getAttribute("data-clean") === "1";
+    });
+    summarise();
+  });
+  document.addEventListener("DOMContentLoaded", summarise);
+  document.addEventListener("htmx:afterSettle", summarise);
+})();
+
+/* Ticket page: every line to check is confirmed or given a code before Approve is enabled;
+   a code of another cost type is warned about; photos open in a viewer on the page. */
+(function () {
+  "use strict";
+  function gate() {
+    var form = document.getElementById("approve-form");
+    if (!form) { return; }
+    var allowUnrouted = form.querySelector('input[name="allow_unrouted"]');
+    var open = 0;
+    document.querySelectorAll("tr[data-check]").forEach(function (row) {
+      var line = row.getAttribute("data-line");
+      var picked = row.querySelector('select[name="routes[' + line + ']"]');
+      var confirm = row.querySelector('input[name="confirm[' + line + ']"]');
+      var decided = (picked && picked.value !== "") || (confirm && confirm.checked) ||
+        (row.getAttribute("data-check") === "pick" && allowUnrouted && allowUnrouted.checked);
+      row.classList.toggle("decided", !!decided);
+      if (!decided) { open += 1; }
+    });
+    form.querySelectorAll("button.approve").forEach(function (button) { button.disabled = open > 0; });
+    var status = document.getElementById("check-status");
+    if (status) {
+      status.textContent = open ? open + (open === 1 ? " line is" : " lines are") +
+        " marked to check: confirm each or pick a budget code before approving." : "";
+    }
+  }
+  function warnType(select) {
+    var option = select.options[select.selectedIndex];
+    var warning = select.parentElement.querySelector(".type-warning");
+    if (!warning) { return; }
+    var other = option && option.value !== "" && option.getAttribute("data-cost-type") !== select.getAttribute("data-line-type");
+    warning.hidden = !other;
+  }
+  document.addEventListener("change", function (event) {
+    if (event.target.matches('select[name^="routes["]')) { warnType(event.target); }
+    if (event.target.closest("#ticket-panel")) { gate(); }
+  });
+  document.addEventListener("DOMContentLoaded", gate);
+  document.addEventListener("htmx:afterSettle", gate);
+  document.addEventListener("click", function (event) {
+    var link = event.target.closest("a[data-viewer]");
+    if (!link) { return; }
+    var viewer = document.getElementById("photo-viewer");
+    if (!viewer || typeof viewer.showModal !== "function") { return; }
+    event.preventDefault();
+    var image = document.getElementById("photo-viewer-image");
+    image.src = link.getAttribute("data-viewer");
+    image.alt = link.querySelector("img") ? link.querySelector("img").alt : "Photo";
+    document.getElementById("photo-viewer-caption").textContent = link.getAttribute("data-caption") || "";
+    viewer.showModal();
+  });
+})();
+
+/* The queue refreshes itself every 20 s, one request at a time: the next is scheduled only
+   when the last has finished, waits while tickets are ticked or a bulk result is shown,
+   and backs off (doubling up to 5 minutes) while Procore is away or the server errs. */
+(function () {
+  "use strict";
+  var BASE = 20000, MAX = 300000;
+  var delay = BASE, timer = null, inFlight = false;
+  function rows() { return document.getElementById("queue-rows"); }
+  function busy() {
+    return document.querySelector('#bulk-form input[name="ids"]:checked, .bulk-confirm, .bulk-results');
+  }
+  function schedule() {
+    clearTimeout(timer);
+    if (rows()) { timer = setTimeout(refresh, delay); }
+  }
+  function finished(ok) {
+    inFlight = false;
+    var section = rows();
+    var away = !ok || (section && section.getAttribute("data-procore") === "down");
+    delay = away ? Math.min(delay * 2, MAX) : BASE;
+    schedule();
+  }
+  function refresh() {
+    var section = rows();
+    if (!section || !window.htmx) { return; }
+    if (inFlight || busy()) { schedule(); return; }
+    inFlight = true;
+    var ok = true;
+    var failed = function () { ok = false; };
+    document.addEventListener("htmx:responseError", failed, {once: true});
+    document.addEventListener("htmx:sendError", failed, {once: true});
+    htmx.ajax("GET", section.getAttribute("data-refresh-url"), {target: "#queue-rows", swap: "outerHTML"})
+      .then(function () { finished(ok); }, function () { finished(false); })
+      .then(function () {
+        document.removeEventListener("htmx:responseError", failed);
+        document.removeEventListener("htmx:sendError", failed);
+      });
+  }
+  document.addEventListener("DOMContentLoaded", function () {
+    var section = rows();
+    if (section && section.getAttribute("data-procore") === "down") { delay = BASE * 2; }
+    schedule();
+  });
+})();

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from xml.etree import ElementTree
 
 import pytest
 import time_machine
@@ -186,6 +187,13 @@ def test_qr_and_poster(client, acme):
     svg = client.get(f"/c/{link['token']}/qr.svg")
     assert svg.status_code == 200 and svg.mimetype == "image/svg+xml"
     assert svg.get_data(as_text=True).startswith("<svg")
+    # A standalone SVG file: the root element is in the SVG namespace and has a size.
+    root = ElementTree.fromstring(svg.get_data())
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    assert int(root.get("width")) > 0 and int(root.get("height")) > 0
+    # The API's qr_svg_url answers the same image.
+    path = link["qr_svg_url"].split("://", 1)[1].split("/", 1)[1]
+    assert client.get("/" + path).get_data() == svg.get_data()
     poster = client.get(f"/c/{link['token']}/poster").get_data(as_text=True)
     assert acme.project()["name"] in poster and "<svg" in poster
     assert poster.count("<li>") == 3

@@ -102,7 +102,7 @@ def test_pages_show_the_running_total_and_ask_for_confirmation(app, client, acme
     approved = browser.post(f"/tickets/{ticket['id']}/approve",
                             {"destination": "change_event", "confirm_over_nte": "on"})
     assert approved.status_code == 200
-    assert "Written to the project system." in approved.get_data(as_text=True)
+    assert "Written to Procore." in approved.get_data(as_text=True)
     rates = browser.get(f"/rates?project_id={project}").get_data(as_text=True)
     assert "CD-014" in rates and "110.0 %" in rates
     made = browser.post("/rates/authorizations", {"project_id": project, "reference": "COR-7",

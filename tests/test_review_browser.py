@@ -65,7 +65,7 @@ def test_override_create_code_approve_and_open_record(client, acme, reviewer, li
     page.select_option('select[name="routes[2]"]', label=next(o for o in options if o.startswith("02-200.L")))
     page.check('input[name="destination"][value="change_event"]')
     page.click("text=Approve and write")
-    page.wait_for_selector("text=Written to the project system.")
+    page.wait_for_selector("text=Written to Procore.")
     written = client.get(f"/v1/tickets/{ticket['id']}", headers=acme.headers).json
     assert written["status"] == "written" and written["approved_by"] == reviewer
     assert [r["budget_code"] for r in written["routing"]] == ["02-200.L", "01-500.L", "02-200.L"]
@@ -81,8 +81,14 @@ def test_reject_and_restore(client, acme, reviewer, live_server, tablet):
     page = tablet.new_page()
     sign_in(page, live_server, reviewer)
     page.goto(f"{live_server.url}/tickets/{ticket['id']}")
-    page.click("button:has-text('Reject')")
-    page.wait_for_selector("text=Rejected. Nothing was written")
+    dialogs = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.accept()))
+    page.click("summary:has-text('Reject')")
+    page.check("input[name=reason_choice][value='Hours or quantities do not match what we saw']")
+    page.click("button:has-text('Reject and send back')")
+    page.wait_for_selector("text=Rejected and sent back")
+    assert dialogs and "Reject this ticket?" in dialogs[0]
+    assert "Hours or quantities do not match what we saw" in page.inner_text(".history")
     page.click("text=Restore to the queue")
     page.wait_for_selector("text=Restored to the queue.")
     actions = [d["action"] for d in client.get(f"/v1/tickets/{ticket['id']}", headers=acme.headers).json["decisions"]]
@@ -121,3 +127,15 @@ def test_crew_markup_shows_as_text_and_runs_nothing(client, acme, reviewer, live
     assert page.locator("#ticket-panel img[src='x']").count() == 0
     page.wait_for_timeout(200)
     assert dialogs == []
+
+
+def test_qr_thumbnails_render_on_the_links_page(client, acme, reviewer, live_server, tablet):
+    client.post("/v1/links", headers=acme.headers, json={"project_id": acme.project()["id"],
+                                                         "label": "North trailer"})
+    page = tablet.new_page()
+    sign_in(page, live_server, reviewer)
+    page.goto(f"{live_server.url}/links")
+    image = page.locator("img.qr").first
+    image.wait_for()
+    page.wait_for_function("img => img.complete", arg=image.element_handle())
+    assert image.evaluate("img => img.naturalWidth") > 0

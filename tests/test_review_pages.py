@@ -100,7 +100,8 @@ def test_forms_and_htmx_posts_need_the_csrf_token(app, client, acme):
     assert missing.status_code == 400
     forged = client.post(f"/tickets/{ticket['id']}/reject", data={"csrf_token": "forged"})
     assert forged.status_code == 400
-    header = client.post(f"/tickets/{ticket['id']}/reject", headers={"X-CSRFToken": browser.token})
+    header = client.post(f"/tickets/{ticket['id']}/reject", headers={"X-CSRFToken": browser.token},
+                         data={"reason_text": "Duplicate"})
     assert header.status_code == 200
     assert client.get(f"/v1/tickets/{ticket['id']}", headers=acme.headers).json["status"] == "rejected"
 
@@ -120,7 +121,7 @@ def test_queue_lists_filters_searches_and_returns_fragments(app, client, acme):
     assert "Patched slab" in fragment and "Moved conduit" not in fragment
     by_project = browser.get(f"/queue?project_id={acme.project(False)['id']}").get_data(as_text=True)
     assert "Moved conduit run" in by_project and "Patched slab" not in by_project
-    browser.post(f"/tickets/{first['id']}/reject")
+    browser.post(f"/tickets/{first['id']}/reject", {"reason_text": "Duplicate"})
     written_tab = browser.get("/queue?status=rejected").get_data(as_text=True)
     assert "Patched slab" in written_tab and "Rejected (1)" in written_tab
 
@@ -132,19 +133,22 @@ def test_ticket_page_approve_with_override_same_as_api(app, client, acme, rival)
     html = page.get_data(as_text=True)
     assert page.status_code == 200 and "Where the money lands" in html
     assert html.count('name="routes[') == 3
-    # Line 2 has no budget code: approve refuses exactly as the API does.
+    # The third line has no budget code: approve refuses exactly as the API does.
     refused = browser.post(f"/tickets/{ticket['id']}/approve", {"destination": "change_event"}, htmx=True)
     assert refused.status_code == 422
-    assert "Line 2: no budget code" in refused.get_data(as_text=True)
+    assert re.search(r"Line 3 \(Mystery[^)]*\) has no budget code yet", refused.get_data(as_text=True))
     api_refusal = client.post(f"/v1/tickets/{ticket['id']}/approve", headers=acme.headers, json={})
     assert api_refusal.status_code == 409 and api_refusal.json["error"]["code"] == "lines_need_review"
     # Pick a budget code for line 2 on the page: it is sent as routes.
     codes = client.get(f"/v1/projects/{acme.project()['id']}/cost-codes?q=02-200", headers=acme.headers).json
     labor_code = next(b["id"] for b in codes["data"][0]["budget_codes"] if b["cost_type"] == "labor")
-    done = browser.post(f"/tickets/{ticket['id']}/approve", {"destination": "change_event",
-                                                             "routes[2]": str(labor_code)}, htmx=True)
+    # Line 2's guess is confirmed, line 3 gets a code: every line to check is decided.
+    guess = client.get(f"/v1/tickets/{ticket['id']}", headers=acme.headers).json["routing"][1]
+    done = browser.post(f"/tickets/{ticket['id']}/approve", {
+        "destination": "change_event", "confirm[1]": str(guess["budget_code_id"]),
+        "routes[2]": str(labor_code)}, htmx=True)
     assert done.status_code == 200, done.get_data(as_text=True)
-    assert "Written to the project system." in done.get_data(as_text=True)
+    assert "Written to Procore." in done.get_data(as_text=True)
     written = client.get(f"/v1/tickets/{ticket['id']}", headers=acme.headers).json
     assert written["status"] == "written" and written["approved_by"] == "pm@acme.example"
     assert written["decisions"][-1]["by"] == "pm@acme.example"
@@ -164,7 +168,7 @@ def test_create_missing_budget_code_from_the_page(app, client, acme):
                         {"line": "1", "cost_code_item_id": cost_code_id, "cost_type": "labor"}, htmx=True)
     text = made.get_data(as_text=True)
     assert made.status_code == 200 and "01-500.L is ready" in text
-    selected = re.search(r'<option value="(\d+)" selected>01-500.L', text)
+    selected = re.search(r'<option value="(\d+)" data-cost-type="labor" selected>01-500.L', text)
     assert selected is not None
     line = client.get(f"/v1/tickets/{ticket['id']}", headers=acme.headers).json["routing"][1]
     assert line["budget_code"] == "01-500.L" and line["exact"] is True
@@ -173,15 +177,20 @@ def test_create_missing_budget_code_from_the_page(app, client, acme):
 def test_reject_and_restore_from_the_page(app, client, acme):
     browser = sign_in(app, client, acme)
     ticket = new_ticket(client, acme)
-    rejected = browser.post(f"/tickets/{ticket['id']}/reject", htmx=True).get_data(as_text=True)
-    assert "Rejected. Nothing was written" in rejected and "Restore to the queue" in rejected
-    again = browser.post(f"/tickets/{ticket['id']}/reject", htmx=True)
+    no_reason = browser.post(f"/tickets/{ticket['id']}/reject", htmx=True)
+    assert no_reason.status_code == 422 and "Choose a reason or type one" in no_reason.get_data(as_text=True)
+    reason = {"reason_choice": "We did not direct this work", "reason_text": "ask Sam"}
+    rejected = browser.post(f"/tickets/{ticket['id']}/reject", reason, htmx=True).get_data(as_text=True)
+    assert "Rejected and sent back" in rejected and "Restore to the queue" in rejected
+    assert "“We did not direct this work: ask Sam”" in rejected  # in the history
+    again = browser.post(f"/tickets/{ticket['id']}/reject", reason, htmx=True)
     assert again.status_code == 422 and "already rejected" in again.get_data(as_text=True).lower()
     restored = browser.post(f"/tickets/{ticket['id']}/restore", htmx=True).get_data(as_text=True)
     assert "Restored to the queue." in restored
     decisions = client.get(f"/v1/tickets/{ticket['id']}", headers=acme.headers).json["decisions"]
-    assert [(d["action"], d["by"]) for d in decisions] == [("rejected", "pm@acme.example"),
-                                                          ("restored", "pm@acme.example")]
+    assert [(d["action"], d["by"], d["reason"]) for d in decisions] == [
+        ("rejected", "pm@acme.example", "We did not direct this work: ask Sam"),
+        ("restored", "pm@acme.example", None)]
 
 
 def test_other_companys_ticket_page_is_a_plain_404(app, client, acme, rival):
@@ -262,4 +271,4 @@ def test_ticket_page_shows_the_capture_time_on_the_jobsite_clock(app, client, ac
         db.session.commit()
     html = browser.get(f"/tickets/{ticket['id']}").get_data(as_text=True)
     # The seeded projects are in California: 03:30 UTC is 20:30 the evening before.
-    assert "2026-06-03 20:30 PDT (2026-06-04 03:30 UTC) via api" in html
+    assert "<dt>Recorded</dt><dd>2026-06-03 20:30 PDT</dd>" in html

@@ -67,3 +67,11 @@ def tablet(chromium):
     context = chromium.new_context(viewport={"width": 1024, "height": 768}, has_touch=True)
     yield context
     context.close()
+
+
+@pytest.fixture
+def portrait_tablet(chromium):
+    """A tablet held upright (768 x 1024, touch), the size a PM clears the queue on."""
+    context = chromium.new_context(viewport={"width": 768, "height": 1024}, has_touch=True)
+    yield context
+    context.close()

@@ -1,0 +1,123 @@
+"""Bulk approval from the queue and 'Approve and next' on the ticket page."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.pile import seed_pile
+from tests.test_approval import origin_rows
+from tests.test_review_pages import sign_in
+from tests.test_review_triage import browser_sign_in
+
+
+@pytest.fixture
+def pile(app, acme):
+    return seed_pile(app, acme)
+
+
+def writable(acme, pile):
+    """Clean, signed tickets on projects with change events, oldest first."""
+    ce = {str(p["id"]) for p in acme.projects if p["change_events"]}
+    return [t for t in reversed(pile) if t.clean and t.signed and t.project_id in ce]
+
+
+def outcomes(html):
+    return dict(re.findall(r'data-ticket="([0-9a-f-]+)" data-outcome="(\w+)"', html))
+
+
+def test_bulk_writes_each_once_and_reports_each(app, client, acme, pile, sandbox_server):
+    browser = sign_in(app, client, acme)
+    chosen = writable(acme, pile)[:4]
+    ce = {str(p["id"]) for p in acme.projects if p["change_events"]}
+    to_check = next(t for t in reversed(pile) if not t.clean and t.project_id in ce)
+    no_ce = next(t for t in pile if t.project_id not in ce and t.clean and t.signed)
+    ids = [t.id for t in chosen] + [to_check.id, no_ce.id]
+    confirm = browser.post("/queue/bulk", {"ids": ids, "from": "sort=oldest"}, htmx=True)
+    html = confirm.get_data(as_text=True)
+    total = sum(t.total for t in [*chosen, to_check, no_ce])
+    assert f"Write 6 tickets (${total:,.2f}) to Procore?" in html
+    assert origin_rows(sandbox_server, "change_events", chosen[0].id) == []  # nothing yet
+    done = browser.post("/queue/bulk/approve", {"ids": ids, "from": "sort=oldest"}, htmx=True)
+    html = done.get_data(as_text=True)
+    assert outcomes(html) == {**{t.id: "written" for t in chosen}, to_check.id: "refused",
+                              no_ce.id: "refused"}
+    assert "4 written, 0 already in Procore, 2 not written" in html
+    reasons = re.findall(r'<div class="reason">([^<]*)</div>', html)
+    assert any(re.search(r"Line 2 \(Mystery[^)]*\) has no budget code yet", r) for r in reasons), reasons
+    assert any("does not use change events" in r for r in reasons), reasons
+    for ticket in chosen:
+        assert len(origin_rows(sandbox_server, "change_events", ticket.id)) == 1
+    assert origin_rows(sandbox_server, "change_events", to_check.id) == []
+    # Sent again (a double tap, a reload): nothing is written twice.
+    again = browser.post("/queue/bulk/approve", {"ids": ids}, htmx=True).get_data(as_text=True)
+    assert {i: o for i, o in outcomes(again).items() if i in {t.id for t in chosen}} == \
+        {t.id: "already" for t in chosen}
+    for ticket in chosen:
+        assert len(origin_rows(sandbox_server, "change_events", ticket.id)) == 1
+
+
+def test_bulk_ignores_other_companies_tickets(app, client, acme, rival, pile, sandbox_server):
+    theirs = client.post("/v1/tickets", headers=rival.headers, json={
+        "project_id": rival.project()["id"], "description": "Theirs", "reason": "r",
+        "directed_by": "d", "labor": [{"trade": "Laborer", "hours": 1, "rate": 5,
+                                       "costCode": "02-200"}]}).json
+    browser = sign_in(app, client, acme)
+    html = browser.post("/queue/bulk/approve", {"ids": [theirs["id"]]}, htmx=True).get_data(as_text=True)
+    assert outcomes(html) == {}
+    assert origin_rows(sandbox_server, "change_events", theirs["id"]) == []
+
+
+@pytest.mark.browser
+def test_bulk_approve_ten_clean_tickets_in_the_browser(app, acme, pile, live_server, tablet,
+                                                       sandbox_server):
+    page = tablet.new_page()
+    browser_sign_in(page, live_server, app, acme)
+    chosen = writable(acme, pile)[:10]
+    page.goto(f"{live_server.url}/queue?project_id={chosen[0].project_id}&sort=oldest")
+    shown = set(page.locator("tr.queue-row").evaluate_all("rows => rows.map(r => r.dataset.ticket)"))
+    assert {t.id for t in chosen} <= shown
+    for ticket in chosen:
+        page.check(f"input[name=ids][value='{ticket.id}']")
+    total = sum(t.total for t in chosen)
+    assert page.inner_text("#bulk-summary") == f"10 selected · ${total:,.2f}"
+    page.click("#bulk-approve")
+    page.wait_for_selector(f"text=Write 10 tickets (${total:,.2f}) to Procore?")
+    page.click("#bulk-write")
+    page.wait_for_selector(".bulk-results")
+    assert "10 written, 0 already in Procore, 0 not written" in page.inner_text(".bulk-results")
+    for ticket in chosen:
+        assert len(origin_rows(sandbox_server, "change_events", ticket.id)) == 1
+    # The written tickets left 'Needs review'.
+    assert not shown & {t.id for t in chosen} & set(
+        page.locator("tr.queue-row").evaluate_all("rows => rows.map(r => r.dataset.ticket)"))
+
+
+@pytest.mark.browser
+def test_select_all_clean_on_this_page(app, acme, pile, live_server, tablet):
+    page = tablet.new_page()
+    browser_sign_in(page, live_server, app, acme)
+    page.click("text=Select all clean on this page")
+    ticked = set(page.locator("input[name=ids]:checked").evaluate_all("els => els.map(e => e.value)"))
+    on_page = set(page.locator("tr.queue-row").evaluate_all("rows => rows.map(r => r.dataset.ticket)"))
+    assert ticked == {t.id for t in writable(acme, pile)} & on_page and ticked
+
+
+@pytest.mark.browser
+def test_approve_and_next_follows_the_queue_order(app, acme, pile, live_server, tablet,
+                                                  sandbox_server):
+    page = tablet.new_page()
+    browser_sign_in(page, live_server, app, acme)
+    page.click(".sorts >> text=Oldest first")
+    page.wait_for_url(re.compile(r".*sort=oldest.*"))
+    ordered = [t.id for t in reversed(pile)]
+    first = writable(acme, pile)[0]
+    following = ordered[ordered.index(first.id) + 1]
+    page.click(f"tr[data-ticket='{first.id}'] td.description a")
+    page.wait_for_selector("#ticket-panel")
+    page.click("text=Approve and next")
+    page.wait_for_url(re.compile(rf".*/tickets/{following}\?.*"))
+    page.wait_for_selector("text=was written to Procore. This is the next ticket.")
+    assert len(origin_rows(sandbox_server, "change_events", first.id)) == 1
+    page.click("text=Back to the queue")
+    page.wait_for_url(re.compile(r".*sort=oldest.*"))

@@ -1,0 +1,108 @@
+"""Procore unreachable: the review pages answer quickly from what they last knew, with a banner."""
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from tests.pile import seed_pile
+from tests.test_review_pages import sign_in
+from tests.test_review_triage import browser_sign_in
+
+BUDGET = 2.0  # seconds a page may take while Procore is away
+
+
+@pytest.fixture
+def pile(app, acme):
+    return seed_pile(app, acme)
+
+
+def stop_procore(app):
+    """Point the company's connection at a port nothing listens on and forget cached answers."""
+    from services import projects
+    app.config["SANDBOX_URL"] = "http://127.0.0.1:9"
+    with app.app_context():
+        projects.clear_caches()
+
+
+def timed(browser, path):
+    start = time.monotonic()
+    response = browser.get(path)
+    return response, time.monotonic() - start
+
+
+def test_queue_and_ticket_answer_quickly_from_what_was_known(app, client, acme, pile):
+    browser = sign_in(app, client, acme)
+    before = browser.get("/queue").get_data(as_text=True)
+    browser.get(f"/tickets/{pile[1].id}")  # the pages have read names, codes and capabilities
+    assert "Procore is unreachable" not in before
+    stop_procore(app)
+    response, took = timed(browser, "/queue")
+    html = response.get_data(as_text=True)
+    assert response.status_code == 200 and took < BUDGET, took
+    assert "Procore is unreachable since" in html and 'data-procore="down"' in html
+    names = re.findall(r'<td class="project">([^<]*)</td>', html)
+    assert names and all(not name.isdigit() for name in names)  # names, not ids
+    assert "of 60 ticket(s)" in html
+    response, took = timed(browser, f"/tickets/{pile[1].id}")
+    html = response.get_data(as_text=True)
+    assert response.status_code == 200 and took < BUDGET, took
+    assert "Procore is unreachable since" in html and "02-200.L" in html
+    # The filter that needs the codes still answers in time.
+    response, took = timed(browser, "/queue?to_check=1")
+    assert took < BUDGET and f"of {sum(1 for t in pile if not t.clean)} ticket(s)" in \
+        response.get_data(as_text=True)
+
+
+def test_nothing_known_yet_still_answers_in_time(app, client, acme, pile):
+    browser = sign_in(app, client, acme)
+    stop_procore(app)
+    response, took = timed(browser, "/queue")
+    assert response.status_code == 200 and took < BUDGET, took
+    assert "Procore is unreachable since" in response.get_data(as_text=True)
+
+
+def test_approval_while_away_says_so_and_stays_available(app, client, acme, pile, sandbox_server):
+    from tests.test_approval import origin_rows
+    browser = sign_in(app, client, acme)
+    target = next(t for t in pile if t.clean and t.signed and t.project_id == pile[1].project_id)
+    browser.get(f"/tickets/{target.id}")
+    stop_procore(app)
+    app.config["PROJECT_SYSTEM_READ_RETRIES"] = 0
+    refused = browser.post(f"/tickets/{target.id}/approve", {"destination": "change_event"})
+    html = refused.get_data(as_text=True)
+    assert "Procore cannot be reached right now. Nothing was written" in html
+    assert "Approve and write" in html  # still there to retry
+    assert origin_rows(sandbox_server, "change_events", target.id) == []
+
+
+@pytest.mark.browser
+def test_queue_with_procore_stopped_answers_fast_and_backs_off(app, acme, pile, live_server, tablet):
+    page = tablet.new_page()
+    browser_sign_in(page, live_server, app, acme)  # the queue has been read once with Procore up
+    stop_procore(app)
+    page.clock.install()
+    start = time.monotonic()
+    page.goto(f"{live_server.url}/queue")
+    assert time.monotonic() - start < BUDGET
+    assert "Procore is unreachable since" in page.inner_text(".procore-down")
+    started, finished, overlap = [], [], []
+
+    def on_request(request):
+        if "/queue" in request.url and request.headers.get("hx-request"):
+            started.append(request.url)
+            overlap.append(len(started) - len(finished))
+    page.on("request", on_request)
+    page.on("requestfinished", lambda r: finished.append(r.url) if "/queue" in r.url and r.headers.get("hx-request") else None)
+    page.clock.run_for(21_000)
+    assert started == []  # away: the first refresh waits 40 s, not 20
+    with page.expect_response(lambda r: "/queue" in r.url):
+        page.clock.run_for(20_000)
+    page.wait_for_function("() => document.querySelector('#queue-rows .procore-down') !== null")
+    assert len(started) == 1
+    page.clock.run_for(41_000)
+    assert len(started) == 1  # then 80 s
+    with page.expect_response(lambda r: "/queue" in r.url):
+        page.clock.run_for(40_000)
+    assert len(started) == 2 and max(overlap) == 1
