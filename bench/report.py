@@ -99,10 +99,11 @@ def figures(r: dict) -> list[dict]:
     warm = ap["warm"]
     calls = max(len(a["calls"]) for a in warm)
     attachments = warm[0]["attachments"]
-    allowed = 3 + attachments
+    # Procore's direct-upload flow takes three calls a file: the upload, the file, the PATCH.
+    allowed = 3 + 3 * attachments
     section = f"{number + 2}. Approve ({attachments} attachments: photo and signature)"
     rows.append(_fig("approve.calls", section, "Project-system calls per approval", calls,
-                     "calls", allowed, f"≤ 3 + {attachments} = {allowed}", calls <= allowed))
+                     "calls", allowed, f"≤ 3 + 3 × {attachments} = {allowed}", calls <= allowed))
     ms = statistics.median(a["ms"] for a in warm)
     waited = statistics.median(a["project_system_ms"] for a in warm)
     rows.append(_fig("approve.ms", section, "Approval time", ms, "ms", waited, "—", None))
