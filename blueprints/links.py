@@ -50,14 +50,20 @@ def _capture_response(body: str, status: int = 200) -> Response:
 
 def _gone_page(error: ServiceError) -> Response:
     """The page a crew sees for a revoked or unknown link."""
-    return _capture_response(render_template("capture/gone.html"), status=error.status)
+    return _capture_response(render_template("capture/gone.html", token=_token_arg()),
+                             status=error.status)
+
+
+def _token_arg() -> str:
+    """The link token of the current capture request, for the page's own checks."""
+    return str((request.view_args or {}).get("token", ""))[:64]
 
 
 def _form_context(link, via: str, values: dict | None = None, errors: dict | None = None) -> dict:
     """Everything the capture form template needs."""
     return {"link": link, "via": via, "values": values or {}, "errors": errors or {},
             "cost_codes": capture.cost_code_choices(link.company_id, link.project_id),
-            "row_kinds": capture.ROW_KINDS}
+            "row_kinds": capture.ROW_KINDS, "ticket_schema": capture.ticket_schema()}
 
 
 @bp.get("/c/sw.js")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import re
 from typing import Any
 
@@ -17,6 +18,12 @@ _PATH_PART = re.compile(r"([A-Za-z_]+)(?:\[(\d{1,3})\])?")
 ROW_KINDS = {"labor": ("trade", "hours", "workers", "rate", "costCode"),
              "equipment": ("description", "hours", "rate", "costCode"),
              "materials": ("description", "quantity", "unitCost", "costCode")}
+
+
+@functools.lru_cache(maxsize=1)
+def ticket_schema() -> dict[str, Any]:
+    """The JSON Schema of a new ticket: the very rules the server checks, for the phone to check first."""
+    return TicketInput.model_json_schema(mode="validation")
 
 
 def short_reference(ticket_id: str) -> str:

@@ -6,6 +6,8 @@ importScripts("/static/vendor/idb-keyval-6.3.0.umd.js");
 
 var QUEUE_PREFIX = "ticket:";
 var REFUSED_PREFIX = "refused:";
+var SENT_PREFIX = "sent:";
+var SEND_LOCK = "capture-send";
 var PAGE_CACHE = "capture-pages-v1";
 var NETWORK_WAIT_MS = 4000;
 var PAGE_PATH = /^\/c\/[A-Za-z0-9_-]+(\/[qs])?$/;
@@ -80,33 +82,55 @@ self.addEventListener("message", function (event) {
   if (event.data && event.data.type === "keep-page") { event.waitUntil(keepPage(event.data)); }
 });
 
+/* One sender at a time on this phone: the page takes the same lock before it sends. */
+function withSendLock(work) {
+  if (self.navigator && navigator.locks && navigator.locks.request) { return navigator.locks.request(SEND_LOCK, work); }
+  return work();
+}
+
+/* One ticket after another, so a weak signal carries one upload at a time. */
 function sendQueued() {
-  return idbKeyval.keys().then(function (keys) {
-    var mine = keys.filter(function (key) { return String(key).indexOf(QUEUE_PREFIX) === 0; });
-    return Promise.all(mine.map(function (key) {
-      return idbKeyval.get(key).then(function (entry) {
-        if (!entry) { return null; }
-        return fetch(entry.url, {
-          method: "POST", body: JSON.stringify(entry.payload), credentials: "omit",
-          headers: { "Content-Type": "application/json", "Accept": "application/json" }
-        }).then(function (response) {
-          if (response.status === 200) {
-            return response.json().then(function (body) {
-              return idbKeyval.del(key).then(function () { return notify(body.reference); });
-            });
-          }
-          if ([400, 404, 410, 413].indexOf(response.status) >= 0) { return keepRefused(key, entry, response); }
-          throw new Error("not yet");
+  return withSendLock(function () {
+    return idbKeyval.keys().then(function (keys) {
+      var mine = keys.filter(function (key) { return String(key).indexOf(QUEUE_PREFIX) === 0; });
+      return mine.reduce(function (chain, key) {
+        return chain.then(function () { return sendOne(key); });
+      }, Promise.resolve());
+    });
+  });
+}
+
+function sendOne(key) {
+  return idbKeyval.get(key).then(function (entry) {
+    if (!entry) { return null; }
+    return fetch(entry.url, {
+      method: "POST", body: JSON.stringify(entry.payload), credentials: "omit",
+      headers: { "Content-Type": "application/json", "Accept": "application/json" }
+    }).then(function (response) {
+      if (response.status === 200) {
+        return response.json().then(function (body) {
+          return idbKeyval.del(key).then(function () { return recordSent(entry, body); })
+            .then(function () { return notify(body.reference); });
         });
-      });
-    }));
+      }
+      if ([400, 404, 410, 413].indexOf(response.status) >= 0) { return keepRefused(key, entry, response); }
+      throw new Error("not yet");
+    });
+  });
+}
+
+function recordSent(entry, body) {
+  return idbKeyval.set(SENT_PREFIX + entry.payload.client_ref, {
+    reference: body.reference, sent_at: new Date().toISOString(), state: "sent",
+    project_name: entry.project_name || null, description: entry.payload.description, url: entry.url
   });
 }
 
 function keepRefused(key, entry, response) {
   return response.json().catch(function () { return null; }).then(function (body) {
     var kept = { url: entry.url, payload: entry.payload, saved_at: entry.saved_at, status: response.status,
-                 error: (body && body.error) || null };
+                 error: (body && body.error) || null, signature: entry.signature || null,
+                 project_id: entry.project_id || null, project_name: entry.project_name || null };
     return idbKeyval.set(REFUSED_PREFIX + entry.payload.client_ref, kept);
   }).then(function () { return idbKeyval.del(key); });
 }

@@ -55,6 +55,12 @@ def fill_ticket(page) -> None:
     page.fill('input[name="labor[0].costCode"]', "03-300")
 
 
+def queued_keys(page) -> list[str]:
+    """Tickets still waiting on the phone or sent back to it."""
+    return [key for key in page.evaluate("idbKeyval.keys()")
+            if key.startswith(("ticket:", "refused:"))]
+
+
 def submit_offline(phone, page) -> None:
     """Lose the signal, press Send, and wait until the page says the ticket is kept."""
     phone.set_offline(True)
@@ -122,7 +128,7 @@ def test_offline_ticket_is_kept_and_sent_once(client, acme, live_server, phone, 
     page = open_capture(phone, link["url"])
     fill_ticket(page)
     submit_offline(phone, page)
-    assert "Saved on this phone, will send" in page.inner_text("#queue-status")
+    assert "Kept on this phone" in page.inner_text("#queue-status")
     with app.app_context():
         assert db.session.query(Ticket).count() == 0
     phone.set_offline(False)
@@ -136,8 +142,7 @@ def test_offline_ticket_is_kept_and_sent_once(client, acme, live_server, phone, 
         tickets = db.session.query(Ticket).all()
         assert len(tickets) == 1
         assert tickets[0].client_ref is not None
-    queued = page.evaluate("idbKeyval.keys()")
-    assert queued == []
+    assert queued_keys(page) == []
 
 
 KEPT_PATHS = """async () => {
@@ -216,8 +221,24 @@ def test_a_revoked_link_loses_its_copy_on_the_phone(client, acme, live_server, p
 
 
 def stored_keys(page) -> list[str]:
-    """What the capture page keeps in IndexedDB on the phone."""
-    return page.evaluate("idbKeyval.keys()")
+    """Tickets the capture page keeps on the phone to send or fix (not drafts or sent records)."""
+    return [key for key in page.evaluate("idbKeyval.keys()")
+            if key.startswith(("ticket:", "refused:"))]
+
+
+def refuse_next_ticket(page, details: list[dict]) -> None:
+    """The server refuses the next ticket once with these problems (as a stricter server would)."""
+    body = json.dumps({"error": {"code": "validation_failed", "message": "the request has problems",
+                                 "details": details}})
+    refused = []
+
+    def refuse(route):
+        if refused or route.request.method != "POST":
+            route.fallback()
+            return
+        refused.append(route.request.url)
+        route.fulfill(status=400, content_type="application/json", body=body)
+    page.context.route("**/tickets*", refuse)
 
 
 def test_a_queued_ticket_the_server_refuses_comes_back_into_the_form(client, acme, live_server,
@@ -225,45 +246,57 @@ def test_a_queued_ticket_the_server_refuses_comes_back_into_the_form(client, acm
     link = create_link(client, acme)
     page = open_capture(phone, link["url"])
     fill_ticket(page)
-    page.fill('input[name="labor[0].hours"]', "2000")  # over the limit only the server checks
     submit_offline(phone, page)
+    refuse_next_ticket(page, [{"field": "labor[0].hours",
+                               "message": "Input should be less than or equal to 1000"}])
     phone.set_offline(False)
     # Sent when the signal returns, refused: the ticket is back in the form with the reason.
     page.wait_for_selector(".js-form-error:not([hidden])", timeout=20_000)
-    assert "not accepted" in page.inner_text("#queue-status")
+    assert "Sent back" in page.inner_text("#queue-status")
     assert page.input_value('textarea[name="description"]').startswith("Cut and patched slab")
-    assert "1000" in page.inner_text('[data-error-for="labor[0].hours"]')
+    assert page.inner_text('[data-error-for="labor[0].hours"]') == "Must be 1000 or less."
     (key,) = stored_keys(page)
     assert key.startswith("refused:")
     # Closing the tab loses nothing: the ticket opens in the form again.
     page.reload()
-    page.wait_for_selector(".js-form-error:not([hidden])", timeout=20_000)
-    assert page.input_value('input[name="labor[0].hours"]') == "2000"
+    wait_for_script(page)
+    page.wait_for_function("() => document.querySelector('textarea[name=description]').value !== ''")
+    assert page.input_value('input[name="labor[0].hours"]') == "3"
     assert page.input_value('input[name="directed_by"]') == "Sam Ortiz, GC superintendent"
-    page.fill('input[name="labor[0].hours"]', "3")
+    page.fill('input[name="labor[0].hours"]', "2.5")
     page.click("button[type=submit]")
     page.wait_for_selector("#done:not([hidden])", timeout=20_000)
     with app.app_context():
         (ticket,) = db.session.query(Ticket).all()
-        assert float(ticket.lines[0]["hours"]) == 3.0
+        assert float(ticket.lines[0]["hours"]) == 2.5
     wait_for(page, lambda: stored_keys(page) == [])
 
 
-def test_a_ticket_queued_for_a_revoked_link_goes_through_a_new_one(client, acme, live_server,
-                                                                   phone, app):
-    old = create_link(client, acme)
+def queue_for_a_link_then_revoke_it(client, acme, phone, project: dict | None = None):
+    """A signed ticket queued with no signal for a link that is revoked before it is sent."""
+    old = client.post("/v1/links", headers=acme.headers,
+                      json={"project_id": (project or acme.project())["id"]}).json
     page = open_capture(phone, old["url"])
     fill_ticket(page)
+    sign(page)
+    page.fill('input[name="signature.name"]', "Sam Ortiz")
     submit_offline(phone, page)
     assert client.post(f"/v1/links/{old['token']}/revoke", headers=acme.headers).status_code == 200
     phone.set_offline(False)
     # Refused with 410 when the signal returns: kept on the phone, not dropped.
     wait_for(page, lambda: [k[:8] for k in stored_keys(page)] == ["refused:"])
+    return old, page
+
+
+def test_a_ticket_queued_for_a_revoked_link_goes_through_a_new_one(client, acme, live_server,
+                                                                   phone, app):
+    old, page = queue_for_a_link_then_revoke_it(client, acme, phone)
     new = create_link(client, acme)
     page.goto(new["url"])
-    page.wait_for_selector("#queue-status button")
+    page.wait_for_selector("#tray-actions button")
     assert "no longer works" in page.inner_text("#queue-status")
-    page.click("#queue-status button")
+    assert page.inner_text("#tray-actions button") == "Open it in this form"
+    page.click("#tray-actions button")
     assert page.input_value('input[name="labor[0].trade"]') == "Concrete finisher"
     page.click("button[type=submit]")
     page.wait_for_selector("#done:not([hidden])", timeout=20_000)
@@ -271,7 +304,116 @@ def test_a_ticket_queued_for_a_revoked_link_goes_through_a_new_one(client, acme,
         (ticket,) = db.session.query(Ticket).all()
         assert ticket.link_token == new["token"]
         assert ticket.description == "Cut and patched slab for the plumber's sleeve"
+        assert ticket.signature and ticket.signature["name"] == "Sam Ortiz"
     wait_for(page, lambda: stored_keys(page) == [])
+
+
+def test_a_ticket_for_a_revoked_link_changes_project_only_when_the_crew_chooses(
+        client, acme, live_server, phone, app):
+    first, other = acme.project(), acme.project(change_events=False)
+    old, page = queue_for_a_link_then_revoke_it(client, acme, phone, first)
+    # The revoked link's page says the ticket is still here, not that nothing was saved.
+    page.goto(old["url"])
+    page.wait_for_selector("#kept-here:not([hidden])")
+    text = page.inner_text("main")
+    assert "still on this phone" in page.inner_text("#kept-here")
+    assert "Cut and patched slab" in page.inner_text("#kept-here")
+    assert "Nothing was saved" not in text
+    # A link of another project: the ticket is named with its project, and the form stays empty.
+    new = client.post("/v1/links", headers=acme.headers, json={"project_id": other["id"]}).json
+    page.goto(new["url"])
+    page.wait_for_selector("#tray-actions button")
+    assert first["name"] in page.inner_text("#queue-status")
+    choice = page.inner_text("#tray-actions button")
+    assert other["name"] in choice
+    assert page.input_value('textarea[name="description"]') == ""
+    page.reload()  # opening the page again files nothing either
+    wait_for_script(page)
+    page.wait_for_selector("#tray-actions button")
+    with app.app_context():
+        assert db.session.query(Ticket).count() == 0
+    page.click("#tray-actions button")
+    notice = page.inner_text("#project-notice")
+    assert first["name"] in notice and other["name"] in notice
+    page.click("button[type=submit]")
+    page.wait_for_selector("#done:not([hidden])", timeout=20_000)
+    with app.app_context():
+        (ticket,) = db.session.query(Ticket).all()
+        assert ticket.project_id == other["id"] and ticket.link_token == new["token"]
+        assert ticket.signature and ticket.signature.get("image") is not None or ticket.signature
+
+
+def signature_points(page) -> int:
+    """How many signature points the pad on screen holds."""
+    return page.evaluate("""() => {
+        const canvas = document.getElementById('signature-pad');
+        const ctx = canvas.getContext('2d');
+        const data = ctx.getImageData(0, 0, canvas.width, canvas.height).data;
+        let inked = 0;
+        for (let i = 3; i < data.length; i += 4) { if (data[i] > 0) inked++; }
+        return inked;
+    }""")
+
+
+def test_a_reload_restores_the_draft_with_its_signature(client, acme, live_server, phone):
+    link = create_link(client, acme)
+    page = open_capture(phone, link["url"])
+    fill_ticket(page)
+    add_labor_row(page, "Laborer", "3", "48")
+    page.set_input_files('input[name="photo_files"]', files=[
+        {"name": "slab.jpg", "mimeType": "image/jpeg", "buffer": camera_jpeg()}])
+    page.wait_for_selector("#photo-list img", timeout=30_000)
+    sign(page)
+    page.fill('input[name="signature.name"]', "Sam Ortiz")
+    wait_for(page, lambda: page.evaluate(
+        "idbKeyval.get('draft:' + document.getElementById('ticket-form').dataset.token)"
+        ".then(d => !!d && d.values['signature.name'] === 'Sam Ortiz' && d.signature"
+        " && d.signature.strokes.length > 0)"))
+    # Android closed the tab while the camera was open: the page opens again with everything.
+    page.close()
+    page = open_capture(phone, link["url"])
+    page.wait_for_function("() => document.querySelector('textarea[name=description]').value !== ''")
+    assert page.input_value('textarea[name="description"]') == "Cut and patched slab for the plumber's sleeve"
+    assert page.input_value('input[name="signature.name"]') == "Sam Ortiz"
+    rows = page.locator("#labor-rows > .row")
+    assert rows.count() == 2
+    assert rows.nth(1).locator('input[name$=".trade"]').input_value() == "Laborer"
+    assert page.locator("#photo-list img").count() == 1
+    assert signature_points(page) > 100
+    # The address bar hides on scroll: the window resizes, and the signature stays.
+    before = page.evaluate("document.getElementById('signature-pad').width")
+    page.set_viewport_size({"width": 360, "height": 680})
+    page.set_viewport_size({"width": 400, "height": 740})
+    page.wait_for_function(f"() => document.getElementById('signature-pad').width > {before}")
+    assert signature_points(page) > 100
+    with page.expect_request(lambda r: r.method == "POST" and "/tickets" in r.url) as sent:
+        page.click("button[type=submit]")
+    payload = json.loads(sent.value.post_data)
+    assert payload["signature"]["image"].startswith("data:image/png")
+    assert payload["signature"]["name"] == "Sam Ortiz"
+    page.wait_for_selector("#done:not([hidden])", timeout=20_000)
+
+
+def test_a_restored_ticket_keeps_its_signature_through_a_resize(client, acme, live_server, phone,
+                                                                 app):
+    link = create_link(client, acme)
+    page = open_capture(phone, link["url"])
+    fill_ticket(page)
+    sign(page)
+    submit_offline(phone, page)
+    refuse_next_ticket(page, [{"field": "description", "message": "Field required"}])
+    phone.set_offline(False)
+    page.wait_for_selector(".js-form-error:not([hidden])", timeout=20_000)
+    assert page.inner_text('[data-error-for="description"]') == "Please fill this in."
+    assert signature_points(page) > 100
+    page.set_viewport_size({"width": 360, "height": 600})
+    page.set_viewport_size({"width": 360, "height": 740})
+    assert signature_points(page) > 100
+    page.click("button[type=submit]")
+    page.wait_for_selector("#done:not([hidden])", timeout=20_000)
+    with app.app_context():
+        (ticket,) = db.session.query(Ticket).all()
+        assert ticket.signature is not None
 
 
 def test_errors_show_beside_their_fields(client, acme, live_server, phone):
