@@ -176,12 +176,15 @@
     });
   }
 
-  trayToggle.addEventListener("click", function () {
-    var open = ticketList.hidden;
+  function openList(open) {
     ticketList.hidden = !open;
     trayToggle.setAttribute("aria-expanded", open ? "true" : "false");
     if (open) { refreshTray(); }
-  });
+  }
+
+  trayToggle.addEventListener("click", function () { openList(ticketList.hidden); });
+  // Back to the form: the list folds away so it never covers what the crew is filling in.
+  form.addEventListener("focusin", function () { if (!ticketList.hidden) { openList(false); } });
 
   /* ---- Rows ---- */
 
@@ -917,7 +920,10 @@
       return withSendLock(function () {
         return store.get(QUEUE_PREFIX + entry.payload.client_ref).then(function (still) {
           if (!still) { return { state: "gone-already" }; }  // the service worker sent it meanwhile
-          return send(entry, function (percent) { progress.value = percent; });
+          return send(entry, function (percent) {
+            progress.value = percent;
+            showStatus("sending", "Sending the ticket: " + percent + "%");
+          });
         });
       }).then(function (outcome) {
         sending = false;

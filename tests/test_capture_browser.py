@@ -435,3 +435,75 @@ def test_revoked_link_page(client, acme, live_server, phone):
     assert response.status == 410
     assert "This link no longer works" in page.inner_text("h1")
     assert "Ask your project manager for a new one." in page.inner_text("main")
+
+
+def in_view(page, selector: str) -> bool:
+    """Whether an element is wholly on screen."""
+    box = page.locator(selector).bounding_box()
+    size = page.viewport_size
+    return box is not None and box["y"] >= 0 and box["y"] + box["height"] <= size["height"] + 1
+
+
+def test_the_tray_stays_on_screen_and_says_what_happened(client, acme, live_server, phone, app):
+    import re
+
+    link = create_link(client, acme)
+    page = open_capture(phone, link["url"])
+    page.wait_for_selector("#queue-status.idle")
+    assert page.inner_text("#queue-status") == "Nothing waiting to send."
+    fill_ticket(page)
+    page.locator("button[type=submit]").scroll_into_view_if_needed()
+    assert in_view(page, "#queue-status")
+    submit_offline(phone, page)
+    # The form is emptied only once the ticket is kept, and the page says so where the crew looks.
+    assert in_view(page, "#queue-status") and in_view(page, "#kept")
+    assert "1 waiting" in page.inner_text("#queue-status")
+    assert "Kept on this phone" in page.inner_text("#queue-status")
+    seen_while_sending = []
+
+    def watch(route):
+        seen_while_sending.append(page.evaluate("document.getElementById('queue-status').textContent"))
+        route.fallback()
+    phone.route("**/tickets*", watch)
+    phone.set_offline(False)
+    page.wait_for_selector("#queue-status.sent", timeout=20_000)
+    assert seen_while_sending and all("Sending" in text for text in seen_while_sending)
+    assert re.fullmatch(r"Sent T-[0-9A-F]{8} \d\d:\d\d( [AP]M)?", page.inner_text("#queue-status"))
+    page.click("#tray-toggle")
+    (item,) = page.locator("#phone-tickets li").all()
+    assert item.get_attribute("data-state") == "sent"
+    assert "Cut and patched slab" in item.inner_text() and "Sent T-" in item.inner_text()
+    phone.unroute("**/tickets*")
+
+    # The office's storage is full (507): the ticket stays on the phone, in plain words.
+    page.click("[data-record-another] >> visible=true")
+    fill_ticket(page)
+    assert page.input_value('input[name="captured_by"]') == "Lee Park"
+
+    def full(route):
+        route.fulfill(status=507, content_type="application/json",
+                      body=json.dumps({"error": {"code": "storage_full", "message": "quota"}}))
+    phone.route("**/tickets*", full)
+    page.click("button[type=submit]")
+    page.wait_for_selector("#queue-status.saved")
+    assert "out of space" in page.inner_text("#queue-status")
+    assert "Kept on this phone" in page.inner_text("#queue-status")
+    assert [k[:7] for k in stored_keys(page)] == ["ticket:"]
+    states = [li.get_attribute("data-state") for li in page.locator("#phone-tickets li").all()]
+    assert sorted(states) == ["sent", "waiting"]
+    with app.app_context():
+        assert db.session.query(Ticket).count() == 1
+
+
+def test_the_form_is_not_emptied_when_the_phone_cannot_keep_the_ticket(client, acme, live_server,
+                                                                        phone, app):
+    link = create_link(client, acme)
+    page = open_capture(phone, link["url"])
+    fill_ticket(page)
+    page.evaluate("() => { idbKeyval.set = () => Promise.reject(new Error('the phone is full')); }")
+    phone.set_offline(True)
+    page.click("button[type=submit]")
+    page.wait_for_selector("#queue-status.problem")
+    assert "could not keep" in page.inner_text("#queue-status")
+    assert page.input_value('textarea[name="description"]').startswith("Cut and patched slab")
+    assert page.is_visible("#ticket-form")
