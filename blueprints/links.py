@@ -138,8 +138,10 @@ def capture_submit(token: str) -> Response:
         if error.status in (404, 410):
             return _gone_page(error)
         link = links.resolve_token(token)
-        errors = {d["field"]: d["message"] for d in (error.details or []) if isinstance(d, dict)}
-        errors.setdefault("_form", error.message)
+        errors = {d["field"]: capture.plain_message(d["message"])
+                  for d in (error.details or []) if isinstance(d, dict)}
+        errors.setdefault("_form", "Please fix the marked fields." if error.status == 400
+                          else error.message)
         return _capture_response(render_template(
             "capture/page.html", **_form_context(link, via, request.form.to_dict(), errors)),
             status=400)

@@ -26,6 +26,26 @@ def ticket_schema() -> dict[str, Any]:
     return TicketInput.model_json_schema(mode="validation")
 
 
+_PLAIN = (
+    (re.compile(r"at least 1 character|Field required|more than whitespace", re.I),
+     lambda m: "Please fill this in."),
+    (re.compile(r"less than or equal to ([\d.]+)", re.I), lambda m: f"Must be {m.group(1)} or less."),
+    (re.compile(r"greater than or equal to ([\d.]+)", re.I), lambda m: f"Must be {m.group(1)} or more."),
+    (re.compile(r"at most (\d+) characters", re.I), lambda m: f"Too long: at most {m.group(1)} letters."),
+    (re.compile(r"valid number|must be a number|finite number", re.I),
+     lambda m: "Write a number, like 2 or 1.5."),
+)
+
+
+def plain_message(message: str) -> str:
+    """A validation message in a crew's words (the page's script does the same for its own checks)."""
+    for pattern, words in _PLAIN:
+        match = pattern.search(message)
+        if match:
+            return words(match)
+    return message
+
+
 def short_reference(ticket_id: str) -> str:
     """The reference a crew can read out over the phone: T- and the id's first 8 characters."""
     return "T-" + ticket_id.replace("-", "")[:8].upper()

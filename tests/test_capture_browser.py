@@ -507,3 +507,70 @@ def test_the_form_is_not_emptied_when_the_phone_cannot_keep_the_ticket(client, a
     assert "could not keep" in page.inner_text("#queue-status")
     assert page.input_value('textarea[name="description"]').startswith("Cut and patched slab")
     assert page.is_visible("#ticket-form")
+
+
+def test_the_phone_checks_the_servers_rules_before_keeping_a_ticket(client, acme, live_server,
+                                                                    phone, app):
+    link = create_link(client, acme)
+    page = open_capture(phone, link["url"])
+    for name in ("description", "reason", "directed_by"):
+        field = page.locator(f'[name="{name}"]')
+        assert field.get_attribute("aria-required") == "true"
+        assert "*" in page.locator(".field", has=field).locator("span").first.inner_text()
+    assert page.locator('.field:has([name="captured_by"]) .req').count() == 0
+    page.fill('textarea[name="reason"]', "Sleeve was missed")
+    page.fill('input[name="directed_by"]', "   ")
+    page.fill('input[name="labor[0].trade"]', "Laborer")
+    page.fill('input[name="labor[0].hours"]', "2000")
+    page.fill('input[name="labor[0].workers"]', "two")
+    phone.set_offline(True)
+    page.click("button[type=submit]")
+    page.wait_for_selector("#queue-status.problem")
+    # Nothing is kept or sent until the marked fields are right, and the words are plain.
+    assert stored_keys(page) == []
+    assert page.is_hidden("#kept")
+    assert page.inner_text('[data-error-for="description"]') == "Please fill this in."
+    assert page.inner_text('[data-error-for="directed_by"]') == "Please fill this in."
+    assert page.inner_text('[data-error-for="labor[0].hours"]') == "Must be 1000 or less."
+    assert page.inner_text('[data-error-for="labor[0].workers"]') == "Write a number, like 2 or 1.5."
+    assert page.inner_text('[data-error-for="reason"]') == ""
+    body = page.inner_text("body")
+    for developer_words in ("String should", "Field required", "Input should"):
+        assert developer_words not in body
+    assert page.evaluate("document.activeElement.name") == "description"
+    page.fill('textarea[name="description"]', "Patched slab")
+    page.fill('input[name="directed_by"]', "Sam Ortiz")
+    page.fill('input[name="labor[0].hours"]', "2,5")
+    page.fill('input[name="labor[0].workers"]', "2")
+    page.click("button[type=submit]")
+    page.wait_for_selector("#queue-status.saved")
+    phone.set_offline(False)
+    page.wait_for_selector("#queue-status.sent", timeout=20_000)
+    with app.app_context():
+        (ticket,) = db.session.query(Ticket).all()
+        assert float(ticket.lines[0]["hours"]) == 2.5
+
+
+def test_the_page_checks_with_the_same_schema_the_api_publishes(client, acme):
+    """The rules the phone checks are the server's own, as the OpenAPI document states them."""
+    import html
+    import re
+
+    link = create_link(client, acme)
+    page = client.get(f"/c/{link['token']}").get_data(as_text=True)
+    embedded = json.loads(html.unescape(re.search(
+        r'<script type="application/json" id="ticket-schema">(.*?)</script>', page, re.S).group(1)))
+    document = client.get("/v1/openapi.json").json
+    published = document["components"]["schemas"]
+
+    def resolve(node, defs):
+        if isinstance(node, dict):
+            if "$ref" in node:
+                return resolve(defs[node["$ref"].rsplit("/", 1)[1]], defs)
+            return {k: resolve(v, defs) for k, v in node.items() if k not in ("title", "description")}
+        if isinstance(node, list):
+            return [resolve(v, defs) for v in node]
+        return node
+
+    assert resolve(embedded, embedded.get("$defs", {}))["properties"] == \
+        resolve(published["TicketInput"], published)["properties"]
