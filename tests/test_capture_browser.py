@@ -4,6 +4,8 @@ from __future__ import annotations
 import base64
 import io
 import json
+import re
+from pathlib import Path
 
 import pytest
 from PIL import Image
@@ -574,3 +576,82 @@ def test_the_page_checks_with_the_same_schema_the_api_publishes(client, acme):
 
     assert resolve(embedded, embedded.get("$defs", {}))["properties"] == \
         resolve(published["TicketInput"], published)["properties"]
+
+
+AXE = (Path(__file__).parent / "vendor" / "axe-core-4.14.1.min.js")
+
+
+def contrast(first: str, second: str) -> float:
+    """WCAG contrast ratio of two CSS rgb() colours."""
+    def luminance(colour: str) -> float:
+        channels = [int(c) / 255 for c in re.findall(r"\d+", colour)[:3]]
+        linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+        return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+    high, low = sorted((luminance(first), luminance(second)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def serious_axe_problems(page) -> list[str]:
+    """axe-core's serious and critical findings on the page as it is now."""
+    page.evaluate(AXE.read_text())
+    found = page.evaluate("() => axe.run(document, {resultTypes: ['violations']})")
+    return [f"{v['id']}: {v['help']} ({len(v['nodes'])})" for v in found["violations"]
+            if v["impact"] in ("serious", "critical")]
+
+
+def test_sun_and_gloves_borders_targets_and_undo(client, acme, live_server, phone):
+    link = create_link(client, acme)
+    page = open_capture(phone, link["url"])
+    white = "rgb(255, 255, 255)"
+    for selector in ('textarea[name="description"]', 'input[name="labor[0].hours"]', ".signature-box"):
+        border = page.eval_on_selector(selector, "e => getComputedStyle(e).borderTopColor")
+        assert contrast(border, white) >= 3, (selector, border)
+    page.focus('input[name="directed_by"]')
+    ring = page.eval_on_selector('input[name="directed_by"]', "e => getComputedStyle(e).outlineColor")
+    assert contrast(ring, white) >= 3
+    assert "Sign here" in page.inner_text(".signature-box")
+    # Every control the crew taps is at least 48 px each way.
+    add_labor_row(page, "Laborer", "3", "48")
+    page.set_input_files('input[name="photo_files"]', files=[
+        {"name": "slab.jpg", "mimeType": "image/jpeg", "buffer": camera_jpeg()}])
+    page.wait_for_selector("#photo-list img", timeout=30_000)
+    for control in page.locator("main button:visible, main input:visible, main textarea:visible, "
+                                "main a:visible, #tray button:visible").all():
+        box = control.bounding_box()
+        assert box["height"] >= 48 and box["width"] >= 48, control.evaluate("e => e.outerHTML")
+    # Removing a line, a photo or the signature can be undone.
+    page.locator("#labor-rows > .row").nth(1).locator(".remove-row").click()
+    assert page.locator("#labor-rows > .row").count() == 1
+    page.click("#undo-bar button")
+    assert page.locator("#labor-rows > .row").nth(1).locator('input[name$=".trade"]').input_value() == "Laborer"
+    page.click("#photo-list button")
+    assert page.locator("#photo-list img").count() == 0
+    page.click("#undo-bar button")
+    assert page.locator("#photo-list img").count() == 1
+    sign(page)
+    inked = signature_points(page)
+    page.click("#signature-clear")
+    assert signature_points(page) == 0
+    page.click("#undo-bar button")
+    assert signature_points(page) == inked
+
+
+def test_crew_pages_have_no_serious_accessibility_problems(client, acme, live_server, chromium):
+    link = create_link(client, acme)
+    # axe is injected by the test itself, so this context lets the page run it despite the CSP.
+    context = chromium.new_context(viewport={"width": 360, "height": 740}, is_mobile=True,
+                                   has_touch=True, bypass_csp=True)
+    try:
+        page = context.new_page()
+        page.goto(link["url"])
+        wait_for_script(page)
+        page.click("button[type=submit]")  # with its errors showing
+        page.wait_for_selector("#queue-status.problem")
+        assert serious_axe_problems(page) == []
+        page.goto(link["poster_url"])
+        assert serious_axe_problems(page) == []
+        client.post(f"/v1/links/{link['token']}/revoke", headers=acme.headers)
+        page.goto(link["url"])
+        assert serious_axe_problems(page) == []
+    finally:
+        context.close()
