@@ -236,7 +236,7 @@ def compress_photo(browser, capture_url: str, jpeg: bytes, runs: int = 3) -> Pho
             page.goto(capture_url, wait_until="load", timeout=60_000)
             _wait(page, "document.documentElement.classList.contains('js')", 60)
             _throttle(context, page, network=False)
-            page.set_input_files("input[name=photo_files]", files=[
+            page.set_input_files("#photo-gallery", files=[
                 {"name": "site.jpg", "mimeType": "image/jpeg", "buffer": jpeg}])
             _wait(page, "window.__photoDone !== undefined", 120)
             done = page.evaluate("() => ({ms: window.__photoDone - window.__photoStart,"

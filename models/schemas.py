@@ -306,6 +306,9 @@ class TicketInput(InputShape):
     photos: list[PhotoIn] = Field(default_factory=list, max_length=12,
                                   description="At most 12 photos per ticket.")
     signature: SignatureIn | None = None
+    worked_on: dt.date | None = Field(
+        default=None, description="The day the work was done (YYYY-MM-DD), if not the day the "
+                                  "ticket is sent; it dates the daily log entry.")
     client_ref: str | None = Field(
         default=None, pattern=r"^[A-Za-z0-9_-]{8,64}$",
         description="Your own id for this ticket (8 to 64 letters, digits, '-', '_'). Sending "
@@ -413,6 +416,7 @@ class TicketSummary(Shape):
     reason: str
     directed_by: str
     captured_at: dt.datetime
+    worked_on: dt.date | None = None
     captured_via: Literal["qr", "sms", "link", "api"]
     captured_by: str | None
     total: JsonNumber

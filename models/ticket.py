@@ -5,7 +5,7 @@ import datetime as dt
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import JSON, Date, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from models.base import Money, db, utcnow
@@ -41,6 +41,8 @@ class Ticket(db.Model):
     directed_by: Mapped[str] = mapped_column(String(200))
     captured_by: Mapped[str | None] = mapped_column(String(200))
     captured_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    # The day the work was done, as the crew gave it; empty means the jobsite date of captured_at.
+    worked_on: Mapped[dt.date | None] = mapped_column(Date, nullable=True)
     captured_via: Mapped[str] = mapped_column(String(8))
     link_token: Mapped[str | None] = mapped_column(String(64))
     client_ref: Mapped[str | None] = mapped_column(String(64))

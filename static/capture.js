@@ -34,8 +34,8 @@
   var photoList = document.getElementById("photo-list");
   var photoInputs = form.querySelectorAll("input[type=file][data-photos]");
   var projectNotice = document.getElementById("project-notice");
-  var schemaBlock = document.getElementById("ticket-schema");
-  var schema = schemaBlock ? JSON.parse(schemaBlock.textContent) : null;
+  var schemaText = form.getAttribute("data-schema");
+  var schema = schemaText ? JSON.parse(schemaText) : null;  // the server's own rules for a ticket
   var photos = [];
   var rowCounter = 100;
   var signaturePad = null;
@@ -308,6 +308,36 @@
     });
   }
 
+  function pad2(n) { return (n < 10 ? "0" : "") + n; }
+
+  /* A moment as the phone's wall clock shows it, with its offset: 2026-11-20T14:05:00-08:00. */
+  function localIso(when) {
+    var offset = -when.getTimezoneOffset(), sign = offset >= 0 ? "+" : "-";
+    offset = Math.abs(offset);
+    return when.getFullYear() + "-" + pad2(when.getMonth() + 1) + "-" + pad2(when.getDate()) + "T" +
+      pad2(when.getHours()) + ":" + pad2(when.getMinutes()) + ":" + pad2(when.getSeconds()) +
+      sign + pad2(Math.floor(offset / 60)) + ":" + pad2(offset % 60);
+  }
+
+  function today() {
+    return localIso(new Date()).slice(0, 10);
+  }
+
+  /* When and where the camera took the photo, from its EXIF, read before compression drops it. */
+  function readExif(file) {
+    if (!window.exifr) { return Promise.resolve({}); }
+    return window.exifr.parse(file, { gps: true, tiff: true, exif: true }).then(function (tags) {
+      var found = {};
+      if (!tags) { return found; }
+      var taken = tags.DateTimeOriginal || tags.CreateDate || tags.DateTime;
+      if (taken instanceof Date && !isNaN(taken.getTime())) { found.taken_at = localIso(taken); }
+      if (isFinite(tags.latitude) && isFinite(tags.longitude) && !(tags.latitude === 0 && tags.longitude === 0)) {
+        found.coords = { lat: Math.round(tags.latitude * 1e6) / 1e6, lng: Math.round(tags.longitude * 1e6) / 1e6 };
+      }
+      return found;
+    }).catch(function () { return {}; });
+  }
+
   function addPhotoFiles(input) {
     var files = Array.prototype.slice.call(input.files || []);
     var room = MAX_PHOTOS - photos.length;
@@ -315,9 +345,13 @@
     error.textContent = files.length > room ? "Only " + MAX_PHOTOS + " photos fit on one ticket." : "";
     files.slice(0, Math.max(room, 0)).reduce(function (chain, file) {
       return chain.then(function () {
-        return compress(file).then(function (result) {
-          photos.push({ name: file.name || "photo.jpg", data_url: result.dataUrl,
-                        size: result.size, taken_at: new Date(file.lastModified || Date.now()).toISOString() });
+        return readExif(file).then(function (exif) {
+          return compress(file).then(function (result) { return [exif, result]; });
+        }).then(function (both) {
+          var exif = both[0], result = both[1];
+          photos.push({ name: file.name || "photo.jpg", data_url: result.dataUrl, size: result.size,
+                        taken_at: exif.taken_at || localIso(new Date(file.lastModified || Date.now())),
+                        coords: exif.coords || null });
           renderPhotos();
           return savePhotos();
         }).catch(function () {
@@ -449,10 +483,13 @@
   function buildPayload() {
     var payload = {
       labor: [], equipment: [], materials: [],
-      photos: photos.map(function (p) { return { name: p.name, data_url: p.data_url, taken_at: p.taken_at }; }),
+      photos: photos.map(function (p) {
+        return { name: p.name, data_url: p.data_url, taken_at: p.taken_at, coords: p.coords || null };
+      }),
       client_ref: newClientRef()
     };
     ticketFields().forEach(function (name) { payload[name] = value(name); });
+    if (!payload.worked_on) { delete payload.worked_on; }
     ROW_KINDS.forEach(function (kind) {
       payload[kind] = rowsOf(kind).map(rowValues).filter(function (row) { return row !== null; }).map(lineForServer);
     });
@@ -491,7 +528,7 @@
     ticketFields().forEach(function (name) { setField(name, payload[name]); });
     ROW_KINDS.forEach(function (kind) { fillRows(kind, payload[kind]); });
     photos = (payload.photos || []).map(function (p) {
-      return { name: p.name, data_url: p.data_url, taken_at: p.taken_at, size: 0 };
+      return { name: p.name, data_url: p.data_url, taken_at: p.taken_at, coords: p.coords || null, size: 0 };
     });
     renderPhotos();
     if (payload.signature) {
@@ -874,6 +911,7 @@
   }
 
   function recallMe() {
+    if (!value("worked_on")) { setField("worked_on", today()); }
     try {
       var me = JSON.parse(localStorage.getItem(ME_KEY) || "null");
       if (me && me.captured_by && !value("captured_by")) { setField("captured_by", me.captured_by); }

@@ -94,7 +94,7 @@ def test_fill_add_rows_photo_sign_and_send(client, acme, live_server, phone, app
     page.locator("#materials-rows > .row").first.locator('input[name$=".quantity"]').fill("4")
     page.locator("#materials-rows > .row").first.locator('input[name$=".unitCost"]').fill("21.75")
 
-    page.set_input_files('input[name="photo_files"]', files=[
+    page.set_input_files('#photo-gallery', files=[
         {"name": "slab.jpg", "mimeType": "image/jpeg", "buffer": camera_jpeg()}])
     page.wait_for_selector("#photo-list img", timeout=30_000)
     sign(page)
@@ -362,7 +362,7 @@ def test_a_reload_restores_the_draft_with_its_signature(client, acme, live_serve
     page = open_capture(phone, link["url"])
     fill_ticket(page)
     add_labor_row(page, "Laborer", "3", "48")
-    page.set_input_files('input[name="photo_files"]', files=[
+    page.set_input_files('#photo-gallery', files=[
         {"name": "slab.jpg", "mimeType": "image/jpeg", "buffer": camera_jpeg()}])
     page.wait_for_selector("#photo-list img", timeout=30_000)
     sign(page)
@@ -560,8 +560,7 @@ def test_the_page_checks_with_the_same_schema_the_api_publishes(client, acme):
 
     link = create_link(client, acme)
     page = client.get(f"/c/{link['token']}").get_data(as_text=True)
-    embedded = json.loads(html.unescape(re.search(
-        r'<script type="application/json" id="ticket-schema">(.*?)</script>', page, re.S).group(1)))
+    embedded = json.loads(html.unescape(re.search(r"data-schema='([^']*)'", page).group(1)))
     document = client.get("/v1/openapi.json").json
     published = document["components"]["schemas"]
 
@@ -612,10 +611,10 @@ def test_sun_and_gloves_borders_targets_and_undo(client, acme, live_server, phon
     assert "Sign here" in page.inner_text(".signature-box")
     # Every control the crew taps is at least 48 px each way.
     add_labor_row(page, "Laborer", "3", "48")
-    page.set_input_files('input[name="photo_files"]', files=[
+    page.set_input_files('#photo-gallery', files=[
         {"name": "slab.jpg", "mimeType": "image/jpeg", "buffer": camera_jpeg()}])
     page.wait_for_selector("#photo-list img", timeout=30_000)
-    for control in page.locator("main button:visible, main input:visible, main textarea:visible, "
+    for control in page.locator("main button:visible, main input:not([type=file]):visible, main label.button:visible, main textarea:visible, "
                                 "main a:visible, #tray button:visible").all():
         box = control.bounding_box()
         assert box["height"] >= 48 and box["width"] >= 48, control.evaluate("e => e.outerHTML")
@@ -655,3 +654,51 @@ def test_crew_pages_have_no_serious_accessibility_problems(client, acme, live_se
         assert serious_axe_problems(page) == []
     finally:
         context.close()
+
+
+def exif_jpeg(taken: str, lat: tuple, lng: tuple, color=(120, 90, 60)) -> bytes:
+    """A camera-like JPEG whose EXIF says when and where it was taken."""
+    from PIL.TiffImagePlugin import IFDRational
+
+    image = Image.new("RGB", (1200, 900), color)
+    exif = Image.Exif()
+    exif[0x0132] = taken
+    exif.get_ifd(0x8769)[0x9003] = taken
+    gps = exif.get_ifd(0x8825)
+    gps[1], gps[2] = lat[0], tuple(IFDRational(v) for v in lat[1:])
+    gps[3], gps[4] = lng[0], tuple(IFDRational(v) for v in lng[1:])
+    buffer = io.BytesIO()
+    image.save(buffer, "JPEG", quality=85, exif=exif)
+    return buffer.getvalue()
+
+
+def test_photos_from_camera_or_gallery_keep_their_time_place_and_work_day(client, acme, live_server,
+                                                                          phone, app):
+    link = create_link(client, acme)
+    page = open_capture(phone, link["url"])
+    camera, gallery = page.locator("#photo-camera"), page.locator("#photo-gallery")
+    assert camera.get_attribute("capture") == "environment" and gallery.get_attribute("capture") is None
+    assert camera.get_attribute("multiple") is not None and gallery.get_attribute("multiple") is not None
+    today = page.evaluate("new Date().toLocaleDateString('en-CA')")
+    assert page.input_value('input[name="worked_on"]') == today
+    fill_ticket(page)
+    page.fill('input[name="worked_on"]', "2026-11-20")
+    page.set_input_files("#photo-gallery", files=[
+        {"name": "north.jpg", "mimeType": "image/jpeg",
+         "buffer": exif_jpeg("2026:11:20 14:05:00", ("N", 37, 46, 30), ("W", 122, 25, 12))},
+        {"name": "south.jpg", "mimeType": "image/jpeg",
+         "buffer": exif_jpeg("2026:11:20 15:30:10", ("S", 33, 52, 0), ("E", 151, 12, 36), (40, 80, 20))}])
+    page.wait_for_function("() => document.querySelectorAll('#photo-list img').length === 2",
+                           timeout=30_000)
+    page.click("button[type=submit]")
+    page.wait_for_selector("#done:not([hidden])", timeout=20_000)
+    tickets = client.get("/v1/tickets", headers=acme.headers).json["data"]
+    ticket = client.get(f"/v1/tickets/{tickets[0]['id']}", headers=acme.headers).json
+    assert ticket["worked_on"] == "2026-11-20"
+    north, south = sorted(ticket["photos"], key=lambda p: p["name"])
+    assert north["taken_at"].startswith("2026-11-20T14:05:00")
+    assert south["taken_at"].startswith("2026-11-20T15:30:10")
+    assert north["coords"]["lat"] == pytest.approx(37.775, abs=1e-4)
+    assert north["coords"]["lng"] == pytest.approx(-122.42, abs=1e-4)
+    assert south["coords"]["lat"] == pytest.approx(-33.866667, abs=1e-4)
+    assert south["coords"]["lng"] == pytest.approx(151.21, abs=1e-4)
