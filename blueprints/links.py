@@ -6,7 +6,7 @@ from flask import (Blueprint, Response, current_app, g, jsonify, render_template
 from flask_login import current_user, login_required
 
 from blueprints.api import api_route, read_json_object
-from models.schemas import Link, LinkInput, LinkList
+from models.schemas import CaptureSettings, CaptureSettingsInput, Link, LinkInput, LinkList
 from services import capture, links, projects
 from services.errors import ServiceError
 from services.ratelimit import limiter
@@ -40,6 +40,19 @@ def revoke_link(token: str) -> Link:
     return links.revoke_link(g.company_id, token)
 
 
+@api_route(bp, "/capture-settings", tag="links", response=CaptureSettings)
+def get_capture_settings() -> CaptureSettings:
+    """How the capture form asks crews for tickets (whether crews enter prices and cost codes)."""
+    return capture.capture_settings(g.company_id)
+
+
+@api_route(bp, "/capture-settings", method="PUT", tag="links", body=CaptureSettingsInput,
+           response=CaptureSettings)
+def put_capture_settings(body: CaptureSettingsInput) -> CaptureSettings:
+    """Change how the capture form asks crews for tickets."""
+    return capture.set_capture_settings(g.company_id, body.crew_enters_prices)
+
+
 def _capture_response(body: str, status: int = 200) -> Response:
     """An HTML answer for a capture page, with the headers a credential-bearing URL needs."""
     response = Response(body, status=status, mimetype="text/html")
@@ -61,8 +74,10 @@ def _token_arg() -> str:
 
 def _form_context(link, via: str, values: dict | None = None, errors: dict | None = None) -> dict:
     """Everything the capture form template needs."""
+    prices = capture.capture_settings(link.company_id).crew_enters_prices
     return {"link": link, "via": via, "values": values or {}, "errors": errors or {},
-            "cost_codes": capture.cost_code_choices(link.company_id, link.project_id),
+            "cost_codes": capture.cost_code_choices(link.company_id, link.project_id) if prices else [],
+            "crew_prices": prices,
             "row_kinds": capture.ROW_KINDS, "ticket_schema": capture.ticket_schema()}
 
 
@@ -93,7 +108,7 @@ def capture_page(token: str, via: str) -> Response:
 def capture_row(token: str, kind: str) -> Response:
     """One empty labor, equipment or material row, fetched by htmx when the crew adds a line."""
     try:
-        links.resolve_token(token)
+        link = links.resolve_token(token)
     except ServiceError as error:
         return _gone_page(error)
     if kind not in capture.ROW_KINDS:
@@ -101,7 +116,8 @@ def capture_row(token: str, kind: str) -> Response:
     index = request.args.get("i", default=0, type=int)
     index = min(max(index, 0), 999)
     return _capture_response(render_template(
-        "capture/_row.html", kind=kind, index=index, values={}, errors={}))
+        "capture/_row.html", kind=kind, index=index, values={}, errors={},
+        crew_prices=capture.capture_settings(link.company_id).crew_enters_prices))
 
 
 def _capture_limit_key() -> str:

@@ -511,6 +511,20 @@ class LinkInput(InputShape):
                               description="Who or where it is for, e.g. 'North trailer'.")
 
 
+class CaptureSettings(Shape):
+    """How the company's capture form asks crews for a ticket."""
+
+    crew_enters_prices: bool = Field(description=(
+        "Whether crews see rate, unit cost and cost code fields; off when the office prices "
+        "and codes the tickets."))
+
+
+class CaptureSettingsInput(InputShape):
+    """A change to the capture form settings."""
+
+    crew_enters_prices: Annotated[bool, Field(strict=True)]
+
+
 class LinkUrls(Shape):
     """The three forms of a link's address; the ticket records which one was opened."""
 

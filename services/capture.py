@@ -8,9 +8,11 @@ from typing import Any
 
 from werkzeug.datastructures import FileStorage, MultiDict
 
-from models.schemas import Ticket, TicketInput
+from models import Company, db
+from models.schemas import CaptureSettings, Ticket, TicketInput
 from services import links, projects, tickets
-from services.errors import ServiceError
+from services.database import write_transaction
+from services.errors import NotFound, ServiceError
 from services.validation import validate
 
 CAPTURE_VIAS = ("link", "qr", "sms")
@@ -114,6 +116,28 @@ def form_to_payload(form: MultiDict, files: MultiDict) -> dict[str, Any]:
     if photos:
         payload["photos"] = photos
     return payload
+
+
+# Fields a crew leaves to the office when the company says so.
+PRICE_FIELDS = ("rate", "unitCost", "costCode")
+
+
+def capture_settings(company_id: int) -> CaptureSettings:
+    """The company's capture form settings."""
+    company = db.session.get(Company, company_id)
+    if company is None:
+        raise NotFound("company not found")
+    return CaptureSettings(crew_enters_prices=bool(company.crew_enters_prices))
+
+
+def set_capture_settings(company_id: int, crew_enters_prices: bool) -> CaptureSettings:
+    """Change the company's capture form settings."""
+    with write_transaction() as session:
+        company = session.get(Company, company_id)
+        if company is None:
+            raise NotFound("company not found")
+        company.crew_enters_prices = crew_enters_prices
+    return capture_settings(company_id)
 
 
 def cost_code_choices(company_id: int, project_id: str) -> list[tuple[str, str]]:

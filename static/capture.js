@@ -904,14 +904,53 @@
     return key && store ? store.del(key).catch(function () {}) : Promise.resolve();
   }
 
-  function rememberMe() {
+  function rememberMe(payload) {
     try {
-      localStorage.setItem(ME_KEY, JSON.stringify({ captured_by: value("captured_by") }));
+      localStorage.setItem(ME_KEY, JSON.stringify({ captured_by: value("captured_by"),
+                                                    labor: payload.labor || [] }));
     } catch (e) { /* private mode: nothing to remember */ }
+  }
+
+  function lastLabor() {
+    try {
+      var me = JSON.parse(localStorage.getItem(ME_KEY) || "null");
+      return me && me.labor && me.labor.length ? me.labor : null;
+    } catch (e) { return null; }
+  }
+
+  var sameAsLast = document.getElementById("same-as-last");
+  if (sameAsLast) {
+    sameAsLast.addEventListener("click", function () {
+      var lines = lastLabor();
+      if (!lines) { return; }
+      var box = form.querySelector('.rows[data-kind="labor"]');
+      var before = Array.prototype.slice.call(box.children);
+      fillRows("labor", lines);
+      saveDraft();
+      offerUndo("Labor lines copied from your last ticket.", function () {
+        box.textContent = "";
+        before.forEach(function (row) { box.appendChild(row); });
+      });
+    });
+  }
+
+  /* The signer is usually who told the crew to do the work: fill it in until the crew changes it. */
+  var signerName = form.elements.namedItem("signature.name");
+  var directedBy = form.elements.namedItem("directed_by");
+  var signerFollows = true;
+  if (signerName && directedBy) {
+    directedBy.addEventListener("input", function () {
+      if (signerFollows) { signerName.value = directedBy.value; }
+    });
+    signerName.addEventListener("input", function () {
+      signerFollows = signerName.value === "" || signerName.value === directedBy.value;
+    });
   }
 
   function recallMe() {
     if (!value("worked_on")) { setField("worked_on", today()); }
+    if (sameAsLast) { sameAsLast.hidden = !lastLabor(); }
+    signerFollows = !value("signature.name") || value("signature.name") === value("directed_by");
     try {
       var me = JSON.parse(localStorage.getItem(ME_KEY) || "null");
       if (me && me.captured_by && !value("captured_by")) { setField("captured_by", me.captured_by); }
@@ -941,7 +980,7 @@
                   signature: signatureState(), project_id: projectId, project_name: projectName, token: token };
     var button = form.querySelector("button[type=submit]");
     button.disabled = true;
-    rememberMe();
+    rememberMe(entry.payload);
     remember(entry).then(function () {
       // Safe on the phone from here on: only now may the form be emptied.
       return dropRestored().then(clearDraft).then(function () { return true; });

@@ -702,3 +702,63 @@ def test_photos_from_camera_or_gallery_keep_their_time_place_and_work_day(client
     assert north["coords"]["lng"] == pytest.approx(-122.42, abs=1e-4)
     assert south["coords"]["lat"] == pytest.approx(-33.866667, abs=1e-4)
     assert south["coords"]["lng"] == pytest.approx(151.21, abs=1e-4)
+
+
+def test_fewer_taps_remembered_name_signer_and_last_crew(client, acme, live_server, phone, app):
+    link = create_link(client, acme)
+    page = open_capture(phone, link["url"])
+    fill_ticket(page)
+    # The signer is usually who told the crew to do it.
+    assert page.input_value('input[name="signature.name"]') == "Sam Ortiz, GC superintendent"
+    add_labor_row(page, "Laborer", "3", "48")
+    page.click("button[type=submit]")
+    page.wait_for_selector("#done:not([hidden])", timeout=20_000)
+    page.click("#done [data-record-another]")
+    # The next ticket keeps the foreman's name and offers the same crew.
+    assert page.input_value('input[name="captured_by"]') == "Lee Park"
+    assert page.input_value('textarea[name="description"]') == ""
+    assert page.locator("#labor-rows > .row").count() == 1
+    page.click("#same-as-last")
+    rows = page.locator("#labor-rows > .row")
+    assert rows.count() == 2
+    assert [rows.nth(i).locator('input[name$=".trade"]').input_value() for i in range(2)] == \
+        ["Concrete finisher", "Laborer"]
+    assert rows.nth(0).locator('input[name$=".workers"]').input_value() == "2"
+    # A signer the crew typed is not overwritten by a later change to "who told you".
+    page.fill('input[name="directed_by"]', "Ana (GC)")
+    assert page.input_value('input[name="signature.name"]') == "Ana (GC)"
+    page.fill('input[name="signature.name"]', "Ana Ruiz")
+    page.fill('input[name="directed_by"]', "Ana Ruiz, GC")
+    assert page.input_value('input[name="signature.name"]') == "Ana Ruiz"
+    # Reopening the page (a new day): the name is still there.
+    page.goto(link["url"])
+    wait_for_script(page)
+    page.wait_for_function("() => document.querySelector('input[name=captured_by]').value !== ''")
+    assert page.input_value('input[name="captured_by"]') == "Lee Park"
+
+
+def test_the_office_can_keep_prices_and_cost_codes_off_the_crews_form(client, acme, live_server,
+                                                                       phone, app):
+    assert client.get("/v1/capture-settings", headers=acme.headers).json == {"crew_enters_prices": True}
+    assert client.put("/v1/capture-settings", headers=acme.headers,
+                      json={"crew_enters_prices": "no"}).status_code == 400
+    changed = client.put("/v1/capture-settings", headers=acme.headers,
+                         json={"crew_enters_prices": False})
+    assert changed.status_code == 200 and changed.json == {"crew_enters_prices": False}
+    link = create_link(client, acme)
+    page = open_capture(phone, link["url"])
+    page.click('button.add-row[data-kind="equipment"]')
+    page.wait_for_selector("#equipment-rows > .row:nth-child(2)")
+    for hidden in ("rate", "unitCost", "costCode"):
+        assert page.locator(f'input[name$=".{hidden}"]').count() == 0
+    assert page.locator("#cost-codes").count() == 0
+    page.fill('textarea[name="description"]', "Cut and patched slab")
+    page.fill('textarea[name="reason"]', "Sleeve was missed")
+    page.fill('input[name="directed_by"]', "Sam Ortiz")
+    page.fill('input[name="labor[0].trade"]', "Laborer")
+    page.fill('input[name="labor[0].hours"]', "3")
+    page.click("button[type=submit]")
+    page.wait_for_selector("#done:not([hidden])", timeout=20_000)
+    with app.app_context():
+        (ticket,) = db.session.query(Ticket).all()
+        assert ticket.lines[0]["trade"] == "Laborer" and ticket.lines[0].get("rate") is None
