@@ -171,6 +171,45 @@ def capture_submit(token: str) -> Response:
                                              ticket=ticket, token=token, via=via))
 
 
+def _part_answer(token: str, work) -> Response:
+    """Run one per-part upload of a capture ticket and answer the phone in JSON."""
+    try:
+        ticket, created = work()
+    except ServiceError as error:
+        body = {"error": {"code": error.code, "message": error.message}}
+        if error.details is not None:
+            body["error"]["details"] = error.details
+        response = jsonify(body)
+        response.status_code = error.status
+        response.headers.update(CAPTURE_SECURITY_HEADERS)
+        return response
+    response = jsonify({"id": ticket.id, "reference": capture.short_reference(ticket.id),
+                        "created": created, "photo_count": ticket.photo_count,
+                        "photos_expected": ticket.photos_expected,
+                        "signed": ticket.signature is not None})
+    response.headers.update(CAPTURE_SECURITY_HEADERS)
+    return response
+
+
+@bp.put("/c/<token>/tickets/<client_ref>/photos/<key>")
+@limiter.limit(_capture_limit, key_func=_capture_limit_key)
+def capture_photo(token: str, client_ref: str, key: str) -> Response:
+    """One photo of a ticket whose text already arrived: the image bytes as the body.
+
+    The same key again changes nothing, so a phone can resend after any drop.
+    """
+    return _part_answer(token, lambda: capture.put_photo(token, client_ref, key,
+                                                         request.get_data(), request.args))
+
+
+@bp.put("/c/<token>/tickets/<client_ref>/signature")
+@limiter.limit(_capture_limit, key_func=_capture_limit_key)
+def capture_signature(token: str, client_ref: str) -> Response:
+    """The signature (PNG bytes as the body) of a ticket whose text already arrived; kept once."""
+    return _part_answer(token, lambda: capture.put_signature(token, client_ref, request.get_data(),
+                                                             request.args))
+
+
 @bp.get("/c/<token>/qr.svg")
 def capture_qr(token: str) -> Response:
     """The QR code of a link, as SVG, for screens and posters."""

@@ -306,6 +306,9 @@ class TicketInput(InputShape):
     photos: list[PhotoIn] = Field(default_factory=list, max_length=12,
                                   description="At most 12 photos per ticket.")
     signature: SignatureIn | None = None
+    photos_expected: int | None = Field(
+        default=None, ge=0, le=12, description="How many photos will follow one by one "
+        "(PUT .../photos/{key}); the ticket shows them as arriving until they are all in.")
     worked_on: dt.date | None = Field(
         default=None, description="The day the work was done (YYYY-MM-DD), if not the day the "
                                   "ticket is sent; it dates the daily log entry.")
@@ -426,6 +429,7 @@ class TicketSummary(Shape):
     signature: Signature | None
     photos: list[Photo]
     photo_count: int
+    photos_expected: int | None = None
     link_token: str | None
     approved_by: str | None
     approved_at: dt.datetime | None

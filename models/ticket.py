@@ -51,6 +51,8 @@ class Ticket(db.Model):
     warnings: Mapped[list[str]] = mapped_column(JSON, default=list)
     signature: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     photo_count: Mapped[int] = mapped_column(Integer, default=0)
+    # Photos the phone said would follow the text one by one; None when sent with the ticket.
+    photos_expected: Mapped[int | None] = mapped_column(Integer, nullable=True)
     approved_by: Mapped[str | None] = mapped_column(String(300))
     approved_at: Mapped[dt.datetime | None]
     external: Mapped[dict[str, Any] | None] = mapped_column(JSON)
@@ -87,6 +89,7 @@ class TicketPhoto(db.Model):
     """One photo of a ticket: the stored image, its thumbnail and what the phone said about it."""
 
     __tablename__ = "ticket_photos"
+    __table_args__ = (Index("ux_ticket_photos_client_key", "ticket_id", "client_key", unique=True),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
     ticket_id: Mapped[str] = mapped_column(ForeignKey("tickets.id"), index=True)
@@ -98,6 +101,8 @@ class TicketPhoto(db.Model):
     thumb_key: Mapped[str] = mapped_column(String(80))
     width: Mapped[int] = mapped_column(Integer)
     height: Mapped[int] = mapped_column(Integer)
+    # The phone's own key for a photo sent on its own: the same key twice is one photo.
+    client_key: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
     ticket: Mapped[Ticket] = relationship(back_populates="photos")
 

@@ -9,7 +9,7 @@ from typing import Any
 from werkzeug.datastructures import FileStorage, MultiDict
 
 from models import Company, db
-from models.schemas import CaptureSettings, Ticket, TicketInput
+from models.schemas import CaptureSettings, PhotoIn, SignatureIn, Ticket, TicketInput
 from services import links, projects, tickets
 from services.database import write_transaction
 from services.errors import NotFound, ServiceError
@@ -63,6 +63,54 @@ def submit(token: str, payload: dict[str, Any], via: str) -> tuple[Ticket, bool]
     data = validate(TicketInput, payload)
     return tickets.create_ticket(link.company_id, data, captured_via=via if via in CAPTURE_VIAS
                                  else "link", link_token=link.token, project_checked=True)
+
+
+_PART_KEY = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def _ticket_for_ref(token: str, client_ref: str) -> tuple[Any, str]:
+    """The link and the id of the ticket the phone sent under client_ref through it."""
+    link = links.resolve_token(token)
+    ticket_id = tickets.id_for_client_ref(link.company_id, client_ref) \
+        if _PART_KEY.fullmatch(client_ref) else None
+    if ticket_id is None:
+        raise NotFound("no ticket with this reference yet; send its text first",
+                       code="ticket_not_found")
+    return link, ticket_id
+
+
+def part_key(key: str) -> str:
+    """A photo's own key as the phone gives it, checked."""
+    if not _PART_KEY.fullmatch(key):
+        raise NotFound("no such photo key", code="not_found")
+    return key
+
+
+def photo_from_upload(raw: bytes, args: Any) -> PhotoIn:
+    """One uploaded image with what the phone says about it (name, taken_at, lat, lng)."""
+    payload: dict[str, Any] = {"data_url": base64.b64encode(raw).decode("ascii")}
+    for name in ("name", "taken_at"):
+        if args.get(name):
+            payload[name] = args.get(name)
+    if args.get("lat") and args.get("lng"):
+        payload["coords"] = {"lat": args.get("lat"), "lng": args.get("lng")}
+    return validate(PhotoIn, payload)
+
+
+def put_photo(token: str, client_ref: str, key: str, raw: bytes, args: Any) -> tuple[Ticket, bool]:
+    """One photo of a ticket sent through a capture link, idempotent by the photo's key."""
+    link, ticket_id = _ticket_for_ref(token, client_ref)
+    return tickets.put_photo(link.company_id, ticket_id, part_key(key), photo_from_upload(raw, args))
+
+
+def put_signature(token: str, client_ref: str, raw: bytes, args: Any) -> tuple[Ticket, bool]:
+    """The signature of a ticket sent through a capture link, once."""
+    link, ticket_id = _ticket_for_ref(token, client_ref)
+    signature = validate(SignatureIn, {
+        "name": args.get("name") or None, "role": args.get("role") or None,
+        "signed_at": args.get("signed_at") or None,
+        "image": "data:image/png;base64," + base64.b64encode(raw).decode("ascii")})
+    return tickets.put_signature(link.company_id, ticket_id, signature)
 
 
 def _set_path(target: dict[str, Any], path: str, value: Any) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import uuid
 from decimal import ROUND_HALF_UP, Decimal
+from types import SimpleNamespace
 from typing import Any
 
 from flask import current_app
@@ -19,6 +20,7 @@ from models import TicketCount, TicketPhoto, db, utcnow
 from models.schemas import (
     PhotoIn,
     RoutingLine,
+    SignatureIn,
     Ticket,
     TicketInput,
     TicketList,
@@ -411,3 +413,58 @@ def signature_file(company_id: int, ticket_id: str) -> bytes:
     if not ticket.signature:
         raise NotFound("this ticket has no signature", code="signature_not_found")
     return photo_store().open(ticket.signature["image_key"])
+
+
+def id_for_client_ref(company_id: int, client_ref: str) -> str | None:
+    """The id of the company's ticket sent under this client reference, if it has arrived."""
+    return _id_for_client_ref(company_id, client_ref)
+
+
+def put_photo(company_id: int, ticket_id: str, key: str, photo: PhotoIn) -> tuple[Ticket, bool]:
+    """Attach one photo under the sender's own key; the same key again changes nothing.
+
+    Returns the ticket and whether this call added the photo. Photos arrive one by one from
+    a phone on a weak signal, so each is checked and stored on its own.
+    """
+    ticket = find_ticket(company_id, ticket_id)
+    if any(p.client_key == key for p in ticket.photos):
+        return get_ticket(company_id, ticket.id), False
+    _check_photo_room(ticket, 1)
+    checked, problems = _check_photos([photo], "photo", ticket.photo_count)
+    if problems:
+        raise ValidationFailed("the photo could not be used; see details", details=problems)
+    (row,) = _store_photos(checked)
+    try:
+        with write_transaction() as session:
+            current = session.scalar(select(TicketRecord).where(TicketRecord.id == ticket.id)
+                                     .with_for_update().execution_options(populate_existing=True))
+            if any(p.client_key == key for p in current.photos):
+                return get_ticket(company_id, ticket.id), False
+            _check_photo_room(current, 1)
+            row.update(position=current.photo_count, client_key=key)
+            current.photos.append(TicketPhoto(**row))
+            current.photo_count += 1
+    except IntegrityError:  # the same key arrived twice at once: the first one counts
+        pass
+    db.session.expire_all()
+    return get_ticket(company_id, ticket.id), True
+
+
+def put_signature(company_id: int, ticket_id: str, signature: SignatureIn) -> tuple[Ticket, bool]:
+    """Attach the signature sent after its ticket; a ticket that has one keeps it."""
+    ticket = find_ticket(company_id, ticket_id)
+    if ticket.signature:
+        return get_ticket(company_id, ticket.id), False
+    holder = SimpleNamespace(signature=signature)
+    processed, problems = _check_signature(holder, [])
+    if problems:
+        raise ValidationFailed("the signature could not be used; see details", details=problems)
+    stored = _store_signature(holder, processed)
+    with write_transaction() as session:
+        current = session.scalar(select(TicketRecord).where(TicketRecord.id == ticket.id)
+                                 .with_for_update().execution_options(populate_existing=True))
+        if current.signature:
+            return get_ticket(company_id, ticket.id), False
+        current.signature = stored
+    db.session.expire_all()
+    return get_ticket(company_id, ticket.id), True
