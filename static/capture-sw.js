@@ -2,12 +2,11 @@
  * for use with no signal, network first; a revoked link loses its copy. Sends queued tickets
  * when signal returns, even with the page closed (Background Sync, where the browser has it). */
 /* global idbKeyval */
-importScripts("/static/vendor/idb-keyval-6.3.0.umd.js");
+importScripts("/static/vendor/idb-keyval-6.3.0.umd.js", "/static/capture-send.js");
 
 var QUEUE_PREFIX = "ticket:";
 var REFUSED_PREFIX = "refused:";
 var SENT_PREFIX = "sent:";
-var SEND_LOCK = "capture-send";
 var PAGE_CACHE = "capture-pages-v1";
 var NETWORK_WAIT_MS = 4000;
 var PAGE_PATH = /^\/c\/[A-Za-z0-9_-]+(\/[qs])?$/;
@@ -80,17 +79,12 @@ function keepPage(message) {
 
 self.addEventListener("message", function (event) {
   if (event.data && event.data.type === "keep-page") { event.waitUntil(keepPage(event.data)); }
+  if (event.data && event.data.type === "send-tickets") { event.waitUntil(sendQueued().catch(function () {})); }
 });
 
-/* One sender at a time on this phone: the page takes the same lock before it sends. */
-function withSendLock(work) {
-  if (self.navigator && navigator.locks && navigator.locks.request) { return navigator.locks.request(SEND_LOCK, work); }
-  return work();
-}
-
-/* One ticket after another, so a weak signal carries one upload at a time. */
+/* One ticket after another, part by part, holding the lock the page takes before it sends. */
 function sendQueued() {
-  return withSendLock(function () {
+  return CaptureSend.withLock(function () {
     return idbKeyval.keys().then(function (keys) {
       var mine = keys.filter(function (key) { return String(key).indexOf(QUEUE_PREFIX) === 0; });
       return mine.reduce(function (chain, key) {
@@ -103,17 +97,13 @@ function sendQueued() {
 function sendOne(key) {
   return idbKeyval.get(key).then(function (entry) {
     if (!entry) { return null; }
-    return fetch(entry.url, {
-      method: "POST", body: JSON.stringify(entry.payload), credentials: "omit",
-      headers: { "Content-Type": "application/json", "Accept": "application/json" }
-    }).then(function (response) {
-      if (response.status === 200) {
-        return response.json().then(function (body) {
-          return idbKeyval.del(key).then(function () { return recordSent(entry, body); })
-            .then(function () { return notify(body.reference); });
-        });
+    return CaptureSend.send(entry, idbKeyval).then(function (outcome) {
+      if (outcome.state === "sent") {
+        return idbKeyval.del(key).then(function () { return CaptureSend.forget(idbKeyval, entry.payload.client_ref); })
+          .then(function () { return recordSent(entry, outcome.body); })
+          .then(function () { return notify(outcome.body.reference); });
       }
-      if ([400, 404, 410, 413].indexOf(response.status) >= 0) { return keepRefused(key, entry, response); }
+      if (outcome.state === "refused") { return keepRefused(key, entry, outcome); }
       throw new Error("not yet");
     });
   });
@@ -126,13 +116,12 @@ function recordSent(entry, body) {
   });
 }
 
-function keepRefused(key, entry, response) {
-  return response.json().catch(function () { return null; }).then(function (body) {
-    var kept = { url: entry.url, payload: entry.payload, saved_at: entry.saved_at, status: response.status,
-                 error: (body && body.error) || null, signature: entry.signature || null,
-                 project_id: entry.project_id || null, project_name: entry.project_name || null };
-    return idbKeyval.set(REFUSED_PREFIX + entry.payload.client_ref, kept);
-  }).then(function () { return idbKeyval.del(key); });
+function keepRefused(key, entry, outcome) {
+  var body = outcome.body;
+  var kept = { url: entry.url, payload: entry.payload, saved_at: entry.saved_at, status: outcome.status,
+               error: (body && body.error) || null, signature: entry.signature || null,
+               project_id: entry.project_id || null, project_name: entry.project_name || null };
+  return idbKeyval.set(REFUSED_PREFIX + entry.payload.client_ref, kept).then(function () { return idbKeyval.del(key); });
 }
 
 function notify(reference) {

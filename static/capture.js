@@ -12,7 +12,6 @@
   var REFUSED_PREFIX = "refused:";
   var SENT_PREFIX = "sent:";
   var KEEP_SENT = 20;
-  var SEND_LOCK = "capture-send";
   var ROW_KINDS = ["labor", "equipment", "materials"];
   var store = window.idbKeyval;
   var form = document.getElementById("ticket-form");
@@ -743,36 +742,22 @@
 
   /* ---- Sending ---- */
 
-  function send(entry, onProgress) {
-    return new Promise(function (resolve) {
-      var request = new XMLHttpRequest();
-      request.open("POST", entry.url);
-      request.setRequestHeader("Content-Type", "application/json");
-      request.setRequestHeader("Accept", "application/json");
-      request.timeout = 120000;
-      if (onProgress) {
-        request.upload.onprogress = function (event) {
-          if (event.lengthComputable) { onProgress(Math.round(100 * event.loaded / event.total)); }
-        };
-      }
-      request.onload = function () {
-        var body = null;
-        try { body = JSON.parse(request.responseText); } catch (e) { body = null; }
-        if (request.status === 200) { resolve({ state: "sent", body: body }); }
-        else if (request.status === 400 || request.status === 404 || request.status === 410 || request.status === 413) {
-          resolve({ state: "refused", status: request.status, body: body });
-        } else { resolve({ state: "later", status: request.status }); }
-      };
-      request.onerror = request.ontimeout = function () { resolve({ state: "later" }); };
-      request.send(JSON.stringify(entry.payload));
-    });
+  /* Words for the tray while a kept ticket goes out part by part. */
+  function sayProgress(step) {
+    if (step.part === "text") { showStatus("sending", "Sending the ticket…"); return; }
+    if (step.part === "signature") { showStatus("sending", "Sending the signature…"); return; }
+    var words = "Sending photo " + step.number + " of " + step.of;
+    if (step.total) { words += " (" + Math.round(100 * step.loaded / step.total) + "%)"; }
+    showStatus("sending", words);
+    if (!progress.hidden) { progress.value = Math.round(100 * (step.number - 1) / step.of); }
+  }
+
+  function send(entry) {
+    return window.CaptureSend.send(entry, store, { progress: sayProgress });
   }
 
   /* One sender at a time on this phone: the page and the service worker share a lock. */
-  function withSendLock(work) {
-    if (navigator.locks && navigator.locks.request) { return navigator.locks.request(SEND_LOCK, work); }
-    return work();
-  }
+  function withSendLock(work) { return window.CaptureSend.withLock(work); }
 
   function remember(entry) {
     if (!store) { return Promise.reject(new Error("no storage")); }
@@ -780,7 +765,9 @@
   }
 
   function forget(entry) {
-    return store ? store.del(QUEUE_PREFIX + entry.payload.client_ref).catch(function () {}) : Promise.resolve();
+    if (!store) { return Promise.resolve(); }
+    return Promise.all([store.del(QUEUE_PREFIX + entry.payload.client_ref).catch(function () {}),
+                        window.CaptureSend.forget(store, entry.payload.client_ref)]);
   }
 
   function recordSent(entry, body) {
@@ -876,8 +863,6 @@
           return chain.then(function () {
             return store.get(key).then(function (entry) {
               if (!entry) { return; }
-              showStatus("sending", mine.length > 1 ? "Sending ticket " + (index + 1) + " of " + mine.length + "…"
-                : "Sending the ticket kept on this phone…");
               return send(entry).then(function (outcome) {
                 if (outcome.state === "sent") {
                   return forget(entry).then(function () { return recordSent(entry, outcome.body); })
@@ -997,10 +982,7 @@
       return withSendLock(function () {
         return store.get(QUEUE_PREFIX + entry.payload.client_ref).then(function (still) {
           if (!still) { return { state: "gone-already" }; }  // the service worker sent it meanwhile
-          return send(entry, function (percent) {
-            progress.value = percent;
-            showStatus("sending", "Sending the ticket: " + percent + "%");
-          });
+          return send(entry);
         });
       }).then(function (outcome) {
         sending = false;

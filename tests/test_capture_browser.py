@@ -101,13 +101,10 @@ def test_fill_add_rows_photo_sign_and_send(client, acme, live_server, phone, app
     page.fill('input[name="signature.name"]', "Sam Ortiz")
     page.fill('input[name="signature.role"]', "Superintendent")
 
-    with page.expect_request(lambda r: r.method == "POST" and "/tickets" in r.url) as sent:
+    with page.expect_request(lambda r: r.method == "PUT" and "/photos/" in r.url) as sent:
         page.click("button[type=submit]")
-    payload = json.loads(sent.value.post_data)
-    photo_bytes = base64.b64decode(payload["photos"][0]["data_url"].split(",", 1)[1])
-    assert len(photo_bytes) < 400 * 1024
-    with Image.open(io.BytesIO(photo_bytes)) as photo:
-        assert max(photo.size) == 2048
+    headers = sent.value.all_headers()
+    assert headers["content-type"] == "image/jpeg" and int(headers["content-length"]) < 400 * 1024
     page.wait_for_selector("#done:not([hidden])")
     reference = page.inner_text("#done-reference")
     assert reference.startswith("T-")
@@ -123,6 +120,10 @@ def test_fill_add_rows_photo_sign_and_send(client, acme, live_server, phone, app
     assert ticket["materials"][0]["amount"] == 87.0
     assert ticket["total"] == 2 * 3 * 72.5 + 3 * 48 + 87.0
     assert ticket["id"].replace("-", "")[:8].upper() == reference[2:]
+    with app.app_context():
+        from models import TicketPhoto
+        (stored,) = db.session.query(TicketPhoto).all()
+        assert max(stored.width, stored.height) == 2048
 
 
 def test_offline_ticket_is_kept_and_sent_once(client, acme, live_server, phone, app):
@@ -388,11 +389,10 @@ def test_a_reload_restores_the_draft_with_its_signature(client, acme, live_serve
     page.set_viewport_size({"width": 400, "height": 740})
     page.wait_for_function(f"() => document.getElementById('signature-pad').width > {before}")
     assert signature_points(page) > 100
-    with page.expect_request(lambda r: r.method == "POST" and "/tickets" in r.url) as sent:
+    with page.expect_request(lambda r: r.method == "PUT" and r.url.split("?")[0].endswith("/signature")) as sent:
         page.click("button[type=submit]")
-    payload = json.loads(sent.value.post_data)
-    assert payload["signature"]["image"].startswith("data:image/png")
-    assert payload["signature"]["name"] == "Sam Ortiz"
+    assert sent.value.all_headers()["content-type"] == "image/png"
+    assert "name=Sam%20Ortiz" in sent.value.url
     page.wait_for_selector("#done:not([hidden])", timeout=20_000)
 
 
@@ -762,3 +762,159 @@ def test_the_office_can_keep_prices_and_cost_codes_off_the_crews_form(client, ac
     with app.app_context():
         (ticket,) = db.session.query(Ticket).all()
         assert ticket.lines[0]["trade"] == "Laborer" and ticket.lines[0].get("rate") is None
+
+
+def site_photo(index: int) -> bytes:
+    """A small, plain site photo (the phone re-encodes it to a few tens of kilobytes)."""
+    from PIL import ImageDraw
+
+    image = Image.linear_gradient("L").resize((1200, 900)).convert("RGB")
+    draw = ImageDraw.Draw(image)
+    draw.rectangle([80 + index * 40, 100, 500 + index * 30, 600], fill=(30 + index * 15, 90, 160))
+    draw.ellipse([600, 200 + index * 20, 1000, 700], fill=(150, 120 + index * 8, 60))
+    buffer = io.BytesIO()
+    image.save(buffer, "JPEG", quality=90)
+    return buffer.getvalue()
+
+
+class Uploads:
+    """Every ticket upload the phone makes (page and service worker): sizes, answers, overlap."""
+
+    def __init__(self, context):
+        self.requests: list = []
+        self.in_flight = 0
+        self.most_at_once = 0
+        self.answers: dict = {}
+        context.on("request", self._start)
+        context.on("requestfinished", self._finish)
+        context.on("requestfailed", self._fail)
+
+    @staticmethod
+    def counts(request) -> bool:
+        return request.method in ("POST", "PUT") and "/tickets" in request.url
+
+    def _start(self, request):
+        if self.counts(request):
+            self.requests.append(request)
+            self.in_flight += 1
+            self.most_at_once = max(self.most_at_once, self.in_flight)
+
+    def _finish(self, request):
+        if self.counts(request):
+            self.in_flight -= 1
+            response = request.response()
+            self.answers[id(request)] = response.status if response else None
+
+    def _fail(self, request):
+        if self.counts(request):
+            self.in_flight -= 1
+            self.answers[id(request)] = None
+
+    @staticmethod
+    def size(request) -> int:
+        length = request.all_headers().get("content-length")
+        return int(length) if length else len(request.post_data_buffer or b"")
+
+    def photo_keys(self) -> list[str]:
+        return [r.url.split("/photos/")[1].split("?")[0] for r in self.requests if "/photos/" in r.url]
+
+
+def throttle(phone, page, up_kbps: int, down_kbps: int, latency_ms: int):
+    """CDP network throttling on the phone's page (kilobits per second, as Lighthouse states it)."""
+    cdp = phone.new_cdp_session(page)
+    cdp.send("Network.enable")
+    cdp.send("Network.emulateNetworkConditions", {
+        "offline": False, "latency": latency_ms,
+        "uploadThroughput": up_kbps * 1000 / 8, "downloadThroughput": down_kbps * 1000 / 8})
+    return cdp
+
+
+def add_site_photos(page, count: int) -> None:
+    page.set_input_files("#photo-gallery", files=[
+        {"name": f"site-{i + 1}.jpg", "mimeType": "image/jpeg", "buffer": site_photo(i)}
+        for i in range(count)])
+    page.wait_for_function(f"() => document.querySelectorAll('#photo-list img').length === {count}",
+                           timeout=60_000)
+
+
+def test_a_12_photo_ticket_goes_through_at_200_kbps_up(client, acme, live_server, phone, app):
+    link = create_link(client, acme)
+    page = open_capture(phone, link["url"])
+    uploads = Uploads(phone)
+    fill_ticket(page)
+    add_site_photos(page, 12)
+    sign(page)
+    throttle(phone, page, up_kbps=200, down_kbps=300, latency_ms=300)
+    page.click("button[type=submit]")
+    page.wait_for_function("() => /Sending photo \\d+ of 12/.test("
+                           "document.getElementById('queue-status').textContent)", timeout=60_000)
+    page.wait_for_selector("#done:not([hidden])", timeout=240_000)
+    with app.app_context():
+        (ticket,) = db.session.query(Ticket).all()
+        assert ticket.photo_count == 12 and ticket.photos_expected == 12
+        assert ticket.signature is not None
+    # One small upload per part, none of them the whole ticket, each sent once.
+    assert sorted(uploads.photo_keys()) == sorted(f"p{i}" for i in range(1, 13))
+    assert max(uploads.size(r) for r in uploads.requests) < 400 * 1024
+    assert uploads.most_at_once == 1
+
+
+def test_a_drop_in_the_middle_resumes_without_resending_what_the_server_holds(
+        client, acme, live_server, phone, app):
+    link = create_link(client, acme)
+    page = open_capture(phone, link["url"])
+    uploads = Uploads(phone)
+    fill_ticket(page)
+    add_site_photos(page, 6)
+    own_bytes = sum(page.evaluate("() => idbKeyval.get('draft-photos:' + document.getElementById("
+                                  "'ticket-form').dataset.token).then(ps => ps.map(p => p.size))"))
+    throttle(phone, page, up_kbps=1600, down_kbps=1600, latency_ms=150)
+    with page.expect_response(lambda r: "/photos/p3" in r.url, timeout=60_000):
+        page.click("button[type=submit]")
+    phone.set_offline(True)  # the signal drops with photo 4 on its way
+    page.wait_for_selector("#queue-status.saved", timeout=30_000)
+    phone.set_offline(False)
+    page.wait_for_selector("#queue-status.sent", timeout=60_000)
+    with app.app_context():
+        (ticket,) = db.session.query(Ticket).all()
+        assert ticket.photo_count == 6
+    keys = uploads.photo_keys()
+    held_before_drop = {"p1", "p2", "p3"}
+    assert all(keys.count(key) == 1 for key in held_before_drop), keys
+    assert all(keys.count(key) <= 2 for key in set(keys)), keys
+    assert sum(keys.count(key) == 2 for key in set(keys)) <= 1, keys
+    photo_bytes = sum(uploads.size(r) for r in uploads.requests if "/photos/" in r.url)
+    biggest = max(uploads.size(r) for r in uploads.requests if "/photos/" in r.url)
+    assert photo_bytes <= own_bytes + biggest
+    assert uploads.most_at_once == 1
+
+
+def test_the_page_and_the_service_worker_never_upload_at_the_same_time(client, acme, live_server,
+                                                                       phone, app):
+    link = create_link(client, acme)
+    page = open_capture(phone, link["url"])
+    wait_until_kept(page)
+    page.reload()  # now the worker controls the page
+    wait_for_script(page)
+    uploads = Uploads(phone)
+    fill_ticket(page)
+    add_site_photos(page, 3)
+    submit_offline(phone, page)
+    cdp = throttle(phone, page, up_kbps=400, down_kbps=400, latency_ms=150)
+    registrations = []
+    cdp.on("ServiceWorker.workerRegistrationUpdated",
+           lambda event: registrations.extend(event["registrations"]))
+    cdp.send("ServiceWorker.enable")
+    wait_for(page, lambda: any(not r["isDeleted"] for r in registrations))
+    registration = next(r for r in registrations if not r["isDeleted"])
+    phone.set_offline(False)  # the page starts sending on "online" ...
+    cdp.send("ServiceWorker.dispatchSyncEvent", {  # ... and the browser wakes the worker too
+        "origin": live_server.url, "registrationId": registration["registrationId"],
+        "tag": "send-tickets", "lastChance": False})
+    page.wait_for_selector("#queue-status.sent", timeout=60_000)
+    wait_for(page, lambda: uploads.in_flight == 0)
+    with app.app_context():
+        (ticket,) = db.session.query(Ticket).all()
+        assert ticket.photo_count == 3
+    assert uploads.most_at_once == 1
+    assert sorted(uploads.photo_keys()) == ["p1", "p2", "p3"]
