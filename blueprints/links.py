@@ -3,11 +3,12 @@ from __future__ import annotations
 
 from flask import (Blueprint, Response, current_app, g, jsonify, render_template, request,
                    send_from_directory)
+from flask_babel import gettext
 from flask_login import current_user, login_required
 
 from blueprints.api import api_route, read_json_object
 from models.schemas import CaptureSettings, CaptureSettingsInput, Link, LinkInput, LinkList
-from services import capture, links, projects
+from services import capture, i18n, links, projects
 from services.errors import ServiceError
 from services.ratelimit import limiter
 from services.web import render_page
@@ -58,13 +59,16 @@ def _capture_response(body: str, status: int = 200) -> Response:
     response = Response(body, status=status, mimetype="text/html")
     response.headers.update(CAPTURE_SECURITY_HEADERS)
     response.vary.add("HX-Request")
-    return response
+    response.vary.add("Accept-Language")
+    response.vary.add("Cookie")
+    return i18n.remember_choice(response)
 
 
 def _gone_page(error: ServiceError) -> Response:
     """The page a crew sees for a revoked or unknown link."""
-    return _capture_response(render_template("capture/gone.html", token=_token_arg()),
-                             status=error.status)
+    return _capture_response(render_template(
+        "capture/gone.html", token=_token_arg(),
+        gone_messages=i18n.script_messages("capture-gone.js")), status=error.status)
 
 
 def _token_arg() -> str:
@@ -77,7 +81,7 @@ def _form_context(link, via: str, values: dict | None = None, errors: dict | Non
     prices = capture.capture_settings(link.company_id).crew_enters_prices
     return {"link": link, "via": via, "values": values or {}, "errors": errors or {},
             "cost_codes": capture.cost_code_choices(link.company_id, link.project_id) if prices else [],
-            "crew_prices": prices,
+            "crew_prices": prices, "script_messages": i18n.script_messages("capture.js"),
             "row_kinds": capture.ROW_KINDS, "ticket_schema": capture.ticket_schema()}
 
 
@@ -156,7 +160,7 @@ def capture_submit(token: str) -> Response:
         link = links.resolve_token(token)
         errors = {d["field"]: capture.plain_message(d["message"])
                   for d in (error.details or []) if isinstance(d, dict)}
-        errors.setdefault("_form", "Please fix the marked fields." if error.status == 400
+        errors.setdefault("_form", gettext("Please fix the marked fields.") if error.status == 400
                           else error.message)
         return _capture_response(render_template(
             "capture/page.html", **_form_context(link, via, request.form.to_dict(), errors)),

@@ -6,6 +6,10 @@ import functools
 import re
 from typing import Any
 
+from decimal import Decimal
+
+from babel.numbers import format_decimal
+from flask_babel import get_locale, gettext
 from werkzeug.datastructures import FileStorage, MultiDict
 
 from models import Company, db
@@ -30,13 +34,21 @@ def ticket_schema() -> dict[str, Any]:
 
 _PLAIN = (
     (re.compile(r"at least 1 character|Field required|more than whitespace", re.I),
-     lambda m: "Please fill this in."),
-    (re.compile(r"less than or equal to ([\d.]+)", re.I), lambda m: f"Must be {m.group(1)} or less."),
-    (re.compile(r"greater than or equal to ([\d.]+)", re.I), lambda m: f"Must be {m.group(1)} or more."),
-    (re.compile(r"at most (\d+) characters", re.I), lambda m: f"Too long: at most {m.group(1)} letters."),
+     lambda m: gettext("Please fill this in.")),
+    (re.compile(r"less than or equal to ([\d.]+)", re.I),
+     lambda m: gettext("Must be {number} or less.").replace("{number}", _number(m.group(1)))),
+    (re.compile(r"greater than or equal to ([\d.]+)", re.I),
+     lambda m: gettext("Must be {number} or more.").replace("{number}", _number(m.group(1)))),
+    (re.compile(r"at most (\d+) characters", re.I),
+     lambda m: gettext("Too long: at most {count} letters.").replace("{count}", _number(m.group(1)))),
     (re.compile(r"valid number|must be a number|finite number", re.I),
-     lambda m: "Write a number, like 2 or 1.5."),
+     lambda m: gettext("Write a number, like 2 or 1.5.")),
 )
+
+
+def _number(text: str) -> str:
+    """A number from a message, written the crew's way (1.000 in Spanish, 1,000 in English)."""
+    return format_decimal(Decimal(text).normalize(), locale=get_locale() or "en")
 
 
 def plain_message(message: str) -> str:

@@ -6,6 +6,12 @@
   var line = document.getElementById("kept-here");
   var store = window.idbKeyval;
   if (!box || !line || !store) { return; }
+  var messages = JSON.parse(box.getAttribute("data-messages") || "{}");
+  function t(text, values) {
+    var out = messages[text] || text;
+    Object.keys(values || {}).forEach(function (name) { out = out.split("{" + name + "}").join(String(values[name])); });
+    return out;
+  }
   var token = box.getAttribute("data-token");
   var path = "/c/" + token + "/";
   store.entries().then(function (pairs) {
@@ -17,10 +23,12 @@
     if (!held.length) { return; }
     var names = held.map(function (pair) {
       return (pair[1].payload && pair[1].payload.description || "").slice(0, 60);
-    }).filter(Boolean);
-    line.textContent = (held.length === 1 ? "1 ticket written with this link is" : held.length +
-      " tickets written with this link are") + " still on this phone and not lost" +
-      (names.length ? ": " + names.join("; ") : "") + ".";
+    }).filter(Boolean).join("; ");
+    var count = new Intl.NumberFormat(document.documentElement.lang || "en").format(held.length);
+    line.textContent = held.length === 1
+      ? t("1 ticket written with this link is still on this phone and not lost: {names}.", { names: names })
+      : t("{count} tickets written with this link are still on this phone and not lost: {names}.",
+          { count: count, names: names });
     line.hidden = false;
   }).catch(function () {});
 })();

@@ -45,6 +45,18 @@
   var draftTimer = null;
   var draftReady = false;
 
+  var LANG = document.documentElement.lang || "en";
+  var MESSAGES = JSON.parse(form.getAttribute("data-messages") || "{}");
+
+  /* The page's words in the crew's language (one catalog with the server's), {name} filled in. */
+  function t(text, values) {
+    var out = MESSAGES[text] || text;
+    Object.keys(values || {}).forEach(function (name) { out = out.split("{" + name + "}").join(String(values[name])); });
+    return out;
+  }
+
+  function num(value) { return new Intl.NumberFormat(LANG).format(value); }
+
   function newClientRef() {
     if (window.crypto && crypto.randomUUID) { return crypto.randomUUID(); }
     var bytes = new Uint8Array(16);
@@ -54,7 +66,7 @@
 
   function clock(iso) {
     var when = iso ? new Date(iso) : new Date();
-    return when.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+    return when.toLocaleTimeString(LANG, { hour: "2-digit", minute: "2-digit" });
   }
 
   /* ---- The tray: one line saying what happened, actions, and this phone's tickets. ---- */
@@ -82,7 +94,7 @@
     var button = document.createElement("button");
     button.type = "button";
     button.className = "undo";
-    button.textContent = "Undo";
+    button.textContent = t("Undo");
     button.addEventListener("click", function () {
       undoBar.hidden = true;
       undoBar.textContent = "";
@@ -95,9 +107,9 @@
   }
 
   function refusedReason(entry) {
-    if (entry.status === 404 || entry.status === 410) { return "its link no longer works"; }
-    if (entry.status === 413) { return "the photos are too big"; }
-    return "some fields need fixing";
+    if (entry.status === 404 || entry.status === 410) { return t("its link no longer works"); }
+    if (entry.status === 413) { return t("the photos are too big"); }
+    return t("some fields need fixing");
   }
 
   function listEntries() {
@@ -119,12 +131,12 @@
 
   function describe(item) {
     var entry = item.entry;
-    var title = (entry.payload && entry.payload.description) || entry.description || "Ticket";
+    var title = (entry.payload && entry.payload.description) || entry.description || t("Ticket");
     var project = entry.project_name ? entry.project_name + ": " : "";
     var state;
-    if (item.state === "waiting") { state = "Waiting to send"; }
-    else if (item.state === "sent-back") { state = "Sent back: " + (entry.reason || refusedReason(entry)); }
-    else { state = "Sent " + entry.reference + " " + clock(entry.sent_at); }
+    if (item.state === "waiting") { state = t("Waiting to send"); }
+    else if (item.state === "sent-back") { state = t("Sent back: {reason}", { reason: entry.reason || refusedReason(entry) }); }
+    else { state = t("Sent {reference} {time}", { reference: entry.reference, time: clock(entry.sent_at) }); }
     return { title: project + title.slice(0, 60), state: state };
   }
 
@@ -146,7 +158,7 @@
         li.appendChild(state);
         ticketList.appendChild(li);
       });
-      trayToggle.textContent = "This phone's tickets (" + items.length + ")";
+      trayToggle.textContent = t("This phone's tickets ({count})", { count: num(items.length) });
       return items;
     });
   }
@@ -160,7 +172,7 @@
   function showWaiting(prefix) {
     return waitingCount().then(function (count) {
       if (!count) { return; }
-      showStatus("saved", (prefix || "") + count + " waiting. Kept on this phone; it sends by itself when there is signal.");
+      showStatus("saved", (prefix || "") + t("{count} waiting. Kept on this phone; it sends by itself when there is signal.", { count: num(count) }));
     });
   }
 
@@ -169,7 +181,7 @@
       var waiting = items.filter(function (item) { return item.state === "waiting"; });
       if (waiting.length) { return showWaiting(); }
       var last = items[0];
-      if (!last) { showStatus("idle", "Nothing waiting to send."); return; }
+      if (!last) { showStatus("idle", t("Nothing waiting to send.")); return; }
       var words = describe(last);
       showStatus(last.state === "sent-back" ? "refused" : "sent", words.state);
     });
@@ -201,7 +213,7 @@
     var box = row.parentNode, next = row.nextSibling;
     row.remove();
     saveDraft();
-    offerUndo("Line removed.", function () { box.insertBefore(row, next && next.parentNode === box ? next : null); });
+    offerUndo(t("Line removed."), function () { box.insertBefore(row, next && next.parentNode === box ? next : null); });
   });
 
   /* A fresh copy of a kind's first row, numbered so no two rows share a field name. */
@@ -290,12 +302,12 @@
       remove.type = "button";
       remove.className = "remove-photo";
       remove.textContent = "×";
-      remove.setAttribute("aria-label", "Remove " + photo.name);
+      remove.setAttribute("aria-label", t("Remove {name}", { name: photo.name }));
       remove.addEventListener("click", function () {
         var removed = photos.splice(index, 1)[0];
         renderPhotos();
         savePhotos();
-        offerUndo("Photo removed.", function () {
+        offerUndo(t("Photo removed."), function () {
           photos.splice(Math.min(index, photos.length), 0, removed);
           renderPhotos();
           savePhotos();
@@ -341,7 +353,7 @@
     var files = Array.prototype.slice.call(input.files || []);
     var room = MAX_PHOTOS - photos.length;
     var error = form.querySelector('[data-error-for="photos"]');
-    error.textContent = files.length > room ? "Only " + MAX_PHOTOS + " photos fit on one ticket." : "";
+    error.textContent = files.length > room ? t("Only {count} photos fit on one ticket.", { count: num(MAX_PHOTOS) }) : "";
     files.slice(0, Math.max(room, 0)).reduce(function (chain, file) {
       return chain.then(function () {
         return readExif(file).then(function (exif) {
@@ -354,7 +366,7 @@
           renderPhotos();
           return savePhotos();
         }).catch(function () {
-          error.textContent = "Could not read " + (file.name || "a photo") + "; try taking it again.";
+          error.textContent = t("Could not read {name}; try taking it again.", { name: file.name || t("a photo") });
         });
       });
     }, Promise.resolve()).then(function () { input.value = ""; });
@@ -437,7 +449,7 @@
       signaturePad.clear();
       signatureImage = null;
       saveDraft();
-      offerUndo("Signature cleared.", function () { restoreSignature(before); });
+      offerUndo(t("Signature cleared."), function () { restoreSignature(before); });
     });
   }
 
@@ -621,19 +633,19 @@
   function checkValue(node, text, required) {
     node = resolveNode(node) || {};
     var blank = text === undefined || text === null || String(text).trim() === "";
-    if (blank) { return required ? "Please fill this in." : null; }
+    if (blank) { return required ? t("Please fill this in.") : null; }
     text = String(text).trim();
     if (node.type === "number" || node.type === "integer") {
-      if (!NUMBER_TEXT.test(text)) { return "Write a number, like 2 or 1.5."; }
+      if (!NUMBER_TEXT.test(text)) { return t("Write a number, like 2 or 1.5."); }
       var number = parseFloat(text.replace(",", "."));
-      if (node.minimum !== undefined && number < node.minimum) { return "Must be " + node.minimum + " or more."; }
-      if (node.maximum !== undefined && number > node.maximum) { return "Must be " + node.maximum + " or less."; }
+      if (node.minimum !== undefined && number < node.minimum) { return t("Must be {number} or more.", { number: num(node.minimum) }); }
+      if (node.maximum !== undefined && number > node.maximum) { return t("Must be {number} or less.", { number: num(node.maximum) }); }
       return null;
     }
     if (node.maxLength !== undefined && text.length > node.maxLength) {
-      return "Too long: at most " + node.maxLength + " letters.";
+      return t("Too long: at most {count} letters.", { count: num(node.maxLength) });
     }
-    if (node.minLength !== undefined && text.length < node.minLength) { return "Please fill this in."; }
+    if (node.minLength !== undefined && text.length < node.minLength) { return t("Please fill this in."); }
     return null;
   }
 
@@ -653,7 +665,7 @@
       var itemNode = resolveNode(listNode.items) || { properties: {} };
       var filled = rowsOf(kind).filter(function (row) { return rowValues(row) !== null; });
       if (listNode.maxItems !== undefined && filled.length > listNode.maxItems) {
-        problems.push({ box: null, message: "At most " + listNode.maxItems + " lines of this kind fit on one ticket." });
+        problems.push({ box: null, message: t("At most {count} lines of this kind fit on one ticket.", { count: num(listNode.maxItems) }) });
       }
       filled.forEach(function (row) {
         var line = rowValues(row);
@@ -680,12 +692,12 @@
   function plainMessage(message) {
     var text = String(message || "");
     var match;
-    if (/at least 1 character|Field required|more than whitespace|must not be blank/i.test(text)) { return "Please fill this in."; }
-    if ((match = /less than or equal to ([\d.]+)/i.exec(text))) { return "Must be " + match[1] + " or less."; }
-    if ((match = /greater than or equal to ([\d.]+)/i.exec(text))) { return "Must be " + match[1] + " or more."; }
-    if ((match = /at most (\d+) characters/i.exec(text))) { return "Too long: at most " + match[1] + " letters."; }
-    if (/valid number|must be a number|finite number/i.test(text)) { return "Write a number, like 2 or 1.5."; }
-    if (/not a JPEG|image/i.test(text)) { return "This photo could not be read; take it again."; }
+    if (/at least 1 character|Field required|more than whitespace|must not be blank/i.test(text)) { return t("Please fill this in."); }
+    if ((match = /less than or equal to ([\d.]+)/i.exec(text))) { return t("Must be {number} or less.", { number: num(parseFloat(match[1])) }); }
+    if ((match = /greater than or equal to ([\d.]+)/i.exec(text))) { return t("Must be {number} or more.", { number: num(parseFloat(match[1])) }); }
+    if ((match = /at most (\d+) characters/i.exec(text))) { return t("Too long: at most {count} letters.", { count: num(parseInt(match[1], 10)) }); }
+    if (/valid number|must be a number|finite number/i.test(text)) { return t("Write a number, like 2 or 1.5."); }
+    if (/not a JPEG|image/i.test(text)) { return t("This photo could not be read; take it again."); }
     return text;
   }
 
@@ -717,7 +729,7 @@
   function markProblems(problems) {
     clearErrors();
     var top = form.querySelector(".js-form-error");
-    top.textContent = "Please fix the marked fields.";
+    top.textContent = t("Please fix the marked fields.");
     top.hidden = false;
     problems.forEach(function (problem) {
       var box = problem.box || top;
@@ -744,10 +756,12 @@
 
   /* Words for the tray while a kept ticket goes out part by part. */
   function sayProgress(step) {
-    if (step.part === "text") { showStatus("sending", "Sending the ticket…"); return; }
-    if (step.part === "signature") { showStatus("sending", "Sending the signature…"); return; }
-    var words = "Sending photo " + step.number + " of " + step.of;
-    if (step.total) { words += " (" + Math.round(100 * step.loaded / step.total) + "%)"; }
+    if (step.part === "text") { showStatus("sending", t("Sending the ticket…")); return; }
+    if (step.part === "signature") { showStatus("sending", t("Sending the signature…")); return; }
+    var words = t("Sending photo {number} of {count}", { number: num(step.number), count: num(step.of) });
+    if (step.total) {
+      words += " (" + new Intl.NumberFormat(LANG, { style: "percent" }).format(step.loaded / step.total) + ")";
+    }
     showStatus("sending", words);
     if (!progress.hidden) { progress.value = Math.round(100 * (step.number - 1) / step.of); }
   }
@@ -810,7 +824,7 @@
   function linkGone(entry) { return entry.status === 404 || entry.status === 410; }
 
   function showSent(reference) {
-    showStatus("sent", "Sent " + reference + " " + clock());
+    showStatus("sent", t("Sent {reference} {time}", { reference: reference, time: clock() }));
     refreshTray();
   }
 
@@ -824,12 +838,12 @@
     if (!gone && entry.error) { showErrors(entry.error); }
     var elsewhere = entry.project_id && entry.project_id !== projectId;
     if (elsewhere) {
-      projectNotice.textContent = "This ticket was written for " + entry.project_name + ". It will be filed under " +
-        projectName + " when you press Send.";
+      projectNotice.textContent = t("This ticket was written for {old}. It will be filed under {new} when you press Send.",
+                                    { old: entry.project_name, "new": projectName });
       projectNotice.hidden = false;
     }
-    showStatus("refused", gone ? "Sent back: its link no longer works. Check it and send it from here."
-      : "Sent back: some fields need fixing. Fix the marked fields and send it again.");
+    showStatus("refused", gone ? t("Sent back: its link no longer works. Check it and send it from here.")
+      : t("Sent back: some fields need fixing. Fix the marked fields and send it again."));
     saveDraftNow();
   }
 
@@ -842,12 +856,14 @@
         if (!entry) { return; }
         var here = !linkGone(entry) && entry.url === form.getAttribute("data-submit-url");
         if (here && formIsEmpty()) { restore(refused[0], entry); return; }
-        var written = entry.project_name ? " for " + entry.project_name : "";
-        showStatus("refused", "Sent back: a ticket" + written + " could not be sent because " + refusedReason(entry) +
-          ". It is kept on this phone.");
+        showStatus("refused", entry.project_name
+          ? t("Sent back: a ticket for {project} could not be sent because {reason}. It is kept on this phone.",
+              { project: entry.project_name, reason: refusedReason(entry) })
+          : t("Sent back: a ticket could not be sent because {reason}. It is kept on this phone.",
+              { reason: refusedReason(entry) }));
         if (!formIsEmpty()) { return; }
         var sameProject = !entry.project_id || entry.project_id === projectId;
-        trayButton(sameProject ? "Open it in this form" : "Send it under " + projectName + " instead",
+        trayButton(sameProject ? t("Open it in this form") : t("Send it under {project} instead", { project: projectName }),
                    function () { restore(refused[0], entry); });
       });
     }).catch(function () {});
@@ -870,10 +886,10 @@
                 }
                 if (outcome.state === "refused") {
                   return keepRefused(entry, outcome).then(function () {
-                    showStatus("refused", "Sent back: " + refusedReason(outcome) + ".");
+                    showStatus("refused", t("Sent back: {reason}", { reason: refusedReason(outcome) }) + ".");
                   });
                 }
-                return showWaiting(outcome.status === 507 ? "The office is out of space. " : "No signal. ");
+                return showWaiting(outcome.status === 507 ? t("The office is out of space.") + " " : t("No signal.") + " ");
               });
             });
           });
@@ -912,7 +928,7 @@
       var before = Array.prototype.slice.call(box.children);
       fillRows("labor", lines);
       saveDraft();
-      offerUndo("Labor lines copied from your last ticket.", function () {
+      offerUndo(t("Labor lines copied from your last ticket."), function () {
         box.textContent = "";
         before.forEach(function (row) { box.appendChild(row); });
       });
@@ -958,7 +974,7 @@
     var problems = checkForm();
     if (problems.length) {
       markProblems(problems);
-      showStatus("problem", "Not sent yet: fix the marked fields first.");
+      showStatus("problem", t("Not sent yet: fix the marked fields first."));
       return;
     }
     var entry = { url: form.getAttribute("data-submit-url"), payload: buildPayload(), saved_at: new Date().toISOString(),
@@ -972,12 +988,12 @@
     }, function () { return false; }).then(function (kept) {
       if (!kept) {
         button.disabled = false;
-        showStatus("problem", "This phone could not keep the ticket. Keep this page open and press Send again.");
+        showStatus("problem", t("This phone could not keep the ticket. Keep this page open and press Send again."));
         return;
       }
       progress.hidden = false;
       progress.value = 0;
-      showStatus("sending", "Sending the ticket…");
+      showStatus("sending", t("Sending the ticket…"));
       sending = true;
       return withSendLock(function () {
         return store.get(QUEUE_PREFIX + entry.payload.client_ref).then(function (still) {
@@ -1005,8 +1021,8 @@
             restoredKey = key;
             saveDraftNow();
             showErrors((outcome.body && outcome.body.error) || { details: [] });
-            showStatus("refused", linkGone(outcome) ? "Sent back: this link no longer works; ask your project manager for a new one. The ticket is kept on this phone."
-              : "Sent back: some fields need fixing. Fix the marked fields and send it again.");
+            showStatus("refused", linkGone(outcome) ? t("Sent back: this link no longer works; ask your project manager for a new one. The ticket is kept on this phone.")
+              : t("Sent back: some fields need fixing. Fix the marked fields and send it again."));
             refreshTray();
           });
         }
@@ -1015,7 +1031,7 @@
         document.getElementById("kept").hidden = false;
         window.scrollTo(0, 0);
         askForBackgroundSync();
-        return showWaiting(outcome.status === 507 ? "The office is out of space. " : "No signal. ").then(refreshTray);
+        return showWaiting(outcome.status === 507 ? t("The office is out of space.") + " " : t("No signal.") + " ").then(refreshTray);
       });
     });
   });

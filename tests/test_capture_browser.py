@@ -18,7 +18,7 @@ pytestmark = pytest.mark.browser
 
 def wait_for_script(page) -> None:
     """Wait until the capture script has started (it marks the page with the `js` class)."""
-    page.wait_for_function("document.documentElement.classList.contains('js')")
+    page.wait_for_function("() => document.documentElement.classList.contains('js')")
 
 
 def open_capture(phone, url: str):
@@ -257,7 +257,7 @@ def test_a_queued_ticket_the_server_refuses_comes_back_into_the_form(client, acm
     page.wait_for_selector(".js-form-error:not([hidden])", timeout=20_000)
     assert "Sent back" in page.inner_text("#queue-status")
     assert page.input_value('textarea[name="description"]').startswith("Cut and patched slab")
-    assert page.inner_text('[data-error-for="labor[0].hours"]') == "Must be 1000 or less."
+    assert page.inner_text('[data-error-for="labor[0].hours"]') == "Must be 1,000 or less."
     (key,) = stored_keys(page)
     assert key.startswith("refused:")
     # Closing the tab loses nothing: the ticket opens in the form again.
@@ -426,7 +426,7 @@ def test_errors_show_beside_their_fields(client, acme, live_server, phone):
     page.click("button[type=submit]")
     page.wait_for_selector('.js-form-error:not([hidden])')
     assert page.inner_text('[data-error-for="description"]')
-    assert "1000" in page.inner_text('[data-error-for="labor[0].hours"]')
+    assert "1,000" in page.inner_text('[data-error-for="labor[0].hours"]')
 
 
 def test_revoked_link_page(client, acme, live_server, phone):
@@ -533,7 +533,7 @@ def test_the_phone_checks_the_servers_rules_before_keeping_a_ticket(client, acme
     assert page.is_hidden("#kept")
     assert page.inner_text('[data-error-for="description"]') == "Please fill this in."
     assert page.inner_text('[data-error-for="directed_by"]') == "Please fill this in."
-    assert page.inner_text('[data-error-for="labor[0].hours"]') == "Must be 1000 or less."
+    assert page.inner_text('[data-error-for="labor[0].hours"]') == "Must be 1,000 or less."
     assert page.inner_text('[data-error-for="labor[0].workers"]') == "Write a number, like 2 or 1.5."
     assert page.inner_text('[data-error-for="reason"]') == ""
     body = page.inner_text("body")
@@ -918,3 +918,128 @@ def test_the_page_and_the_service_worker_never_upload_at_the_same_time(client, a
         assert ticket.photo_count == 3
     assert uploads.most_at_once == 1
     assert sorted(uploads.photo_keys()) == ["p1", "p2", "p3"]
+
+
+def english_words() -> list[re.Pattern]:
+    """Every English phrase of the crew pages that has a Spanish translation, as patterns."""
+    from babel.messages.pofile import read_po
+
+    catalog_path = Path(__file__).parent.parent / "translations" / "es" / "LC_MESSAGES" / "messages.po"
+    with catalog_path.open("rb") as handle:
+        catalog = read_po(handle)
+    patterns = []
+    for message in catalog:
+        if not message.id or message.string == message.id:
+            continue
+        for english in (message.id if isinstance(message.id, tuple) else (message.id,)):
+            for fragment in re.split(r"\{\w+\}|%\(\w+\)[sd]", english):
+                fragment = fragment.strip(" .:;()+")
+                if len(fragment) >= 4:
+                    patterns.append(re.compile(r"(?<!\w)" + re.escape(fragment) + r"(?!\w)"))
+    return patterns
+
+
+def assert_no_english(page_text: str, where: str) -> None:
+    found = [p.pattern for p in english_words() if p.search(page_text)]
+    assert not found, f"English on the Spanish {where}: {found}"
+
+
+def visible_text(page) -> str:
+    """What the crew can read, including labels the screen reader says (aria-label)."""
+    return page.evaluate("""() => document.body.innerText + '\\n' + [...document.querySelectorAll(
+        '[aria-label]')].map(e => e.getAttribute('aria-label')).join('\\n')""")
+
+
+def test_every_crew_page_in_spanish_has_no_english(client, acme, live_server, chromium, app):
+    link = create_link(client, acme)
+    context = chromium.new_context(viewport={"width": 360, "height": 740}, is_mobile=True,
+                                   has_touch=True, locale="es-MX")
+    try:
+        page = context.new_page()
+        page.goto(link["url"])
+        wait_for_script(page)
+        assert page.get_attribute("html", "lang") == "es"
+        assert_no_english(visible_text(page), "capture page")
+        page.fill('input[name="labor[0].trade"]', "Ayudante")
+        page.fill('input[name="labor[0].hours"]', "2000")
+        page.click("button[type=submit]")
+        page.wait_for_selector("#queue-status.problem")
+        assert page.inner_text('[data-error-for="description"]') == "Por favor complete este campo."
+        assert page.inner_text('[data-error-for="labor[0].hours"]') == "Debe ser 1000 o menos."
+        assert_no_english(visible_text(page), "capture page with errors")
+        page.fill('textarea[name="description"]', "Se cortó y parchó la losa")
+        page.fill('textarea[name="reason"]', "Faltó la camisa del plomero")
+        page.fill('input[name="directed_by"]', "Sam Ortiz")
+        page.fill('input[name="labor[0].hours"]', "2,5")
+        page.set_input_files("#photo-gallery", files=[
+            {"name": "losa.jpg", "mimeType": "image/jpeg", "buffer": site_photo(1)}])
+        page.wait_for_selector("#photo-list img")
+        page.click("#photo-list button")
+        page.wait_for_selector("#undo-bar:not([hidden])")
+        assert_no_english(visible_text(page), "undo bar")
+        page.click("#undo-bar button")
+        sign(page)
+        context.set_offline(True)
+        page.click("button[type=submit]")
+        page.wait_for_selector("#queue-status.saved")
+        assert "Guardada en este teléfono" in page.inner_text("#queue-status")
+        assert_no_english(visible_text(page), "kept ticket")
+        context.set_offline(False)
+        page.wait_for_selector("#queue-status.sent", timeout=30_000)
+        assert page.inner_text("#queue-status").startswith("Enviada T-")
+        page.click("#tray-toggle")
+        assert_no_english(visible_text(page), "tray with this phone's tickets")
+        with app.app_context():
+            (ticket,) = db.session.query(Ticket).all()
+            assert float(ticket.lines[0]["hours"]) == 2.5
+        page.goto(link["poster_url"])
+        assert_no_english(visible_text(page), "poster")
+        # A ticket kept for a link that is then revoked: the revoked page, in Spanish.
+        page.goto(link["url"])
+        wait_for_script(page)
+        page.fill('textarea[name="description"]', "Segunda boleta")
+        page.fill('textarea[name="reason"]', "Extra")
+        page.fill('input[name="directed_by"]', "Sam")
+        context.set_offline(True)
+        page.click("button[type=submit]")
+        page.wait_for_selector("#queue-status.saved")
+        client.post(f"/v1/links/{link['token']}/revoke", headers=acme.headers)
+        context.set_offline(False)
+        wait_for(page, lambda: [k[:8] for k in stored_keys(page)] == ["refused:"])
+        page.goto(link["url"])
+        page.wait_for_selector("#kept-here:not([hidden])")
+        assert "sigue en este teléfono" in page.inner_text("#kept-here")
+        assert_no_english(visible_text(page), "revoked link page")
+    finally:
+        context.close()
+    # The plain form (no JavaScript) answers in Spanish too: its errors and its done page.
+    other = create_link(client, acme)
+    spanish = {"Accept-Language": "es-MX,es;q=0.9"}
+    form = {"description": "Zanja", "reason": "Tubería de gas", "directed_by": "Sam",
+            "labor[0].trade": "Ayudante", "labor[0].hours": "-2"}
+    bad = client.post(f"/c/{other['token']}/tickets", data=form, headers=spanish)
+    assert bad.status_code == 400 and "Debe ser 0 o más." in bad.get_data(as_text=True)
+    assert_no_english(re.sub(r"<[^>]+>", " ", bad.get_data(as_text=True)), "plain form errors")
+    done = client.post(f"/c/{other['token']}/tickets", data={**form, "labor[0].hours": "2"},
+                       headers=spanish)
+    text = re.sub(r"<[^>]+>", " ", done.get_data(as_text=True))
+    assert "Referencia" in text and "0 fotos adjuntas." in text
+    assert_no_english(text, "plain form done page")
+
+
+def test_the_language_switch_and_its_memory(client, acme, live_server, phone):
+    link = create_link(client, acme)
+    page = open_capture(phone, link["url"])
+    assert page.get_attribute("html", "lang") == "en"
+    with page.expect_navigation():
+        page.click('.lang-switch a[lang="es"]')
+    wait_for_script(page)
+    assert page.get_attribute("html", "lang") == "es"
+    assert page.inner_text("button[type=submit]") == "Enviar boleta"
+    page.goto(link["url"])  # remembered on this phone
+    wait_for_script(page)
+    assert page.inner_text("button[type=submit]") == "Enviar boleta"
+    with page.expect_navigation():
+        page.click('.lang-switch a[lang="en"]')
+    wait_for_script(page)
+    assert page.inner_text("button[type=submit]") == "Send ticket"
