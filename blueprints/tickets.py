@@ -55,7 +55,7 @@ def add_photos(ticket_id: str, body: PhotosInput) -> Ticket:
 
 
 @api_route(bp, "/tickets/<ticket_id>/photos/<key>", method="PUT", tag="tickets", response=Ticket,
-           errors=(404, 409))
+           errors=(400, 404, 409))
 def put_photo(ticket_id: str, key: str) -> Ticket:
     """Attach one photo under your own key (1-64 letters, digits, '-', '_'); again changes nothing.
 
@@ -66,6 +66,7 @@ def put_photo(ticket_id: str, key: str) -> Ticket:
     """
     from services import capture
 
+    tickets.find_ticket(g.company_id, ticket_id)  # an unknown ticket is a 404 whatever the body
     photo = capture.photo_from_upload(request.get_data(), request.args)
     return tickets.put_photo(g.company_id, ticket_id, capture.part_key(key), photo)[0]
 

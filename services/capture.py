@@ -16,7 +16,7 @@ from models import Company, db
 from models.schemas import CaptureSettings, PhotoIn, SignatureIn, Ticket, TicketInput
 from services import links, projects, tickets
 from services.database import write_transaction
-from services.errors import NotFound, ServiceError
+from services.errors import NotFound, ServiceError, ValidationFailed, field_problem
 from services.validation import validate
 
 CAPTURE_VIAS = ("link", "qr", "sms")
@@ -100,6 +100,9 @@ def part_key(key: str) -> str:
 
 def photo_from_upload(raw: bytes, args: Any) -> PhotoIn:
     """One uploaded image with what the phone says about it (name, taken_at, lat, lng)."""
+    if not raw:
+        raise ValidationFailed("send the image itself as the body",
+                               details=[field_problem("body", "empty: the body must be the image")])
     payload: dict[str, Any] = {"data_url": base64.b64encode(raw).decode("ascii")}
     for name in ("name", "taken_at"):
         if args.get(name):
