@@ -24,11 +24,11 @@ def owned_resources(client, owner) -> dict[str, str]:
         "signature": {"name": "S", "image": data_url(png_bytes(), "image/png")}}).json
     link = client.post("/v1/links", headers=owner.headers, json={"project_id": owner.project()["id"]}).json
     return {"ticket_id": ticket["id"], "project_id": owner.project()["id"], "token": link["token"],
-            "prefix": owner.prefix, "position": "0", "kind": "labor"}
+            "prefix": owner.prefix, "position": "0", "kind": "labor", "key": "front"}
 
 
 MISSING = {"ticket_id": str(uuid.UUID(int=0x1234)), "project_id": "1", "token": "x" * 32,
-           "prefix": "ewt_zzzzzzzz", "position": "0", "kind": "labor"}
+           "prefix": "ewt_zzzzzzzz", "position": "0", "kind": "labor", "key": "front"}
 
 
 def fill(rule: str, values: dict[str, str]) -> str:
@@ -89,7 +89,7 @@ def test_every_route_with_an_id_treats_foreign_ids_as_missing(app, client, acme,
             assert foreign == missing, f"{method} {rule.rule}"
             assert foreign[0] == 404, f"{method} {rule.rule}: {foreign}"
             checked.append(f"{method} {rule.rule}")
-    assert len(checked) == 19  # every route with an id or token outside the public capture pages
+    assert len(checked) == 20  # every route with an id or token outside the public capture pages
     # And nothing of the owner's changed.
     ticket = client.get(f"/v1/tickets/{owner_values['ticket_id']}", headers=acme.headers).json
     assert ticket["status"] == "submitted" and ticket["photo_count"] == 1 and ticket["decisions"] == []
