@@ -175,6 +175,24 @@ def capture_submit(token: str) -> Response:
                                              ticket=ticket, token=token, via=via))
 
 
+def _whole_body() -> bytes:
+    """The upload's body, or a 408 when the connection dropped before all of it came."""
+    raw = request.get_data()
+    if request.content_length is not None and len(raw) < request.content_length:
+        raise UploadCutOff()
+    return raw
+
+
+class UploadCutOff(ServiceError):
+    """The signal dropped during the upload: nothing is wrong with what was sent; send it again."""
+
+    status = 408
+    code = "upload_cut_off"
+
+    def __init__(self) -> None:
+        super().__init__("the upload was cut off; send it again")
+
+
 def _part_answer(token: str, work) -> Response:
     """Run one per-part upload of a capture ticket and answer the phone in JSON."""
     try:
@@ -203,14 +221,37 @@ def capture_photo(token: str, client_ref: str, key: str) -> Response:
     The same key again changes nothing, so a phone can resend after any drop.
     """
     return _part_answer(token, lambda: capture.put_photo(token, client_ref, key,
-                                                         request.get_data(), request.args))
+                                                         _whole_body(), request.args))
+
+
+@bp.put("/c/<token>/drafts/<client_ref>/photos/<key>")
+@limiter.limit(_capture_limit, key_func=_capture_limit_key)
+def capture_draft_photo(token: str, client_ref: str, key: str) -> Response:
+    """A photo uploaded as it is taken, while the crew is still writing its ticket.
+
+    Kept under the phone's reference until the ticket's text arrives and lists it; the
+    same key again changes nothing.
+    """
+    try:
+        answer = capture.stage_photo(token, client_ref, key, _whole_body(), request.args)
+    except ServiceError as error:
+        body = {"error": {"code": error.code, "message": error.message}}
+        if error.details is not None:
+            body["error"]["details"] = error.details
+        response = jsonify(body)
+        response.status_code = error.status
+        response.headers.update(CAPTURE_SECURITY_HEADERS)
+        return response
+    response = jsonify(answer)
+    response.headers.update(CAPTURE_SECURITY_HEADERS)
+    return response
 
 
 @bp.put("/c/<token>/tickets/<client_ref>/signature")
 @limiter.limit(_capture_limit, key_func=_capture_limit_key)
 def capture_signature(token: str, client_ref: str) -> Response:
     """The signature (PNG bytes as the body) of a ticket whose text already arrived; kept once."""
-    return _part_answer(token, lambda: capture.put_signature(token, client_ref, request.get_data(),
+    return _part_answer(token, lambda: capture.put_signature(token, client_ref, _whole_body(),
                                                              request.args))
 
 

@@ -3,7 +3,7 @@ from models.base import Base, UTCDateTime, db, utcnow
 from models.company import ApiKey, Company, Reviewer
 from models.link import CaptureLink
 from models.project_system import ProjectSystemConnection
-from models.ticket import Decision, Ticket, TicketCount, TicketPhoto
+from models.ticket import Decision, StagedPhoto, Ticket, TicketCount, TicketPhoto
 
 __all__ = ["ApiKey", "Base", "CaptureLink", "Company", "Decision", "ProjectSystemConnection", "Reviewer", "Ticket",
-           "TicketCount", "TicketPhoto", "UTCDateTime", "db", "utcnow"]
+           "StagedPhoto", "TicketCount", "TicketPhoto", "UTCDateTime", "db", "utcnow"]

@@ -119,3 +119,29 @@ class Decision(db.Model):
     at: Mapped[dt.datetime] = mapped_column(default=utcnow)
 
     ticket: Mapped[Ticket] = relationship(back_populates="decisions")
+
+
+class StagedPhoto(db.Model):
+    """A photo uploaded while its ticket is still being written on the phone.
+
+    Kept under the link and the phone's reference for the ticket; moved onto the ticket
+    when its text arrives, if the phone still lists it.
+    """
+
+    __tablename__ = "staged_photos"
+    __table_args__ = (UniqueConstraint("link_token", "client_ref", "client_key",
+                                       name="uq_staged_photos_key"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    company_id: Mapped[int] = mapped_column(ForeignKey("companies.id"), index=True)
+    link_token: Mapped[str] = mapped_column(String(64))
+    client_ref: Mapped[str] = mapped_column(String(64))
+    client_key: Mapped[str] = mapped_column(String(64))
+    name: Mapped[str] = mapped_column(String(200))
+    taken_at: Mapped[str | None] = mapped_column(String(40))
+    coords: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    image_key: Mapped[str] = mapped_column(String(80))
+    thumb_key: Mapped[str] = mapped_column(String(80))
+    width: Mapped[int] = mapped_column(Integer)
+    height: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)

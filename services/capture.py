@@ -72,9 +72,17 @@ def submit(token: str, payload: dict[str, Any], via: str) -> tuple[Ticket, bool]
     """
     link = links.resolve_token(token)
     payload["project_id"] = link.project_id
+    keys = payload.pop("photo_keys", None)
     data = validate(TicketInput, payload)
-    return tickets.create_ticket(link.company_id, data, captured_via=via if via in CAPTURE_VIAS
-                                 else "link", link_token=link.token, project_checked=True)
+    ticket, created = tickets.create_ticket(
+        link.company_id, data, captured_via=via if via in CAPTURE_VIAS else "link",
+        link_token=link.token, project_checked=True)
+    if data.client_ref and isinstance(keys, list):
+        # Photos uploaded while the ticket was being written, those the phone still lists.
+        tickets.attach_staged(link.company_id, ticket.id, link.token, data.client_ref,
+                              [str(key) for key in keys[:12]])
+        ticket = tickets.get_ticket(link.company_id, ticket.id)
+    return ticket, created
 
 
 _PART_KEY = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -116,6 +124,21 @@ def put_photo(token: str, client_ref: str, key: str, raw: bytes, args: Any) -> t
     """One photo of a ticket sent through a capture link, idempotent by the photo's key."""
     link, ticket_id = _ticket_for_ref(token, client_ref)
     return tickets.put_photo(link.company_id, ticket_id, part_key(key), photo_from_upload(raw, args))
+
+
+def stage_photo(token: str, client_ref: str, key: str, raw: bytes, args: Any) -> dict[str, Any]:
+    """A photo taken while its ticket is still being written, kept until the ticket's text comes."""
+    link = links.resolve_token(token)
+    if not _PART_KEY.fullmatch(client_ref):
+        raise NotFound("no such ticket reference", code="not_found")
+    key = part_key(key)
+    photo = photo_from_upload(raw, args)
+    ticket_id = tickets.id_for_client_ref(link.company_id, client_ref)
+    if ticket_id is not None:  # the text overtook it: the photo goes straight onto the ticket
+        created = tickets.put_photo(link.company_id, ticket_id, key, photo)[1]
+    else:
+        created = tickets.stage_photo(link.company_id, link.token, client_ref, key, photo)
+    return {"kept": True, "created": created}
 
 
 def put_signature(token: str, client_ref: str, raw: bytes, args: Any) -> tuple[Ticket, bool]:

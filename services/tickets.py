@@ -16,7 +16,7 @@ from sqlalchemy.exc import IntegrityError
 
 from models import Decision as DecisionRecord
 from models import Ticket as TicketRecord
-from models import TicketCount, TicketPhoto, db, utcnow
+from models import StagedPhoto, TicketCount, TicketPhoto, db, utcnow
 from models.schemas import (
     PhotoIn,
     RoutingLine,
@@ -468,3 +468,56 @@ def put_signature(company_id: int, ticket_id: str, signature: SignatureIn) -> tu
         current.signature = stored
     db.session.expire_all()
     return get_ticket(company_id, ticket.id), True
+
+
+def stage_photo(company_id: int, link_token: str, client_ref: str, key: str,
+                photo: PhotoIn) -> bool:
+    """Keep a photo taken for a ticket still being written; the same key again changes nothing.
+
+    Returns whether this call kept it.
+    """
+    where = (StagedPhoto.link_token == link_token, StagedPhoto.client_ref == client_ref)
+    if db.session.scalar(select(StagedPhoto.id).where(*where, StagedPhoto.client_key == key)):
+        return False
+    held = db.session.scalar(select(func.count()).select_from(StagedPhoto).where(*where))
+    if held >= MAX_PHOTOS:
+        raise ValidationFailed(f"a ticket holds at most {MAX_PHOTOS} photos",
+                               details=[field_problem("photos", "no more photos fit on this ticket")])
+    checked, problems = _check_photos([photo], "photo", 0)
+    if problems:
+        raise ValidationFailed("the photo could not be used; see details", details=problems)
+    (row,) = _store_photos(checked)
+    row.pop("position", None)
+    try:
+        with write_transaction() as session:
+            session.add(StagedPhoto(company_id=company_id, link_token=link_token,
+                                    client_ref=client_ref, client_key=key, **row))
+    except IntegrityError:  # the same photo twice at once: the first one counts
+        return False
+    return True
+
+
+def attach_staged(company_id: int, ticket_id: str, link_token: str, client_ref: str,
+                  keys: list[str]) -> None:
+    """Move the photos staged for a ticket onto it, those the phone still lists, in its order."""
+    where = (StagedPhoto.company_id == company_id, StagedPhoto.link_token == link_token,
+             StagedPhoto.client_ref == client_ref)
+    if not db.session.scalar(select(StagedPhoto.id).where(*where).limit(1)):
+        return
+    order = {key: index for index, key in enumerate(keys)}
+    with write_transaction() as session:
+        current = session.scalar(select(TicketRecord).where(TicketRecord.id == ticket_id)
+                                 .with_for_update().execution_options(populate_existing=True))
+        held = {p.client_key for p in current.photos}
+        staged = sorted(session.scalars(select(StagedPhoto).where(*where)),
+                        key=lambda s: order.get(s.client_key, len(order)))
+        for row in staged:
+            if row.client_key in order and row.client_key not in held \
+                    and current.photo_count < MAX_PHOTOS:
+                current.photos.append(TicketPhoto(
+                    position=current.photo_count, client_key=row.client_key, name=row.name,
+                    taken_at=row.taken_at, coords=row.coords, image_key=row.image_key,
+                    thumb_key=row.thumb_key, width=row.width, height=row.height))
+                current.photo_count += 1
+            session.delete(row)
+    db.session.expire_all()

@@ -105,6 +105,7 @@ var CaptureSend = (function () {
       if (name !== "photos" && name !== "signature") { text[name] = payload[name]; }
     });
     text.photos_expected = (payload.photos || []).length;
+    text.photo_keys = (payload.photos || []).map(photoKey);  // photos sent ahead join by these
     return text;
   }
 
@@ -173,7 +174,26 @@ var CaptureSend = (function () {
 
   function forget(store, ref) { return store.del(PROGRESS_PREFIX + ref).catch(function () {}); }
 
+  /* A photo sent ahead while its ticket is still being written (PUT .../drafts/<ref>/photos/<key>). */
+  function stagePhoto(token, ref, photo, onProgress) {
+    var coords = photo.coords || {};
+    var url = "/c/" + encodeURIComponent(token) + "/drafts/" + encodeURIComponent(ref) + "/photos/" +
+      encodeURIComponent(photo.key) + query({ name: photo.name, taken_at: photo.taken_at, lat: coords.lat, lng: coords.lng });
+    var blob = toBlob(photo.data_url);
+    return upload("PUT", url, blob, blob.type, onProgress);
+  }
+
+  /* Remember that the server holds a photo of this reference, so sending skips it. */
+  function markHeld(store, ref, key) {
+    return store.get(PROGRESS_PREFIX + ref).catch(function () { return null; }).then(function (found) {
+      var done = found || { text: null, photos: {}, signature: false };
+      done.photos[key] = true;
+      return store.set(PROGRESS_PREFIX + ref, done);
+    }).catch(function () {});
+  }
+
   if (typeof self !== "undefined" && self.addEventListener) { self.addEventListener("offline", abort); }
 
-  return { send: send, withLock: withLock, forget: forget, abort: abort, PROGRESS_PREFIX: PROGRESS_PREFIX };
+  return { send: send, withLock: withLock, forget: forget, abort: abort, stagePhoto: stagePhoto,
+           markHeld: markHeld, PROGRESS_PREFIX: PROGRESS_PREFIX };
 })();

@@ -44,6 +44,8 @@
   var restoredKey = null;
   var draftTimer = null;
   var draftReady = false;
+  var draftRef = null;      // the phone's reference for the ticket being written
+  var staging = false;
 
   var LANG = document.documentElement.lang || "en";
   var MESSAGES = JSON.parse(form.getAttribute("data-messages") || "{}");
@@ -360,7 +362,7 @@
           return compress(file).then(function (result) { return [exif, result]; });
         }).then(function (both) {
           var exif = both[0], result = both[1];
-          photos.push({ name: file.name || "photo.jpg", data_url: result.dataUrl, size: result.size,
+          photos.push({ key: photoKeyFor(), name: file.name || "photo.jpg", data_url: result.dataUrl, size: result.size,
                         taken_at: exif.taken_at || localIso(new Date(file.lastModified || Date.now())),
                         coords: exif.coords || null });
           renderPhotos();
@@ -369,12 +371,43 @@
           error.textContent = t("Could not read {name}; try taking it again.", { name: file.name || t("a photo") });
         });
       });
-    }, Promise.resolve()).then(function () { input.value = ""; });
+    }, Promise.resolve()).then(function () { input.value = ""; stagePhotos(); });
   }
 
   photoInputs.forEach(function (input) {
     input.addEventListener("change", function () { addPhotoFiles(input); });
   });
+
+  function photoKeyFor() { return "ph" + newClientRef().replace(/-/g, "").slice(0, 16); }
+
+  /* Photos go ahead as they are taken, while the crew keeps writing: one at a time, under the
+   * send lock, each remembered once the server holds it so sending the ticket skips it. */
+  function stagePhotos() {
+    if (!store || staging || !draftRef || !window.CaptureSend || navigator.onLine === false) { return Promise.resolve(); }
+    var todo = photos.filter(function (photo) { return !photo.staged && photo.key; });
+    if (!todo.length) { return Promise.resolve(); }
+    staging = true;
+    var ref = draftRef;
+    return window.CaptureSend.withLock(function () {
+      return todo.reduce(function (chain, photo) {
+        return chain.then(function (going) {
+          var number = photos.indexOf(photo) + 1;
+          if (!going || ref !== draftRef || number === 0 || photo.staged) { return going; }
+          sayProgress({ part: "photo", number: number, of: photos.length });
+          return window.CaptureSend.stagePhoto(token, ref, photo, function (loaded, total) {
+            sayProgress({ part: "photo", number: number, of: photos.length, loaded: loaded, total: total });
+          }).then(function (result) {
+            if (result.state !== "sent") { return false; }
+            photo.staged = ref;
+            return window.CaptureSend.markHeld(store, ref, photo.key).then(function () { return true; });
+          });
+        });
+      }, Promise.resolve(true));
+    }).catch(function () {}).then(function () {
+      staging = false;
+      return savePhotos();
+    }).then(function () { if (!form.hidden) { return showQuietState(); } });
+  }
 
   /* ---- Signature: kept as stroke data, so it is redrawn at any size. ---- */
 
@@ -495,9 +528,9 @@
     var payload = {
       labor: [], equipment: [], materials: [],
       photos: photos.map(function (p) {
-        return { name: p.name, data_url: p.data_url, taken_at: p.taken_at, coords: p.coords || null };
+        return { key: p.key, name: p.name, data_url: p.data_url, taken_at: p.taken_at, coords: p.coords || null };
       }),
-      client_ref: newClientRef()
+      client_ref: draftRef
     };
     ticketFields().forEach(function (name) { payload[name] = value(name); });
     if (!payload.worked_on) { delete payload.worked_on; }
@@ -539,7 +572,8 @@
     ticketFields().forEach(function (name) { setField(name, payload[name]); });
     ROW_KINDS.forEach(function (kind) { fillRows(kind, payload[kind]); });
     photos = (payload.photos || []).map(function (p) {
-      return { name: p.name, data_url: p.data_url, taken_at: p.taken_at, coords: p.coords || null, size: 0 };
+      return { key: photoKeyFor(), name: p.name, data_url: p.data_url, taken_at: p.taken_at,
+               coords: p.coords || null, size: 0 };
     });
     renderPhotos();
     if (payload.signature) {
@@ -565,7 +599,7 @@
       rows[kind] = rowsOf(kind).map(function (row) { return rowValues(row) || {}; });
     });
     return { values: values, rows: rows, signature: signatureState(), restored_key: restoredKey,
-             saved_at: new Date().toISOString() };
+             client_ref: draftRef, saved_at: new Date().toISOString() };
   }
 
   function saveDraftNow() {
@@ -602,6 +636,8 @@
       renderPhotos();
       restoreSignature(draft.signature);
       restoredKey = draft.restored_key || null;
+      if (draft.client_ref) { draftRef = draft.client_ref; }
+      photos.forEach(function (photo, index) { if (!photo.key) { photo.key = "p" + (index + 1); } });
       return true;
     }).catch(function () { return false; }).then(function (restored) {
       draftReady = true;
@@ -984,6 +1020,7 @@
     rememberMe(entry.payload);
     remember(entry).then(function () {
       // Safe on the phone from here on: only now may the form be emptied.
+      draftRef = newClientRef();
       return dropRestored().then(clearDraft).then(function () { return true; });
     }, function () { return false; }).then(function (kept) {
       if (!kept) {
@@ -1070,8 +1107,11 @@
   }
   window.addEventListener("online", flushQueue);
   setUpSignature();
+  draftRef = newClientRef();
+  window.addEventListener("online", function () { stagePhotos(); });
   restoreDraft().then(function () {
     recallMe();
+    stagePhotos();
     return showQuietState();
   }).then(flushQueue);
 })();

@@ -72,3 +72,29 @@ def test_the_pm_sees_photos_arriving(app, client, acme):
     browser = sign_in(app, client, acme)
     html = browser.get(f"/tickets/{made['id']}").get_data(as_text=True)
     assert "photos arriving: 7 of 12" in html
+
+
+def test_photos_taken_while_writing_join_their_ticket_when_its_text_arrives(client, acme, app):
+    link = make_link(client, acme)
+    ref = uuid.uuid4().hex
+    drafts = f"/c/{link['token']}/drafts/{ref}/photos"
+    for key, color in (("a", (200, 0, 0)), ("b", (0, 200, 0)), ("c", (0, 0, 200))):
+        kept = client.put(f"{drafts}/{key}?name={key}.jpg", data=jpeg_bytes(color=color),
+                          content_type="image/jpeg")
+        assert kept.status_code == 200 and kept.json == {"kept": True, "created": True}
+    again = client.put(f"{drafts}/a", data=jpeg_bytes(), content_type="image/jpeg")
+    assert again.json["created"] is False
+    # The crew removed photo b before sending: only a and c join, in the phone's order.
+    text = client.post(f"/c/{link['token']}/tickets", json={
+        "description": "Patched slab", "reason": "Not ours", "directed_by": "Sam",
+        "client_ref": ref, "photos_expected": 2, "photo_keys": ["c", "a"]})
+    assert text.status_code == 200 and text.json["photo_count"] == 2
+    ticket = client.get(f"/v1/tickets/{text.json['id']}", headers=acme.headers).json
+    assert [p["name"] for p in ticket["photos"]] == ["c.jpg", "a.jpg"]
+    # Sending a staged photo again after the text changes nothing.
+    late = client.put(f"/c/{link['token']}/tickets/{ref}/photos/a", data=jpeg_bytes(),
+                      content_type="image/jpeg")
+    assert late.json["created"] is False and late.json["photo_count"] == 2
+    with app.app_context():
+        from models import StagedPhoto, db
+        assert db.session.query(StagedPhoto).count() == 0
