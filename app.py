@@ -12,7 +12,7 @@ from flask_wtf.csrf import CSRFProtect
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from models import db
-from services import bodies, compression, ratelimit
+from services import bodies, compression, i18n, ratelimit
 from services.database import configure_engine, normalise_database_url
 from services.auth import login_manager
 from services.logs import configure_logging
@@ -183,6 +183,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     bodies.init_app(app)  # after the limiter's hook, before anything that reads a body
     csrf.init_app(app)
     login_manager.init_app(app)
+    i18n.init_app(app)
     app.session_interface = SessionCookies()
     app.before_request(protect_session_forms)
     app.after_request(add_security_headers)

@@ -95,6 +95,16 @@ def figures(r: dict) -> list[dict]:
                      pb["ms"], "ms", pb["ceiling_ms"], "≤ 1500 ms", pb["ms"] <= 1500))
     rows.append(_fig("photo.server.ms", section, "Server: process_photo", ps["ms"], "ms",
                      ps["ceiling_ms"], "≤ 150 ms", ps["ms"] <= 150))
+    ns = r.get("north_star")  # runs from before it was measured have none
+    if ns:
+        section = "4b. Capture on one bar (Lighthouse mobile profile, two drops)"
+        rows.append(_fig("capture.north_star.s", section,
+                         f"Open link to Sent: 3 lines, {ns['photos']} photos, a signature",
+                         ns["seconds"], "s", None, "—", None))
+        ratio = ns["uploaded_bytes"] / ns["ticket_bytes"] if ns["ticket_bytes"] else 0.0
+        rows.append(_fig("capture.north_star.bytes", section,
+                         "Bytes uploaded against the ticket's own bytes", ratio, "×", None,
+                         "≤ 1.1×", ratio <= 1.1))
     ap = r["approve"]
     warm = ap["warm"]
     calls = max(len(a["calls"]) for a in warm)

@@ -3,11 +3,12 @@ from __future__ import annotations
 
 from flask import (Blueprint, Response, current_app, g, jsonify, render_template, request,
                    send_from_directory)
+from flask_babel import gettext
 from flask_login import current_user, login_required
 
 from blueprints.api import PROJECT_SYSTEM_ERRORS, api_route, error_codes, read_json_object
-from models.schemas import Link, LinkInput, LinkList
-from services import capture, links, projects, review
+from models.schemas import CaptureSettings, CaptureSettingsInput, Link, LinkInput, LinkList
+from services import capture, i18n, links, projects, review
 from services.errors import ServiceError
 from services.ratelimit import count_or_refuse
 from services.web import render_page
@@ -41,25 +42,49 @@ def revoke_link(token: str) -> Link:
     return links.revoke_link(g.company_id, token)
 
 
+@api_route(bp, "/capture-settings", tag="links", response=CaptureSettings)
+def get_capture_settings() -> CaptureSettings:
+    """How the capture form asks crews for tickets (whether crews enter prices and cost codes)."""
+    return capture.capture_settings(g.company_id)
+
+
+@api_route(bp, "/capture-settings", method="PUT", tag="links", body=CaptureSettingsInput,
+           response=CaptureSettings)
+def put_capture_settings(body: CaptureSettingsInput) -> CaptureSettings:
+    """Change how the capture form asks crews for tickets."""
+    return capture.set_capture_settings(g.company_id, body.crew_enters_prices)
+
+
 def _capture_response(body: str, status: int = 200) -> Response:
     """An HTML answer for a capture page, with the headers a credential-bearing URL needs."""
     response = Response(body, status=status, mimetype="text/html")
     response.headers.update(CAPTURE_SECURITY_HEADERS)
     response.vary.add("HX-Request")
-    return response
+    response.vary.add("Accept-Language")
+    response.vary.add("Cookie")
+    return i18n.remember_choice(response)
 
 
 def _gone_page(error: ServiceError) -> Response:
     """The page a crew sees for a revoked or unknown link."""
-    return _capture_response(render_template("capture/gone.html"), status=error.status)
+    return _capture_response(render_template(
+        "capture/gone.html", token=_token_arg(),
+        gone_messages=i18n.script_messages("capture-gone.js")), status=error.status)
+
+
+def _token_arg() -> str:
+    """The link token of the current capture request, for the page's own checks."""
+    return str((request.view_args or {}).get("token", ""))[:64]
 
 
 def _form_context(link, via: str, values: dict | None = None, errors: dict | None = None) -> dict:
     """Everything the capture form template needs."""
+    prices = capture.capture_settings(link.company_id).crew_enters_prices
     return {"link": link, "via": via, "values": values or {}, "errors": errors or {},
-            "cost_codes": capture.cost_code_choices(link.company_id, link.project_id),
+            "cost_codes": capture.cost_code_choices(link.company_id, link.project_id) if prices else [],
             "classifications": capture.classification_choices(link.company_id, link.project_id),
-            "row_kinds": capture.ROW_KINDS}
+            "crew_prices": prices, "script_messages": i18n.script_messages("capture.js"),
+            "row_kinds": capture.ROW_KINDS, "ticket_schema": capture.ticket_schema()}
 
 
 @bp.get("/c/sw.js")
@@ -89,7 +114,7 @@ def capture_page(token: str, via: str) -> Response:
 def capture_row(token: str, kind: str) -> Response:
     """One empty labor, equipment or material row, fetched by htmx when the crew adds a line."""
     try:
-        links.resolve_token(token)
+        link = links.resolve_token(token)
     except ServiceError as error:
         return _gone_page(error)
     if kind not in capture.ROW_KINDS:
@@ -97,7 +122,8 @@ def capture_row(token: str, kind: str) -> Response:
     index = request.args.get("i", default=0, type=int)
     index = min(max(index, 0), 999)
     return _capture_response(render_template(
-        "capture/_row.html", kind=kind, index=index, values={}, errors={}))
+        "capture/_row.html", kind=kind, index=index, values={}, errors={},
+        crew_prices=capture.capture_settings(link.company_id).crew_enters_prices))
 
 
 def _submitted_link():
@@ -182,11 +208,13 @@ def capture_submit(token: str) -> Response:
         if error.status in (404, 410):
             return _gone_page(error)
         link = links.resolve_token(token)
-        errors = {d["field"]: d["message"] for d in (error.details or []) if isinstance(d, dict)}
+        errors = {d["field"]: capture.plain_message(d["message"])
+                  for d in (error.details or []) if isinstance(d, dict)}
         if error.status in (429, 507):
-            errors["_form"] = ("The ticket was not sent: " + error.message +
-                               ". Keep this page open and press Send again later.")
-        errors.setdefault("_form", error.message)
+            errors["_form"] = gettext("The ticket was not sent: %(reason)s. Keep this page open "
+                                      "and press Send again later.", reason=error.message)
+        errors.setdefault("_form", gettext("Please fix the marked fields.") if error.status == 400
+                          else error.message)
         response = _capture_response(render_template(
             "capture/page.html", **_form_context(link, via, request.form.to_dict(), errors)),
             status=error.status if error.status in (429, 507) else 400)
@@ -222,6 +250,87 @@ def capture_mine(token: str) -> Response:
 
 
 capture_mine.before_body = _refuse_unknown_link
+
+
+def _whole_body() -> bytes:
+    """The upload's body, or a 408 when the connection dropped before all of it came."""
+    raw = request.get_data()
+    if request.content_length is not None and len(raw) < request.content_length:
+        raise UploadCutOff()
+    return raw
+
+
+class UploadCutOff(ServiceError):
+    """The signal dropped during the upload: nothing is wrong with what was sent; send it again."""
+
+    status = 408
+    code = "upload_cut_off"
+
+    def __init__(self) -> None:
+        super().__init__("the upload was cut off; send it again")
+
+
+def _part_answer(token: str, work) -> Response:
+    """Run one per-part upload of a capture ticket and answer the phone in JSON."""
+    try:
+        ticket, created = work()
+    except ServiceError as error:
+        body = {"error": {"code": error.code, "message": error.message}}
+        if error.details is not None:
+            body["error"]["details"] = error.details
+        response = jsonify(body)
+        response.status_code = error.status
+        response.headers.update(CAPTURE_SECURITY_HEADERS)
+        return response
+    response = jsonify({"id": ticket.id, "reference": capture.short_reference(ticket.id),
+                        "created": created, "photo_count": ticket.photo_count,
+                        "photos_expected": ticket.photos_expected,
+                        "signed": ticket.signature is not None})
+    response.headers.update(CAPTURE_SECURITY_HEADERS)
+    return response
+
+
+@bp.put("/c/<token>/tickets/<client_ref>/photos/<key>")
+def capture_photo(token: str, client_ref: str, key: str) -> Response:
+    """One photo of a ticket whose text already arrived: the image bytes as the body.
+
+    The same key again changes nothing, so a phone can resend after any drop.
+    """
+    return _part_answer(token, lambda: capture.put_photo(token, client_ref, key,
+                                                         _whole_body(), request.args))
+
+
+@bp.put("/c/<token>/drafts/<client_ref>/photos/<key>")
+def capture_draft_photo(token: str, client_ref: str, key: str) -> Response:
+    """A photo uploaded as it is taken, while the crew is still writing its ticket.
+
+    Kept under the phone's reference until the ticket's text arrives and lists it; the
+    same key again changes nothing.
+    """
+    try:
+        answer = capture.stage_photo(token, client_ref, key, _whole_body(), request.args)
+    except ServiceError as error:
+        body = {"error": {"code": error.code, "message": error.message}}
+        if error.details is not None:
+            body["error"]["details"] = error.details
+        response = jsonify(body)
+        response.status_code = error.status
+        response.headers.update(CAPTURE_SECURITY_HEADERS)
+        return response
+    response = jsonify(answer)
+    response.headers.update(CAPTURE_SECURITY_HEADERS)
+    return response
+
+
+@bp.put("/c/<token>/tickets/<client_ref>/signature")
+def capture_signature(token: str, client_ref: str) -> Response:
+    """The signature (PNG bytes as the body) of a ticket whose text already arrived; kept once."""
+    return _part_answer(token, lambda: capture.put_signature(token, client_ref, _whole_body(),
+                                                             request.args))
+
+
+for _part_route in (capture_photo, capture_draft_photo, capture_signature):
+    _part_route.before_body = _refuse_before_body
 
 
 @bp.get("/c/<token>/qr.svg")

@@ -87,6 +87,25 @@ def add_photos(ticket_id: str, body: PhotosInput) -> Ticket:
     return tickets.add_photos(g.company_id, ticket_id, body.photos)
 
 
+@api_route(bp, "/tickets/<ticket_id>/photo-uploads/<key>", method="PUT", tag="tickets", response=Ticket,
+           errors=error_codes({400: ("validation_failed",), 404: ("ticket_not_found", "not_found"),
+                               408: ("upload_cut_off",), 409: ("ticket_written",)}, STORAGE_ERRORS),
+           extra_responses=STORAGE_TEXT)
+def put_photo(ticket_id: str, key: str) -> Ticket:
+    """Attach one photo under your own key (1-64 letters, digits, '-', '_'); again changes nothing.
+
+    The body is the image itself (JPEG, PNG or WebP, at most 2 MiB); `name`, `taken_at`, `lat`
+    and `lng` may be given in the query. For senders on a weak signal: one small upload per
+    photo, each safe to repeat. Send `photos_expected` with the ticket so it shows the photos
+    as arriving until all are in.
+    """
+    from services import capture
+
+    tickets.find_ticket(g.company_id, ticket_id)  # an unknown ticket is a 404 whatever the body
+    photo = capture.photo_from_upload(request.get_data(), request.args)
+    return tickets.put_photo(g.company_id, ticket_id, capture.part_key(key), photo)[0]
+
+
 @api_route(bp, "/tickets/<ticket_id>/approve", method="POST", tag="tickets", body=ApproveInput,
            response=ApprovalResult, body_required=False,
            errors=error_codes({404: ("ticket_not_found", "project_not_found"),

@@ -4,10 +4,9 @@ from models.company import ApiKey, Company, Reviewer
 from models.link import CaptureLink
 from models.pricing import Authorization, ProjectMarkups, RateSheet
 from models.project_system import KnownProject, ProjectSystemConnection
-from models.ticket import Decision, Ticket, TicketCount, TicketPhoto
+from models.ticket import Decision, StagedPhoto, Ticket, TicketCount, TicketPhoto
 from models.usage import StorageUsage
 
 __all__ = ["ApiKey", "Authorization", "Base", "CaptureLink", "Company", "Decision", "KnownProject",
-           "ProjectMarkups", "ProjectSystemConnection", "RateSheet", "Reviewer", "StorageUsage",
-           "Ticket",
-           "TicketCount", "TicketPhoto", "UTCDateTime", "db", "utcnow"]
+           "ProjectMarkups", "ProjectSystemConnection", "RateSheet", "Reviewer", "StagedPhoto",
+           "StorageUsage", "Ticket", "TicketCount", "TicketPhoto", "UTCDateTime", "db", "utcnow"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import datetime as dt
 
 from flask_login import UserMixin
-from sqlalchemy import ForeignKey, String, false
+from sqlalchemy import Boolean, ForeignKey, String, false, true
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from models.base import db, utcnow
@@ -18,6 +18,8 @@ class Company(db.Model):
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(200))
     created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    # Whether the capture form asks crews for rates, unit costs and cost codes (else the office does).
+    crew_enters_prices: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
 
     api_keys: Mapped[list[ApiKey]] = relationship(back_populates="company")
 

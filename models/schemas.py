@@ -413,9 +413,12 @@ class TicketInput(InputShape):
     photos: list[PhotoIn] = Field(default_factory=list, max_length=12,
                                   description="At most 12 photos per ticket.")
     signature: SignatureIn | None = None
+    photos_expected: int | None = Field(
+        default=None, ge=0, le=12, description="How many photos will follow one by one "
+        "(PUT .../photos/{key}); the ticket shows them as arriving until they are all in.")
     worked_on: OptionalIsoDate = Field(default=None, description=(
         "ISO date the work was done; defaults to the capture date on the jobsite's clock. "
-        "Picks the rate sheet in force."))
+        "Picks the rate sheet in force and dates the daily log entry."))
     authorization_ref: str | None = Field(default=None, max_length=60, description=(
         "Reference of the GC directive or change-order request the work was done under, e.g. "
         "'CD-014'. When the project lists it (see /projects/{id}/authorizations) the ticket "
@@ -631,6 +634,7 @@ class TicketSummary(Shape):
     signature: Signature | None
     photos: list[Photo]
     photo_count: int
+    photos_expected: int | None = None
     link_token: str | None
     approved_by: str | None
     approved_at: dt.datetime | None
@@ -740,6 +744,20 @@ class LinkInput(InputShape):
     project_id: ProjectId
     label: str | None = Field(default=None, max_length=120,
                               description="Who or where it is for, e.g. 'North trailer'.")
+
+
+class CaptureSettings(Shape):
+    """How the company's capture form asks crews for a ticket."""
+
+    crew_enters_prices: bool = Field(description=(
+        "Whether crews see rate, unit cost and cost code fields; off when the office prices "
+        "and codes the tickets."))
+
+
+class CaptureSettingsInput(InputShape):
+    """A change to the capture form settings."""
+
+    crew_enters_prices: Annotated[bool, Field(strict=True)]
 
 
 class LinkUrls(Shape):

@@ -56,6 +56,8 @@ class Ticket(db.Model):
     warnings: Mapped[list[str]] = mapped_column(JSON, default=list)
     signature: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     photo_count: Mapped[int] = mapped_column(Integer, default=0)
+    # Photos the phone said would follow the text one by one; None when sent with the ticket.
+    photos_expected: Mapped[int | None] = mapped_column(Integer, nullable=True)
     approved_by: Mapped[str | None] = mapped_column(String(300))
     approved_at: Mapped[dt.datetime | None]
     external: Mapped[dict[str, Any] | None] = mapped_column(JSON)
@@ -95,6 +97,7 @@ class TicketPhoto(db.Model):
     """One photo of a ticket: the stored image, its thumbnail and what the phone said about it."""
 
     __tablename__ = "ticket_photos"
+    __table_args__ = (Index("ux_ticket_photos_client_key", "ticket_id", "client_key", unique=True),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
     ticket_id: Mapped[str] = mapped_column(ForeignKey("tickets.id"), index=True)
@@ -106,6 +109,8 @@ class TicketPhoto(db.Model):
     thumb_key: Mapped[str] = mapped_column(String(80))
     width: Mapped[int] = mapped_column(Integer)
     height: Mapped[int] = mapped_column(Integer)
+    # The phone's own key for a photo sent on its own: the same key twice is one photo.
+    client_key: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
     ticket: Mapped[Ticket] = relationship(back_populates="photos")
 
@@ -124,3 +129,29 @@ class Decision(db.Model):
     reason: Mapped[str | None] = mapped_column(Text)
 
     ticket: Mapped[Ticket] = relationship(back_populates="decisions")
+
+
+class StagedPhoto(db.Model):
+    """A photo uploaded while its ticket is still being written on the phone.
+
+    Kept under the link and the phone's reference for the ticket; moved onto the ticket
+    when its text arrives, if the phone still lists it.
+    """
+
+    __tablename__ = "staged_photos"
+    __table_args__ = (UniqueConstraint("link_token", "client_ref", "client_key",
+                                       name="uq_staged_photos_key"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    company_id: Mapped[int] = mapped_column(ForeignKey("companies.id"), index=True)
+    link_token: Mapped[str] = mapped_column(String(64))
+    client_ref: Mapped[str] = mapped_column(String(64))
+    client_key: Mapped[str] = mapped_column(String(64))
+    name: Mapped[str] = mapped_column(String(200))
+    taken_at: Mapped[str | None] = mapped_column(String(40))
+    coords: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    image_key: Mapped[str] = mapped_column(String(80))
+    thumb_key: Mapped[str] = mapped_column(String(80))
+    width: Mapped[int] = mapped_column(Integer)
+    height: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)

@@ -408,8 +408,9 @@ def _content_type(image_key: str) -> str:
 
 
 def _log_date(ticket: TicketRecord, zone: ZoneInfo) -> dt.date:
-    """The daily log date of a ticket: the jobsite's date (in the project's zone) when captured."""
-    return local_date(ticket.captured_at, zone)
+    """The daily log date of a ticket: the day the crew says the work was done, else the
+    jobsite's date (in the project's zone) when it was captured."""
+    return ticket.worked_on or local_date(ticket.captured_at, zone)
 
 
 def _context_lines(ticket: TicketRecord, zone: ZoneInfo) -> list[str]:

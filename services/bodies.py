@@ -27,7 +27,9 @@ from flask import Flask, Response, current_app, g, request
 from services.errors import ServiceError
 
 # Routes whose bodies carry photos: they may use the whole MAX_CONTENT_LENGTH.
-UPLOAD_ENDPOINTS = frozenset({"links.capture_submit", "tickets.create_ticket", "tickets.add_photos"})
+UPLOAD_ENDPOINTS = frozenset({"links.capture_submit", "tickets.create_ticket", "tickets.add_photos",
+                              "links.capture_photo", "links.capture_draft_photo",
+                              "links.capture_signature", "tickets.put_photo"})
 CHUNK = 64 * 1024
 
 _slots_lock = threading.Lock()

@@ -2,14 +2,22 @@
 from __future__ import annotations
 
 import base64
+import functools
 import re
 from typing import Any
 
+from decimal import Decimal
+
+from babel.numbers import format_decimal
+from flask_babel import get_locale, gettext, lazy_gettext
 from werkzeug.datastructures import FileStorage, MultiDict
 
-from models import utcnow
-from models.schemas import Ticket
+from models import Company, db, utcnow
+from models.schemas import CaptureSettings, PhotoIn, SignatureIn, Ticket, TicketInput
 from services import links, projects, rates, tickets
+from services.database import write_transaction
+from services.errors import NotFound, ValidationFailed, field_problem
+from services.validation import validate
 
 CAPTURE_VIAS = ("link", "qr", "sms")
 # Row fields picked from a list, which always carry a value: alone they do not make a line.
@@ -19,6 +27,40 @@ ROW_KINDS = {"labor": ("trade", "classification", "hour_type", "hours", "workers
                        "costCode"),
              "equipment": ("description", "hours", "rate", "costCode"),
              "materials": ("description", "quantity", "unitCost", "costCode")}
+
+
+@functools.lru_cache(maxsize=1)
+def ticket_schema() -> dict[str, Any]:
+    """The JSON Schema of a new ticket: the very rules the server checks, for the phone to check first."""
+    return TicketInput.model_json_schema(mode="validation")
+
+
+_PLAIN = (
+    (re.compile(r"at least 1 character|Field required|more than whitespace", re.I),
+     lambda m: gettext("Please fill this in.")),
+    (re.compile(r"less than or equal to ([\d.]+)", re.I),
+     lambda m: gettext("Must be {number} or less.").replace("{number}", _number(m.group(1)))),
+    (re.compile(r"greater than or equal to ([\d.]+)", re.I),
+     lambda m: gettext("Must be {number} or more.").replace("{number}", _number(m.group(1)))),
+    (re.compile(r"at most (\d+) characters", re.I),
+     lambda m: gettext("Too long: at most {count} letters.").replace("{count}", _number(m.group(1)))),
+    (re.compile(r"valid number|must be a number|finite number", re.I),
+     lambda m: gettext("Write a number, like 2 or 1.5.")),
+)
+
+
+def _number(text: str) -> str:
+    """A number from a message, written the crew's way (1.000 in Spanish, 1,000 in English)."""
+    return format_decimal(Decimal(text).normalize(), locale=get_locale() or "en")
+
+
+def plain_message(message: str) -> str:
+    """A validation message in a crew's words (the page's script does the same for its own checks)."""
+    for pattern, words in _PLAIN:
+        match = pattern.search(message)
+        if match:
+            return words(match)
+    return message
 
 
 def short_reference(ticket_id: str) -> str:
@@ -34,17 +76,24 @@ def submit(token: str, payload: dict[str, Any], via: str) -> tuple[Ticket, bool]
     link = links.resolve_token(token)
     payload["project_id"] = link.project_id
     revises = payload.pop("revises", None)
+    keys = payload.pop("photo_keys", None)
     data = tickets.validate_ticket(payload)
     captured_via = via if via in CAPTURE_VIAS else "link"
     if isinstance(revises, str) and revises:
         return tickets.revise_ticket(link.company_id, link.token, revises[:64], data,
                                      captured_via=captured_via)
-    return tickets.create_ticket(link.company_id, data, captured_via=captured_via,
-                                 link_token=link.token, project_checked=True)
+    ticket, created = tickets.create_ticket(link.company_id, data, captured_via=captured_via,
+                                            link_token=link.token, project_checked=True)
+    if data.client_ref and isinstance(keys, list):
+        # Photos uploaded while the ticket was being written, those the phone still lists.
+        tickets.attach_staged(link.company_id, ticket.id, link.token, data.client_ref,
+                              [str(key) for key in keys[:12]])
+        ticket = tickets.get_ticket(link.company_id, ticket.id)
+    return ticket, created
 
 
-STATE_WORDS = {"submitted": "with the project manager", "written": "accepted",
-               "rejected": "sent back"}
+STATE_WORDS = {"submitted": lazy_gettext("with the project manager"),
+               "written": lazy_gettext("accepted"), "rejected": lazy_gettext("sent back")}
 
 
 def phone_tickets(token: str, client_refs: list[str]) -> list[dict[str, Any]]:
@@ -57,14 +106,80 @@ def phone_tickets(token: str, client_refs: list[str]) -> list[dict[str, Any]]:
     for ticket in tickets.phone_tickets(link.company_id, link.token, client_refs):
         rejected = [d for d in ticket.decisions if d.action == "rejected"]
         reason = rejected[-1].reason if ticket.status == "rejected" and rejected else None
-        state = STATE_WORDS.get(ticket.status, ticket.status)
-        if ticket.status == "rejected":
-            state = f"sent back: {reason}" if reason else "sent back"
+        state = str(STATE_WORDS.get(ticket.status, ticket.status))
+        if ticket.status == "rejected" and reason:
+            state = gettext("sent back: %(reason)s", reason=reason)
         found.append({"client_ref": ticket.client_ref, "reference": short_reference(ticket.id),
                       "status": ticket.status, "state": state, "reason": reason,
                       "description": ticket.description,
                       "version": 1 + sum(1 for d in ticket.decisions if d.action == "resubmitted")})
     return found
+
+
+_PART_KEY = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def _ticket_for_ref(token: str, client_ref: str) -> tuple[Any, str]:
+    """The link and the id of the ticket the phone sent under client_ref through it."""
+    link = links.resolve_token(token)
+    ticket_id = tickets.id_for_client_ref(link.company_id, client_ref) \
+        if _PART_KEY.fullmatch(client_ref) else None
+    if ticket_id is None:
+        raise NotFound("no ticket with this reference yet; send its text first",
+                       code="ticket_not_found")
+    return link, ticket_id
+
+
+def part_key(key: str) -> str:
+    """A photo's own key as the phone gives it, checked."""
+    if not _PART_KEY.fullmatch(key):
+        raise NotFound("no such photo key", code="not_found")
+    return key
+
+
+def photo_from_upload(raw: bytes, args: Any) -> PhotoIn:
+    """One uploaded image with what the phone says about it (name, taken_at, lat, lng)."""
+    if not raw:
+        raise ValidationFailed("send the image itself as the body",
+                               details=[field_problem("body", "empty: the body must be the image")])
+    payload: dict[str, Any] = {"data_url": base64.b64encode(raw).decode("ascii")}
+    for name in ("name", "taken_at"):
+        if args.get(name):
+            payload[name] = args.get(name)
+    if args.get("lat") and args.get("lng"):
+        payload["coords"] = {"lat": args.get("lat"), "lng": args.get("lng")}
+    return validate(PhotoIn, payload)
+
+
+def put_photo(token: str, client_ref: str, key: str, raw: bytes, args: Any) -> tuple[Ticket, bool]:
+    """One photo of a ticket sent through a capture link, idempotent by the photo's key."""
+    link, ticket_id = _ticket_for_ref(token, client_ref)
+    return tickets.put_photo(link.company_id, ticket_id, part_key(key), photo_from_upload(raw, args))
+
+
+def stage_photo(token: str, client_ref: str, key: str, raw: bytes, args: Any) -> dict[str, Any]:
+    """A photo taken while its ticket is still being written, kept until the ticket's text comes."""
+    link = links.resolve_token(token)
+    if not _PART_KEY.fullmatch(client_ref):
+        raise NotFound("no such ticket reference", code="not_found")
+    key = part_key(key)
+    photo = photo_from_upload(raw, args)
+    ticket_id = tickets.id_for_client_ref(link.company_id, client_ref)
+    if ticket_id is not None:  # the text overtook it: the photo goes straight onto the ticket
+        created = tickets.put_photo(link.company_id, ticket_id, key, photo)[1]
+    else:
+        created = tickets.stage_photo(link.company_id, link.token, client_ref, key, photo)
+    return {"kept": True, "created": created}
+
+
+def put_signature(token: str, client_ref: str, raw: bytes, args: Any) -> tuple[Ticket, bool]:
+    """The signature of a ticket sent through a capture link, once."""
+    link, ticket_id = _ticket_for_ref(token, client_ref)
+    signature = validate(SignatureIn, {
+        "name": args.get("name") or None, "role": args.get("role") or None,
+        "signed_at": args.get("signed_at") or None, "qualifier": args.get("qualifier") or None,
+        "image": "data:image/png;base64," + base64.b64encode(raw).decode("ascii")})
+    return tickets.put_signature(link.company_id, ticket_id, signature)
 
 
 def _set_path(target: dict[str, Any], path: str, value: Any) -> None:
@@ -119,6 +234,28 @@ def form_to_payload(form: MultiDict, files: MultiDict) -> dict[str, Any]:
     if photos:
         payload["photos"] = photos
     return payload
+
+
+# Fields a crew leaves to the office when the company says so.
+PRICE_FIELDS = ("rate", "unitCost", "costCode")
+
+
+def capture_settings(company_id: int) -> CaptureSettings:
+    """The company's capture form settings."""
+    company = db.session.get(Company, company_id)
+    if company is None:
+        raise NotFound("company not found")
+    return CaptureSettings(crew_enters_prices=bool(company.crew_enters_prices))
+
+
+def set_capture_settings(company_id: int, crew_enters_prices: bool) -> CaptureSettings:
+    """Change the company's capture form settings."""
+    with write_transaction() as session:
+        company = session.get(Company, company_id)
+        if company is None:
+            raise NotFound("company not found")
+        company.crew_enters_prices = crew_enters_prices
+    return capture_settings(company_id)
 
 
 def cost_code_choices(company_id: int, project_id: str) -> list[tuple[str, str]]:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from sqlalchemy import select
 
-from models import Ticket, TicketPhoto, db
+from models import StagedPhoto, Ticket, TicketPhoto, db
 from services.tickets import photo_store
 
 MIN_AGE_FLOOR_S = 3600
@@ -44,6 +44,9 @@ def referenced_image_keys() -> set[str]:
     keys: set[str] = set()
     for image_key, thumb_key in db.session.execute(
             select(TicketPhoto.image_key, TicketPhoto.thumb_key)):
+        keys.update((image_key, thumb_key))
+    for image_key, thumb_key in db.session.execute(  # photos of tickets still being written
+            select(StagedPhoto.image_key, StagedPhoto.thumb_key)):
         keys.update((image_key, thumb_key))
     for signature in db.session.scalars(select(Ticket.signature)):
         if isinstance(signature, dict):

@@ -14,6 +14,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
+from types import SimpleNamespace
 from typing import Any
 
 from flask import current_app, g
@@ -24,11 +25,12 @@ from sqlalchemy.exc import IntegrityError
 from models import CaptureLink
 from models import Decision as DecisionRecord
 from models import Ticket as TicketRecord
-from models import RateSheet, TicketCount, TicketPhoto, db, utcnow
+from models import RateSheet, StagedPhoto, TicketCount, TicketPhoto, db, utcnow
 from models.schemas import (
     PhotoIn,
     PhotosInput,
     RoutingLine,
+    SignatureIn,
     Ticket,
     TicketInput,
     TicketList,
@@ -941,3 +943,114 @@ def reprice_ticket(company_id: int, ticket_id: str) -> Ticket:
         current.lines, current.total, current.warnings = lines, total, [*warnings, *kept]
     db.session.expire_all()
     return get_ticket(company_id, ticket.id)
+
+
+def id_for_client_ref(company_id: int, client_ref: str) -> str | None:
+    """The id of the company's ticket sent under this client reference, if it has arrived."""
+    return _id_for_client_ref(company_id, client_ref)
+
+
+def put_photo(company_id: int, ticket_id: str, key: str, photo: PhotoIn) -> tuple[Ticket, bool]:
+    """Attach one photo under the sender's own key; the same key again changes nothing.
+
+    Returns the ticket and whether this call added the photo. Photos arrive one by one from
+    a phone on a weak signal, so each is checked and stored on its own.
+    """
+    ticket = find_ticket(company_id, ticket_id)
+    if any(p.client_key == key for p in ticket.photos):
+        return get_ticket(company_id, ticket.id), False
+    _check_photo_room(ticket, 1)
+    checked, problems = _check_photos([photo], "photo", ticket.photo_count)
+    if problems:
+        raise ValidationFailed("the photo could not be used; see details", details=problems)
+    _make_room(company_id, ticket.link_token, _image_bytes(checked, None))
+    (row,) = _store_photos(checked)
+    try:
+        with write_transaction() as session:
+            current = session.scalar(select(TicketRecord).where(TicketRecord.id == ticket.id)
+                                     .with_for_update().execution_options(populate_existing=True))
+            if any(p.client_key == key for p in current.photos):
+                return get_ticket(company_id, ticket.id), False
+            _check_photo_room(current, 1)
+            row.update(position=current.photo_count, client_key=key)
+            current.photos.append(TicketPhoto(**row))
+            current.photo_count += 1
+    except IntegrityError:  # the same key arrived twice at once: the first one counts
+        pass
+    db.session.expire_all()
+    return get_ticket(company_id, ticket.id), True
+
+
+def put_signature(company_id: int, ticket_id: str, signature: SignatureIn) -> tuple[Ticket, bool]:
+    """Attach the signature sent after its ticket; a ticket that has one keeps it."""
+    ticket = find_ticket(company_id, ticket_id)
+    if ticket.signature:
+        return get_ticket(company_id, ticket.id), False
+    holder = SimpleNamespace(signature=signature)
+    processed, problems = _check_signature(holder, [])
+    if problems:
+        raise ValidationFailed("the signature could not be used; see details", details=problems)
+    _make_room(company_id, ticket.link_token, _image_bytes([], processed))
+    stored = _store_signature(holder, processed)
+    with write_transaction() as session:
+        current = session.scalar(select(TicketRecord).where(TicketRecord.id == ticket.id)
+                                 .with_for_update().execution_options(populate_existing=True))
+        if current.signature:
+            return get_ticket(company_id, ticket.id), False
+        current.signature = stored
+    db.session.expire_all()
+    return get_ticket(company_id, ticket.id), True
+
+
+def stage_photo(company_id: int, link_token: str, client_ref: str, key: str,
+                photo: PhotoIn) -> bool:
+    """Keep a photo taken for a ticket still being written; the same key again changes nothing.
+
+    Returns whether this call kept it.
+    """
+    where = (StagedPhoto.link_token == link_token, StagedPhoto.client_ref == client_ref)
+    if db.session.scalar(select(StagedPhoto.id).where(*where, StagedPhoto.client_key == key)):
+        return False
+    held = db.session.scalar(select(func.count()).select_from(StagedPhoto).where(*where))
+    if held >= MAX_PHOTOS:
+        raise ValidationFailed(f"a ticket holds at most {MAX_PHOTOS} photos",
+                               details=[field_problem("photos", "no more photos fit on this ticket")])
+    checked, problems = _check_photos([photo], "photo", 0)
+    if problems:
+        raise ValidationFailed("the photo could not be used; see details", details=problems)
+    _make_room(company_id, link_token, _image_bytes(checked, None))
+    (row,) = _store_photos(checked)
+    row.pop("position", None)
+    try:
+        with write_transaction() as session:
+            session.add(StagedPhoto(company_id=company_id, link_token=link_token,
+                                    client_ref=client_ref, client_key=key, **row))
+    except IntegrityError:  # the same photo twice at once: the first one counts
+        return False
+    return True
+
+
+def attach_staged(company_id: int, ticket_id: str, link_token: str, client_ref: str,
+                  keys: list[str]) -> None:
+    """Move the photos staged for a ticket onto it, those the phone still lists, in its order."""
+    where = (StagedPhoto.company_id == company_id, StagedPhoto.link_token == link_token,
+             StagedPhoto.client_ref == client_ref)
+    if not db.session.scalar(select(StagedPhoto.id).where(*where).limit(1)):
+        return
+    order = {key: index for index, key in enumerate(keys)}
+    with write_transaction() as session:
+        current = session.scalar(select(TicketRecord).where(TicketRecord.id == ticket_id)
+                                 .with_for_update().execution_options(populate_existing=True))
+        held = {p.client_key for p in current.photos}
+        staged = sorted(session.scalars(select(StagedPhoto).where(*where)),
+                        key=lambda s: order.get(s.client_key, len(order)))
+        for row in staged:
+            if row.client_key in order and row.client_key not in held \
+                    and current.photo_count < MAX_PHOTOS:
+                current.photos.append(TicketPhoto(
+                    position=current.photo_count, client_key=row.client_key, name=row.name,
+                    taken_at=row.taken_at, coords=row.coords, image_key=row.image_key,
+                    thumb_key=row.thumb_key, width=row.width, height=row.height))
+                current.photo_count += 1
+            session.delete(row)
+    db.session.expire_all()

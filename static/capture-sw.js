@@ -2,10 +2,11 @@
  * for use with no signal, network first; a revoked link loses its copy. Sends queued tickets
  * when signal returns, even with the page closed (Background Sync, where the browser has it). */
 /* global idbKeyval */
-importScripts("/static/vendor/idb-keyval-6.3.0.umd.js");
+importScripts("/static/vendor/idb-keyval-6.3.0.umd.js", "/static/capture-send.js");
 
 var QUEUE_PREFIX = "ticket:";
 var REFUSED_PREFIX = "refused:";
+var SENT_PREFIX = "sent:";
 var PAGE_CACHE = "capture-pages-v1";
 var NETWORK_WAIT_MS = 4000;
 var PAGE_PATH = /^\/c\/[A-Za-z0-9_-]+(\/[qs])?$/;
@@ -78,37 +79,49 @@ function keepPage(message) {
 
 self.addEventListener("message", function (event) {
   if (event.data && event.data.type === "keep-page") { event.waitUntil(keepPage(event.data)); }
+  if (event.data && event.data.type === "send-tickets") { event.waitUntil(sendQueued().catch(function () {})); }
 });
 
+/* One ticket after another, part by part, holding the lock the page takes before it sends. */
 function sendQueued() {
-  return idbKeyval.keys().then(function (keys) {
-    var mine = keys.filter(function (key) { return String(key).indexOf(QUEUE_PREFIX) === 0; });
-    return Promise.all(mine.map(function (key) {
-      return idbKeyval.get(key).then(function (entry) {
-        if (!entry) { return null; }
-        return fetch(entry.url, {
-          method: "POST", body: JSON.stringify(entry.payload), credentials: "omit",
-          headers: { "Content-Type": "application/json", "Accept": "application/json" }
-        }).then(function (response) {
-          if (response.status === 200) {
-            return response.json().then(function (body) {
-              return idbKeyval.del(key).then(function () { return notify(body.reference); });
-            });
-          }
-          if ([400, 404, 410, 413].indexOf(response.status) >= 0) { return keepRefused(key, entry, response); }
-          throw new Error("not yet");
-        });
-      });
-    }));
+  return CaptureSend.withLock(function () {
+    return idbKeyval.keys().then(function (keys) {
+      var mine = keys.filter(function (key) { return String(key).indexOf(QUEUE_PREFIX) === 0; });
+      return mine.reduce(function (chain, key) {
+        return chain.then(function () { return sendOne(key); });
+      }, Promise.resolve());
+    });
   });
 }
 
-function keepRefused(key, entry, response) {
-  return response.json().catch(function () { return null; }).then(function (body) {
-    var kept = { url: entry.url, payload: entry.payload, saved_at: entry.saved_at, status: response.status,
-                 error: (body && body.error) || null };
-    return idbKeyval.set(REFUSED_PREFIX + entry.payload.client_ref, kept);
-  }).then(function () { return idbKeyval.del(key); });
+function sendOne(key) {
+  return idbKeyval.get(key).then(function (entry) {
+    if (!entry) { return null; }
+    return CaptureSend.send(entry, idbKeyval).then(function (outcome) {
+      if (outcome.state === "sent") {
+        return idbKeyval.del(key).then(function () { return CaptureSend.forget(idbKeyval, entry.payload.client_ref); })
+          .then(function () { return recordSent(entry, outcome.body); })
+          .then(function () { return notify(outcome.body.reference); });
+      }
+      if (outcome.state === "refused") { return keepRefused(key, entry, outcome); }
+      throw new Error("not yet");
+    });
+  });
+}
+
+function recordSent(entry, body) {
+  return idbKeyval.set(SENT_PREFIX + entry.payload.client_ref, {
+    reference: body.reference, sent_at: new Date().toISOString(), state: "sent",
+    project_name: entry.project_name || null, description: entry.payload.description, url: entry.url
+  });
+}
+
+function keepRefused(key, entry, outcome) {
+  var body = outcome.body;
+  var kept = { url: entry.url, payload: entry.payload, saved_at: entry.saved_at, status: outcome.status,
+               error: (body && body.error) || null, signature: entry.signature || null,
+               project_id: entry.project_id || null, project_name: entry.project_name || null };
+  return idbKeyval.set(REFUSED_PREFIX + entry.payload.client_ref, kept).then(function () { return idbKeyval.del(key); });
 }
 
 function notify(reference) {

@@ -1,6 +1,7 @@
-/* Capture page: rows, photo compression, signature, and a queue on the phone so a
- * ticket written on one bar of signal is never lost. Every ticket carries a client
- * reference, so sending it again can never make a second ticket. */
+/* Capture page: rows, photo compression, signature, a draft kept as the crew types, a
+ * status tray that is always on screen, and a queue on the phone so a ticket written on
+ * one bar of signal is never lost. Every ticket carries a client reference, so sending
+ * it again can never make a second ticket. */
 (function () {
   "use strict";
 
@@ -10,21 +11,54 @@
   var QUEUE_PREFIX = "ticket:";
   var REFUSED_PREFIX = "refused:";
   var SENT_PREFIX = "sent:";
+  var correcting = null;    // the client reference of a sent-back ticket being corrected
+  var KEEP_SENT = 20;
+  var ROW_KINDS = ["labor", "equipment", "materials"];
   var store = window.idbKeyval;
   var form = document.getElementById("ticket-form");
   if (!form) { return; }
   document.documentElement.classList.add("js");
 
+  var token = form.getAttribute("data-token");
+  var projectId = form.getAttribute("data-project-id");
+  var projectName = form.getAttribute("data-project-name");
+  var DRAFT_KEY = "draft:" + token;
+  var DRAFT_PHOTOS_KEY = "draft-photos:" + token;
+  var ME_KEY = "capture-me";
   var statusBox = document.getElementById("queue-status");
+  var trayActions = document.getElementById("tray-actions");
+  var undoBar = document.getElementById("undo-bar");
+  var ticketList = document.getElementById("phone-tickets");
+  var trayToggle = document.getElementById("tray-toggle");
   var progress = document.getElementById("upload-progress");
   var photoList = document.getElementById("photo-list");
-  var photoInput = form.querySelector("input[name=photo_files]");
+  var photoInputs = form.querySelectorAll("input[type=file][data-photos]");
+  var projectNotice = document.getElementById("project-notice");
+  var schemaText = form.getAttribute("data-schema");
+  var schema = schemaText ? JSON.parse(schemaText) : null;  // the server's own rules for a ticket
   var photos = [];
   var rowCounter = 100;
   var signaturePad = null;
+  var padWidth = 0;
+  var signatureImage = null;
   var sending = false;
   var restoredKey = null;
-  var correcting = null;
+  var draftTimer = null;
+  var draftReady = false;
+  var draftRef = null;      // the phone's reference for the ticket being written
+  var staging = false;
+
+  var LANG = document.documentElement.lang || "en";
+  var MESSAGES = JSON.parse(form.getAttribute("data-messages") || "{}");
+
+  /* The page's words in the crew's language (one catalog with the server's), {name} filled in. */
+  function t(text, values) {
+    var out = MESSAGES[text] || text;
+    Object.keys(values || {}).forEach(function (name) { out = out.split("{" + name + "}").join(String(values[name])); });
+    return out;
+  }
+
+  function num(value) { return new Intl.NumberFormat(LANG).format(value); }
 
   function newClientRef() {
     if (window.crypto && crypto.randomUUID) { return crypto.randomUUID(); }
@@ -33,24 +67,181 @@
     return Array.prototype.map.call(bytes, function (b) { return ("0" + b.toString(16)).slice(-2); }).join("");
   }
 
+  function clock(iso) {
+    var when = iso ? new Date(iso) : new Date();
+    return when.toLocaleTimeString(LANG, { hour: "2-digit", minute: "2-digit" });
+  }
+
+  /* ---- The tray: one line saying what happened, actions, and this phone's tickets. ---- */
+
   function showStatus(kind, text) {
-    statusBox.hidden = false;
     statusBox.className = "queue-status " + kind;
     statusBox.textContent = text;
+    trayActions.textContent = "";
   }
+
+  function trayButton(text, onClick) {
+    var button = document.createElement("button");
+    button.type = "button";
+    button.className = "secondary";
+    button.textContent = text;
+    button.addEventListener("click", onClick);
+    trayActions.appendChild(button);
+    return button;
+  }
+
+  function offerUndo(text, undo) {
+    undoBar.textContent = "";
+    var words = document.createElement("span");
+    words.textContent = text;
+    var button = document.createElement("button");
+    button.type = "button";
+    button.className = "undo";
+    button.textContent = t("Undo");
+    button.addEventListener("click", function () {
+      undoBar.hidden = true;
+      undoBar.textContent = "";
+      undo();
+      saveDraft();
+    });
+    undoBar.appendChild(words);
+    undoBar.appendChild(button);
+    undoBar.hidden = false;
+  }
+
+  function refusedReason(entry) {
+    if (entry.status === 404 || entry.status === 410) { return t("its link no longer works"); }
+    if (entry.status === 413) { return t("the photos are too big"); }
+    return t("some fields need fixing");
+  }
+
+  function listEntries() {
+    if (!store) { return Promise.resolve([]); }
+    return store.entries().then(function (pairs) {
+      return pairs.filter(function (pair) {
+        var key = String(pair[0]);
+        return key.indexOf(QUEUE_PREFIX) === 0 || key.indexOf(REFUSED_PREFIX) === 0 ||
+          key.indexOf(SENT_PREFIX) === 0;
+      }).map(function (pair) {
+        var key = String(pair[0]), entry = pair[1] || {};
+        var state = key.indexOf(QUEUE_PREFIX) === 0 ? "waiting"
+          : key.indexOf(REFUSED_PREFIX) === 0 ? "sent-back" : (entry.state || "sent");
+        return { key: key, state: state, entry: entry,
+                 when: entry.sent_at || entry.saved_at || "" };
+      }).sort(function (a, b) { return a.when < b.when ? 1 : -1; });
+    }).catch(function () { return []; });
+  }
+
+  function describe(item) {
+    var entry = item.entry;
+    var title = (entry.payload && entry.payload.description) || entry.description || t("Ticket");
+    var project = entry.project_name ? entry.project_name + ": " : "";
+    var state;
+    if (item.state === "waiting") { state = t("Waiting to send"); }
+    else if (item.state === "sent-back") { state = t("Sent back: {reason}", { reason: entry.reason || refusedReason(entry) }); }
+    else { state = t("Sent {reference} {time}", { reference: entry.reference, time: clock(entry.sent_at) }); }
+    return { title: project + title.slice(0, 60), state: state };
+  }
+
+  function refreshTray() {
+    return listEntries().then(function (items) {
+      ticketList.textContent = "";
+      items.forEach(function (item) {
+        var words = describe(item);
+        var li = document.createElement("li");
+        li.className = "phone-ticket " + item.state;
+        li.setAttribute("data-state", item.state);
+        var title = document.createElement("span");
+        title.className = "ticket-title";
+        title.textContent = words.title;
+        var state = document.createElement("strong");
+        state.className = "ticket-state";
+        state.textContent = words.state;
+        li.appendChild(title);
+        li.appendChild(state);
+        ticketList.appendChild(li);
+      });
+      trayToggle.textContent = t("This phone's tickets ({count})", { count: num(items.length) });
+      return items;
+    });
+  }
+
+  function waitingCount() {
+    return listEntries().then(function (items) {
+      return items.filter(function (item) { return item.state === "waiting"; }).length;
+    });
+  }
+
+  function showWaiting(prefix) {
+    return waitingCount().then(function (count) {
+      if (!count) { return; }
+      showStatus("saved", (prefix || "") + t("{count} waiting. Kept on this phone; it sends by itself when there is signal.", { count: num(count) }));
+    });
+  }
+
+  function showQuietState() {
+    return refreshTray().then(function (items) {
+      var waiting = items.filter(function (item) { return item.state === "waiting"; });
+      if (waiting.length) { return showWaiting(); }
+      var last = items[0];
+      if (!last) { showStatus("idle", t("Nothing waiting to send.")); return; }
+      var words = describe(last);
+      showStatus(last.state === "sent-back" ? "refused" : "sent", words.state);
+    });
+  }
+
+  function openList(open) {
+    ticketList.hidden = !open;
+    trayToggle.setAttribute("aria-expanded", open ? "true" : "false");
+    if (open) { refreshTray(); }
+  }
+
+  trayToggle.addEventListener("click", function () { openList(ticketList.hidden); });
+  // Back to the form: the list folds away so it never covers what the crew is filling in.
+  form.addEventListener("focusin", function () { if (!ticketList.hidden) { openList(false); } });
+
+  /* ---- Rows ---- */
 
   document.body.addEventListener("htmx:configRequest", function (event) {
     rowCounter += 1;
     event.detail.parameters.i = rowCounter;
   });
+  document.body.addEventListener("htmx:afterSwap", function () { saveDraft(); });
 
   form.addEventListener("click", function (event) {
     var button = event.target.closest(".remove-row");
-    if (button) {
-      var row = button.closest(".row");
-      if (row) { row.remove(); }
-    }
+    if (!button) { return; }
+    var row = button.closest(".row");
+    if (!row) { return; }
+    var box = row.parentNode, next = row.nextSibling;
+    row.remove();
+    saveDraft();
+    offerUndo(t("Line removed."), function () { box.insertBefore(row, next && next.parentNode === box ? next : null); });
   });
+
+  /* A fresh copy of a kind's first row, numbered so no two rows share a field name. */
+  function cloneRow(template) {
+    rowCounter += 1;
+    var row = template.cloneNode(true);
+    row.querySelectorAll("[name], [data-error-for]").forEach(function (element) {
+      ["name", "data-error-for"].forEach(function (attribute) {
+        var text = element.getAttribute(attribute);
+        if (text) { element.setAttribute(attribute, text.replace(/\[\d+\]/, "[" + rowCounter + "]")); }
+      });
+      if (element.value !== undefined && element.tagName !== "SMALL") { element.value = ""; }
+    });
+    row.querySelectorAll(".error").forEach(function (el) { el.textContent = ""; });
+    row.querySelectorAll(".has-error").forEach(function (el) { el.classList.remove("has-error"); });
+    return row;
+  }
+
+  var rowTemplates = {};
+  ROW_KINDS.forEach(function (kind) {
+    var first = form.querySelector('.rows[data-kind="' + kind + '"] > .row');
+    if (first) { rowTemplates[kind] = first.cloneNode(true); }
+  });
+
+  /* ---- Photos ---- */
 
   function loadBitmap(file) {
     if (window.createImageBitmap) {
@@ -112,54 +303,192 @@
       image.alt = photo.name;
       var remove = document.createElement("button");
       remove.type = "button";
+      remove.className = "remove-photo";
       remove.textContent = "×";
-      remove.setAttribute("aria-label", "Remove " + photo.name);
-      remove.addEventListener("click", function () { photos.splice(index, 1); renderPhotos(); });
+      remove.setAttribute("aria-label", t("Remove {name}", { name: photo.name }));
+      remove.addEventListener("click", function () {
+        var removed = photos.splice(index, 1)[0];
+        renderPhotos();
+        savePhotos();
+        offerUndo(t("Photo removed."), function () {
+          photos.splice(Math.min(index, photos.length), 0, removed);
+          renderPhotos();
+          savePhotos();
+        });
+      });
       item.appendChild(image);
       item.appendChild(remove);
       photoList.appendChild(item);
     });
   }
 
-  if (photoInput) {
-    photoInput.addEventListener("change", function () {
-      var files = Array.prototype.slice.call(photoInput.files || []);
-      var room = MAX_PHOTOS - photos.length;
-      var error = form.querySelector('[data-error-for="photos"]');
-      error.textContent = files.length > room ? "Only " + MAX_PHOTOS + " photos fit on one ticket." : "";
-      files.slice(0, Math.max(room, 0)).reduce(function (chain, file) {
-        return chain.then(function () {
-          return compress(file).then(function (result) {
-            photos.push({ name: file.name || "photo.jpg", data_url: result.dataUrl,
-                          size: result.size, taken_at: new Date(file.lastModified || Date.now()).toISOString() });
-            renderPhotos();
-          }).catch(function () {
-            error.textContent = "Could not read " + (file.name || "a photo") + "; try taking it again.";
+  function pad2(n) { return (n < 10 ? "0" : "") + n; }
+
+  /* A moment as the phone's wall clock shows it, with its offset: 2026-11-20T14:05:00-08:00. */
+  function localIso(when) {
+    var offset = -when.getTimezoneOffset(), sign = offset >= 0 ? "+" : "-";
+    offset = Math.abs(offset);
+    return when.getFullYear() + "-" + pad2(when.getMonth() + 1) + "-" + pad2(when.getDate()) + "T" +
+      pad2(when.getHours()) + ":" + pad2(when.getMinutes()) + ":" + pad2(when.getSeconds()) +
+      sign + pad2(Math.floor(offset / 60)) + ":" + pad2(offset % 60);
+  }
+
+  function today() {
+    return localIso(new Date()).slice(0, 10);
+  }
+
+  /* When and where the camera took the photo, from its EXIF, read before compression drops it. */
+  function readExif(file) {
+    if (!window.exifr) { return Promise.resolve({}); }
+    return window.exifr.parse(file, { gps: true, tiff: true, exif: true }).then(function (tags) {
+      var found = {};
+      if (!tags) { return found; }
+      var taken = tags.DateTimeOriginal || tags.CreateDate || tags.DateTime;
+      if (taken instanceof Date && !isNaN(taken.getTime())) { found.taken_at = localIso(taken); }
+      if (isFinite(tags.latitude) && isFinite(tags.longitude) && !(tags.latitude === 0 && tags.longitude === 0)) {
+        found.coords = { lat: Math.round(tags.latitude * 1e6) / 1e6, lng: Math.round(tags.longitude * 1e6) / 1e6 };
+      }
+      return found;
+    }).catch(function () { return {}; });
+  }
+
+  function addPhotoFiles(input) {
+    var files = Array.prototype.slice.call(input.files || []);
+    var room = MAX_PHOTOS - photos.length;
+    var error = form.querySelector('[data-error-for="photos"]');
+    error.textContent = files.length > room ? t("Only {count} photos fit on one ticket.", { count: num(MAX_PHOTOS) }) : "";
+    files.slice(0, Math.max(room, 0)).reduce(function (chain, file) {
+      return chain.then(function () {
+        return readExif(file).then(function (exif) {
+          return compress(file).then(function (result) { return [exif, result]; });
+        }).then(function (both) {
+          var exif = both[0], result = both[1];
+          photos.push({ key: photoKeyFor(), name: file.name || "photo.jpg", data_url: result.dataUrl, size: result.size,
+                        taken_at: exif.taken_at || localIso(new Date(file.lastModified || Date.now())),
+                        coords: exif.coords || null });
+          renderPhotos();
+          return savePhotos();
+        }).catch(function () {
+          error.textContent = t("Could not read {name}; try taking it again.", { name: file.name || t("a photo") });
+        });
+      });
+    }, Promise.resolve()).then(function () { input.value = ""; stagePhotos(); });
+  }
+
+  photoInputs.forEach(function (input) {
+    input.addEventListener("change", function () { addPhotoFiles(input); });
+  });
+
+  function photoKeyFor() { return "ph" + newClientRef().replace(/-/g, "").slice(0, 16); }
+
+  /* Photos go ahead as they are taken, while the crew keeps writing: one at a time, under the
+   * send lock, each remembered once the server holds it so sending the ticket skips it. */
+  function stagePhotos() {
+    if (!store || staging || !draftRef || !window.CaptureSend || navigator.onLine === false) { return Promise.resolve(); }
+    var todo = photos.filter(function (photo) { return !photo.staged && photo.key; });
+    if (!todo.length) { return Promise.resolve(); }
+    staging = true;
+    var ref = draftRef;
+    return window.CaptureSend.withLock(function () {
+      return todo.reduce(function (chain, photo) {
+        return chain.then(function (going) {
+          var number = photos.indexOf(photo) + 1;
+          if (!going || ref !== draftRef || number === 0 || photo.staged) { return going; }
+          sayProgress({ part: "photo", number: number, of: photos.length });
+          return window.CaptureSend.stagePhoto(token, ref, photo, function (loaded, total) {
+            sayProgress({ part: "photo", number: number, of: photos.length, loaded: loaded, total: total });
+          }).then(function (result) {
+            if (result.state !== "sent") { return false; }
+            photo.staged = ref;
+            return window.CaptureSend.markHeld(store, ref, photo.key).then(function () { return true; });
           });
         });
-      }, Promise.resolve()).then(function () { photoInput.value = ""; });
+      }, Promise.resolve(true));
+    }).catch(function () {}).then(function () {
+      staging = false;
+      return savePhotos();
+    }).then(function () { if (!form.hidden) { return showQuietState(); } });
+  }
+
+  /* ---- Signature: kept as stroke data, so it is redrawn at any size. ---- */
+
+  function scaleStrokes(data, factor) {
+    return data.map(function (stroke) {
+      var copy = {};
+      Object.keys(stroke).forEach(function (key) { copy[key] = stroke[key]; });
+      copy.points = stroke.points.map(function (p) {
+        return { x: p.x * factor, y: p.y * factor, pressure: p.pressure, time: p.time };
+      });
+      return copy;
     });
+  }
+
+  function drawSignatureImage() {
+    if (signatureImage && signaturePad && signaturePad.toData().length === 0) {
+      signaturePad.fromDataURL(signatureImage, { width: padWidth, height: signaturePad.canvas.offsetHeight });
+    }
+  }
+
+  function signatureState() {
+    if (!signaturePad) { return null; }
+    var strokes = signaturePad.toData();
+    if (!strokes.length && !signatureImage) { return null; }
+    return { strokes: strokes, width: padWidth, image: strokes.length ? null : signatureImage };
+  }
+
+  function restoreSignature(state) {
+    signatureImage = null;
+    if (!signaturePad) { return; }
+    signaturePad.clear();
+    if (!state) { return; }
+    if (state.strokes && state.strokes.length) {
+      var factor = state.width && padWidth ? padWidth / state.width : 1;
+      signaturePad.fromData(factor === 1 ? state.strokes : scaleStrokes(state.strokes, factor));
+    } else if (state.image) {
+      signatureImage = state.image;
+      drawSignatureImage();
+    }
+  }
+
+  function signatureIsEmpty() {
+    return !signaturePad || (signaturePad.isEmpty() && !signatureImage);
   }
 
   function setUpSignature() {
     var canvas = document.getElementById("signature-pad");
     if (!canvas || !window.SignaturePad) { return; }
-    signaturePad = new window.SignaturePad(canvas, { backgroundColor: "rgba(255,255,255,0)" });
+    signaturePad = new window.SignaturePad(canvas, { backgroundColor: "rgba(255,255,255,0)", penColor: "#000" });
     function resize() {
+      var width = canvas.offsetWidth, height = canvas.offsetHeight;
+      if (!width || !height) { return; }  // hidden: keep what is drawn until it shows again
       var ratio = Math.max(window.devicePixelRatio || 1, 1);
       var data = signaturePad.toData();
-      canvas.width = canvas.offsetWidth * ratio;
-      canvas.height = canvas.offsetHeight * ratio;
+      if (padWidth && padWidth !== width) { data = scaleStrokes(data, width / padWidth); }
+      canvas.width = width * ratio;
+      canvas.height = height * ratio;
       canvas.getContext("2d").scale(ratio, ratio);
+      padWidth = width;
       signaturePad.clear();
       signaturePad.fromData(data);
+      drawSignatureImage();
     }
     window.addEventListener("resize", resize);
+    if (window.ResizeObserver) { new ResizeObserver(resize).observe(canvas); }
     resize();
-    document.getElementById("signature-clear").addEventListener("click", function () { signaturePad.clear(); });
+    signaturePad.addEventListener("beginStroke", function () { signatureImage = null; });
+    signaturePad.addEventListener("endStroke", function () { saveDraft(); });
+    document.getElementById("signature-clear").addEventListener("click", function () {
+      var before = signatureState();
+      if (!before) { return; }
+      signaturePad.clear();
+      signatureImage = null;
+      saveDraft();
+      offerUndo(t("Signature cleared."), function () { restoreSignature(before); });
+    });
   }
 
-  /* The ticket's own text fields: every named field of the form's ticket-fields section. */
+  /* ---- Reading and filling the form ---- */
+
   function ticketFields() {
     return Array.prototype.map.call(form.querySelectorAll("[data-ticket-fields] [name]"),
                                     function (field) { return field.name; });
@@ -170,38 +499,246 @@
     return field && field.value !== undefined ? field.value.trim() : "";
   }
 
-  function collectRows(kind) {
-    var rows = [];
-    form.querySelectorAll('.rows[data-kind="' + kind + '"] > .row').forEach(function (row) {
-      var entry = {}, filled = false;
-      row.querySelectorAll("input, select").forEach(function (input) {
-        var key = input.name.split(".").pop();
-        var text = input.value.trim();
-        /* A pick list always has a value (the hour type): it alone does not make a line. */
-        if (text !== "") { entry[key] = text; filled = filled || input.tagName !== "SELECT"; }
-      });
-      rows.push(filled ? entry : null);
+  function rowInputs(row) { return row.querySelectorAll("input, select"); }
+
+  function rowsOf(kind) {
+    return Array.prototype.slice.call(form.querySelectorAll('.rows[data-kind="' + kind + '"] > .row'));
+  }
+
+  function rowValues(row) {
+    var entry = {}, filled = false;
+    rowInputs(row).forEach(function (input) {
+      var key = input.name.split(".").pop();
+      var text = input.value.trim();
+      /* A pick list always has a value (the hour type): it alone does not make a line. */
+      if (text !== "") { entry[key] = text; filled = filled || input.tagName !== "SELECT"; }
     });
-    return rows;
+    return filled ? entry : null;
+  }
+
+  var NUMBER_KEYS = { hours: 1, workers: 1, rate: 1, quantity: 1, unitCost: 1 };
+
+  function lineForServer(line) {
+    var out = {};
+    Object.keys(line).forEach(function (key) {
+      out[key] = NUMBER_KEYS[key] ? line[key].replace(",", ".") : line[key];
+    });
+    return out;
   }
 
   function buildPayload() {
     var payload = {
       labor: [], equipment: [], materials: [],
-      photos: photos.map(function (p) { return { name: p.name, data_url: p.data_url, taken_at: p.taken_at }; }),
-      client_ref: newClientRef()
+      photos: photos.map(function (p) {
+        return { key: p.key, name: p.name, data_url: p.data_url, taken_at: p.taken_at, coords: p.coords || null };
+      }),
+      client_ref: draftRef
     };
     ticketFields().forEach(function (name) { payload[name] = value(name); });
+    if (!payload.worked_on) { delete payload.worked_on; }
     if (correcting) { payload.revises = correcting; }
-    ["labor", "equipment", "materials"].forEach(function (kind) {
-      payload[kind] = collectRows(kind).filter(function (row) { return row !== null; });
+    ROW_KINDS.forEach(function (kind) {
+      payload[kind] = rowsOf(kind).map(rowValues).filter(function (row) { return row !== null; }).map(lineForServer);
     });
-    if (signaturePad && !signaturePad.isEmpty()) {
+    if (!signatureIsEmpty()) {
       payload.signature = { name: value("signature.name") || null, role: value("signature.role") || null,
                             qualifier: value("signature.qualifier") || null,
-                            signed_at: new Date().toISOString(), image: signaturePad.toDataURL("image/png") };
+                            signed_at: new Date().toISOString(),
+                            image: signaturePad.isEmpty() ? signatureImage : signaturePad.toDataURL("image/png") };
     }
     return payload;
+  }
+
+  function setField(name, text) {
+    var field = form.elements.namedItem(name);
+    if (field && text !== undefined && text !== null) { field.value = String(text); }
+  }
+
+  /* Rows are cloned from the page's own first row, so this needs no network. */
+  function fillRows(kind, lines) {
+    var box = form.querySelector('.rows[data-kind="' + kind + '"]');
+    if (!box || !rowTemplates[kind]) { return; }
+    box.textContent = "";
+    var list = lines && lines.length ? lines : [{}];
+    list.forEach(function (line, index) {
+      var row = index === 0 ? rowTemplates[kind].cloneNode(true) : cloneRow(rowTemplates[kind]);
+      rowInputs(row).forEach(function (input) {
+        var key = input.name.split(".").pop();
+        input.value = !line || line[key] === undefined || line[key] === null ? "" : String(line[key]);
+      });
+      box.appendChild(row);
+    });
+  }
+
+  function fillForm(payload, signature) {
+    form.reset();
+    clearErrors();
+    ticketFields().forEach(function (name) { setField(name, payload[name]); });
+    ROW_KINDS.forEach(function (kind) { fillRows(kind, payload[kind]); });
+    photos = (payload.photos || []).map(function (p) {
+      return { key: photoKeyFor(), name: p.name, data_url: p.data_url, taken_at: p.taken_at,
+               coords: p.coords || null, size: 0 };
+    });
+    renderPhotos();
+    if (payload.signature) {
+      setField("signature.name", payload.signature.name);
+      setField("signature.role", payload.signature.role);
+    }
+    restoreSignature(signature || (payload.signature && payload.signature.image
+      ? { strokes: [], image: payload.signature.image } : null));
+  }
+
+  function formIsEmpty() {
+    return !value("description") && !value("reason") && !value("directed_by") && photos.length === 0 &&
+      signatureIsEmpty() && ROW_KINDS.every(function (kind) { return rowsOf(kind).every(function (row) { return !rowValues(row); }); });
+  }
+
+  /* ---- The draft: saved as the crew types, restored after a reload, a crash or the camera. ---- */
+
+  function draftSnapshot() {
+    var values = {};
+    ticketFields().concat(["signature.name", "signature.role"]).forEach(function (name) { values[name] = value(name); });
+    var rows = {};
+    ROW_KINDS.forEach(function (kind) {
+      rows[kind] = rowsOf(kind).map(function (row) { return rowValues(row) || {}; });
+    });
+    return { values: values, rows: rows, signature: signatureState(), restored_key: restoredKey,
+             client_ref: draftRef, saved_at: new Date().toISOString() };
+  }
+
+  function saveDraftNow() {
+    draftTimer = null;
+    if (!store || !draftReady || form.hidden) { return Promise.resolve(); }
+    return store.set(DRAFT_KEY, draftSnapshot()).catch(function () {});
+  }
+
+  function saveDraft() {
+    if (draftTimer) { clearTimeout(draftTimer); }
+    draftTimer = setTimeout(saveDraftNow, 250);
+  }
+
+  function savePhotos() {
+    if (!store || !draftReady) { return Promise.resolve(); }
+    return store.set(DRAFT_PHOTOS_KEY, photos.slice()).catch(function () {});
+  }
+
+  function clearDraft() {
+    if (draftTimer) { clearTimeout(draftTimer); draftTimer = null; }
+    if (!store) { return Promise.resolve(); }
+    return Promise.all([store.del(DRAFT_KEY), store.del(DRAFT_PHOTOS_KEY)]).catch(function () {});
+  }
+
+  function restoreDraft() {
+    if (!store) { draftReady = true; return Promise.resolve(false); }
+    return Promise.all([store.get(DRAFT_KEY), store.get(DRAFT_PHOTOS_KEY)]).then(function (found) {
+      var draft = found[0], kept = found[1];
+      if (!draft && !(kept && kept.length)) { return false; }
+      draft = draft || { values: {}, rows: {} };
+      Object.keys(draft.values || {}).forEach(function (name) { setField(name, draft.values[name]); });
+      ROW_KINDS.forEach(function (kind) { if (draft.rows && draft.rows[kind]) { fillRows(kind, draft.rows[kind]); } });
+      photos = kept || [];
+      renderPhotos();
+      restoreSignature(draft.signature);
+      restoredKey = draft.restored_key || null;
+      if (draft.client_ref) { draftRef = draft.client_ref; }
+      photos.forEach(function (photo, index) { if (!photo.key) { photo.key = "p" + (index + 1); } });
+      return true;
+    }).catch(function () { return false; }).then(function (restored) {
+      draftReady = true;
+      return restored;
+    });
+  }
+
+  form.addEventListener("input", function (event) {
+    if (event.target.type !== "file") { saveDraft(); }
+  });
+  document.addEventListener("visibilitychange", function () {
+    if (document.visibilityState === "hidden") { saveDraftNow(); }
+  });
+  window.addEventListener("pagehide", function () { saveDraftNow(); });
+
+  /* ---- Checking on the phone, with the server's own rules (its JSON Schema) ---- */
+
+  function resolveNode(node) {
+    if (node && node.$ref && schema && schema.$defs) { return schema.$defs[node.$ref.split("/").pop()]; }
+    if (node && node.anyOf) {
+      var real = node.anyOf.filter(function (n) { return n.type !== "null"; })[0];
+      return resolveNode(real);
+    }
+    return node;
+  }
+
+  var NUMBER_TEXT = /^\s*-?(\d+([.,]\d*)?|[.,]\d+)\s*$/;
+
+  function checkValue(node, text, required) {
+    node = resolveNode(node) || {};
+    var blank = text === undefined || text === null || String(text).trim() === "";
+    if (blank) { return required ? t("Please fill this in.") : null; }
+    text = String(text).trim();
+    if (node.type === "number" || node.type === "integer") {
+      if (!NUMBER_TEXT.test(text)) { return t("Write a number, like 2 or 1.5."); }
+      var number = parseFloat(text.replace(",", "."));
+      if (node.minimum !== undefined && number < node.minimum) { return t("Must be {number} or more.", { number: num(node.minimum) }); }
+      if (node.maximum !== undefined && number > node.maximum) { return t("Must be {number} or less.", { number: num(node.maximum) }); }
+      return null;
+    }
+    if (node.maxLength !== undefined && text.length > node.maxLength) {
+      return t("Too long: at most {count} letters.", { count: num(node.maxLength) });
+    }
+    if (node.minLength !== undefined && text.length < node.minLength) { return t("Please fill this in."); }
+    return null;
+  }
+
+  /* Problems with the ticket on screen: [{element, message}] for the boxes beside fields. */
+  function checkForm() {
+    var problems = [];
+    if (!schema) { return problems; }
+    var required = schema.required || [];
+    ticketFields().forEach(function (name) {
+      var node = schema.properties[name];
+      if (!node) { return; }
+      var message = checkValue(node, value(name), required.indexOf(name) >= 0);
+      if (message) { problems.push({ box: form.querySelector('[data-error-for="' + name + '"]'), message: message }); }
+    });
+    ROW_KINDS.forEach(function (kind) {
+      var listNode = schema.properties[kind] || {};
+      var itemNode = resolveNode(listNode.items) || { properties: {} };
+      var filled = rowsOf(kind).filter(function (row) { return rowValues(row) !== null; });
+      if (listNode.maxItems !== undefined && filled.length > listNode.maxItems) {
+        problems.push({ box: null, message: t("At most {count} lines of this kind fit on one ticket.", { count: num(listNode.maxItems) }) });
+      }
+      filled.forEach(function (row) {
+        var line = rowValues(row);
+        rowInputs(row).forEach(function (input) {
+          var key = input.name.split(".").pop();
+          var node = itemNode.properties[key];
+          if (!node) { return; }
+          var message = checkValue(node, line[key], (itemNode.required || []).indexOf(key) >= 0);
+          if (message) { problems.push({ box: row.querySelector('[data-error-for$="].' + key + '"]'), message: message }); }
+        });
+      });
+    });
+    var signatureNode = resolveNode(schema.properties.signature);
+    if (signatureNode && signatureNode.properties && !signatureIsEmpty()) {
+      ["name", "role"].forEach(function (key) {
+        var message = checkValue(signatureNode.properties[key], value("signature." + key), false);
+        if (message) { problems.push({ box: form.querySelector('[data-error-for="signature.' + key + '"]'), message: message }); }
+      });
+    }
+    return problems;
+  }
+
+  /* The server's words turned into a crew's words. */
+  function plainMessage(message) {
+    var text = String(message || "");
+    var match;
+    if (/at least 1 character|Field required|more than whitespace|must not be blank/i.test(text)) { return t("Please fill this in."); }
+    if ((match = /less than or equal to ([\d.]+)/i.exec(text))) { return t("Must be {number} or less.", { number: num(parseFloat(match[1])) }); }
+    if ((match = /greater than or equal to ([\d.]+)/i.exec(text))) { return t("Must be {number} or more.", { number: num(parseFloat(match[1])) }); }
+    if ((match = /at most (\d+) characters/i.exec(text))) { return t("Too long: at most {count} letters.", { count: num(parseInt(match[1], 10)) }); }
+    if (/valid number|must be a number|finite number/i.test(text)) { return t("Write a number, like 2 or 1.5."); }
+    if (/not a JPEG|image/i.test(text)) { return t("This photo could not be read; take it again."); }
+    return text;
   }
 
   function clearErrors() {
@@ -209,6 +746,7 @@
       if (el.getAttribute("data-error-for") !== "photos") { el.textContent = ""; }
     });
     form.querySelectorAll(".has-error").forEach(function (el) { el.classList.remove("has-error"); });
+    form.querySelectorAll("[aria-invalid]").forEach(function (el) { el.removeAttribute("aria-invalid"); });
     var top = form.querySelector(".js-form-error");
     top.hidden = true;
   }
@@ -218,8 +756,8 @@
     var match = /^(labor|equipment|materials)\[(\d+)\]\.(\w+)$/.exec(path);
     if (!match) { return form.querySelector('[data-error-for="' + path + '"]'); }
     var sentIndex = parseInt(match[2], 10), seen = -1, target = null;
-    form.querySelectorAll('.rows[data-kind="' + match[1] + '"] > .row').forEach(function (row) {
-      var filled = Array.prototype.some.call(row.querySelectorAll("input"), function (i) { return i.value.trim() !== ""; });
+    rowsOf(match[1]).forEach(function (row) {
+      var filled = rowValues(row) !== null;
       if (filled) { seen += 1; }
       if (filled && seen === sentIndex && !target) {
         target = row.querySelector('[data-error-for$="].' + match[3] + '"]');
@@ -228,87 +766,99 @@
     return target;
   }
 
-  function showErrors(error) {
+  function markProblems(problems) {
     clearErrors();
     var top = form.querySelector(".js-form-error");
-    top.textContent = "Please fix the marked fields.";
+    top.textContent = t("Please fix the marked fields.");
     top.hidden = false;
-    (error.details || []).forEach(function (detail) {
-      var path = detail.field.replace(/\.data_url$/, "").replace(/^photos\[\d+\]$/, "photos");
-      var box = fieldForPath(detail.field) || fieldForPath(path) || top;
-      box.textContent = box === top ? top.textContent + " " + detail.message : detail.message;
+    problems.forEach(function (problem) {
+      var box = problem.box || top;
+      box.textContent = box === top ? top.textContent + " " + problem.message : problem.message;
       var label = box.closest ? box.closest(".field") : null;
-      if (label) { label.classList.add("has-error"); }
+      if (label) {
+        label.classList.add("has-error");
+        var input = label.querySelector("input, textarea");
+        if (input) { input.setAttribute("aria-invalid", "true"); }
+      }
     });
     var first = form.querySelector(".has-error input, .has-error textarea");
     if (first) { first.focus(); }
   }
 
-  function send(entry, onProgress) {
-    return new Promise(function (resolve) {
-      var request = new XMLHttpRequest();
-      request.open("POST", entry.url);
-      request.setRequestHeader("Content-Type", "application/json");
-      request.setRequestHeader("Accept", "application/json");
-      request.timeout = 120000;
-      if (onProgress) {
-        request.upload.onprogress = function (event) {
-          if (event.lengthComputable) { onProgress(Math.round(100 * event.loaded / event.total)); }
-        };
-      }
-      request.onload = function () {
-        var body = null;
-        try { body = JSON.parse(request.responseText); } catch (e) { body = null; }
-        if (request.status === 200) { resolve({ state: "sent", body: body }); }
-        else if (request.status === 400 || request.status === 404 || request.status === 409 || request.status === 410 || request.status === 413) {
-          resolve({ state: "refused", status: request.status, body: body });
-        } else { resolve({ state: "later", status: request.status }); }
-      };
-      request.onerror = request.ontimeout = function () { resolve({ state: "later" }); };
-      request.send(JSON.stringify(entry.payload));
-    });
+  function showErrors(error) {
+    markProblems((error.details || []).map(function (detail) {
+      var path = detail.field.replace(/\.data_url$/, "").replace(/^photos\[\d+\]$/, "photos");
+      return { box: fieldForPath(detail.field) || fieldForPath(path), message: plainMessage(detail.message) };
+    }));
   }
 
+  /* ---- Sending ---- */
+
+  /* Words for the tray while a kept ticket goes out part by part. */
+  function sayProgress(step) {
+    if (step.part === "text") { showStatus("sending", t("Sending the ticket…")); return; }
+    if (step.part === "signature") { showStatus("sending", t("Sending the signature…")); return; }
+    var words = t("Sending photo {number} of {count}", { number: num(step.number), count: num(step.of) });
+    if (step.total) {
+      words += " (" + new Intl.NumberFormat(LANG, { style: "percent" }).format(step.loaded / step.total) + ")";
+    }
+    showStatus("sending", words);
+    if (!progress.hidden) { progress.value = Math.round(100 * (step.number - 1) / step.of); }
+  }
+
+  function send(entry) {
+    return window.CaptureSend.send(entry, store, { progress: sayProgress });
+  }
+
+  /* One sender at a time on this phone: the page and the service worker share a lock. */
+  function withSendLock(work) { return window.CaptureSend.withLock(work); }
+
   function remember(entry) {
-    return store ? store.set(QUEUE_PREFIX + entry.payload.client_ref, entry).catch(function () {}) : Promise.resolve();
+    if (!store) { return Promise.reject(new Error("no storage")); }
+    return store.set(QUEUE_PREFIX + entry.payload.client_ref, entry);
   }
 
   function forget(entry) {
-    return store ? store.del(QUEUE_PREFIX + entry.payload.client_ref).catch(function () {}) : Promise.resolve();
+    if (!store) { return Promise.resolve(); }
+    return Promise.all([store.del(QUEUE_PREFIX + entry.payload.client_ref).catch(function () {}),
+                        window.CaptureSend.forget(store, entry.payload.client_ref)]);
   }
 
-  /* Sent tickets stay listed on this phone (by their client reference, which only this phone
-     holds), so the crew sees what became of each and can correct one that was sent back. */
-  function rememberSent(entry, body) {
-    if (!store || !body) { return Promise.resolve(); }
-    var record = { url: entry.url, client_ref: entry.payload.client_ref, reference: body.reference,
-                   payload: entry.payload, sent_at: new Date().toISOString() };
-    var drop = entry.payload.revises ? store.del(SENT_PREFIX + entry.payload.revises) : Promise.resolve();
-    return drop.then(function () { return store.set(SENT_PREFIX + entry.payload.client_ref, record); })
-      .catch(function () {}).then(showMine);
+  function recordSent(entry, body) {
+    if (!store) { return Promise.resolve(); }
+    var record = { reference: body.reference, sent_at: new Date().toISOString(), state: "sent",
+                   project_name: entry.project_name || projectName, client_ref: entry.payload.client_ref,
+                   description: entry.payload.description, url: entry.url, payload: entry.payload };
+    var replaced = entry.payload.revises ? store.del(SENT_PREFIX + entry.payload.revises) : Promise.resolve();
+    return replaced.then(function () {
+      return store.set(SENT_PREFIX + entry.payload.client_ref, record);
+    }).then(function () {
+      return store.keys();
+    }).then(function (keys) {
+      var sent = keys.filter(function (key) { return String(key).indexOf(SENT_PREFIX) === 0; });
+      if (sent.length <= KEEP_SENT) { return; }
+      return Promise.all(sent.map(function (key) { return store.get(key).then(function (e) { return [key, e]; }); }))
+        .then(function (pairs) {
+          pairs.sort(function (a, b) { return (a[1] && a[1].sent_at) < (b[1] && b[1].sent_at) ? -1 : 1; });
+          return Promise.all(pairs.slice(0, pairs.length - KEEP_SENT).map(function (pair) { return store.del(pair[0]); }));
+        });
+    }).catch(function () {});
   }
 
-  function correct(record) {
-    fillForm(record.payload);
-    correcting = record.client_ref;
-    form.hidden = false;
-    document.getElementById("done").hidden = true;
-    showStatus("saved", "Correcting " + record.reference + ": change what is needed and send it again. It stays the same ticket.");
-    form.scrollIntoView();
-  }
-
+  /* What the office made of this phone's sent tickets (asked by the client references only this
+     phone holds); one sent back can be corrected and sent again as the same ticket. */
   function showMine() {
     var section = document.getElementById("my-tickets");
     if (!store || !section) { return Promise.resolve(); }
-    var url = form.getAttribute("data-submit-url").split("?")[0];
-    return store.keys().then(function (keys) {
-      var mine = keys.filter(function (key) { return String(key).indexOf(SENT_PREFIX) === 0; });
-      return Promise.all(mine.map(function (key) { return store.get(key); }));
-    }).then(function (records) {
-      records = records.filter(function (r) { return r && r.url.split("?")[0] === url; });
-      if (!records.length) { section.hidden = true; return; }
+    var here = form.getAttribute("data-submit-url").split("?")[0];
+    return store.entries().then(function (pairs) {
       var byRef = {};
-      records.forEach(function (r) { byRef[r.client_ref] = r; });
+      pairs.forEach(function (pair) {
+        var record = pair[1];
+        if (String(pair[0]).indexOf(SENT_PREFIX) === 0 && record && record.client_ref &&
+            record.url && record.url.split("?")[0] === here) { byRef[record.client_ref] = record; }
+      });
+      if (!Object.keys(byRef).length) { section.hidden = true; return; }
       return fetch(section.getAttribute("data-mine-url"), {
         method: "POST", headers: { "Content-Type": "application/json", "Accept": "application/json" },
         body: JSON.stringify({ client_refs: Object.keys(byRef) })
@@ -331,12 +881,12 @@
             item.appendChild(text);
             item.appendChild(state);
             var record = byRef[ticket.client_ref];
-            if (ticket.status === "rejected" && record) {
+            if (ticket.status === "rejected" && record && record.payload) {
               var button = document.createElement("button");
               button.type = "button";
               button.className = "secondary";
-              button.textContent = "Correct and send again";
-              button.addEventListener("click", function () { correct(record); });
+              button.textContent = t("Correct and send again");
+              button.addEventListener("click", function () { correct(ticket.reference, record); });
               item.appendChild(button);
             }
             list.appendChild(item);
@@ -344,6 +894,16 @@
           section.hidden = !(answer.data || []).length;
         });
     }).catch(function () {});
+  }
+
+  function correct(reference, record) {
+    fillForm(record.payload);
+    correcting = record.client_ref;
+    form.hidden = false;
+    document.getElementById("done").hidden = true;
+    showStatus("saved", t("Correcting {reference}: change what is needed and send it again. It stays the same ticket.",
+                          { reference: reference }));
+    form.scrollIntoView();
   }
 
   function askForBackgroundSync() {
@@ -359,62 +919,36 @@
     if (!store) { return Promise.resolve(null); }
     var key = REFUSED_PREFIX + entry.payload.client_ref;
     var kept = { url: entry.url, payload: entry.payload, saved_at: entry.saved_at, status: outcome.status,
-                 error: (outcome.body && outcome.body.error) || null };
+                 error: (outcome.body && outcome.body.error) || null, signature: entry.signature || null,
+                 project_id: entry.project_id || null, project_name: entry.project_name || null };
     return store.set(key, kept).then(function () { return forget(entry); })
       .then(function () { return key; }).catch(function () { return null; });
   }
 
-  function formIsEmpty() {
-    return !value("description") && !value("reason") && !value("directed_by") && photos.length === 0 &&
-      (!signaturePad || signaturePad.isEmpty());
-  }
-
-  function setField(name, text) {
-    var field = form.elements.namedItem(name);
-    if (field && text !== undefined && text !== null) { field.value = String(text); }
-  }
-
-  /* Rows are cloned from the first, so this needs no network. */
-  function fillForm(payload) {
-    form.reset();
-    clearErrors();
-    ticketFields().forEach(function (name) { setField(name, payload[name]); });
-    ["labor", "equipment", "materials"].forEach(function (kind) {
-      var box = form.querySelector('.rows[data-kind="' + kind + '"]');
-      var rows = box.querySelectorAll(".row");
-      var first = rows[0];
-      Array.prototype.slice.call(rows, 1).forEach(function (row) { row.remove(); });
-      (payload[kind] || []).forEach(function (line, index) {
-        var row = index === 0 ? first : first.cloneNode(true);
-        row.querySelectorAll("input, select").forEach(function (input) {
-          var key = input.name.split(".").pop();
-          var blank = input.tagName === "SELECT" ? input.options[0].value : "";
-          input.value = line[key] === undefined || line[key] === null ? blank : String(line[key]);
-        });
-        if (index > 0) { box.appendChild(row); }
-      });
-    });
-    photos = (payload.photos || []).map(function (p) {
-      return { name: p.name, data_url: p.data_url, taken_at: p.taken_at, size: 0 };
-    });
-    renderPhotos();
-    if (payload.signature) {
-      setField("signature.name", payload.signature.name);
-      setField("signature.role", payload.signature.role);
-      setField("signature.qualifier", payload.signature.qualifier);
-      if (signaturePad && payload.signature.image) { signaturePad.fromDataURL(payload.signature.image); }
-    }
-  }
-
   function linkGone(entry) { return entry.status === 404 || entry.status === 410; }
+
+  function showSent(reference) {
+    showStatus("sent", t("Sent {reference} {time}", { reference: reference, time: clock() }));
+    refreshTray();
+  }
 
   function restore(key, entry) {
     restoredKey = key;
-    fillForm(entry.payload);
+    form.hidden = false;
+    document.getElementById("kept").hidden = true;
+    document.getElementById("done").hidden = true;
+    fillForm(entry.payload, entry.signature);
     var gone = linkGone(entry);
     if (!gone && entry.error) { showErrors(entry.error); }
-    showStatus("saved", gone ? "This ticket's link no longer works. Check it and send it from here."
-      : "This ticket was not accepted. Fix the marked fields and send it again.");
+    var elsewhere = entry.project_id && entry.project_id !== projectId;
+    if (elsewhere) {
+      projectNotice.textContent = t("This ticket was written for {old}. It will be filed under {new} when you press Send.",
+                                    { old: entry.project_name, "new": projectName });
+      projectNotice.hidden = false;
+    }
+    showStatus("refused", gone ? t("Sent back: its link no longer works. Check it and send it from here.")
+      : t("Sent back: some fields need fixing. Fix the marked fields and send it again."));
+    saveDraftNow();
   }
 
   function offerRefused() {
@@ -423,17 +957,18 @@
       var refused = keys.filter(function (key) { return String(key).indexOf(REFUSED_PREFIX) === 0; });
       if (!refused.length) { return; }
       return store.get(refused[0]).then(function (entry) {
-        if (!entry || !formIsEmpty()) { return; }
-        if (!linkGone(entry) && entry.url === form.getAttribute("data-submit-url")) { restore(refused[0], entry); return; }
-        showStatus("saved", (refused.length === 1 ? "A ticket" : refused.length + " tickets") +
-          " saved on this phone could not be sent" + (linkGone(entry) ? " because its link no longer works" : "") +
-          ". It is kept on this phone. ");
-        var button = document.createElement("button");
-        button.type = "button";
-        button.className = "secondary";
-        button.textContent = "Open it in this form";
-        button.addEventListener("click", function () { restore(refused[0], entry); });
-        statusBox.appendChild(button);
+        if (!entry) { return; }
+        var here = !linkGone(entry) && entry.url === form.getAttribute("data-submit-url");
+        if (here && formIsEmpty()) { restore(refused[0], entry); return; }
+        showStatus("refused", entry.project_name
+          ? t("Sent back: a ticket for {project} could not be sent because {reason}. It is kept on this phone.",
+              { project: entry.project_name, reason: refusedReason(entry) })
+          : t("Sent back: a ticket could not be sent because {reason}. It is kept on this phone.",
+              { reason: refusedReason(entry) }));
+        if (!formIsEmpty()) { return; }
+        var sameProject = !entry.project_id || entry.project_id === projectId;
+        trayButton(sameProject ? t("Open it in this form") : t("Send it under {project} instead", { project: projectName }),
+                   function () { restore(refused[0], entry); });
       });
     }).catch(function () {});
   }
@@ -441,30 +976,31 @@
   function flushQueue() {
     if (!store || sending) { return Promise.resolve(); }
     sending = true;
-    return store.keys().then(function (keys) {
-      var mine = keys.filter(function (key) { return String(key).indexOf(QUEUE_PREFIX) === 0; });
-      return mine.reduce(function (chain, key) {
-        return chain.then(function () {
-          return store.get(key).then(function (entry) {
-            if (!entry) { return; }
-            return send(entry).then(function (outcome) {
-              if (outcome.state === "sent") {
-                showStatus("sent", "Sent. Reference " + outcome.body.reference + ".");
-                return forget(entry).then(function () { return rememberSent(entry, outcome.body); });
-              }
-              if (outcome.state === "refused") { return keepRefused(entry, outcome); }
-              if (outcome.status === 507) {
-          showStatus("saved", "The server has no room for photos right now. The ticket is kept on this phone and will go later.");
-        } else if (outcome.status === 429) {
-          showStatus("saved", "Too many tickets through this link for now. The ticket is kept on this phone and will go later.");
-        } else {
-          showStatus("saved", "Saved on this phone, will send when there is signal.");
-        }
+    return withSendLock(function () {
+      return store.keys().then(function (keys) {
+        var mine = keys.filter(function (key) { return String(key).indexOf(QUEUE_PREFIX) === 0; });
+        return mine.reduce(function (chain, key, index) {
+          return chain.then(function () {
+            return store.get(key).then(function (entry) {
+              if (!entry) { return; }
+              return send(entry).then(function (outcome) {
+                if (outcome.state === "sent") {
+                  return forget(entry).then(function () { return recordSent(entry, outcome.body); })
+                    .then(function () { showSent(outcome.body.reference); });
+                }
+                if (outcome.state === "refused") {
+                  return keepRefused(entry, outcome).then(function () {
+                    showStatus("refused", t("Sent back: {reason}", { reason: refusedReason(outcome) }) + ".");
+                  });
+                }
+                return showWaiting(outcome.status === 507 ? t("The office is out of space.") + " " : t("No signal.") + " ");
+              });
             });
           });
-        });
-      }, Promise.resolve());
-    }).catch(function () {}).then(function () { sending = false; }).then(offerRefused);
+        }, Promise.resolve());
+      });
+    }).catch(function () {}).then(function () { sending = false; })
+      .then(refreshTray).then(offerRefused);
   }
 
   function dropRestored() {
@@ -473,49 +1009,148 @@
     return key && store ? store.del(key).catch(function () {}) : Promise.resolve();
   }
 
+  function rememberMe(payload) {
+    try {
+      localStorage.setItem(ME_KEY, JSON.stringify({ captured_by: value("captured_by"),
+                                                    labor: payload.labor || [] }));
+    } catch (e) { /* private mode: nothing to remember */ }
+  }
+
+  function lastLabor() {
+    try {
+      var me = JSON.parse(localStorage.getItem(ME_KEY) || "null");
+      return me && me.labor && me.labor.length ? me.labor : null;
+    } catch (e) { return null; }
+  }
+
+  var sameAsLast = document.getElementById("same-as-last");
+  if (sameAsLast) {
+    sameAsLast.addEventListener("click", function () {
+      var lines = lastLabor();
+      if (!lines) { return; }
+      var box = form.querySelector('.rows[data-kind="labor"]');
+      var before = Array.prototype.slice.call(box.children);
+      fillRows("labor", lines);
+      saveDraft();
+      offerUndo(t("Labor lines copied from your last ticket."), function () {
+        box.textContent = "";
+        before.forEach(function (row) { box.appendChild(row); });
+      });
+    });
+  }
+
+  /* The signer is usually who told the crew to do the work: fill it in until the crew changes it. */
+  var signerName = form.elements.namedItem("signature.name");
+  var directedBy = form.elements.namedItem("directed_by");
+  var signerFollows = true;
+  if (signerName && directedBy) {
+    directedBy.addEventListener("input", function () {
+      if (signerFollows) { signerName.value = directedBy.value; }
+    });
+    signerName.addEventListener("input", function () {
+      signerFollows = signerName.value === "" || signerName.value === directedBy.value;
+    });
+  }
+
+  function recallMe() {
+    if (!value("worked_on")) { setField("worked_on", today()); }
+    if (sameAsLast) { sameAsLast.hidden = !lastLabor(); }
+    signerFollows = !value("signature.name") || value("signature.name") === value("directed_by");
+    try {
+      var me = JSON.parse(localStorage.getItem(ME_KEY) || "null");
+      if (me && me.captured_by && !value("captured_by")) { setField("captured_by", me.captured_by); }
+    } catch (e) { /* nothing remembered */ }
+  }
+
+  function emptyForm() {
+    form.reset();
+    ROW_KINDS.forEach(function (kind) { fillRows(kind, []); });
+    photos = [];
+    renderPhotos();
+    restoreSignature(null);
+    projectNotice.hidden = true;
+    recallMe();
+  }
+
   form.addEventListener("submit", function (event) {
     event.preventDefault();
     clearErrors();
-    var entry = { url: form.getAttribute("data-submit-url"), payload: buildPayload(), saved_at: new Date().toISOString() };
+    var problems = checkForm();
+    if (problems.length) {
+      markProblems(problems);
+      showStatus("problem", t("Not sent yet: fix the marked fields first."));
+      return;
+    }
+    var entry = { url: form.getAttribute("data-submit-url"), payload: buildPayload(), saved_at: new Date().toISOString(),
+                  signature: signatureState(), project_id: projectId, project_name: projectName, token: token };
     var button = form.querySelector("button[type=submit]");
     button.disabled = true;
-    progress.hidden = false;
-    progress.value = 0;
-    remember(entry).then(dropRestored).then(function () {
-      return send(entry, function (percent) { progress.value = percent; });
-    }).then(function (outcome) {
-      button.disabled = false;
-      progress.hidden = true;
-      if (outcome.state === "sent") {
-        forget(entry);
-        correcting = null;
-        rememberSent(entry, outcome.body);
-        form.hidden = true;
-        document.getElementById("done-reference").textContent = outcome.body.reference;
-        document.getElementById("done").hidden = false;
-        showStatus("sent", "Sent. Reference " + outcome.body.reference + ".");
-        window.scrollTo(0, 0);
-      } else if (outcome.state === "refused") {
-        // Kept on the phone too, so closing the tab loses nothing.
-        keepRefused(entry, outcome).then(function (key) { restoredKey = key; });
-        showErrors((outcome.body && outcome.body.error) || { details: [] });
-        if (outcome.status === 404 || outcome.status === 410) {
-          showStatus("saved", "This link no longer works; ask your project manager for a new one.");
-        }
-      } else {
-        form.reset();
-        photos = [];
-        renderPhotos();
-        if (signaturePad) { signaturePad.clear(); }
-        if (outcome.status === 507) {
-          showStatus("saved", "The server has no room for photos right now. The ticket is kept on this phone and will go later.");
-        } else if (outcome.status === 429) {
-          showStatus("saved", "Too many tickets through this link for now. The ticket is kept on this phone and will go later.");
-        } else {
-          showStatus("saved", "Saved on this phone, will send when there is signal.");
-        }
-        askForBackgroundSync();
+    rememberMe(entry.payload);
+    remember(entry).then(function () {
+      // Safe on the phone from here on: only now may the form be emptied.
+      draftRef = newClientRef();
+      return dropRestored().then(clearDraft).then(function () { return true; });
+    }, function () { return false; }).then(function (kept) {
+      if (!kept) {
+        button.disabled = false;
+        showStatus("problem", t("This phone could not keep the ticket. Keep this page open and press Send again."));
+        return;
       }
+      progress.hidden = false;
+      progress.value = 0;
+      showStatus("sending", t("Sending the ticket…"));
+      sending = true;
+      return withSendLock(function () {
+        return store.get(QUEUE_PREFIX + entry.payload.client_ref).then(function (still) {
+          if (!still) { return { state: "gone-already" }; }  // the service worker sent it meanwhile
+          return send(entry);
+        });
+      }).then(function (outcome) {
+        sending = false;
+        button.disabled = false;
+        progress.hidden = true;
+        if (outcome.state === "sent") {
+          return forget(entry).then(function () { return recordSent(entry, outcome.body); }).then(function () {
+            correcting = null;
+            showMine();
+            form.hidden = true;
+            emptyForm();
+            document.getElementById("done-reference").textContent = outcome.body.reference;
+            document.getElementById("done").hidden = false;
+            showSent(outcome.body.reference);
+            window.scrollTo(0, 0);
+          });
+        }
+        if (outcome.state === "gone-already") { form.hidden = true; emptyForm(); return showQuietState(); }
+        if (outcome.state === "refused") {
+          // Kept on the phone too, so closing the tab loses nothing.
+          return keepRefused(entry, outcome).then(function (key) {
+            restoredKey = key;
+            saveDraftNow();
+            showErrors((outcome.body && outcome.body.error) || { details: [] });
+            showStatus("refused", linkGone(outcome) ? t("Sent back: this link no longer works; ask your project manager for a new one. The ticket is kept on this phone.")
+              : t("Sent back: some fields need fixing. Fix the marked fields and send it again."));
+            refreshTray();
+          });
+        }
+        form.hidden = true;
+        emptyForm();
+        document.getElementById("kept").hidden = false;
+        window.scrollTo(0, 0);
+        askForBackgroundSync();
+        return showWaiting(outcome.status === 507 ? t("The office is out of space.") + " " : t("No signal.") + " ").then(refreshTray);
+      });
+    });
+  });
+
+  document.querySelectorAll("[data-record-another]").forEach(function (link) {
+    link.addEventListener("click", function (event) {
+      event.preventDefault();
+      emptyForm();
+      form.hidden = false;
+      document.getElementById("done").hidden = true;
+      document.getElementById("kept").hidden = true;
+      window.scrollTo(0, 0);
     });
   });
 
@@ -537,12 +1172,16 @@
     navigator.serviceWorker.register("/c/sw.js", { scope: "/c/" }).catch(function () {});
     navigator.serviceWorker.ready.then(keepThisPage).catch(function () {});
     navigator.serviceWorker.addEventListener("message", function (event) {
-      if (event.data && event.data.type === "sent") {
-        showStatus("sent", "Sent. Reference " + event.data.reference + ".");
-      }
+      if (event.data && event.data.type === "sent") { showSent(event.data.reference); }
     });
   }
   window.addEventListener("online", flushQueue);
   setUpSignature();
-  flushQueue().then(showMine);
+  draftRef = newClientRef();
+  window.addEventListener("online", function () { stagePhotos(); });
+  restoreDraft().then(function () {
+    recallMe();
+    stagePhotos();
+    return showQuietState();
+  }).then(flushQueue).then(showMine);
 })();

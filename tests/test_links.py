@@ -144,7 +144,8 @@ def test_plain_form_without_javascript(client, acme, app):
     bad = client.post(f"/c/{link['token']}/tickets", data={**form, "reason": "", "labor[0].hours": "-2"})
     assert bad.status_code == 400
     html = bad.get_data(as_text=True)
-    assert 'data-error-for="labor[0].hours">Input should be greater than or equal to 0' in html
+    assert 'data-error-for="labor[0].hours">Must be 0 or more.' in html
+    assert 'data-error-for="reason">Please fill this in.' in html
     assert 'value="Moved trench"' not in html or "Moved trench" in html  # text kept for correction
     assert "Moved trench" in html
 

@@ -31,12 +31,14 @@ def owned_resources(client, owner) -> dict[str, str]:
     return {"ticket_id": ticket["id"], "project_id": owner.project()["id"], "token": link["token"],
             "prefix": owner.prefix, "position": "0", "kind": "labor",
             "photo_id": str(ticket["photos"][0]["id"]), "reviewer_id": str(reviewer.id),
-            "sheet_id": str(sheet["id"]), "authorization_id": str(authorization["id"])}
+            "sheet_id": str(sheet["id"]), "authorization_id": str(authorization["id"]),
+            "key": "front"}
 
 
 MISSING = {"ticket_id": str(uuid.UUID(int=0x1234)), "project_id": "1", "token": "x" * 32,
            "prefix": "ewt_zzzzzzzz", "position": "0", "kind": "labor", "photo_id": "999999",
-           "reviewer_id": "999999", "sheet_id": "999999", "authorization_id": "999999"}
+           "reviewer_id": "999999", "sheet_id": "999999", "authorization_id": "999999",
+           "key": "front"}
 RATE_SHEET = {"name": "Rates", "effective_from": "2026-01-01",
               "labor": [{"classification": "Foreman", "st": 100}]}
 
@@ -112,7 +114,7 @@ def test_every_route_with_an_id_treats_foreign_ids_as_missing(app, client, acme,
             assert foreign == missing, f"{method} {rule.rule}"
             assert foreign[0] == 404, f"{method} {rule.rule}: {foreign}"
             checked.append(f"{method} {rule.rule}")
-    assert len(checked) == 42  # every route with an id or token outside the public capture pages
+    assert len(checked) == 43  # every route with an id or token outside the public capture pages
     # And nothing of the owner's changed.
     ticket = client.get(f"/v1/tickets/{owner_values['ticket_id']}", headers=acme.headers).json
     assert ticket["status"] == "submitted" and ticket["photo_count"] == 1 and ticket["decisions"] == []
