@@ -72,7 +72,7 @@ class Authorization(db.Model):
     company_id: Mapped[int] = mapped_column(ForeignKey("companies.id"))
     project_id: Mapped[str] = mapped_column(String(40))
     reference: Mapped[str] = mapped_column(String(60))
-    kind: Mapped[str] = mapped_column(String(16))
+    kind: Mapped[str] = mapped_column(String(32))
     title: Mapped[str | None] = mapped_column(String(300))
     amount: Mapped[Decimal] = mapped_column(Money())
     created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)

@@ -49,7 +49,7 @@ def list_for_project(company_id: int, project_id: str) -> list[NteStatus]:
 def find(company_id: int, authorization_id: int | str) -> AuthorizationRecord:
     """One of the company's authorizations, or 404 as for a missing one."""
     record = None
-    if str(authorization_id).isdecimal() and len(str(authorization_id)) < 18:
+    if str(authorization_id).isdecimal() and int(authorization_id) < 2**31:
         record = db.session.scalar(select(AuthorizationRecord).where(
             AuthorizationRecord.id == int(authorization_id),
             AuthorizationRecord.company_id == company_id))

@@ -87,7 +87,7 @@ def list_sheets(company_id: int, project_id: str | None) -> list[RateSheet]:
 def find_sheet(company_id: int, sheet_id: int | str) -> RateSheetRecord:
     """One of the company's sheets, or 404 as for a missing one."""
     record = None
-    if str(sheet_id).isdecimal() and len(str(sheet_id)) < 18:
+    if str(sheet_id).isdecimal() and int(sheet_id) < 2**31:
         record = db.session.scalar(select(RateSheetRecord).where(
             RateSheetRecord.id == int(sheet_id), RateSheetRecord.company_id == company_id))
     if record is None:

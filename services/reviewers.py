@@ -131,7 +131,7 @@ def company_reviewers(company_id: int) -> list[Reviewer]:
 
 def set_disabled_by_admin(admin: Reviewer, reviewer_id: int, disabled: bool) -> Reviewer:
     """A company admin disables or enables another reviewer of the same company."""
-    reviewer = db.session.get(Reviewer, reviewer_id)
+    reviewer = db.session.get(Reviewer, reviewer_id) if 0 < reviewer_id < 2**31 else None
     if reviewer is None or reviewer.company_id != admin.company_id:
         raise NotFound("no such reviewer on this company", code="reviewer_not_found")
     if reviewer.id == admin.id:

@@ -23,7 +23,7 @@ def upgrade():
     sa.Column('company_id', sa.Integer(), nullable=False),
     sa.Column('project_id', sa.String(length=40), nullable=False),
     sa.Column('reference', sa.String(length=60), nullable=False),
-    sa.Column('kind', sa.String(length=16), nullable=False),
+    sa.Column('kind', sa.String(length=32), nullable=False),
     sa.Column('title', sa.String(length=300), nullable=True),
     sa.Column('amount', Money(), nullable=False),
     sa.Column('created_at', sa.DateTime(), nullable=False),
