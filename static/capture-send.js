@@ -169,7 +169,8 @@ var CaptureSend = (function () {
       });
     }).then(function (outcome) {
       if (outcome.state !== "sent") { return outcome; }
-      return { state: "sent", status: 200, body: done.text };
+      var refused = Object.keys(done.photos).filter(function (key) { return done.photos[key] === "refused"; });
+      return { state: "sent", status: 200, body: done.text, photosRefused: refused.length };
     });
   }
 

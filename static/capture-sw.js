@@ -100,8 +100,8 @@ function sendOne(key) {
     return CaptureSend.send(entry, idbKeyval).then(function (outcome) {
       if (outcome.state === "sent") {
         return idbKeyval.del(key).then(function () { return CaptureSend.forget(idbKeyval, entry.payload.client_ref); })
-          .then(function () { return recordSent(entry, outcome.body); })
-          .then(function () { return notify(outcome.body.reference); });
+          .then(function () { return recordSent(entry, outcome.body, outcome.photosRefused); })
+          .then(function () { return notify(outcome.body.reference, outcome.photosRefused); });
       }
       if (outcome.state === "refused") { return keepRefused(key, entry, outcome); }
       throw new Error("not yet");
@@ -109,9 +109,9 @@ function sendOne(key) {
   });
 }
 
-function recordSent(entry, body) {
+function recordSent(entry, body, photosRefused) {
   return idbKeyval.set(SENT_PREFIX + entry.payload.client_ref, {
-    reference: body.reference, sent_at: new Date().toISOString(), state: "sent",
+    reference: body.reference, sent_at: new Date().toISOString(), state: "sent", photos_refused: photosRefused || 0,
     project_name: entry.project_name || null, description: entry.payload.description, url: entry.url
   });
 }
@@ -124,9 +124,11 @@ function keepRefused(key, entry, outcome) {
   return idbKeyval.set(REFUSED_PREFIX + entry.payload.client_ref, kept).then(function () { return idbKeyval.del(key); });
 }
 
-function notify(reference) {
+function notify(reference, photosRefused) {
   return self.clients.matchAll({ type: "window" }).then(function (windows) {
-    windows.forEach(function (client) { client.postMessage({ type: "sent", reference: reference }); });
+    windows.forEach(function (client) {
+      client.postMessage({ type: "sent", reference: reference, photos_refused: photosRefused || 0 });
+    });
   });
 }
 

@@ -139,7 +139,10 @@
     var state;
     if (item.state === "waiting") { state = t("Waiting to send"); }
     else if (item.state === "sent-back") { state = t("Sent back: {reason}", { reason: entry.reason || refusedReason(entry) }); }
-    else { state = t("Sent {reference} {time}", { reference: entry.reference, time: clock(entry.sent_at) }); }
+    else {
+      state = t("Sent {reference} {time}", { reference: entry.reference, time: clock(entry.sent_at) });
+      if (entry.photos_refused) { state += ". " + t("{count} photo(s) could not be used.", { count: num(entry.photos_refused) }); }
+    }
     return { title: project + title.slice(0, 60), state: state };
   }
 
@@ -824,9 +827,10 @@
                         window.CaptureSend.forget(store, entry.payload.client_ref)]);
   }
 
-  function recordSent(entry, body) {
+  function recordSent(entry, body, photosRefused) {
     if (!store) { return Promise.resolve(); }
     var record = { reference: body.reference, sent_at: new Date().toISOString(), state: "sent",
+                   photos_refused: photosRefused || 0,
                    project_name: entry.project_name || projectName, client_ref: entry.payload.client_ref,
                    description: entry.payload.description, url: entry.url, payload: entry.payload };
     var replaced = entry.payload.revises ? store.del(SENT_PREFIX + entry.payload.revises) : Promise.resolve();
@@ -927,8 +931,10 @@
 
   function linkGone(entry) { return entry.status === 404 || entry.status === 410; }
 
-  function showSent(reference) {
-    showStatus("sent", t("Sent {reference} {time}", { reference: reference, time: clock() }));
+  function showSent(reference, photosRefused) {
+    var words = t("Sent {reference} {time}", { reference: reference, time: clock() });
+    if (photosRefused) { words += ". " + t("{count} photo(s) could not be used.", { count: num(photosRefused) }); }
+    showStatus("sent", words);
     refreshTray();
   }
 
@@ -985,8 +991,8 @@
               if (!entry) { return; }
               return send(entry).then(function (outcome) {
                 if (outcome.state === "sent") {
-                  return forget(entry).then(function () { return recordSent(entry, outcome.body); })
-                    .then(function () { showSent(outcome.body.reference); });
+                  return forget(entry).then(function () { return recordSent(entry, outcome.body, outcome.photosRefused); })
+                    .then(function () { showSent(outcome.body.reference, outcome.photosRefused); });
                 }
                 if (outcome.state === "refused") {
                   return keepRefused(entry, outcome).then(function () {
@@ -1110,14 +1116,14 @@
         button.disabled = false;
         progress.hidden = true;
         if (outcome.state === "sent") {
-          return forget(entry).then(function () { return recordSent(entry, outcome.body); }).then(function () {
+          return forget(entry).then(function () { return recordSent(entry, outcome.body, outcome.photosRefused); }).then(function () {
             correcting = null;
             showMine();
             form.hidden = true;
             emptyForm();
             document.getElementById("done-reference").textContent = outcome.body.reference;
             document.getElementById("done").hidden = false;
-            showSent(outcome.body.reference);
+            showSent(outcome.body.reference, outcome.photosRefused);
             window.scrollTo(0, 0);
           });
         }
@@ -1172,7 +1178,7 @@
     navigator.serviceWorker.register("/c/sw.js", { scope: "/c/" }).catch(function () {});
     navigator.serviceWorker.ready.then(keepThisPage).catch(function () {});
     navigator.serviceWorker.addEventListener("message", function (event) {
-      if (event.data && event.data.type === "sent") { showSent(event.data.reference); }
+      if (event.data && event.data.type === "sent") { showSent(event.data.reference, event.data.photos_refused); }
     });
   }
   window.addEventListener("online", flushQueue);

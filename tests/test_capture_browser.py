@@ -1098,3 +1098,22 @@ def test_photos_go_ahead_while_the_crew_keeps_writing(client, acme, live_server,
     photo_puts = [r for r in uploads.requests if "/photos/" in r.url]
     assert len(photo_puts) == 3 and all("/drafts/" in r.url for r in photo_puts)
     assert uploads.most_at_once == 1
+
+
+def test_a_photo_the_server_cannot_use_is_named_in_the_tray(client, acme, live_server, phone, app):
+    link = create_link(client, acme)
+    page = open_capture(phone, link["url"])
+
+    def unusable(route):
+        route.fulfill(status=400, content_type="application/json", body=json.dumps({"error": {
+            "code": "validation_failed", "message": "the photo could not be used",
+            "details": [{"field": "photo[0].data_url", "message": "photo 1: not a JPEG, PNG or WebP image"}]}}))
+    phone.route("**/photos/*name=site-2.jpg*", unusable)
+    add_site_photos(page, 2)
+    fill_ticket(page)
+    page.click("button[type=submit]")
+    page.wait_for_selector("#done:not([hidden])", timeout=30_000)
+    assert "1 photo(s) could not be used." in page.inner_text("#queue-status")
+    with app.app_context():
+        (ticket,) = db.session.query(Ticket).all()
+        assert ticket.photo_count == 1
