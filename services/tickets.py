@@ -363,8 +363,11 @@ def _prepared_content(company_id: int, project_id: str, data: TicketInput,
     """What a ticket stores from its input: priced lines, checked and stored images, work day
     and authorization; refused whole (400, or 507 past a quota) before anything is stored."""
     captured_at = utcnow()
-    worked_on = data.worked_on or jobsite_date(company_id, project_id, captured_at)
-    sheet = rates.sheet_in_force(company_id, project_id, worked_on)
+    # Stored only as the crew gave it: else the daily log takes the jobsite's date at approval,
+    # when the project's zone is surely known; the rate sheet goes by that same day now.
+    worked_on = data.worked_on
+    sheet = rates.sheet_in_force(company_id, project_id,
+                                 worked_on or jobsite_date(company_id, project_id, captured_at))
     lines, total, warnings = price_lines(data, sheet,
                                          markups.stored_markups(company_id, project_id))
     authorization_id, unlisted = authorizations.match_reference(company_id, project_id,

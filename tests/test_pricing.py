@@ -76,8 +76,8 @@ def test_work_day_defaults_to_the_capture_date_on_the_jobsite_clock(client, acme
     # 03:30 UTC on 1 July is still 30 June, 20:30, in California.
     with time_machine.travel(dt.datetime(2026, 7, 1, 3, 30, tzinfo=dt.timezone.utc), tick=False):
         ticket = create(client, acme, labor=[labor("Foreman", 1)])
-    assert ticket["worked_on"] == "2026-06-30"
-    assert ticket["labor"][0]["rate"] == 100.0
+    assert ticket["worked_on"] is None  # not given: the daily log dates it on the jobsite day
+    assert ticket["labor"][0]["rate"] == 100.0  # the June sheet, in force on 30 June
 
 
 def test_explicit_rate_is_kept_and_flagged_when_it_differs(client, acme):
