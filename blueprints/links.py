@@ -126,6 +126,18 @@ def capture_row(token: str, kind: str) -> Response:
         crew_prices=capture.capture_settings(link.company_id).crew_enters_prices))
 
 
+def _json_refusal(error: ServiceError) -> Response:
+    """A capture route's refusal for the phone's script: the error shape, never cached or sent on."""
+    body = {"error": {"code": error.code, "message": error.message}}
+    if error.details is not None:
+        body["error"]["details"] = error.details
+    response = jsonify(body)
+    response.status_code = error.status
+    response.headers.update(CAPTURE_SECURITY_HEADERS)
+    response.headers.update(error.headers)
+    return response
+
+
 def _submitted_link():
     """The live link of this submission, or the ServiceError that refuses it (looked up once)."""
     if "capture_link" not in g:
@@ -158,11 +170,7 @@ def _refuse_before_body() -> Response | None:
     if error is None:
         return None
     if request.mimetype == "application/json":
-        response = jsonify({"error": {"code": error.code, "message": error.message}})
-        response.status_code = error.status
-        response.headers.update(CAPTURE_SECURITY_HEADERS)
-        response.headers.update(error.headers)
-        return response
+        return _json_refusal(error)
     if error.status == 429:
         raise error
     return _gone_page(error)
@@ -171,12 +179,7 @@ def _refuse_before_body() -> Response | None:
 def _refuse_unknown_link() -> Response | None:
     """Before the body is read: answer a phone asking about an unknown or revoked link at once."""
     _, error = _submitted_link()
-    if error is None:
-        return None
-    response = jsonify({"error": {"code": error.code, "message": error.message}})
-    response.status_code = error.status
-    response.headers.update(CAPTURE_SECURITY_HEADERS)
-    return response
+    return None if error is None else _json_refusal(error)
 
 
 def _capture_limit() -> str:
@@ -197,14 +200,7 @@ def capture_submit(token: str) -> Response:
         ticket, created = capture.submit(token, payload, via)
     except ServiceError as error:
         if as_json:
-            body = {"error": {"code": error.code, "message": error.message}}
-            if error.details is not None:
-                body["error"]["details"] = error.details
-            response = jsonify(body)
-            response.status_code = error.status
-            response.headers.update(CAPTURE_SECURITY_HEADERS)
-            response.headers.update(error.headers)
-            return response
+            return _json_refusal(error)
         if error.status in (404, 410):
             return _gone_page(error)
         link = links.resolve_token(token)
@@ -241,10 +237,8 @@ def capture_mine(token: str) -> Response:
         refs = body.get("client_refs")
         found = capture.phone_tickets(token, refs if isinstance(refs, list) else [])
     except ServiceError as error:
-        response = jsonify({"error": {"code": error.code, "message": error.message}})
-        response.status_code = error.status
-    else:
-        response = jsonify({"data": found})
+        return _json_refusal(error)
+    response = jsonify({"data": found})
     response.headers.update(CAPTURE_SECURITY_HEADERS)
     return response
 
@@ -275,13 +269,7 @@ def _part_answer(token: str, work) -> Response:
     try:
         ticket, created = work()
     except ServiceError as error:
-        body = {"error": {"code": error.code, "message": error.message}}
-        if error.details is not None:
-            body["error"]["details"] = error.details
-        response = jsonify(body)
-        response.status_code = error.status
-        response.headers.update(CAPTURE_SECURITY_HEADERS)
-        return response
+        return _json_refusal(error)
     response = jsonify({"id": ticket.id, "reference": capture.short_reference(ticket.id),
                         "created": created, "photo_count": ticket.photo_count,
                         "photos_expected": ticket.photos_expected,
@@ -310,13 +298,7 @@ def capture_draft_photo(token: str, client_ref: str, key: str) -> Response:
     try:
         answer = capture.stage_photo(token, client_ref, key, _whole_body(), request.args)
     except ServiceError as error:
-        body = {"error": {"code": error.code, "message": error.message}}
-        if error.details is not None:
-            body["error"]["details"] = error.details
-        response = jsonify(body)
-        response.status_code = error.status
-        response.headers.update(CAPTURE_SECURITY_HEADERS)
-        return response
+        return _json_refusal(error)
     response = jsonify(answer)
     response.headers.update(CAPTURE_SECURITY_HEADERS)
     return response
