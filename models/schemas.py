@@ -612,7 +612,11 @@ class NteStatus(Shape):
 
 
 class TicketSummary(Shape):
-    """A ticket as listed: every field except routing."""
+    """A ticket as a list shows it: what finds and sorts it, its total and its state.
+
+    Lines, photos, the signature, the decision history and the routing are on the ticket
+    itself (GET /v1/tickets/{id}).
+    """
 
     id: str
     status: TicketStatus
@@ -625,6 +629,24 @@ class TicketSummary(Shape):
     captured_by: str | None
     worked_on: dt.date | None = Field(default=None, description="The day the work was done.")
     total: JsonNumber
+    photo_count: int
+    photos_expected: int | None = None
+    signed: bool = Field(description="Whether the ticket carries a signature.")
+    link_token: str | None
+    approved_by: str | None
+    approved_at: dt.datetime | None
+    external: External | None
+    routing_pending: bool = Field(description=(
+        "True while no line has been routed on the project's real budget codes: the ticket "
+        "was stored while they could not be read. Its lines need review until a read, with "
+        "the project system answering, works the routing out; that read clears the mark."))
+    authorization_ref: str | None = Field(default=None, description=(
+        "The GC directive or change-order request the ticket names."))
+
+
+class Ticket(TicketSummary):
+    """A ticket whole: its lines, evidence, history and routing (the reviewer's main field)."""
+
     labor: list[LaborLine]
     equipment: list[EquipmentLine]
     materials: list[MaterialLine]
@@ -633,32 +655,15 @@ class TicketSummary(Shape):
         "`total` includes them."))
     signature: Signature | None
     photos: list[Photo]
-    photo_count: int
-    photos_expected: int | None = None
-    link_token: str | None
-    approved_by: str | None
-    approved_at: dt.datetime | None
     decisions: list[Decision]
-    external: External | None
-    routing_pending: bool = Field(description=(
-        "True while no line has been routed on the project's real budget codes: the ticket "
-        "was stored while they could not be read. Its lines need review until a read, with "
-        "the project system answering, works the routing out; that read clears the mark."))
     warnings: list[str]
-    authorization_ref: str | None = Field(default=None, description=(
-        "The GC directive or change-order request the ticket names."))
     nte: NteStatus | None = Field(default=None, description=(
         "The not-to-exceed authorization the ticket counts against, with its running total."))
-
-
-class Ticket(TicketSummary):
-    """A ticket with its routing: the most important field for a reviewer."""
-
     routing: list[RoutingLine]
 
 
 class TicketList(Shape):
-    """A page of tickets, newest first."""
+    """A page of tickets as lists show them, newest first."""
 
     data: list[TicketSummary]
     total: int = Field(description="How many tickets match the filters.")

@@ -72,10 +72,11 @@ class Ticket(db.Model):
     # Destinations earlier approval attempts wrote to, or may have: a retry looks there first.
     approval_destinations: Mapped[list[str] | None] = mapped_column(JSON, deferred=True)
 
+    # Loaded with the ticket where a whole ticket is read (find_ticket); lists leave them out.
     photos: Mapped[list[TicketPhoto]] = relationship(
-        back_populates="ticket", order_by="TicketPhoto.position", lazy="selectin")
+        back_populates="ticket", order_by="TicketPhoto.position")
     decisions: Mapped[list[Decision]] = relationship(
-        back_populates="ticket", order_by="Decision.id", lazy="selectin")
+        back_populates="ticket", order_by="Decision.id")
 
 
 class TicketCount(db.Model):

@@ -21,6 +21,7 @@ from flask import current_app, g
 from pydantic import ValidationError
 from sqlalchemy import Numeric, String, case, cast, delete, func, inspect, or_, select, update
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import defer, joinedload, selectinload
 
 from models import CaptureLink
 from models import Decision as DecisionRecord
@@ -460,7 +461,8 @@ def phone_tickets(company_id: int, link_token: str, client_refs: list[str]) -> l
         return []
     return list(db.session.scalars(select(TicketRecord).where(
         TicketRecord.company_id == company_id, TicketRecord.link_token == link_token,
-        TicketRecord.client_ref.in_(refs)).order_by(*NEWEST_FIRST)))
+        TicketRecord.client_ref.in_(refs)).order_by(*NEWEST_FIRST)
+        .options(selectinload(TicketRecord.decisions))))
 
 
 # Input fields the service works out itself rather than storing as sent.
@@ -502,8 +504,10 @@ def find_ticket(company_id: int, ticket_id: str) -> TicketRecord:
     key = _ticket_key(ticket_id)
     ticket = None
     if key is not None:
-        ticket = db.session.scalar(select(TicketRecord).where(
-            TicketRecord.id == key, TicketRecord.company_id == company_id))
+        # one query: a ticket has at most 12 photos and a few decisions
+        ticket = db.session.scalars(select(TicketRecord).where(
+            TicketRecord.id == key, TicketRecord.company_id == company_id).options(
+            joinedload(TicketRecord.photos), joinedload(TicketRecord.decisions))).unique().first()
     if ticket is None:
         raise NotFound("no such ticket on this company", code="ticket_not_found")
     return ticket
@@ -573,19 +577,10 @@ LINE_KINDS = ("labor", "equipment", "materials")
 def shape(ticket: TicketRecord, schema: type[TicketSummary] | None = None,
           **extra: Any) -> TicketSummary:
     """A ticket in an output shape (TicketSummary by default): each of the shape's fields that is
-    a column of the model is copied by name, lines are grouped by kind, photos and decisions
-    come from their rows."""
+    a column of the model is copied by name; `extra` gives the fields worked out elsewhere."""
     schema = schema or TicketSummary
     fields: dict[str, Any] = {name: getattr(ticket, name) for name in _copied_columns(schema)}
-    for kind in LINE_KINDS:
-        fields[kind] = [line for line in ticket.lines if line["kind"] == kind]
-    fields["markups"] = [line for line in ticket.lines if line["kind"] == "markup"]
-    if "nte" not in extra:
-        fields["nte"] = authorizations.status_of(ticket.company_id, ticket.authorization_id)
-    evidence = f"{public_base_url()}/v1/tickets/{ticket.id}"
-    fields.update(photos=[_photo_fields(evidence, photo) for photo in ticket.photos],
-                  decisions=ticket.decisions, signature=_signature_fields(evidence, ticket.signature),
-                  external=ticket.external or None, warnings=list(ticket.warnings or []))
+    fields.update(signed=bool(ticket.signature), external=ticket.external or None)
     fields.update(extra)
     return schema.model_validate(fields, from_attributes=True)
 
@@ -614,8 +609,17 @@ def _signature_fields(evidence: str, signature: dict[str, Any] | None) -> dict[s
 
 def shape_ticket(ticket: TicketRecord, routing: list[RoutingLine],
                  extra_warnings: list[str] = ()) -> Ticket:
-    """The full Ticket shape: the summary's fields, the routing, and any routing warnings."""
-    return shape(ticket, Ticket, routing=routing,
+    """The whole Ticket shape: the summary's fields, lines grouped by kind, photos, signature,
+    decisions, not-to-exceed status, the routing and any routing warnings."""
+    evidence = f"{public_base_url()}/v1/tickets/{ticket.id}"
+    lines = {kind: [line for line in ticket.lines if line["kind"] == kind]
+             for kind in (*LINE_KINDS, "markup")}
+    return shape(ticket, Ticket, routing=routing, labor=lines["labor"],
+                 equipment=lines["equipment"], materials=lines["materials"],
+                 markups=lines["markup"],
+                 photos=[_photo_fields(evidence, photo) for photo in ticket.photos],
+                 decisions=ticket.decisions, signature=_signature_fields(evidence, ticket.signature),
+                 nte=authorizations.status_of(ticket.company_id, ticket.authorization_id),
                  warnings=[*(ticket.warnings or []), *extra_warnings])
 
 
@@ -731,14 +735,15 @@ def _ids_to_check(company_id: int, conditions: list, order: tuple, route=None) -
 def list_ticket_records(company_id: int, *, status: str | None = None, project_id: str | None = None,
                         q: str | None = None, limit: int = 50, offset: int = 0,
                         where: ListFilter | None = None, sort: str = "newest",
-                        project_names: dict[str, str] | None = None, route=None
-                        ) -> tuple[list[TicketRecord], int]:
+                        project_names: dict[str, str] | None = None, route=None,
+                        load: tuple = ()) -> tuple[list[TicketRecord], int]:
     """A page of ticket records with their photos and decisions, and the match count.
 
     The one query builder behind /v1/tickets and the review queue. `where` carries every
     filter (status, project_id and q are its shorthand); `sort` is one of SORTS, newest
     first by default; sorting by project orders by the names in `project_names`; `route`
-    routes lines for the lines-to-check filter (see _ids_to_check).
+    routes lines for the lines-to-check filter (see _ids_to_check); `load` holds loader
+    options for what the caller reads of each record (such as columns it leaves out).
     """
     where = where or ListFilter(status=status, project_id=project_id, q=q)
     conditions = _list_conditions(company_id, where)
@@ -747,7 +752,7 @@ def list_ticket_records(company_id: int, *, status: str | None = None, project_i
         ids = _ids_to_check(company_id, conditions, order, route)
         page = ids[offset:offset + limit]
         found = {record.id: record for record in db.session.scalars(
-            select(TicketRecord).where(TicketRecord.id.in_(page)))} if page else {}
+            select(TicketRecord).where(TicketRecord.id.in_(page)).options(*load))} if page else {}
         return [found[ticket_id] for ticket_id in page if ticket_id in found], len(ids)
     if where == ListFilter(status=where.status, project_id=where.project_id):
         # the kept counts answer without counting rows
@@ -755,7 +760,8 @@ def list_ticket_records(company_id: int, *, status: str | None = None, project_i
     else:
         total = db.session.scalar(select(func.count()).select_from(TicketRecord).where(*conditions))
     rows = db.session.scalars(
-        select(TicketRecord).where(*conditions).order_by(*order).limit(limit).offset(offset))
+        select(TicketRecord).where(*conditions).order_by(*order).limit(limit).offset(offset)
+        .options(*load))
     return list(rows), int(total)
 
 
@@ -790,11 +796,15 @@ def age_totals(company_id: int, where: ListFilter, now: dt.datetime | None = Non
     return totals
 
 
+# A list shows no lines or warnings: their JSON is left in the database.
+SUMMARY_LOAD = (defer(TicketRecord.lines), defer(TicketRecord.warnings))
+
+
 def list_tickets(company_id: int, *, status: str | None, project_id: str | None,
                  limit: int, offset: int, q: str | None = None) -> TicketList:
     """A page of the company's tickets, newest first, id breaking ties."""
     records, total = list_ticket_records(company_id, status=status, project_id=project_id, q=q,
-                                         limit=limit, offset=offset)
+                                         limit=limit, offset=offset, load=SUMMARY_LOAD)
     return TicketList(data=[shape(record) for record in records], total=total, limit=limit,
                       offset=offset)
 

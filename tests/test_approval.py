@@ -12,6 +12,7 @@ from zoneinfo import ZoneInfo
 import pytest
 import requests
 import time_machine
+from sqlalchemy.orm import selectinload
 from werkzeug.serving import make_server
 
 from models import Ticket, db, utcnow
@@ -79,9 +80,10 @@ def control(sandbox_server, tenant: ConnectedTenant) -> SandboxControl:
 
 
 def stored(app, ticket_id: str) -> Ticket:
-    """The ticket row as stored."""
+    """The ticket row as stored, with its photos and decisions."""
     with app.app_context():
-        ticket = db.session.get(Ticket, ticket_id)
+        ticket = db.session.get(Ticket, ticket_id, options=[selectinload(Ticket.photos),
+                                                            selectinload(Ticket.decisions)])
         db.session.expunge(ticket)
         return ticket
 

@@ -137,7 +137,8 @@ def test_plain_form_without_javascript(client, acme, app):
     done = client.post(f"/c/{link['token']}/tickets", data=form)
     assert done.status_code == 200
     assert re.search(r"Reference <strong>T-[0-9A-F]{8}</strong>", done.get_data(as_text=True))
-    ticket = client.get("/v1/tickets", headers=acme.headers).json["data"][0]
+    listed = client.get("/v1/tickets", headers=acme.headers).json["data"][0]
+    ticket = client.get(f"/v1/tickets/{listed['id']}", headers=acme.headers).json
     assert ticket["captured_via"] == "sms" and ticket["total"] == 300.0
     assert ticket["equipment"] == [] and ticket["materials"] == []
 

@@ -42,7 +42,8 @@ def test_running_total_warns_at_80_and_refuses_past_100_unless_confirmed(client,
     third = claim(client, acme, 9)    # 3300: past the amount while open
     assert third["nte"]["level"] == "over" and third["nte"]["remaining"] == -300.0
     listed = client.get("/v1/tickets", headers=acme.headers).json["data"]
-    assert {t["nte"]["used"] for t in listed if t["nte"]} == {3300.0}
+    read = [client.get(f"/v1/tickets/{t['id']}", headers=acme.headers).json for t in listed]
+    assert {t["nte"]["used"] for t in read if t["nte"]} == {3300.0}
     # Written 1200 + 1200 = 2400: still within, so this one goes through.
     assert act(client, acme, second["id"], "approve").status_code == 200
     refused = act(client, acme, third["id"], "approve")

@@ -142,7 +142,8 @@ def test_crew_picks_a_classification_and_hour_type_on_the_capture_form(app, clie
         "labor[2].trade": "Electrician", "labor[2].classification": "Cable whisperer",
         "labor[2].hours": "1"})
     assert sent.status_code in (200, 303), sent.get_data(as_text=True)[:500]
-    (ticket,) = client.get("/v1/tickets", headers=acme.headers).json["data"]
+    (listed,) = client.get("/v1/tickets", headers=acme.headers).json["data"]
+    ticket = client.get(f"/v1/tickets/{listed['id']}", headers=acme.headers).json
     assert [(l["classification"], l["hour_type"], l["rate"]) for l in ticket["labor"]] == \
         [("Apprentice", "ot", 91.5), ("Cable whisperer", "st", None)]
     assert ticket["worked_on"] == "2026-03-02"

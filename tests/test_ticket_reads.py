@@ -72,9 +72,31 @@ def test_a_list_of_fifty_is_a_fixed_small_number_of_queries(client, app, acme):
     first = client.get("/v1/tickets?limit=1", headers=acme.headers).json["data"][0]["id"]
     assert client.post(f"/v1/tickets/{first}/reject", headers=acme.headers).status_code == 200
     one, fifty = queries_for_page(1), queries_for_page(50)
-    # The key, the total, the tickets, their photos and their decisions: no query per ticket.
+    # The key, the total and the tickets: no query per ticket, photos and decisions not read.
     assert fifty == one
-    assert fifty <= 6
+    assert fifty <= 3
+
+
+def test_a_phones_list_of_its_tickets_is_a_fixed_number_of_queries(client, app, acme):
+    from tests.test_reject_reason import capture_body
+
+    token = client.post("/v1/links", headers=acme.headers, json={
+        "project_id": acme.project()["id"], "label": "Gate 3"}).json["token"]
+    refs = [f"phone-ref-{n:04d}" for n in range(12)]
+    for ref in refs:
+        sent = client.post(f"/c/{token}/tickets", json=capture_body(ref))
+        assert sent.status_code in (200, 201), sent.get_data(as_text=True)[:300]
+    with app.app_context():
+        engine = db.engine
+
+    def queries_for(count: int) -> int:
+        with StatementCounter(engine) as counter:
+            answer = client.post(f"/c/{token}/mine", json={"client_refs": refs[:count]})
+        assert answer.status_code == 200 and len(answer.json["data"]) == count
+        return len(counter.statements)
+
+    # The link, the tickets and their decisions, however many tickets the phone holds.
+    assert queries_for(1) == queries_for(12)
 
 
 def test_a_bulk_orm_update_is_visible_on_the_next_read(client, app, acme):
