@@ -14,7 +14,7 @@ from decimal import Decimal
 from typing import Any
 
 from pydantic import ValidationError
-from sqlalchemy import select
+from sqlalchemy import or_, select
 
 from models import RateSheet as RateSheetRecord
 from models import db, utcnow
@@ -111,14 +111,12 @@ def delete_sheet(company_id: int, sheet_id: int | str) -> RateSheet:
 
 def sheet_in_force(company_id: int, project_id: str, day: dt.date) -> RateSheetRecord | None:
     """The project's latest sheet effective on or before `day`, else the company default's."""
-    for scope in (project_id, None):
-        record = db.session.scalar(select(RateSheetRecord).where(
-            RateSheetRecord.company_id == company_id, _same_scope(scope),
-            RateSheetRecord.effective_from <= day)
-            .order_by(RateSheetRecord.effective_from.desc()).limit(1))
-        if record is not None:
-            return record
-    return None
+    return db.session.scalar(select(RateSheetRecord).where(
+        RateSheetRecord.company_id == company_id,
+        or_(_same_scope(project_id), _same_scope(None)),
+        RateSheetRecord.effective_from <= day)
+        .order_by(RateSheetRecord.project_id.is_(None), RateSheetRecord.effective_from.desc(),
+                  RateSheetRecord.id.desc()).limit(1))
 
 
 def shape_sheet(record: RateSheetRecord) -> RateSheet:

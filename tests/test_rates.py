@@ -58,6 +58,26 @@ def test_sheets_per_project_and_company_default(client, acme):
     assert got.status_code == 200 and got.json["name"] == "IBEW corrected"
 
 
+def test_the_sheet_in_force_is_the_projects_latest_before_the_company_default(app, client, acme):
+    import datetime as dt
+
+    from services.rates import sheet_in_force
+
+    project = acme.project()["id"]
+    save(client, acme, name="Company early", effective_from="2026-01-01")
+    default = save(client, acme, name="Company late", effective_from="2026-09-01")
+    own = save(client, acme, project, name="Project spring", effective_from="2026-04-01")
+    later = save(client, acme, project, name="Project summer", effective_from="2026-07-01")
+    with app.app_context():
+        in_force = lambda day: sheet_in_force(acme.company_id, project, day).id  # noqa: E731
+        assert in_force(dt.date(2026, 3, 31)) != own["id"]  # before the project's: the default
+        assert sheet_in_force(acme.company_id, project, dt.date(2026, 3, 31)).name == "Company early"
+        assert in_force(dt.date(2026, 4, 1)) == own["id"]
+        assert in_force(dt.date(2026, 10, 1)) == later["id"]  # the project's, though the default is newer
+        assert sheet_in_force(acme.company_id, project, dt.date(2025, 12, 31)) is None
+        assert sheet_in_force(acme.company_id, "999", dt.date(2026, 10, 1)).id == default["id"]
+
+
 def test_sheet_validation_and_tenancy(client, acme, rival):
     twice = {**SHEET, "labor": [*SHEET["labor"], {"classification": "apprentice", "st": 1}]}
     response = client.post("/v1/rate-sheets", headers=acme.headers, json=twice)
