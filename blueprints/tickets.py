@@ -19,7 +19,7 @@ from models.schemas import (
     TicketListQuery,
 )
 from models import utcnow
-from services import approval, authorizations, export, projects, review, tickets
+from services import approval, authorizations, documents, export, projects, review, tickets
 from services.capture import short_reference
 from services.errors import ServiceError
 from services.validation import validate
@@ -202,6 +202,31 @@ def get_signature(ticket_id: str) -> Response:
 def get_signature_thumbnail(ticket_id: str) -> Response:
     """Download the signature's 320 px thumbnail (PNG)."""
     return _evidence(tickets.signature_file(g.company_id, ticket_id, thumbnail=True), "image/png")
+
+
+def _document(data: bytes, ticket_id: str) -> Response:
+    """The signed ticket document as a PDF download named by the ticket's reference."""
+    response = Response(data, mimetype=documents.MEDIA_TYPE)
+    response.headers["Content-Disposition"] = \
+        f'attachment; filename="{documents.document_filename(ticket_id)}"'
+    response.headers["Cache-Control"] = "private, no-store"
+    return response
+
+
+@api_route(bp, "/tickets/<ticket_id>/document.pdf", tag="tickets", media_type="application/pdf",
+           errors=error_codes({404: ("ticket_not_found",), 503: ("document_busy",)},
+                              PROJECT_SYSTEM_ERRORS),
+           extra_responses={503: "The document could not be made in time (see Retry-After); "
+                                 "nothing was changed."})
+def get_document(ticket_id: str) -> Response:
+    """Download the signed ticket document (PDF): lines, amounts, budget codes, photos,
+    signature and history.
+
+    The lines carry the routing the ticket was written with, or else its routing now (as in
+    GET /v1/tickets/{id}). The document attached to the change event at approval is the one
+    of the approved ticket.
+    """
+    return _document(documents.ticket_document(g.company_id, ticket_id), ticket_id)
 
 
 # ------------------------------------------------------------------ pages
@@ -414,6 +439,13 @@ def photo_thumb_page(ticket_id: str, position: int) -> Response:
     """A photo's thumbnail."""
     return _image(tickets.photo_file(current_user.company_id, ticket_id, position, thumbnail=True),
                   "image/jpeg")
+
+
+@bp.get("/tickets/<ticket_id>/document.pdf")
+@login_required
+def document_page(ticket_id: str) -> Response:
+    """The signed ticket document (PDF), for a signed-in reviewer of the ticket's company."""
+    return _document(documents.ticket_document(current_user.company_id, ticket_id), ticket_id)
 
 
 @bp.get("/tickets/<ticket_id>/signature.png")
