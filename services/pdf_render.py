@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import io
 
-from PIL import Image, ImageOps
+from PIL import Image, ImageFile, ImageOps
 
 from services.photos import ImageStore
 
@@ -39,6 +39,9 @@ def render_pdf(html: str, image_root: str) -> bytes:
     """The PDF of a document's HTML, its images read from the photo store under `image_root`."""
     import weasyprint  # noqa: PLC0415 - loaded only in the process that renders
 
+    # Importing WeasyPrint lets Pillow accept truncated images; the same worker processes
+    # check untrusted photos, which must refuse them (services/photos.py).
+    ImageFile.LOAD_TRUNCATED_IMAGES = False
     store = ImageStore(image_root)
 
     class StoreFetcher(weasyprint.urls.URLFetcher):

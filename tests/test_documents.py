@@ -183,6 +183,9 @@ def test_the_document_reads_only_the_tickets_own_images(app, tmp_path):
             '<img src="http://127.0.0.1:9/a.png">')
     pages = page_images(pdf_render.render_pdf(html, str(tmp_path / "photos")), tmp_path)
     assert len(pages) == 1 and inked(pages[0]) < 0.01  # neither image was fetched
+    # and rendering leaves Pillow refusing truncated photos, as the photo checks need
+    from PIL import ImageFile
+    assert ImageFile.LOAD_TRUNCATED_IMAGES is False
 
 
 def sandbox_file(sandbox_server, change_event_id: int, suffix: str) -> bytes:
@@ -233,3 +236,17 @@ def test_daily_log_notes_link_the_document(client, acme, app, sandbox_server):
                                              response.json["external"]["manpower_log_id"])
     assert f"https://tickets.example.com/tickets/{ticket['id']}/document.pdf" in log["notes"]
     assert origin_rows(sandbox_server, "change_events", ticket["id"]) == []
+
+
+def test_a_worker_that_made_a_document_still_refuses_truncated_photos(tmp_path):
+    from services import image_pool, pdf_render
+    from services.photos import ImageRejected, process_photo
+
+    settings = image_pool.PoolSettings(1, 10, 768 * 1024 ** 2)  # one worker: the same process
+    [pdf] = image_pool.run_all([(pdf_render.render_pdf, ("<p>x</p>", str(tmp_path)), {})],
+                               settings, budget_s=60)
+    assert pdf.startswith(b"%PDF-")
+    whole = noise_jpeg(400, 300)
+    [refused] = image_pool.run_all([(process_photo, (whole[:len(whole) // 2],), {})], settings,
+                                   budget_s=60)
+    assert isinstance(refused, ImageRejected) and "truncated" in refused.message
