@@ -140,6 +140,9 @@ def test_download_is_scoped_to_the_company(client, acme, rival):
     assert download(client, rival, ticket["id"]).status_code == 404
     assert download(client, rival, ticket["id"]).json["error"]["code"] == "ticket_not_found"
     assert download(client, acme, "not-a-ticket").status_code == 404
+    plain = client.get(f"/v1/tickets/{ticket['id']}/document.pdf",
+                       headers={**acme.headers, "Accept": "application/octet-stream"})
+    assert plain.mimetype == "application/octet-stream" and plain.data.startswith(b"%PDF-")
     assert client.get(f"/v1/tickets/{ticket['id']}/document.pdf").status_code == 401
 
 
@@ -250,3 +253,15 @@ def test_a_worker_that_made_a_document_still_refuses_truncated_photos(tmp_path):
     [refused] = image_pool.run_all([(process_photo, (whole[:len(whole) // 2],), {})], settings,
                                    budget_s=60)
     assert isinstance(refused, ImageRejected) and "truncated" in refused.message
+
+
+def test_the_document_is_in_the_api_description_as_a_file(client):
+    document = client.get("/v1/openapi.json").json
+    operation = document["paths"]["/tickets/{ticket_id}/document.pdf"]["get"]
+    binary = {"schema": {"type": "string", "format": "binary"}}
+    assert operation["responses"]["200"]["content"] == {"application/pdf": binary,
+                                                        "application/octet-stream": binary}
+    assert operation["responses"]["404"]["x-error-codes"] == ["not_found", "ticket_not_found"]
+    assert "document_busy" in operation["responses"]["503"]["x-error-codes"]
+    approve = document["paths"]["/tickets/{ticket_id}/approve"]["post"]
+    assert "document_busy" in approve["responses"]["503"]["x-error-codes"]
