@@ -220,8 +220,7 @@ def _document(data: bytes, ticket_id: str) -> Response:
 
 
 @api_route(bp, "/tickets/<ticket_id>/document.pdf", tag="tickets", media_type="application/pdf",
-           errors=error_codes({404: ("ticket_not_found",), 503: ("document_busy",)},
-                              PROJECT_SYSTEM_ERRORS),
+           errors={404: ("ticket_not_found",), 503: ("document_busy",)},
            extra_responses={503: "The document could not be made in time (see Retry-After); "
                                  "nothing was changed."})
 def get_document(ticket_id: str) -> Response:
