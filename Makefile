@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 5000
 
-.PHONY: run test test-scale soak bench venv migrate chromium tools axe clean
+.PHONY: run test test-scale soak bench venv migrate chromium pdf-libs pdf-test-tools tools axe clean
 
 venv: $(STAMP)
 
@@ -19,11 +19,19 @@ $(STAMP): pyproject.toml
 migrate: $(STAMP)
 	$(BIN)/flask --app app db upgrade
 
-run: migrate
+run: migrate pdf-libs
 	HOST=$(HOST) PORT=$(PORT) PATH="$(CURDIR)/$(BIN):$$PATH" ./bin/serve
 
 chromium:
 	./bin/ensure-chromium
+
+# Debian's libraries WeasyPrint renders the ticket document with; the tests also read it back
+# with poppler-utils.
+pdf-libs:
+	./bin/ensure-pdf-libs
+
+pdf-test-tools:
+	./bin/ensure-pdf-libs --test
 
 # npm tools the tests run (the OpenAPI lint), pinned in tools/package-lock.json, kept in
 # tools/node_modules (not in git).
@@ -42,11 +50,11 @@ $(AXE): tests/a11y/package.json tests/a11y/package-lock.json
 	npm ci --prefix tests/a11y --ignore-scripts --no-audit --no-fund
 	@touch $(AXE)
 
-test: $(STAMP) chromium tools axe
+test: $(STAMP) chromium pdf-test-tools tools axe
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The whole suite again on PostgreSQL and Redis, started on loopback for the run.
-test-scale: $(STAMP) chromium tools axe
+test-scale: $(STAMP) chromium pdf-test-tools tools axe
 	./bin/with-scale-services $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Benchmarks (not part of `make test`): API latency at 20 req/s and at 16 connections with
@@ -57,12 +65,12 @@ $(BENCH_STAMP): $(STAMP) pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
 	@touch $(BENCH_STAMP)
 
-bench: $(BENCH_STAMP) chromium
+bench: $(BENCH_STAMP) chromium pdf-libs
 	./bench/ensure-wrk
 	$(BIN)/python -m bench.run $(BENCH_ARGS)
 
 # Long randomised reliability runs; their figures go into bench/RESULTS.md.
-soak: $(STAMP)
+soak: $(STAMP) pdf-test-tools
 	$(BIN)/python -m pytest -m soak tests/soak $(PYTEST_ARGS)
 	$(BIN)/python -m bench.soak
 

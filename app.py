@@ -78,6 +78,13 @@ def default_config(instance_path: str) -> dict[str, Any]:
         "IMAGE_CPU_SECONDS": 5,
         "IMAGE_MEMORY_BYTES": 768 * MiB,
         "IMAGE_REQUEST_BUDGET_S": 30,
+        # The signed ticket document is made in the same pool: with this much CPU, within
+        # this many seconds; at most DOCUMENT_SLOTS requests of a process wait for it at once,
+        # a download at most DOCUMENT_WAIT_S for its turn (an approval waits the whole budget).
+        "DOCUMENT_CPU_SECONDS": 20,
+        "DOCUMENT_BUDGET_S": 15,
+        "DOCUMENT_SLOTS": 2,
+        "DOCUMENT_WAIT_S": 2,
         # An approval holds its ticket this long at most; a crashed one frees it after that.
         "APPROVAL_CLAIM_TTL_S": 120,
         # Where crews reach the service; capture links are built on it (else the request host).

@@ -176,7 +176,7 @@ def _operation_object(operation: Operation, refs: dict, components: dict[str, An
     elif operation.media_type is not None:
         # A file: its own type by default, or plain bytes for a client that asks for them
         # (Accept: application/octet-stream), which is what generated clients take as a file.
-        if operation.media_type.startswith("image/"):
+        if not operation.media_type.startswith("text/"):  # images, PDF: bytes
             binary = {"schema": {"type": "string", "format": "binary"}}
             ok["content"] = {operation.media_type: binary, "application/octet-stream": binary}
         else:

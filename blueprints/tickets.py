@@ -19,7 +19,7 @@ from models.schemas import (
     TicketListQuery,
 )
 from models import utcnow
-from services import approval, authorizations, export, projects, review, tickets
+from services import approval, authorizations, documents, export, projects, review, tickets
 from services.capture import short_reference
 from services.errors import ServiceError
 from services.validation import validate
@@ -110,7 +110,8 @@ def put_photo(ticket_id: str, key: str) -> Ticket:
            response=ApprovalResult, body_required=False,
            errors=error_codes({404: ("ticket_not_found", "project_not_found"),
                                409: ("ticket_rejected", "lines_need_review", "no_change_events",
-                                     "approval_in_progress", "nte_exceeded")},
+                                     "approval_in_progress", "nte_exceeded"),
+                               503: ("document_busy",)},
                               PROJECT_SYSTEM_ERRORS),
            extra_responses={
                400: "The body or a `routes` entry is unusable (code `validation_failed`): a key "
@@ -131,6 +132,8 @@ def put_photo(ticket_id: str, key: str) -> Ticket:
                502: "The project system refused or could not take the write; the message is "
                     "its own. The ticket stays approvable, and a retry finds any record the "
                     "failed attempt left (by origin id) instead of writing a second one.",
+               503: "The signed ticket document, attached to the change event, could not be "
+                    "made in time (see Retry-After); nothing was written.",
            })
 def approve_ticket(ticket_id: str, body: ApproveInput) -> ApprovalResult:
     """Write the ticket into the project system once; a repeat answers already: true."""
@@ -202,6 +205,35 @@ def get_signature(ticket_id: str) -> Response:
 def get_signature_thumbnail(ticket_id: str) -> Response:
     """Download the signature's 320 px thumbnail (PNG)."""
     return _evidence(tickets.signature_file(g.company_id, ticket_id, thumbnail=True), "image/png")
+
+
+def _document(data: bytes, ticket_id: str) -> Response:
+    """The signed ticket document as a PDF download named by the ticket's reference (plain
+    bytes for a client that asks for them, as generated clients do)."""
+    chosen = request.accept_mimetypes.best_match([documents.MEDIA_TYPE, "application/octet-stream"],
+                                                 default=documents.MEDIA_TYPE)
+    response = Response(data, mimetype=chosen or documents.MEDIA_TYPE)
+    response.headers["Content-Disposition"] = \
+        f'attachment; filename="{documents.document_filename(ticket_id)}"'
+    response.headers["Cache-Control"] = "private, no-store"
+    return response
+
+
+@api_route(bp, "/tickets/<ticket_id>/document.pdf", tag="tickets", media_type="application/pdf",
+           errors={404: ("ticket_not_found",), 503: ("document_busy",)},
+           extra_responses={503: "The document could not be made in time (see Retry-After); "
+                                 "nothing was changed."})
+def get_document(ticket_id: str) -> Response:
+    """Download the signed ticket document (PDF) of a ticket.
+
+    Company and project, the work, why it is extra and who directed it, every line with its
+    quantity, hours, rate, amount and budget code, subtotals, markups and total, every photo
+    with its time and place, the signature with what it vouches for and the hash of the
+    content signed, and the history. The lines carry the routing the ticket was written
+    with, or else its routing now (as in GET /v1/tickets/{id}). The document attached to the
+    change event at approval is the one of the approved ticket.
+    """
+    return _document(documents.ticket_document(g.company_id, ticket_id), ticket_id)
 
 
 # ------------------------------------------------------------------ pages
@@ -414,6 +446,13 @@ def photo_thumb_page(ticket_id: str, position: int) -> Response:
     """A photo's thumbnail."""
     return _image(tickets.photo_file(current_user.company_id, ticket_id, position, thumbnail=True),
                   "image/jpeg")
+
+
+@bp.get("/tickets/<ticket_id>/document.pdf")
+@login_required
+def document_page(ticket_id: str) -> Response:
+    """The signed ticket document (PDF), for a signed-in reviewer of the ticket's company."""
+    return _document(documents.ticket_document(current_user.company_id, ticket_id), ticket_id)
 
 
 @bp.get("/tickets/<ticket_id>/signature.png")

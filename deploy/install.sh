@@ -87,7 +87,9 @@ render() {
 echo "== Debian packages"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
-packages=(python3 python3-venv git sqlite3)
+# Pango, HarfBuzz, fontconfig and a font: WeasyPrint renders the signed ticket document with them.
+packages=(python3 python3-venv git sqlite3 libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz0b
+  libharfbuzz-subset0 libfontconfig1 fonts-dejavu-core)
 if apt-cache show caddy >/dev/null 2>&1; then
   packages+=(caddy)
 fi

@@ -35,7 +35,7 @@ from sqlalchemy.orm import Session
 from models import Ticket as TicketRecord
 from models import db, utcnow
 from models.schemas import ApprovalResult, ApproveInput, Ticket
-from services import authorizations, projects
+from services import authorizations, documents, projects
 from services.connections import client_for, project_system_errors
 from services.database import write_transaction
 from services.errors import Conflict, ValidationFailed, field_problem
@@ -72,7 +72,8 @@ LOOKUP_MARGIN = dt.timedelta(minutes=1)
 HOURLY_KINDS = ("labor", "equipment")
 CENT = Decimal("0.01")
 DAILY_LOG_NOTE = ("This daily log entry is a dated record of the work, not a financial record: "
-                  "it bills nothing, and the ticket's photos and signature are not on it.")
+                  "it bills nothing, and the ticket's photos and signature are not on it; its "
+                  "notes link to the signed ticket document, which has them.")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,6 +82,23 @@ class Claim:
 
     id: str
     earlier: tuple[str, ...]
+
+
+class Document:
+    """The signed ticket document of an approval: its HTML, made into a PDF once, when needed."""
+
+    def __init__(self, filename: str, html: str) -> None:
+        """Keep the file name and the HTML; nothing is rendered yet."""
+        self.filename = filename
+        self.html = html
+        self._pdf: bytes | None = None
+
+    def pdf(self) -> bytes:
+        """The PDF, rendered on the first call (an approval waits up to the whole budget)."""
+        if self._pdf is None:
+            self._pdf = documents.render_pdf(
+                self.html, wait_s=float(current_app.config["DOCUMENT_BUDGET_S"]))
+        return self._pdf
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,6 +112,7 @@ class Plan:
     change_event: ChangeEventDraft
     manpower: ManpowerDraft
     files: tuple[tuple[str, str, str], ...]
+    document: Document
 
 
 def origin_id(ticket_id: str) -> str:
@@ -119,7 +138,9 @@ def approve(company_id: int, ticket_id: str, options: ApproveInput, actor: str) 
     if claim is None:
         return _written_result(company_id, ticket.id, already=True)
     try:
-        plan = _plan(ticket, routes, zone)
+        plan = _plan(ticket, routes, zone, actor, destination)
+        if destination == CHANGE_EVENT:  # made before the company's write slot is taken
+            plan.document.pdf()
         # One write at a time per company (a slow project system holds one thread, not all),
         # and the claim renewed while the write lasts, so it is never joined by a second one.
         with project_system_errors(company_id, "write"), _keeping_claim(ticket.id, claim.id):
@@ -284,8 +305,10 @@ def _release(ticket_id: str, claim_id: str) -> None:
             ticket.approval_claimed_at = None
 
 
-def _plan(ticket: TicketRecord, routes: list[Route], zone: ZoneInfo) -> Plan:
-    """Both drafts and the attachment list of a ticket, from its loaded state; dates in `zone`."""
+def _plan(ticket: TicketRecord, routes: list[Route], zone: ZoneInfo, actor: str,
+          destination: str) -> Plan:
+    """Both drafts, the attachment list and the document of a ticket as approved, from its
+    loaded state; dates in `zone`."""
     files = [(_photo_filename(photo.position, photo.name, photo.image_key), photo.image_key,
               _content_type(photo.image_key)) for photo in ticket.photos]
     if ticket.signature:
@@ -295,7 +318,9 @@ def _plan(ticket: TicketRecord, routes: list[Route], zone: ZoneInfo) -> Plan:
                 created_after=ticket.captured_at - LOOKUP_MARGIN, log_date=_log_date(ticket, zone),
                 change_event=change_event_draft(ticket, routes, zone),
                 manpower=manpower_draft(ticket, zone),
-                files=tuple(files))
+                files=tuple(files),
+                document=Document(documents.document_filename(ticket.id), documents.approval_html(
+                    ticket, routing_lines(routes), actor, destination)))
 
 
 def _write(client: ProjectSystem, plan: Plan, destination: str,
@@ -340,7 +365,8 @@ def _create(client: ProjectSystem, plan: Plan, destination: str) -> RemoteRecord
 
 
 def _attach_missing(client: ProjectSystem, plan: Plan, record: RemoteRecord) -> None:
-    """Attach the photos and signature the change event does not list yet."""
+    """Attach the photos, the signature and the signed ticket document the change event does
+    not list yet (each under a name that is the same on every attempt)."""
     present = set(record.attachment_filenames)
     store = photo_store()
     for filename, key, content_type in plan.files:
@@ -348,6 +374,11 @@ def _attach_missing(client: ProjectSystem, plan: Plan, record: RemoteRecord) -> 
             client.attach_file(plan.project_id, record.id,
                                Attachment(filename=filename, content_type=content_type,
                                           data=store.open(key)))
+    if plan.document.filename not in present:
+        client.attach_file(plan.project_id, record.id,
+                           Attachment(filename=plan.document.filename,
+                                      content_type=documents.MEDIA_TYPE,
+                                      data=plan.document.pdf()))
 
 
 def _finish(company_id: int, ticket_id: str, destination: str, record: RemoteRecord,
@@ -462,6 +493,8 @@ def manpower_draft(ticket: TicketRecord, zone: ZoneInfo) -> ManpowerDraft:
                                      if line["kind"] == "labor" else line["description"])
             for line in ticket.lines]
     notes = "\n".join([f"Extra work (ticket {ticket.id}): {ticket.description}",
+                       f"Signed ticket document (PDF, with the photos and signature): "
+                       f"{documents.document_url(ticket.id)}",
                        *_context_lines(ticket, zone), *work,
                        f"Claimed total {ticket.total}; this entry bills nothing."])
     return ManpowerDraft(origin_id=origin_id(ticket.id), date=_log_date(ticket, zone),

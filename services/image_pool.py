@@ -92,20 +92,22 @@ def _discard(pool: cf.ProcessPoolExecutor) -> None:
 
 
 def run_all(calls: list[tuple[Callable[..., Any], tuple, dict]], settings: PoolSettings,
-            budget_s: float) -> list[Any]:
+            budget_s: float, cpu_seconds: int | None = None) -> list[Any]:
     """Run each (function, args, kwargs) in the pool; each result, or the ImageRejected it met.
 
-    The whole list shares one time budget; what is not done by then is refused.
+    The whole list shares one time budget; what is not done by then is refused. Each call
+    gets the settings' CPU seconds, or `cpu_seconds` (a document takes longer than one image).
     """
     if not calls:
         return []
+    cpu = int(cpu_seconds or settings[1])
     pool = _get_pool(settings)
     try:
-        futures = [pool.submit(_limited_call, settings[1], fn, args, kwargs) for fn, args, kwargs in calls]
+        futures = [pool.submit(_limited_call, cpu, fn, args, kwargs) for fn, args, kwargs in calls]
     except (BrokenProcessPool, RuntimeError):
         _discard(pool)
         pool = _get_pool(settings)
-        futures = [pool.submit(_limited_call, settings[1], fn, args, kwargs) for fn, args, kwargs in calls]
+        futures = [pool.submit(_limited_call, cpu, fn, args, kwargs) for fn, args, kwargs in calls]
     cf.wait(futures, timeout=budget_s)
     results: list[Any] = []
     broken = False

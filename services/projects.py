@@ -157,6 +157,16 @@ def cached_time_zone(company_id: int, project_id: str) -> ZoneInfo | None:
     return project_zone(project.time_zone) if project is not None else None
 
 
+def known_project_name(company_id: int, project_id: str) -> str | None:
+    """A project's name as last read from the project system, without calling it."""
+    listed = _cache("projects").peek(("projects", company_id), stale=True) or []
+    project = next((p for p in listed if str(p.id) == str(project_id).strip()), None)
+    if project is not None:
+        return project.display_name or project.name
+    return db.session.scalar(select(KnownProject.name).where(
+        KnownProject.company_id == company_id, KnownProject.project_id == str(project_id)))
+
+
 def list_projects(company_id: int) -> list[Project]:
     """The company's projects as API shapes."""
     return [Project(id=str(p.id), name=p.name, display_name=p.display_name,

@@ -639,6 +639,8 @@ PLAIN_ERRORS = {
     "cost_code_not_found": "That cost code is no longer in Procore; pick another.",
     "project_not_found": "This ticket's project is no longer in Procore.",
     "ticket_not_found": "This ticket no longer exists.",
+    "document_busy": "The ticket's document could not be made just now. Nothing was written; "
+                     "try again in a moment.",
 }
 PLAIN_LINE_REASONS = {
     "not confirmed": "is marked to check: confirm its budget code or pick another",

@@ -137,7 +137,8 @@ def test_approve_writes_a_change_event_with_lines_photos_and_signature(client, a
     assert [i["budget_code"]["flat_code"] for i in event["change_items"]] == \
         ["02-200.L", "02-200.E", "02-200.M"]
     names = [a["filename"] for a in event["attachments"]]
-    assert names == ["photo-01-trench-east.jpg", "photo-02.jpg", "signature.png"]
+    assert names == ["photo-01-trench-east.jpg", "photo-02.jpg", "signature.png",
+                     f"ticket-T-{ticket['id'][:8].upper()}.pdf"]
     with app.app_context():
         from services.tickets import photo_store
         signature_key = db.session.get(Ticket, ticket["id"]).signature["image_key"]
@@ -409,7 +410,8 @@ def test_concurrent_approvals_write_one_change_event(app, acme, client, sandbox_
         names = [row[0] for row in connection.execute(
             "SELECT filename FROM attachments WHERE owner_kind = 'change_event' AND owner_id = ?",
             [event["id"]])]
-    assert sorted(names) == ["photo-01-a.jpg", "signature.png"]  # each uploaded once
+    assert sorted(names) == ["photo-01-a.jpg", "signature.png",  # each uploaded once
+                             f"ticket-T-{ticket['id'][:8].upper()}.pdf"]
     final = client.get(f"/v1/tickets/{ticket['id']}", headers=acme.headers).json
     assert final["status"] == "written"
     assert [d["action"] for d in final["decisions"]] == ["approved"]
@@ -430,7 +432,8 @@ def test_write_stored_but_answer_lost_is_found_on_retry(client, acme, app, sandb
     assert retried.json["external"]["change_event_id"] == event["id"]
     assert len(origin_rows(sandbox_server, "change_events", ticket["id"])) == 1
     attached = remote(app, acme).get_change_event(int(ticket["project_id"]), event["id"])
-    assert [a["filename"] for a in attached["attachments"]] == ["photo-01.jpg"]
+    assert [a["filename"] for a in attached["attachments"]] == \
+        ["photo-01.jpg", f"ticket-T-{ticket['id'][:8].upper()}.pdf"]
 
 
 def test_retry_at_another_destination_adopts_the_earlier_record(client, acme, sandbox_server):
@@ -475,7 +478,7 @@ def test_failed_attachment_is_completed_without_duplicates(client, acme, app, sa
     assert act(client, acme, ticket["id"], "approve").status_code == 200
     complete = remote(app, acme).get_change_event(int(ticket["project_id"]), event["id"])
     assert [a["filename"] for a in complete["attachments"]] == \
-        ["photo-01-a.jpg", "photo-02-b.jpg", "signature.png"]
+        ["photo-01-a.jpg", "photo-02-b.jpg", "signature.png", f"ticket-T-{ticket['id'][:8].upper()}.pdf"]
     assert len(origin_rows(sandbox_server, "change_events", ticket["id"])) == 1
 
 

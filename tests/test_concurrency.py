@@ -98,6 +98,8 @@ def assert_outcome(app, tenant, acknowledged, statuses, errors) -> None:
         for ticket in written:
             record = procore.find_change_event(int(ticket.project_id), f"ewt-ticket-{ticket.id}")
             assert record is not None and record.id == ticket.external["change_event_id"]
+            # the signed ticket document is attached exactly once
+            assert record.attachment_filenames == (f"ticket-T-{ticket.id[:8].upper()}.pdf",)
             seen[record.id] += 1
         assert all(count == 1 for count in seen.values())
 

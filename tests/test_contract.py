@@ -44,7 +44,8 @@ def test_full_approval_keeps_procores_contract(client, acme, app, sandbox_server
     found = [problem for exchange in recorder.exchanges for problem in problems(exchange)]
     assert found == []
     calls = exercised(recorder.exchanges)
-    assert calls["create_upload"] == calls["storage_upload"] == calls["update_change_event"] == 3
+    # two photos, the signature and the signed ticket document
+    assert calls["create_upload"] == calls["storage_upload"] == calls["update_change_event"] == 4
     for op_id in ("oauth_token", "list_projects", "list_tools", "list_units_of_measure",
                   "list_wbs_codes", "list_change_event_statuses", "create_change_event",
                   "list_change_events",

@@ -73,7 +73,8 @@ def test_fault_then_retry_writes_exactly_once(client, acme, app, sandbox_server,
     assert len(rows) == 1, label
     assert rows[0]["id"] == written.external["change_event_id"]
     names = attachments(sandbox_server, rows[0]["id"])
-    assert sorted(names) == sorted(set(names)) and len(names) == 3, (label, names)
+    assert sorted(names) == sorted(set(names)) and len(names) == 4, (label, names)
+    assert f"ticket-T-{ticket['id'][:8].upper()}.pdf" in names, (label, names)  # the document, once
     again = act(client, acme, ticket["id"], "approve", {})
     assert again.json["already"] is True
     assert len(origin_rows(sandbox_server, "change_events", ticket["id"])) == 1

@@ -102,7 +102,7 @@ def test_a_slow_write_keeps_its_claim_and_is_never_joined(app, client, acme, san
     assert answers["first"].status_code == 200, answers["first"].json
     (event,) = origin_rows(sandbox_server, "change_events", ticket["id"])
     attached = remote(app, acme).get_change_event(int(ticket["project_id"]), event["id"])
-    assert len(attached["attachments"]) == len(photos)  # each photo once
+    assert len(attached["attachments"]) == len(photos) + 1  # each photo and the document once
 
 
 @pytest.mark.live
