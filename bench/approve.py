@@ -1,7 +1,7 @@
 """Approvals against the sandbox: project-system calls per approval and how long one takes.
 
-Tickets with one photo and a signature (two attachments) are made through the live
-service. Approvals then run in this process on an app built from the service's own
+Tickets with one photo and a signature are made through the live service; an approval
+attaches both and the signed ticket document (three attachments). Approvals then run in this process on an app built from the service's own
 environment (same database, same sandbox), so the ProcoreClient's call log can be read;
 one more approval goes through the live service over HTTP for comparison.
 """
@@ -138,7 +138,8 @@ def approve_in_process(app, company_id: int, key: str, ticket_id: str) -> Approv
     body = answer.get_json()
     return Approval(ms=ms, calls=list(client.calls[before:]),
                     project_system_ms=sum(client._bench_spent[spent_before:]),
-                    attachments=body["photo_count"] + (1 if body.get("signature") else 0))
+                    # the photos, the signature and the signed ticket document
+                    attachments=body["photo_count"] + (1 if body.get("signature") else 0) + 1)
 
 
 def approve_live(base_url: str, key: str, ticket_id: str) -> float:

@@ -111,7 +111,8 @@ def figures(r: dict) -> list[dict]:
     attachments = warm[0]["attachments"]
     # Procore's direct-upload flow takes three calls a file: the upload, the file, the PATCH.
     allowed = 3 + 3 * attachments
-    section = f"{number + 2}. Approve ({attachments} attachments: photo and signature)"
+    section = (f"{number + 2}. Approve ({attachments} attachments: photo, signature and the "
+               "signed ticket document)")
     rows.append(_fig("approve.calls", section, "Project-system calls per approval", calls,
                      "calls", allowed, f"≤ 3 + 3 × {attachments} = {allowed}", calls <= allowed))
     ms = statistics.median(a["ms"] for a in warm)
