@@ -807,3 +807,38 @@ def reject_reason(form: dict[str, str]) -> str:
 def reject_from_form(company_id: int, ticket_id: str, form: dict[str, str], actor: str) -> Ticket:
     """Reject from the page, with the reason the crew will read."""
     return approval.reject(company_id, ticket_id, actor=actor, reason=reject_reason(form))
+
+
+QUALIFIER_LABELS = {"verified": "Time and materials verified",
+                    "verified_scope_disputed": "Time and materials verified; scope disputed",
+                    "not_verified": "Not verified"}
+
+
+def signing_context(company_id: int, ticket_id: str, *, new_request=None,
+                    error: ServiceError | None = None) -> dict:
+    """What the ticket page shows about signing links: the requests, a new one's link (once),
+    a refused request in plain words, and whether e-mail is set up."""
+    from flask import current_app
+
+    from services import mail, signatures
+
+    return {"sign_requests": signatures.list_requests(company_id, ticket_id).data,
+            "new_request": new_request, "sign_error": error,
+            "sign_error_text": _signing_refusal(error) if error is not None else "",
+            "qualifier_labels": QUALIFIER_LABELS, "mail_ready": mail.configured(),
+            "link_days": current_app.config["SIGNATURE_LINK_DAYS"]}
+
+
+def _signing_refusal(error: ServiceError) -> str:
+    """Why a signing link was not made, in a reviewer's words."""
+    if error.code == "ticket_already_signed":
+        return "The ticket is already signed."
+    if error.code == "ticket_written":
+        return "The ticket is already written to Procore; it can no longer be signed."
+    fields = {"name": "the signer's name", "email": "the e-mail address", "phone": "the phone number",
+              "role": "the role"}
+    problems = [detail for detail in error.details or [] if isinstance(detail, dict)]
+    if any(p["field"] == "email" and "or a phone" in p["message"] for p in problems):
+        return "Give an e-mail address or a phone number (or both)."
+    named = [fields.get(p["field"], "a field") for p in problems]
+    return ("Please check " + ", ".join(dict.fromkeys(named)) + ".") if named else error.message
