@@ -311,3 +311,40 @@ def test_no_reminder_for_a_signed_or_revoked_request(app, client, acme, runner):
         clock.move_to(start + dt.timedelta(days=1))
         runner.invoke(args=["reminders", "send"])
         assert len(mailbox.messages) == 2  # the two first e-mails only
+
+
+def test_the_review_page_sends_lists_and_cancels_links_and_the_queue_filters_on_them(app, client, acme):
+    from services.capture import short_reference
+    from tests.test_review_pages import sign_in
+
+    waiting, other = create(client, acme), create(client, acme, description="Hauled debris")
+    browser = sign_in(app, client, acme)
+    refused = browser.post(f"/tickets/{waiting['id']}/signature-requests",
+                           {"name": "Sam Ortiz", "email": "", "phone": ""}, htmx=True)
+    assert refused.status_code == 422
+    assert "Give an e-mail address or a phone number" in refused.get_data(as_text=True)
+    assert requests_of(app, waiting["id"]) == []
+    made = browser.post(f"/tickets/{waiting['id']}/signature-requests",
+                        {"name": HOSTILE, "role": "GC super", "phone": "+1 555 123 4567"}, htmx=True)
+    html = made.get_data(as_text=True)
+    assert made.status_code == 200 and "it is shown only now" in html
+    url = re.search(r'id="new-sign-link" readonly value="([^"]+)"', html).group(1)
+    assert "/s/" in url and 'href="sms:+15551234567?&amp;body=' in html
+    assert HOSTILE not in html and "&lt;script&gt;" in html
+    # Reading the page again never shows the link.
+    again = browser.get(f"/tickets/{waiting['id']}").get_data(as_text=True)
+    assert url not in again and "awaiting signature since" in again
+
+    queue = browser.get("/queue?awaiting_signature=1").get_data(as_text=True)
+    assert short_reference(waiting["id"]) in queue and short_reference(other["id"]) not in queue
+    assert "awaiting signature since" in queue
+    everything = browser.get("/queue").get_data(as_text=True)
+    assert short_reference(other["id"]) in everything
+
+    request_id = requests_of(app, waiting["id"])[0].id
+    cancelled = browser.post(f"/tickets/{waiting['id']}/signature-requests/{request_id}/revoke",
+                             htmx=True)
+    assert "The signing link no longer works." in cancelled.get_data(as_text=True)
+    assert client.get("/s/" + url.rsplit("/s/", 1)[1]).status_code == 410
+    queue = browser.get("/queue?awaiting_signature=1").get_data(as_text=True)
+    assert short_reference(waiting["id"]) not in queue
