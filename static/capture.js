@@ -975,6 +975,8 @@
         error.textContent = t("No signal. Try again when there is signal.");
       });
     });
+    /* Not a submit button: the ticket form's Send stays the page's only one. */
+    document.getElementById("sign-request-send").addEventListener("click", function () { box.requestSubmit(); });
     document.getElementById("sign-request-copy").addEventListener("click", function () {
       var input = document.getElementById("sign-request-url");
       input.select();
