@@ -877,7 +877,8 @@ PHONE_PATTERN = r"^\+?[0-9][0-9 ().-]{5,28}[0-9]$"
 
 
 class SignatureRequestInput(InputShape):
-    """Whom to ask for a signature, and where to send the signing link (e-mail and/or phone)."""
+    """Whom to ask for a signature, and where to send the signing link: an e-mail address or a
+    phone number, or both."""
 
     name: Annotated[str, required_text(200, description="The signer, e.g. 'Sam Ortiz'.")]
     role: str | None = Field(default=None, max_length=200,

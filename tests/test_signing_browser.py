@@ -7,7 +7,8 @@ import pytest
 from models import Ticket, db
 from tests.images import data_url, jpeg_bytes
 from tests.test_accessibility import AXE, serious_violations
-from tests.test_capture_browser import create_link, fill_ticket, open_capture, sign
+from tests.test_capture_browser import (assert_no_english, create_link, fill_ticket, open_capture,
+                                        sign, visible_text)
 from tests.test_approval import create
 
 pytestmark = pytest.mark.browser
@@ -48,7 +49,9 @@ def test_a_signer_signs_on_a_phone_with_each_qualifier(app, client, acme, live_s
     page.goto(signing_url(client, acme, ticket["id"]))
     page.wait_for_function("() => document.documentElement.classList.contains('js')")
     assert page.inner_text(".work") == ticket["description"]
-    assert page.evaluate("document.querySelector('.sign-photos img').naturalWidth") > 0
+    page.locator(".sign-photos img").scroll_into_view_if_needed()  # loaded lazily
+    page.wait_for_function("() => { const i = document.querySelector('.sign-photos img');"
+                           " return i.complete && i.naturalWidth > 0; }")
     assert tap_targets_too_small(page) == []
     assert page.evaluate("document.documentElement.scrollWidth") <= 360  # no sideways scrolling
     # Sending without a drawing or a choice says so and sends nothing.
@@ -148,7 +151,12 @@ def test_signing_pages_have_no_serious_violations(app, client, acme, live_server
     context = chromium.new_context(viewport={"width": 360, "height": 740}, is_mobile=True,
                                    has_touch=True, bypass_csp=True)
     try:
-        ticket = create(client, acme, photos=[{"name": "slab.jpg", "data_url": data_url(jpeg_bytes())}])
+        ticket = create(client, acme, description="Se movió la zanja 3 m", reason="Línea de gas",
+                        directed_by="Sam Ortiz", captured_by="Lee Park",
+                        labor=[{"trade": "Ayudante", "hours": 8, "workers": 3, "rate": 55.5}],
+                        equipment=[{"description": "Miniexcavadora", "hours": 4, "rate": 95}],
+                        materials=[{"description": "Grava", "quantity": 3, "unitCost": 41.25}],
+                        photos=[{"name": "losa.jpg", "data_url": data_url(jpeg_bytes())}])
         page = context.new_page()
         found = {}
         for language in ("en", "es"):
@@ -156,6 +164,7 @@ def test_signing_pages_have_no_serious_violations(app, client, acme, live_server
             page.goto(url)
             page.wait_for_load_state("networkidle")
             found[f"page {language}"] = serious_violations(page)
+        assert_no_english(visible_text(page), "signing page")
         page.goto(live_server.url + "/s/" + "A" * 43)
         found["unknown"] = serious_violations(page)
         page.goto(url)
@@ -164,6 +173,7 @@ def test_signing_pages_have_no_serious_violations(app, client, acme, live_server
         page.click("button[type=submit]")
         page.wait_for_selector("#signed")
         found["signed"] = serious_violations(page)
+        assert_no_english(visible_text(page), "signed page")
         assert found == {name: [] for name in found}
     finally:
         context.close()
