@@ -6,7 +6,7 @@ from flask import Blueprint, Response, current_app, g, render_template, request
 from flask_babel import gettext
 from flask_login import current_user, login_required
 
-from blueprints.api import api_route, read_json_object
+from blueprints.api import api_route
 from models import SignatureRequest as SignatureRequestRecord
 from models import db
 from models.schemas import (
