@@ -348,3 +348,29 @@ def test_the_review_page_sends_lists_and_cancels_links_and_the_queue_filters_on_
     assert client.get("/s/" + url.rsplit("/s/", 1)[1]).status_code == 410
     queue = browser.get("/queue?awaiting_signature=1").get_data(as_text=True)
     assert short_reference(waiting["id"]) not in queue
+
+
+def test_a_crew_correction_with_other_hours_voids_the_signature_and_one_without_keeps_it(app, client, acme):
+    token = client.post("/v1/links", headers=acme.headers,
+                        json={"project_id": acme.project()["id"]}).json["token"]
+    body = {"description": "Moved trench", "reason": "Gas line", "directed_by": "Sam",
+            "labor": [{"trade": "Laborer", "hours": 2, "rate": 50}]}
+    sent = client.post(f"/c/{token}/tickets", json={**body, "client_ref": "phone-sig-0001"}).json
+    path = signing_path(ask(client, acme, sent["id"]))
+    client.post(path, data=sign_form(client.get(path).get_data(as_text=True)))
+    # Sent back and sent again with the same content: the signature still counts.
+    client.post(f"/v1/tickets/{sent['id']}/reject", headers=acme.headers, json={"reason": "Photo?"})
+    client.post(f"/c/{token}/tickets", json={**body, "client_ref": "phone-sig-0002",
+                                             "revises": "phone-sig-0001"})
+    same = client.get(f"/v1/tickets/{sent['id']}", headers=acme.headers).json
+    assert same["signature"]["signed_via"] == "signing_link" and same["voided_signatures"] == []
+    # Sent back and corrected to 3 hours: what was signed is gone, so the signature is void.
+    client.post(f"/v1/tickets/{sent['id']}/reject", headers=acme.headers, json={"reason": "Hours"})
+    client.post(f"/c/{token}/tickets", json={
+        **body, "labor": [{"trade": "Laborer", "hours": 3, "rate": 50}],
+        "client_ref": "phone-sig-0003", "revises": "phone-sig-0002"})
+    changed = client.get(f"/v1/tickets/{sent['id']}", headers=acme.headers).json
+    assert changed["labor"][0]["hours"] == 3 and changed["signature"] is None
+    assert [v["signed_via"] for v in changed["voided_signatures"]] == ["signing_link"]
+    assert client.post(f"/c/{token}/mine", json={"client_refs": ["phone-sig-0003"]}).json[
+        "data"][0]["can_request_signature"] is True
