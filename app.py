@@ -113,6 +113,24 @@ def default_config(instance_path: str) -> dict[str, Any]:
         # How many reverse proxies stand in front (deploy/Caddyfile: one). 0 ignores every
         # X-Forwarded-* header, which any client can send.
         "TRUSTED_PROXIES": 0,
+        # Signing links for the general contractor's person: how long one works, how often its
+        # page may be opened or sent per minute (its photos have their own, larger, limit),
+        # and the e-mail reminders (the jobsite's hour, or hours after the request when set).
+        "SIGNATURE_LINK_DAYS": 7,
+        "SIGNING_RATE_LIMIT": "30 per minute",
+        "SIGNING_PHOTO_RATE_LIMIT": "240 per minute",
+        "SIGNATURE_REMINDER_HOUR": 7,
+        "SIGNATURE_REMINDER_AFTER_H": None,
+        "SIGNATURE_REMINDERS_MAX": 3,
+        # Outgoing e-mail (signing links and reminders); none is sent while MAIL_SERVER is unset.
+        "MAIL_SERVER": None,
+        "MAIL_PORT": 25,
+        "MAIL_USE_TLS": False,
+        "MAIL_USE_SSL": False,
+        "MAIL_USERNAME": None,
+        "MAIL_PASSWORD": None,
+        "MAIL_FROM": "tickets@localhost",
+        "MAIL_TIMEOUT_S": 10,
         # /healthz shows its checks to loopback callers, and to others sending this key in
         # X-Health-Key; everyone else sees only "ok" or "degraded".
         "HEALTHZ_KEY": None,
@@ -157,12 +175,12 @@ def instance_secret(path: Path) -> str:
 def protect_session_forms() -> None:
     """Check the CSRF token on every state-changing page request made with a reviewer session.
 
-    /v1 calls carry an API key instead of a cookie, and capture links carry their token in
-    the URL, so neither can be forged by another site through the browser.
+    /v1 calls carry an API key instead of a cookie, and capture and signing links carry their
+    token in the URL, so none can be forged by another site through the browser.
     """
     if request.method in ("GET", "HEAD", "OPTIONS") or is_api_path(request.path):
         return
-    if request.path.startswith("/c/"):
+    if request.path.startswith(("/c/", "/s/")):
         return
     csrf.protect()
 
@@ -197,12 +215,12 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     configure_logging(app)
 
     from blueprints import (auth, health, home, keys, links, me, openapi, projects, rates,
-                            reviewers, tickets)
+                            reviewers, signatures, tickets)
     from blueprints.cli import register_commands
     from blueprints.errors import register_error_handlers
 
     for blueprint in (home.bp, health.bp, auth.bp, me.bp, openapi.bp, projects.bp, tickets.bp, links.bp,
-                      keys.bp, reviewers.bp, rates.bp):
+                      keys.bp, reviewers.bp, rates.bp, signatures.bp):
         app.register_blueprint(blueprint)
     register_error_handlers(app)
     register_commands(app)

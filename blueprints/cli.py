@@ -14,9 +14,11 @@ from services import (
     connections,
     demo,
     keys,
+    mail,
     photo_sweep,
     projects,
     reviewers,
+    signatures,
 )
 from services.errors import ServiceError
 from services.project_system.write_test import run as run_write_test
@@ -147,11 +149,23 @@ def register_commands(app: Flask) -> None:
     app.cli.add_command(backup_command)
     app.cli.add_command(restore_command)
     app.cli.add_command(photos_cli)
+    app.cli.add_command(reminders_cli)
 
 
 project_system_cli = AppGroup("project-system", help="Connect a company to Procore and check it.")
 companies_cli = AppGroup("companies", help="Create and list companies.")
 photos_cli = AppGroup("photos", help="Look after the stored photo and signature files.")
+reminders_cli = AppGroup("reminders", help="E-mail reminders of unsigned signing links.")
+
+
+@reminders_cli.command("send")
+def send_reminders_command() -> None:
+    """E-mail the reminders that are due (safe to run often and twice at once; a timer runs it)."""
+    if not mail.configured():
+        click.echo("no reminders: e-mail is not set up (MAIL_SERVER)")
+        return
+    sent = signatures.send_due_reminders()
+    click.echo(f"{len(sent)} reminder(s) sent")
 
 
 @photos_cli.command("orphans")

@@ -246,6 +246,23 @@ def capture_mine(token: str) -> Response:
 capture_mine.before_body = _refuse_unknown_link
 
 
+@bp.post("/c/<token>/signature-requests")
+def capture_signature_request(token: str) -> Response:
+    """A signing link for a ticket this phone sent, to text or e-mail to the person who signs."""
+    try:
+        created = capture.request_signature(token, read_json_object())
+    except ServiceError as error:
+        return _json_refusal(error)
+    response = jsonify({"url": created.url, "sms_href": created.sms_href,
+                        "emailed": created.emailed_at is not None, "email": created.email,
+                        "expires_at": created.expires_at.isoformat()})
+    response.headers.update(CAPTURE_SECURITY_HEADERS)
+    return response
+
+
+capture_signature_request.before_body = _refuse_before_body
+
+
 def _whole_body() -> bytes:
     """The upload's body, or a 408 when the connection dropped before all of it came."""
     raw = request.get_data()

@@ -239,7 +239,8 @@ def get_document(ticket_id: str) -> Response:
 # ------------------------------------------------------------------ pages
 
 def _ticket_panel(ticket_id: str, *, error: ServiceError | None = None, message: str | None = None,
-                  selected: dict[int, int] | None = None, status: int = 200) -> Response:
+                  selected: dict[int, int] | None = None, status: int = 200,
+                  new_request=None, sign_error: ServiceError | None = None) -> Response:
     """The ticket page, or its main panel for htmx; a posted form's choices are shown again."""
     confirmed = set(review.selected_routes_from_form(request.form.to_dict(), "confirm")) \
         if request.method == "POST" else set()
@@ -248,7 +249,9 @@ def _ticket_panel(ticket_id: str, *, error: ServiceError | None = None, message:
     came_from = review.QueueView.from_query_string(request.values.get("from"))
     page.reject_open = error is not None and error.code == "reason_required"
     response = render_page("review/ticket.html", "review/_ticket.html", page=page,
-                           came_from=came_from, reject_reasons=review.REJECT_REASONS)
+                           came_from=came_from, reject_reasons=review.REJECT_REASONS,
+                           **review.signing_context(current_user.company_id, ticket_id,
+                                                    new_request=new_request, error=sign_error))
     response.status_code = status
     return response
 

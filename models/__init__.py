@@ -4,9 +4,11 @@ from models.company import ApiKey, Company, Reviewer
 from models.link import CaptureLink
 from models.pricing import Authorization, ProjectMarkups, RateSheet
 from models.project_system import KnownProject, ProjectSystemConnection
+from models.signing import SignatureRequest
 from models.ticket import Decision, StagedPhoto, Ticket, TicketCount, TicketPhoto
 from models.usage import StorageUsage
 
 __all__ = ["ApiKey", "Authorization", "Base", "CaptureLink", "Company", "Decision", "KnownProject",
-           "ProjectMarkups", "ProjectSystemConnection", "RateSheet", "Reviewer", "StagedPhoto",
+           "ProjectMarkups", "ProjectSystemConnection", "RateSheet", "Reviewer", "SignatureRequest",
+           "StagedPhoto",
            "StorageUsage", "Ticket", "TicketCount", "TicketPhoto", "UTCDateTime", "db", "utcnow"]

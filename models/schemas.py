@@ -10,6 +10,7 @@ from enum import StrEnum
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Annotated, Any, Literal
 
+from pydantic_core import PydanticCustomError
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -21,6 +22,7 @@ from pydantic import (
     ValidationError,
     WithJsonSchema,
     field_validator,
+    model_validator,
 )
 
 
@@ -33,6 +35,11 @@ ECMA_SPACE = ("\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006
 def required_text(max_length: int, **extra: Any) -> Any:
     """A required string that must hold more than whitespace once trimmed."""
     return Field(min_length=1, max_length=max_length, json_schema_extra={"pattern": "\\S"}, **extra)
+
+
+def field_error(field: str, message: str) -> PydanticCustomError:
+    """A failed check across fields, reported against the field it is about."""
+    return PydanticCustomError("field_problem", message, {"field": field})
 
 
 class Shape(BaseModel):
@@ -377,16 +384,53 @@ class PhotoIn(InputShape):
     coords: Coords | None = None
 
 
+class SignatureQualifier(StrEnum):
+    """What a signature vouches for, as the signer chose it."""
+
+    verified = "verified"
+    verified_scope_disputed = "verified_scope_disputed"
+    not_verified = "not_verified"
+
+
+QUALIFIER_CODES = tuple(q.value for q in SignatureQualifier)
+
+
+def legacy_qualifier(data: Any) -> Any:
+    """A qualifier sent as free text (before the three choices) is kept as the reason, with no choice."""
+    if isinstance(data, dict):
+        qualifier = data.get("qualifier")
+        if isinstance(qualifier, str) and qualifier.strip() \
+                and qualifier.strip() not in QUALIFIER_CODES:
+            data = {**data, "qualifier": None,
+                    "qualifier_reason": data.get("qualifier_reason") or qualifier}
+    return data
+
+
+QUALIFIER_TEXT = (
+    "What the signer vouches for: `verified` (time and materials verified), "
+    "`verified_scope_disputed` (time and materials verified; scope disputed) or "
+    "`not_verified` (with `qualifier_reason`). Older free text is read as the reason.")
+
+
 class SignatureIn(InputShape):
     """The signature of the general contractor's person; it counts only with an image."""
 
     name: str | None = Field(default=None, max_length=200)
     role: str | None = Field(default=None, max_length=200)
     signed_at: Timestamp = None
-    qualifier: str | None = Field(default=None, max_length=300, description=(
-        "What the signature verifies, in the signer's words, e.g. 'time and material only, "
-        "not scope'."))
+    qualifier: SignatureQualifier | None = Field(default=None, description=QUALIFIER_TEXT)
+    qualifier_reason: str | None = Field(default=None, max_length=300, description=(
+        "Why, in the signer's words; required with `not_verified`."))
     image: str | None = Field(default=None, description="data:image/png;base64,... of the drawing.")
+
+    _legacy = model_validator(mode="before")(legacy_qualifier)
+
+    @model_validator(mode="after")
+    def _reason_when_not_verified(self) -> SignatureIn:
+        """`not_verified` needs a reason."""
+        if self.qualifier == SignatureQualifier.not_verified and not self.qualifier_reason:
+            raise field_error("qualifier_reason", "say why the work is not verified")
+        return self
 
 
 def _id_text(value: Any) -> Any:
@@ -535,19 +579,48 @@ class Photo(Shape):
     thumbnail_url: str = Field(description="A 320 px JPEG thumbnail, with the API key.")
 
 
-class Signature(Shape):
-    """The stored signature: who signed, as what, when, what the signature vouches for, and the
-    addresses of its image (the API key opens them)."""
+class SignedVia(StrEnum):
+    """Where a signature was drawn."""
+
+    crew_phone = "crew_phone"
+    signing_link = "signing_link"
+    api = "api"
+
+
+class SignatureRecord(Shape):
+    """A signature as recorded: who signed, as what, when, what it vouches for, and the ticket
+    content it was given on."""
 
     id: str = Field(description="The SHA-256 of the stored signature image.")
     name: str | None = Field(description="The signer.")
     role: str | None
     signed_at: dt.datetime | None
-    qualifier: str | None = Field(description="What the signer says the signature verifies, "
-                                              "e.g. 'time and material only, not scope'.")
+    qualifier: SignatureQualifier | None = Field(description=QUALIFIER_TEXT)
+    qualifier_reason: str | None = Field(default=None, description=(
+        "Why, in the signer's words (always with `not_verified`; an older free-text qualifier "
+        "is shown here)."))
+    content_sha256: str | None = Field(default=None, description=(
+        "SHA-256 of the ticket content the signer was shown (work, reason, directed by, lines "
+        "and quantities, and amounts when shown). Null on signatures from before it was kept."))
+    signed_via: SignedVia | None = Field(default=None, description=(
+        "`crew_phone` (drawn on the crew's phone), `signing_link` (a signing link) or `api`."))
+    ip_address: str | None = Field(default=None, description="The signer's address (signing links).")
+    user_agent: str | None = Field(default=None, description="The signer's browser (signing links).")
+
+
+class Signature(SignatureRecord):
+    """The signature that counts, with the addresses of its image (the API key opens them)."""
+
     url: str = Field(description="The drawn signature as PNG: GET /v1/tickets/{id}/signature "
                                  "with the API key.")
     thumbnail_url: str = Field(description="A 320 px PNG thumbnail, with the API key.")
+
+
+class VoidedSignature(SignatureRecord):
+    """A signature that no longer counts: the ticket's lines changed after it was given."""
+
+    voided_at: dt.datetime
+    void_reason: str = Field(description="Why it no longer counts, in words.")
 
 
 class Decision(Shape):
@@ -632,6 +705,9 @@ class TicketSummary(Shape):
     photo_count: int
     photos_expected: int | None = None
     signed: bool = Field(description="Whether the ticket carries a signature.")
+    awaiting_signature_since: dt.datetime | None = Field(default=None, description=(
+        "When the oldest open signature request of an unsigned ticket was made; null when "
+        "none is open."))
     link_token: str | None
     approved_by: str | None
     approved_at: dt.datetime | None
@@ -654,6 +730,9 @@ class Ticket(TicketSummary):
         "The project's markups as lines of their own, in the order they were applied; "
         "`total` includes them."))
     signature: Signature | None
+    voided_signatures: list[VoidedSignature] = Field(default_factory=list, description=(
+        "Signatures that no longer count because the lines or quantities changed after "
+        "signing, oldest first."))
     photos: list[Photo]
     decisions: list[Decision]
     warnings: list[str]
@@ -794,6 +873,85 @@ class LinkList(Shape):
     """The company's capture links, newest first."""
 
     data: list[Link]
+
+
+# ------------------------------------------------------------------ signature requests
+
+EMAIL_PATTERN = r"^[^@\s]{1,64}@[^@\s]{1,190}\.[^@\s]{2,63}$"
+PHONE_PATTERN = r"^\+?[0-9][0-9 ().-]{5,28}[0-9]$"
+
+
+class SignatureRequestInput(InputShape):
+    """Whom to ask for a signature, and where to send the signing link: an e-mail address or a
+    phone number, or both."""
+
+    name: Annotated[str, required_text(200, description="The signer, e.g. 'Sam Ortiz'.")]
+    role: str | None = Field(default=None, max_length=200,
+                             description="The signer's role, e.g. 'GC superintendent'.")
+    email: str | None = Field(default=None, max_length=254, pattern=EMAIL_PATTERN, description=(
+        "Where the link is e-mailed (when the service has mail settings)."))
+    phone: str | None = Field(default=None, max_length=40, pattern=PHONE_PATTERN, description=(
+        "A mobile number for a text message; the answer's `sms_href` opens one with the link."))
+    language: Literal["en", "es"] = Field(default="en", description=(
+        "The language of the e-mail and of the signing page until the signer switches."))
+
+    @field_validator("email", "phone", mode="before")
+    @classmethod
+    def _blank_is_none(cls, value: Any) -> Any:
+        """An empty address counts as none."""
+        return None if isinstance(value, str) and not value.strip(ECMA_SPACE) else value
+
+    @model_validator(mode="after")
+    def _somewhere_to_send(self) -> SignatureRequestInput:
+        """At least one of e-mail and phone."""
+        if not self.email and not self.phone:
+            raise field_error("email", "give an e-mail address or a phone number (or both)")
+        return self
+
+
+class SignatureRequestState(StrEnum):
+    """Where a signature request stands."""
+
+    open = "open"
+    signed = "signed"
+    revoked = "revoked"
+    expired = "expired"
+
+
+class SignatureRequest(Shape):
+    """A signing link sent to one person for one ticket; the link itself is shown only once,
+    when it is made."""
+
+    id: int
+    ticket_id: str
+    name: str
+    role: str | None
+    email: str | None
+    phone: str | None
+    state: SignatureRequestState
+    created_at: dt.datetime
+    created_by: str | None = Field(description="A reviewer's e-mail, an API key, or 'crew'.")
+    expires_at: dt.datetime
+    revoked_at: dt.datetime | None
+    signed_at: dt.datetime | None
+    emailed_at: dt.datetime | None = Field(description=(
+        "When the link was e-mailed; null when it was not (no address, or no mail settings)."))
+    reminders_sent: int
+    next_reminder_at: dt.datetime | None = Field(description=(
+        "When the next e-mail reminder is due (jobsite mornings, at most 3); null when none."))
+
+
+class SignatureRequestCreated(SignatureRequest):
+    """A new signature request with its signing link: this answer is the only one carrying it."""
+
+    url: str = Field(description="The signing link; a credential for signing this ticket once.")
+    sms_href: str = Field(description="An sms: link that opens a text with the signing link.")
+
+
+class SignatureRequestList(Shape):
+    """A ticket's signature requests, newest first."""
+
+    data: list[SignatureRequest]
 
 
 # ------------------------------------------------------------------ rate sheets

@@ -55,6 +55,9 @@ class Ticket(db.Model):
     lines: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
     warnings: Mapped[list[str]] = mapped_column(JSON, default=list)
     signature: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # Signatures that no longer count (the lines changed after signing), oldest first, each
+    # with when and why it was voided.
+    voided_signatures: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)
     photo_count: Mapped[int] = mapped_column(Integer, default=0)
     # Photos the phone said would follow the text one by one; None when sent with the ticket.
     photos_expected: Mapped[int | None] = mapped_column(Integer, nullable=True)

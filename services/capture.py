@@ -13,8 +13,9 @@ from flask_babel import get_locale, gettext, lazy_gettext
 from werkzeug.datastructures import FileStorage, MultiDict
 
 from models import Company, db, utcnow
-from models.schemas import CaptureSettings, PhotoIn, SignatureIn, Ticket, TicketInput
-from services import links, projects, rates, tickets
+from models.schemas import (CaptureSettings, PhotoIn, SignatureIn, SignatureRequestCreated,
+                            SignatureRequestInput, Ticket, TicketInput)
+from services import links, projects, rates, signatures, tickets
 from services.database import write_transaction
 from services.errors import NotFound, ValidationFailed, field_problem
 from services.validation import validate
@@ -103,7 +104,9 @@ def phone_tickets(token: str, client_refs: list[str]) -> list[dict[str, Any]]:
     """
     link = links.resolve_token(token)
     found = []
-    for ticket in tickets.phone_tickets(link.company_id, link.token, client_refs):
+    records = tickets.phone_tickets(link.company_id, link.token, client_refs)
+    awaiting = signatures.awaiting_since(link.company_id, [t.id for t in records if not t.signature])
+    for ticket in records:
         rejected = [d for d in ticket.decisions if d.action == "rejected"]
         reason = rejected[-1].reason if ticket.status == "rejected" and rejected else None
         state = str(STATE_WORDS.get(ticket.status, ticket.status))
@@ -112,8 +115,29 @@ def phone_tickets(token: str, client_refs: list[str]) -> list[dict[str, Any]]:
         found.append({"client_ref": ticket.client_ref, "reference": short_reference(ticket.id),
                       "status": ticket.status, "state": state, "reason": reason,
                       "description": ticket.description,
-                      "version": 1 + sum(1 for d in ticket.decisions if d.action == "resubmitted")})
+                      "version": 1 + sum(1 for d in ticket.decisions if d.action == "resubmitted"),
+                      "signed": bool(ticket.signature),
+                      "awaiting_signature": ticket.id in awaiting,
+                      "can_request_signature": ticket.status != "written" and not ticket.signature})
     return found
+
+
+def request_signature(token: str, payload: dict[str, Any]) -> SignatureRequestCreated:
+    """A signing link for a ticket this phone sent through the link ("the super isn't here: send
+    it to him"); only tickets of this link, known by the phone's own reference."""
+    link = links.resolve_token(token)
+    client_ref = payload.get("client_ref")
+    found = tickets.phone_tickets(link.company_id, link.token,
+                                  [client_ref] if isinstance(client_ref, str) else [])
+    if not found:
+        raise NotFound("no ticket sent from this link under that reference",
+                       code="ticket_not_found")
+    data = validate(SignatureRequestInput, {key: payload.get(key) for key in
+                                            ("name", "role", "email", "phone", "language")
+                                            if payload.get(key) is not None})
+    return signatures.create_request(link.company_id, found[0].id, data,
+                                     actor=f"crew ({link.label})" if link.label else "crew",
+                                     link_token=link.token)
 
 
 _PART_KEY = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -178,6 +202,7 @@ def put_signature(token: str, client_ref: str, raw: bytes, args: Any) -> tuple[T
     signature = validate(SignatureIn, {
         "name": args.get("name") or None, "role": args.get("role") or None,
         "signed_at": args.get("signed_at") or None, "qualifier": args.get("qualifier") or None,
+        "qualifier_reason": args.get("qualifier_reason") or None,
         "image": "data:image/png;base64," + base64.b64encode(raw).decode("ascii")})
     return tickets.put_signature(link.company_id, ticket_id, signature)
 

@@ -18,22 +18,16 @@ from flask import current_app, render_template
 from models import Company, db, utcnow
 from models import Ticket as TicketRecord
 from models.schemas import RoutingLine, Ticket
-from services import image_pool, pdf_render, projects, review, tickets
+from services import image_pool, pdf_render, projects, review, signatures, tickets
 from services.capture import short_reference
 from services.errors import ServiceError
 from services.links import public_base_url
 from services.photos import ImageRejected
 from services.project_system.zones import UTC
-from services.routing import unrouted
 
 MEDIA_TYPE = "application/pdf"
-QUALIFIER_LABELS = {
-    "verified": "Time and materials verified",
-    "verified_scope_disputed": "Time and materials verified; scope disputed",
-    "not_verified": "Not verified",
-}
-SIGNED_VIA_LABELS = {"phone": "on the crew's phone", "crew_phone": "on the crew's phone",
-                     "link": "from a signing link", "signing_link": "from a signing link"}
+SIGNED_VIA_LABELS = {"crew_phone": "on the crew's phone", "signing_link": "from a signing link",
+                     "api": "sent by a connected program"}
 KIND_LABELS = {"labor": "Labor", "equipment": "Equipment", "materials": "Materials",
                "markup": "Markup"}
 HOUR_TYPES = {"ot": "overtime", "dt": "double time"}
@@ -89,27 +83,14 @@ def approval_html(ticket: TicketRecord, routing: list[RoutingLine], actor: str,
 
 # ------------------------------------------------------------------ context
 
-def _known_routing(ticket: TicketRecord) -> tuple[list[RoutingLine], list[str]]:
-    """A ticket's routing read without the project system: as written, else on known codes."""
-    if ticket.status == "written" and ticket.written_routing:
-        return [RoutingLine.model_validate(line) for line in ticket.written_routing], []
-    codes = projects.cached_catalog(ticket.company_id, ticket.project_id)
-    if codes is None:
-        return tickets.routing_lines(unrouted(ticket.lines, tickets.PENDING_REASON)), []
-    return tickets.routing_lines(codes.router.route_all(ticket.lines)), []
-
-
 def document_html(ticket: TicketRecord, *, shaped: Ticket | None = None,
                   routing: list[RoutingLine] | None = None,
                   approval: dict[str, Any] | None = None) -> str:
     """The document of a ticket as HTML, from its shape (`shaped`, else shaped here with
     `routing`, else with the routing known without the project system)."""
     if shaped is None:
-        if routing is None:
-            routing, warnings = _known_routing(ticket)
-        else:
-            warnings = []
-        shaped = tickets.shape_ticket(ticket, routing, warnings)
+        shaped = tickets.shape_without_waiting(ticket) if routing is None else \
+            tickets.shape_ticket(ticket, routing)
     zone = projects.cached_time_zone(ticket.company_id, ticket.project_id) or UTC
     page = review.TicketPage(
         ticket=shaped, change_events=None, captured_at_text="", zone=zone,
@@ -120,7 +101,7 @@ def document_html(ticket: TicketRecord, *, shaped: Ticket | None = None,
         page, company_name=company.name if company else "",
         image_keys={photo.id: photo.image_key for photo in ticket.photos},
         stored_signature=ticket.signature or {}, approval=approval,
-        content_digest=_content_digest(ticket))
+        content_digest=signatures.content_digest(ticket))
     return render_template("documents/ticket.html", **context)
 
 
@@ -131,16 +112,6 @@ def _get(item: Any, name: str, default: Any = None) -> Any:
     if isinstance(item, dict):
         return item.get(name, default)
     return getattr(item, name, default)
-
-
-def _content_digest(ticket: TicketRecord) -> str | None:
-    """The SHA-256 of the ticket's content as it is now, when the signing service computes one."""
-    try:
-        from services import signatures  # noqa: PLC0415 - present once signing links exist
-    except ImportError:
-        return None
-    digest = getattr(signatures, "content_digest", None)
-    return digest(ticket) if digest else None
 
 
 def _money(amount: Decimal | None) -> str:
@@ -187,16 +158,14 @@ def _qualifier(signature: Any, stored: dict[str, Any]) -> tuple[str | None, str 
     reason = _get(signature, "qualifier_reason") or stored.get("qualifier_reason")
     if not code:
         return None, reason
-    return QUALIFIER_LABELS.get(code, code), reason
+    return review.QUALIFIER_LABELS.get(code, code), reason
 
 
 def _signature_context(page: review.TicketPage, stored: dict[str, Any],
                        digest: str | None) -> dict[str, Any] | None:
     """The signature as the document shows it, with its image's store key."""
     signature = page.ticket.signature
-    voided = [_voided_entry(page, entry) for entry in
-              (_get(signature, "voided") or stored.get("voided") or
-               _get(page.ticket, "voided_signatures") or [])]
+    voided = [_voided_entry(page, entry) for entry in page.ticket.voided_signatures]
     if signature is None and not stored.get("image_key"):
         return {"present": False, "voided": voided} if voided else None
     qualifier, reason = _qualifier(signature, stored)
@@ -223,7 +192,7 @@ def _voided_entry(page: review.TicketPage, entry: Any) -> dict[str, Any]:
     return {"name": _get(entry, "name") or "an unnamed signer", "role": _get(entry, "role"),
             "signed_at": page.clock(_get(entry, "signed_at")),
             "voided_at": page.clock(_get(entry, "voided_at")),
-            "why": _get(entry, "voided_reason") or _get(entry, "reason"),
+            "why": _get(entry, "void_reason"),
             "qualifier": qualifier, "qualifier_reason": reason,
             "content_sha256": _get(entry, "content_sha256")}
 

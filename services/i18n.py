@@ -39,7 +39,8 @@ def remember_choice(response: Response) -> Response:
     """Keep a language chosen with the switch for the crew's next pages."""
     asked = request.args.get("lang")
     if asked in LANGUAGES and request.cookies.get(COOKIE) != asked:
-        response.set_cookie(COOKIE, asked, max_age=365 * 24 * 3600, path="/c/", samesite="Lax",
+        path = "/s/" if request.path.startswith("/s/") else "/c/"
+        response.set_cookie(COOKIE, asked, max_age=365 * 24 * 3600, path=path, samesite="Lax",
                             secure=request.is_secure, httponly=True)
     return response
 

@@ -21,6 +21,7 @@ REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
 _SECRET_SHAPES = [
     re.compile(r"ewt_[A-Za-z0-9_-]{43}"),            # API keys
     re.compile(r"(/c/)[A-Za-z0-9_-]{16,}"),          # capture-link tokens in paths
+    re.compile(r"(/s/)[A-Za-z0-9_-]{16,}"),          # signing-link tokens in paths
     re.compile(r"(link:)[A-Za-z0-9_-]{16,}"),        # capture-link tokens as limit buckets
     re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]+"),
     re.compile(r"(?i)(client_secret[\"'=:\s]+)[^\s\"'&,]+"),

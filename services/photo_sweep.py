@@ -40,7 +40,7 @@ class SweepReport:
 
 def referenced_image_keys() -> set[str]:
     """Every image key a ticket refers to: its photos, their thumbnails, its signature and the
-    signature's thumbnail."""
+    signature's thumbnail, and those of its voided signatures."""
     keys: set[str] = set()
     for image_key, thumb_key in db.session.execute(
             select(TicketPhoto.image_key, TicketPhoto.thumb_key)):
@@ -48,9 +48,10 @@ def referenced_image_keys() -> set[str]:
     for image_key, thumb_key in db.session.execute(  # photos of tickets still being written
             select(StagedPhoto.image_key, StagedPhoto.thumb_key)):
         keys.update((image_key, thumb_key))
-    for signature in db.session.scalars(select(Ticket.signature)):
-        if isinstance(signature, dict):
-            keys.update(signature[name] for name in ("image_key", "thumb_key") if signature.get(name))
+    for signature, voided in db.session.execute(select(Ticket.signature, Ticket.voided_signatures)):
+        for kept in [signature, *(voided if isinstance(voided, list) else [])]:
+            if isinstance(kept, dict):
+                keys.update(kept[name] for name in ("image_key", "thumb_key") if kept.get(name))
     return keys
 
 

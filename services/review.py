@@ -19,7 +19,7 @@ from flask import current_app
 
 from models import utcnow
 from models.schemas import ApproveInput, NteStatus, RoutingLine, Ticket
-from services import approval, authorizations, links, projects, tickets
+from services import approval, authorizations, links, projects, signatures, tickets
 from services.capture import short_reference
 from services.errors import Conflict, ServiceError, ValidationFailed
 from services.project_system import BudgetCode
@@ -54,6 +54,7 @@ class QueueView:
     q: str | None = None
     to_check: bool = False
     unsigned: bool = False
+    awaiting_signature: bool = False
     date_from: dt.date | None = None
     date_to: dt.date | None = None
     sort: str = "newest"
@@ -73,6 +74,7 @@ class QueueView:
             q=(args.get("q") or "").strip()[:100] or None,
             to_check=args.get("to_check") in ("1", "on", "true"),
             unsigned=args.get("unsigned") in ("1", "on", "true"),
+            awaiting_signature=args.get("awaiting_signature") in ("1", "on", "true"),
             date_from=_date(args.get("from")), date_to=_date(args.get("to")),
             sort=sort if sort in tickets.SORTS else "newest",
             page=max(1, min(int(page), 100_000)) if page.isdigit() else 1)
@@ -83,6 +85,7 @@ class QueueView:
         params = {"status": view.status or "all", "project_id": view.project_id, "sub": view.sub,
                   "q": view.q, "to_check": "1" if view.to_check else None,
                   "unsigned": "1" if view.unsigned else None,
+                  "awaiting_signature": "1" if view.awaiting_signature else None,
                   "from": view.date_from.isoformat() if view.date_from else None,
                   "to": view.date_to.isoformat() if view.date_to else None,
                   "sort": view.sort if view.sort != "newest" else None,
@@ -105,14 +108,16 @@ class QueueView:
             return dt.datetime.combine(day, dt.time(), tzinfo=dt.timezone.utc)
         return tickets.ListFilter(
             status=self.status, project_id=self.project_id, q=self.q, sub=self.sub,
-            unsigned=self.unsigned, to_check=self.to_check,
+            unsigned=self.unsigned, awaiting_signature=self.awaiting_signature,
+            to_check=self.to_check,
             captured_from=midnight(self.date_from) if self.date_from else None,
             captured_before=midnight(self.date_to + dt.timedelta(days=1)) if self.date_to else None)
 
     @property
     def more_filters(self) -> bool:
         """Whether any filter behind 'More filters' is set, so that section opens."""
-        return bool(self.to_check or self.unsigned or self.date_from or self.date_to)
+        return bool(self.to_check or self.unsigned or self.awaiting_signature or self.date_from
+                    or self.date_to)
 
 
 @dataclass(frozen=True)
@@ -135,6 +140,9 @@ class QueueRow:
     signed: bool
     change_events: bool | None = None
     nte: NteStatus | None = None
+    # When the oldest open signing link of an unsigned ticket was sent, on the jobsite's clock
+    # ('2026-06-03 20:30 PDT'); None when none is open.
+    awaiting_since: str | None = None
 
     @property
     def clean(self) -> bool:
@@ -443,6 +451,11 @@ def _project_names(company_id: int) -> dict[str, str]:
         return {}
 
 
+def _on_site_clock(moment: dt.datetime, company_id: int, project_id: str) -> str:
+    """A time on the project's jobsite clock, in the pages' one format."""
+    return f"{moment.astimezone(_time_zone(company_id, project_id)):%Y-%m-%d %H:%M %Z}"
+
+
 def _time_zone(company_id: int, project_id: str) -> ZoneInfo:
     """A project's time zone from the (last known) project list; UTC when unknown."""
     try:
@@ -478,6 +491,7 @@ def queue(company_id: int, view: QueueView | None = None, *, now: dt.datetime | 
             company_id, where=where, sort=view.sort, project_names=names, limit=PAGE_SIZE,
             offset=(view.page - 1) * PAGE_SIZE, route=route)
     labels = links.labels_by_token(company_id, {r.link_token for r in records if r.link_token})
+    awaiting = signatures.awaiting_since(company_id, [r.id for r in records if not r.signature])
     change_events = {project_id: _change_events(company_id, project_id)
                      for project_id in {r.project_id for r in records}}
     rows = []
@@ -493,7 +507,9 @@ def queue(company_id: int, view: QueueView | None = None, *, now: dt.datetime | 
             needs_review=None if warnings else sum(1 for r in routes if r.needs_review),
             photo_count=record.photo_count, signed=bool(record.signature),
             change_events=change_events[record.project_id],
-            nte=authorizations.status_of(company_id, record.authorization_id)))
+            nte=authorizations.status_of(company_id, record.authorization_id),
+            awaiting_since=_on_site_clock(awaiting[record.id], company_id, record.project_id)
+            if record.id in awaiting else None))
     totals = tickets.age_totals(company_id, where, now, route=route)
     buckets = [AgeBucket(key=key, label=label, count=totals[key][0], total=totals[key][1])
                for key, label, _days in tickets.AGE_BUCKETS]
@@ -809,3 +825,38 @@ def reject_reason(form: dict[str, str]) -> str:
 def reject_from_form(company_id: int, ticket_id: str, form: dict[str, str], actor: str) -> Ticket:
     """Reject from the page, with the reason the crew will read."""
     return approval.reject(company_id, ticket_id, actor=actor, reason=reject_reason(form))
+
+
+QUALIFIER_LABELS = {"verified": "Time and materials verified",
+                    "verified_scope_disputed": "Time and materials verified; scope disputed",
+                    "not_verified": "Not verified"}
+
+
+def signing_context(company_id: int, ticket_id: str, *, new_request=None,
+                    error: ServiceError | None = None) -> dict:
+    """What the ticket page shows about signing links: the requests, a new one's link (once),
+    a refused request in plain words, and whether e-mail is set up."""
+    from flask import current_app
+
+    from services import mail
+
+    return {"sign_requests": signatures.list_requests(company_id, ticket_id).data,
+            "new_request": new_request, "sign_error": error,
+            "sign_error_text": _signing_refusal(error) if error is not None else "",
+            "qualifier_labels": QUALIFIER_LABELS, "mail_ready": mail.configured(),
+            "link_days": current_app.config["SIGNATURE_LINK_DAYS"]}
+
+
+def _signing_refusal(error: ServiceError) -> str:
+    """Why a signing link was not made, in a reviewer's words."""
+    if error.code == "ticket_already_signed":
+        return "The ticket is already signed."
+    if error.code == "ticket_written":
+        return "The ticket is already written to Procore; it can no longer be signed."
+    fields = {"name": "the signer's name", "email": "the e-mail address", "phone": "the phone number",
+              "role": "the role"}
+    problems = [detail for detail in error.details or [] if isinstance(detail, dict)]
+    if any(p["field"] == "email" and "or a phone" in p["message"] for p in problems):
+        return "Give an e-mail address or a phone number (or both)."
+    named = [fields.get(p["field"], "a field") for p in problems]
+    return ("Please check " + ", ".join(dict.fromkeys(named)) + ".") if named else error.message

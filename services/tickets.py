@@ -39,7 +39,7 @@ from models.schemas import (
 )
 from services import image_pool
 from services import photos as images
-from services import authorizations, markups, pricing, projects, quotas, rates
+from services import authorizations, markups, pricing, projects, quotas, rates, signatures
 from services.database import write_transaction
 from services.errors import (
     Conflict,
@@ -307,17 +307,38 @@ def _with_image_problems(problems: list[dict[str, str]], payload: Any) -> list[d
                        if problem["field"] not in named and f"{problem['field']}.data_url" not in named]
 
 
-def _store_signature(data: TicketInput, processed: images.ProcessedImage | None) -> dict[str, Any] | None:
-    """Write the checked signature image and describe it for the ticket."""
+def _store_signature(data: TicketInput, processed: images.ProcessedImage | None,
+                     signed_via: str = "crew_phone") -> dict[str, Any] | None:
+    """Write the checked signature image and describe it for the ticket (its content digest is
+    added once the ticket's content is set: signatures.seal)."""
     if processed is None or data.signature is None:
         return None
+    return signatures.record(data.signature, *_put_signature_files(processed),
+                             signed_via=signed_via)
+
+
+def _put_signature_files(processed: images.ProcessedImage) -> tuple[str, str]:
+    """Store a checked signature image and its thumbnail; their keys."""
     store = photo_store()
     with _disk_full_is_507():
-        key = store.put(processed.data, processed.extension)
-        thumb_key = store.put(processed.thumb, processed.extension)
-    return {"name": data.signature.name or None, "role": data.signature.role or None,
-            "signed_at": data.signature.signed_at, "qualifier": data.signature.qualifier or None,
-            "image_key": key, "thumb_key": thumb_key}
+        return (store.put(processed.data, processed.extension),
+                store.put(processed.thumb, processed.extension))
+
+
+def stored_signature_image(company_id: int, signature: SignatureIn) -> dict[str, str]:
+    """Check a signature's image, count it against the company's storage and store it; its keys.
+
+    A bad or missing image is a 400 naming `signature.image`, and nothing is stored.
+    """
+    if not signature.image:
+        raise ValidationFailed("the signature has no drawing", details=[
+            field_problem("signature.image", "signature: draw the signature")])
+    processed, problems = _check_signature_image(signature.image)
+    if problems:
+        raise ValidationFailed("the signature could not be used; see details", details=problems)
+    _make_room(company_id, None, _image_bytes([], processed))
+    image_key, thumb_key = _put_signature_files(processed)
+    return {"image_key": image_key, "thumb_key": thumb_key}
 
 
 def create_ticket(company_id: int, data: TicketInput, *, captured_via: str = "api",
@@ -339,11 +360,14 @@ def create_ticket(company_id: int, data: TicketInput, *, captured_via: str = "ap
         project_id = projects.project_for_new_ticket(company_id, data.project_id)
     codes = projects.cached_catalog(company_id, project_id)
     values, photo_rows = _prepared_content(company_id, project_id, data, link_token)
+    if values["signature"] and captured_via == "api":
+        values["signature"]["signed_via"] = "api"
     record = TicketRecord(
         **values, id=str(uuid.uuid4()), company_id=company_id, project_id=project_id,
         status="submitted", captured_via=captured_via, link_token=link_token,
         photos=[TicketPhoto(**row) for row in photo_rows], decisions=[],
         routing_pending=codes is None)
+    signatures.seal(record)
     routing, routing_warnings = _known_routing(codes, values["lines"])
     try:
         with write_transaction() as session:
@@ -398,14 +422,18 @@ def _known_routing(codes: projects.Catalog | None, lines: list[dict[str, Any]]
 
 
 def _answer_without_waiting(company_id: int, ticket_id: str) -> Ticket:
-    """The answer to a resent create: the ticket routed on the codes this process already
-    holds, or with its lines pending; a written ticket shows the routing it was written with."""
-    ticket = find_ticket(company_id, ticket_id)
+    """The answer to a resent create, shaped without waiting on the project system."""
+    return shape_without_waiting(find_ticket(company_id, ticket_id))
+
+
+def shape_without_waiting(ticket: TicketRecord) -> Ticket:
+    """A ticket routed on the codes this process already holds, or with its lines pending;
+    a written ticket shows the routing it was written with."""
     if ticket.status == "written" and ticket.written_routing:
         return shape_ticket(ticket, [RoutingLine.model_validate(line)
                                      for line in ticket.written_routing])
     return shape_ticket(ticket, *_known_routing(
-        projects.cached_catalog(company_id, ticket.project_id), ticket.lines))
+        projects.cached_catalog(ticket.company_id, ticket.project_id), ticket.lines))
 
 
 def revise_ticket(company_id: int, link_token: str, revises: str, data: TicketInput, *,
@@ -441,8 +469,11 @@ def revise_ticket(company_id: int, link_token: str, revises: str, data: TicketIn
         version = 2 + sum(1 for d in current.decisions if d.action == "resubmitted")
         session.execute(delete(TicketPhoto).where(TicketPhoto.ticket_id == current.id))
         session.expire(current, ["photos"])
+        before, earlier = signatures.content_digest(current), current.signature
         for name, value in values.items():
             setattr(current, name, value)
+        signatures.seal(current)
+        signatures.void_if_changed(current, before, earlier)
         current.captured_via = captured_via
         for row in photo_rows:
             current.photos.append(TicketPhoto(**row))
@@ -598,27 +629,33 @@ def _photo_fields(evidence: str, photo: TicketPhoto) -> dict[str, Any]:
             "url": f"{evidence}/photos/{photo.id}", "thumbnail_url": f"{evidence}/photos/{photo.id}/thumbnail"}
 
 
-def _signature_fields(evidence: str, signature: dict[str, Any] | None) -> dict[str, Any] | None:
+def _signature_fields(evidence: str, ticket: TicketRecord,
+                      signature: dict[str, Any] | None) -> dict[str, Any] | None:
     """A stored signature as the Signature shape reads it, with the addresses of its image."""
     if not signature:
         return None
-    return {**signature, "id": signature["image_key"].split(".", 1)[0],
-            "qualifier": signature.get("qualifier"), "url": f"{evidence}/signature",
+    return {**signatures.readable(signature, ticket), "url": f"{evidence}/signature",
             "thumbnail_url": f"{evidence}/signature/thumbnail"}
 
 
 def shape_ticket(ticket: TicketRecord, routing: list[RoutingLine],
                  extra_warnings: list[str] = ()) -> Ticket:
-    """The whole Ticket shape: the summary's fields, lines grouped by kind, photos, signature,
-    decisions, not-to-exceed status, the routing and any routing warnings."""
+    """The whole Ticket shape: the summary's fields, lines grouped by kind, photos, signature
+    (and voided ones), decisions, not-to-exceed status, the routing and any routing warnings."""
     evidence = f"{public_base_url()}/v1/tickets/{ticket.id}"
     lines = {kind: [line for line in ticket.lines if line["kind"] == kind]
              for kind in (*LINE_KINDS, "markup")}
+    awaiting = None if ticket.signature else \
+        signatures.awaiting_since(ticket.company_id, [ticket.id]).get(ticket.id)
     return shape(ticket, Ticket, routing=routing, labor=lines["labor"],
                  equipment=lines["equipment"], materials=lines["materials"],
                  markups=lines["markup"],
                  photos=[_photo_fields(evidence, photo) for photo in ticket.photos],
-                 decisions=ticket.decisions, signature=_signature_fields(evidence, ticket.signature),
+                 decisions=ticket.decisions,
+                 signature=_signature_fields(evidence, ticket, ticket.signature),
+                 voided_signatures=[signatures.readable(s, ticket)
+                                    for s in ticket.voided_signatures or []],
+                 awaiting_signature_since=awaiting,
                  nte=authorizations.status_of(ticket.company_id, ticket.authorization_id),
                  warnings=[*(ticket.warnings or []), *extra_warnings])
 
@@ -637,6 +674,7 @@ class ListFilter:
     q: str | None = None
     sub: str | None = None
     unsigned: bool = False
+    awaiting_signature: bool = False
     to_check: bool = False
     captured_from: dt.datetime | None = None
     captured_before: dt.datetime | None = None
@@ -684,6 +722,8 @@ def _list_conditions(company_id: int, where: ListFilter) -> list:
         # a missing signature is stored as JSON null (or SQL NULL): either way, no signature
         conditions.append(or_(TicketRecord.signature.is_(None),
                               cast(TicketRecord.signature, String) == "null"))
+    if where.awaiting_signature:
+        conditions.append(TicketRecord.id.in_(signatures.open_request_tickets(company_id)))
     if where.captured_from:
         conditions.append(TicketRecord.captured_at >= where.captured_from)
     if where.captured_before:
@@ -805,8 +845,9 @@ def list_tickets(company_id: int, *, status: str | None, project_id: str | None,
     """A page of the company's tickets, newest first, id breaking ties."""
     records, total = list_ticket_records(company_id, status=status, project_id=project_id, q=q,
                                          limit=limit, offset=offset, load=SUMMARY_LOAD)
-    return TicketList(data=[shape(record) for record in records], total=total, limit=limit,
-                      offset=offset)
+    awaiting = signatures.awaiting_since(company_id, [r.id for r in records if not r.signature])
+    return TicketList(data=[shape(record, awaiting_signature_since=awaiting.get(record.id))
+                            for record in records], total=total, limit=limit, offset=offset)
 
 
 def status_counts(company_id: int, project_id: str | None = None) -> dict[str, int]:
@@ -953,7 +994,9 @@ def reprice_ticket(company_id: int, ticket_id: str) -> Ticket:
         if current.status == "written" or current.approval_claim_id is not None:
             raise Conflict("the ticket is being written or was written to the project system; "
                            "its prices stay", code="ticket_written")
+        before = signatures.content_digest(current)
         current.lines, current.total, current.warnings = lines, total, [*warnings, *kept]
+        signatures.void_if_changed(current, before, current.signature)
     db.session.expire_all()
     return get_ticket(company_id, ticket.id)
 
@@ -1011,6 +1054,7 @@ def put_signature(company_id: int, ticket_id: str, signature: SignatureIn) -> tu
         if current.signature:
             return get_ticket(company_id, ticket.id), False
         current.signature = stored
+        signatures.seal(current)
     db.session.expire_all()
     return get_ticket(company_id, ticket.id), True
 

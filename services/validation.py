@@ -8,6 +8,8 @@ from pydantic import BaseModel, ValidationError
 from services.errors import ValidationFailed, field_problem
 
 M = TypeVar("M", bound=BaseModel)
+# The error type of a model's check across fields; its context names the field it is about.
+FIELD_PROBLEM = "field_problem"
 
 
 def error_path(location: tuple[Any, ...]) -> str:
@@ -28,7 +30,10 @@ def validation_details(error: ValidationError) -> list[dict[str, str]]:
         message = item["msg"]
         if message.startswith("Value error, "):
             message = message[len("Value error, "):]
-        problems.append(field_problem(error_path(tuple(item["loc"])), message))
+        location = tuple(item["loc"])
+        if item["type"] == FIELD_PROBLEM:  # a check across fields, naming the field it is about
+            location += (item["ctx"]["field"],)
+        problems.append(field_problem(error_path(location), message))
     return problems
 
 

@@ -59,8 +59,8 @@ def render_page(full_template: str, fragment_template: str, **context: Any) -> R
 def add_security_headers(response: Response) -> Response:
     """Headers every answer gets; pages also get the Content-Security-Policy."""
     response.headers["X-Content-Type-Options"] = "nosniff"
-    if request.path.startswith("/c/"):
-        # Capture URLs carry their credential: never send them on to another site.
+    if request.path.startswith(("/c/", "/s/")):
+        # Capture and signing URLs carry their credential: never send them on to another site.
         response.headers["Referrer-Policy"] = "no-referrer"
     if response.mimetype == "text/html":
         response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)

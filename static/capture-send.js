@@ -159,7 +159,7 @@ var CaptureSend = (function () {
       var blob = toBlob(signature.image);
       var url = partsBase(entry) + "/signature" +
         query({ name: signature.name, role: signature.role, signed_at: signature.signed_at,
-                qualifier: signature.qualifier });
+                qualifier: signature.qualifier, qualifier_reason: signature.qualifier_reason });
       return upload("PUT", url, blob, blob.type).then(function (result) {
         if (result.state === "sent" || result.status === 400) {
           done.signature = true;

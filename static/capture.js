@@ -546,6 +546,7 @@
     if (!signatureIsEmpty()) {
       payload.signature = { name: value("signature.name") || null, role: value("signature.role") || null,
                             qualifier: value("signature.qualifier") || null,
+                            qualifier_reason: value("signature.qualifier_reason") || null,
                             signed_at: new Date().toISOString(),
                             image: signaturePad.isEmpty() ? signatureImage : signaturePad.toDataURL("image/png") };
     }
@@ -586,6 +587,8 @@
     if (payload.signature) {
       setField("signature.name", payload.signature.name);
       setField("signature.role", payload.signature.role);
+      setField("signature.qualifier", payload.signature.qualifier);
+      setField("signature.qualifier_reason", payload.signature.qualifier_reason);
     }
     restoreSignature(signature || (payload.signature && payload.signature.image
       ? { strokes: [], image: payload.signature.image } : null));
@@ -600,7 +603,8 @@
 
   function draftSnapshot() {
     var values = {};
-    ticketFields().concat(["signature.name", "signature.role"]).forEach(function (name) { values[name] = value(name); });
+    ticketFields().concat(["signature.name", "signature.role", "signature.qualifier",
+                           "signature.qualifier_reason"]).forEach(function (name) { values[name] = value(name); });
     var rows = {};
     ROW_KINDS.forEach(function (kind) {
       rows[kind] = rowsOf(kind).map(function (row) { return rowValues(row) || {}; });
@@ -727,6 +731,10 @@
         var message = checkValue(signatureNode.properties[key], value("signature." + key), false);
         if (message) { problems.push({ box: form.querySelector('[data-error-for="signature.' + key + '"]'), message: message }); }
       });
+      if (value("signature.qualifier") === "not_verified" && !value("signature.qualifier_reason")) {
+        problems.push({ box: form.querySelector('[data-error-for="signature.qualifier_reason"]'),
+                        message: t("Please say why it is not verified.") });
+      }
     }
     return problems;
   }
@@ -869,6 +877,8 @@
       }).then(function (response) { return response.ok ? response.json() : { data: [] }; })
         .then(function (answer) {
           var list = document.getElementById("my-tickets-list");
+          var askBox = document.getElementById("sign-request-form");
+          if (askBox && list.contains(askBox)) { askBox.hidden = true; section.appendChild(askBox); }
           list.textContent = "";
           (answer.data || []).forEach(function (ticket) {
             var item = document.createElement("li");
@@ -885,6 +895,20 @@
             item.appendChild(text);
             item.appendChild(state);
             var record = byRef[ticket.client_ref];
+            if (ticket.signed) {
+              var signedNote = document.createElement("span");
+              signedNote.className = "state";
+              signedNote.textContent = t("Signed.");
+              item.appendChild(signedNote);
+            } else if (ticket.can_request_signature) {
+              var ask = document.createElement("button");
+              ask.type = "button";
+              ask.className = "secondary ask-signature";
+              ask.textContent = ticket.awaiting_signature ? t("Send the signing link again")
+                : t("Send it to be signed");
+              ask.addEventListener("click", function () { openSignRequest(item, ticket.client_ref); });
+              item.appendChild(ask);
+            }
             if (ticket.status === "rejected" && record && record.payload) {
               var button = document.createElement("button");
               button.type = "button";
@@ -898,6 +922,70 @@
           section.hidden = !(answer.data || []).length;
         });
     }).catch(function () {});
+  }
+
+  /* "The super isn't here": a signing link for one of this phone's tickets, e-mailed or texted. */
+  function openSignRequest(item, clientRef) {
+    var box = document.getElementById("sign-request-form");
+    if (!box) { return; }
+    item.appendChild(box);
+    box.setAttribute("data-client-ref", clientRef);
+    box.hidden = false;
+    document.getElementById("sign-request-result").hidden = true;
+    document.getElementById("sign-request-error").textContent = "";
+    box.elements.namedItem("name").focus();
+  }
+
+  function setUpSignRequest() {
+    var box = document.getElementById("sign-request-form");
+    if (!box) { return; }
+    box.addEventListener("submit", function (event) {
+      event.preventDefault();
+      var field = function (name) { return box.elements.namedItem(name).value.trim(); };
+      var error = document.getElementById("sign-request-error");
+      error.textContent = "";
+      if (!field("name") || (!field("phone") && !field("email"))) {
+        error.textContent = t("Give the signer's name and a phone number or an e-mail.");
+        return;
+      }
+      fetch(box.getAttribute("data-url"), {
+        method: "POST", headers: { "Content-Type": "application/json", "Accept": "application/json" },
+        body: JSON.stringify({ client_ref: box.getAttribute("data-client-ref"), name: field("name"),
+                               role: field("role") || null, phone: field("phone") || null,
+                               email: field("email") || null, language: LANG === "es" ? "es" : "en" })
+      }).then(function (response) {
+        return response.json().then(function (body) { return { ok: response.ok, body: body }; });
+      }).then(function (answer) {
+        if (!answer.ok) {
+          var code = answer.body && answer.body.error && answer.body.error.code;
+          error.textContent = code === "validation_failed"
+            ? t("Check the phone number and the e-mail.")
+            : code === "ticket_already_signed" ? t("Signed.") : t("The link could not be made. Try again.");
+          return;
+        }
+        var result = document.getElementById("sign-request-result");
+        document.getElementById("sign-request-said").textContent = answer.body.emailed
+          ? t("Sent by e-mail to {email}. You can also text it:", { email: answer.body.email })
+          : t("Send this link to the signer:");
+        document.getElementById("sign-request-url").value = answer.body.url;
+        var sms = document.getElementById("sign-request-sms");
+        sms.href = answer.body.sms_href;
+        result.hidden = false;
+      }).catch(function () {
+        error.textContent = t("No signal. Try again when there is signal.");
+      });
+    });
+    /* Not a submit button: the ticket form's Send stays the page's only one. */
+    document.getElementById("sign-request-send").addEventListener("click", function () { box.requestSubmit(); });
+    document.getElementById("sign-request-copy").addEventListener("click", function () {
+      var input = document.getElementById("sign-request-url");
+      input.select();
+      if (navigator.clipboard && window.isSecureContext) {
+        navigator.clipboard.writeText(input.value).catch(function () {});
+      } else {
+        try { document.execCommand("copy"); } catch (e) { /* the link stays selected to copy by hand */ }
+      }
+    });
   }
 
   function correct(reference, record) {
@@ -1183,6 +1271,7 @@
   }
   window.addEventListener("online", flushQueue);
   setUpSignature();
+  setUpSignRequest();
   draftRef = newClientRef();
   window.addEventListener("online", function () { stagePhotos(); });
   restoreDraft().then(function () {

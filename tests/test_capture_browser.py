@@ -101,7 +101,7 @@ def test_fill_add_rows_photo_sign_and_send(client, acme, live_server, phone, app
     sign(page)
     page.fill('input[name="signature.name"]', "Sam Ortiz")
     page.fill('input[name="signature.role"]', "Superintendent")
-    page.fill('input[name="signature.qualifier"]', "Time and material only")
+    page.get_by_label("Time and materials verified; scope disputed", exact=True).check()
     page.click("button[type=submit]")
     headers = sent.value.all_headers()
     assert headers["content-type"] == "image/jpeg" and int(headers["content-length"]) < 400 * 1024
@@ -116,7 +116,8 @@ def test_fill_add_rows_photo_sign_and_send(client, acme, live_server, phone, app
     assert ticket["captured_via"] == "qr" and ticket["link_token"] == link["token"]
     assert ticket["photo_count"] == 1
     assert ticket["signature"]["name"] == "Sam Ortiz"
-    assert ticket["signature"]["qualifier"] == "Time and material only"
+    assert ticket["signature"]["qualifier"] == "verified_scope_disputed"
+    assert ticket["signature"]["signed_via"] == "crew_phone"
     assert [l["trade"] for l in ticket["labor"]] == ["Concrete finisher", "Laborer"]
     assert ticket["materials"][0]["amount"] == 87.0
     assert ticket["total"] == 2 * 3 * 72.5 + 3 * 48 + 87.0

@@ -31,7 +31,8 @@ VENV_BIN = f"{PREFIX}/.venv/bin"
 DATA_DIR = "/var/lib/extra-work-tickets"
 BACKUP_DIR = "/var/backups/extra-work-tickets"
 UNITS = ["extra-work-tickets.service", "extra-work-tickets-sandbox.service",
-         "extra-work-tickets-backup.service", "extra-work-tickets-backup.timer"]
+         "extra-work-tickets-backup.service", "extra-work-tickets-backup.timer",
+         "extra-work-tickets-reminders.service", "extra-work-tickets-reminders.timer"]
 SIZE_UNITS = {"": 1, "B": 1, "KB": 1000, "KIB": 1024, "MB": 1000**2, "MIB": 1024**2}
 
 
@@ -195,6 +196,23 @@ def test_backup_units_back_up_nightly_and_prune_after_14_days():
     assert one(timer, "WantedBy", "Install") == "timers.target"
 
 
+def test_reminder_units_send_due_reminders_every_15_minutes():
+    """The reminders service runs `flask reminders send` on the data folder; its timer every 15 minutes;
+    install.sh installs, enables and starts the timer."""
+    unit = read_unit("extra-work-tickets-reminders.service")
+    assert one(unit, "Type") == "oneshot" and one(unit, "User") == "ewt"
+    assert environment(unit) == {"EWT_INSTANCE_PATH": DATA_DIR}
+    assert command(one(unit, "ExecStart")) == [f"{VENV_BIN}/flask", "--app", "app", "reminders", "send"]
+    assert one(unit, "ReadWritePaths").split() == [DATA_DIR]
+    timer = read_unit("extra-work-tickets-reminders.timer")
+    assert one(timer, "OnCalendar", "Timer") == "*:0/15"
+    assert one(timer, "WantedBy", "Install") == "timers.target"
+    script = INSTALL.read_text()
+    assert '"$SERVICE-reminders.service" "$SERVICE-reminders.timer"; do' in script
+    assert re.search(r'^systemctl enable .*"\$SERVICE-reminders\.timer"$', script, re.M)
+    assert re.search(r'^systemctl start .*"\$SERVICE-reminders\.timer"$', script, re.M)
+
+
 def test_units_pass_systemd_analyze_verify(tmp_path):
     """systemd itself accepts every unit, with the code folder pointed at this checkout."""
     if shutil.which("systemd-analyze") is None:
@@ -351,6 +369,10 @@ def test_unit_commands_serve_and_back_up(tmp_path):
     made = list(backups.iterdir())
     assert len(made) == 1 and re.fullmatch(r"\d{4}-\d\d-\d\d-\d{4}", made[0].name)
     assert json.loads((made[0] / "manifest.json").read_text())["tickets"] == 0
+    reminders = read_unit("extra-work-tickets-reminders.service")
+    sent = subprocess.run(localise(command(one(reminders, "ExecStart"))), cwd=ROOT, env=env,
+                          check=True, capture_output=True, text=True, timeout=120)
+    assert "e-mail is not set up" in sent.stdout  # the installed config.py names no MAIL_SERVER
 
 
 def test_units_cap_memory_and_tasks():

@@ -70,11 +70,12 @@ def signed_ticket(client, tenant, **extra) -> dict:
                    "image": data_url(png_bytes(), "image/png")}, **extra)
 
 
-def give_signature_fields(app, ticket_id: str, **fields) -> None:
-    """Store the fields a signing link adds to a signature (qualifier code, hash, history)."""
+def give_signature_fields(app, ticket_id: str, voided=(), **fields) -> None:
+    """Store the fields a signing link adds to a signature (qualifier code, hash), and voided ones."""
     with app.app_context():
         record = db.session.get(Ticket, ticket_id)
         record.signature = {**record.signature, **fields}
+        record.voided_signatures = list(voided)
         db.session.commit()
 
 
@@ -83,10 +84,11 @@ def test_document_holds_the_claim_as_text_and_every_page_renders(client, acme, a
     give_signature_fields(
         app, ticket["id"], qualifier="verified_scope_disputed",
         qualifier_reason="Scope is in <b>bid package 4</b>", content_sha256=SIGNED_HASH,
-        signed_via="link",
+        signed_via="signing_link",
         voided=[{"name": "Pat Early", "role": "Foreman", "signed_at": "2026-06-03T18:00:00Z",
                  "voided_at": "2026-06-03T19:00:00Z", "qualifier": "verified",
-                 "content_sha256": VOIDED_HASH, "voided_reason": "hours changed"}])
+                 "image_key": "0" * 64 + ".png", "content_sha256": VOIDED_HASH,
+                 "void_reason": "hours changed"}])
     answer = download(client, acme, ticket["id"])
     assert answer.status_code == 200, answer.get_data(as_text=True)[:500]
     assert answer.mimetype == "application/pdf" and answer.data.startswith(b"%PDF-")
@@ -129,7 +131,8 @@ def test_plain_signature_and_history_of_decisions(client, acme, app, tmp_path):
                ).status_code == 200
     assert act(client, acme, ticket["id"], "restore").status_code == 200
     flat = " ".join(pdf_text(download(client, acme, ticket["id"]).data, tmp_path).split())
-    assert "Signed as: T&M only" in flat and f"Rejected by {actor(acme)}" in flat
+    # an older free-text qualifier is read as the signer's reason
+    assert "Reason given: T&M only" in flat and f"Rejected by {actor(acme)}" in flat
     assert "“Hours <b>too</b> high”" in flat and f"Restored by {actor(acme)}" in flat
     unsigned = create(client, acme)
     assert "Not signed." in pdf_text(download(client, acme, unsigned["id"]).data, tmp_path)

@@ -115,12 +115,15 @@ def test_generated_client_drives_the_whole_flow(app, acme, generated):
         photos=[m.PhotoIn(data_url=data_url(jpeg_bytes()), name="trench.jpg", taken_at=taken,
                           coords=m.Coords(lat=37.77, lng=-122.42, accuracy_m=8))],
         signature=m.SignatureIn(name="Sam Ortiz", role="GC superintendent", signed_at=taken,
+                                qualifier=m.SignatureQualifier.VERIFIED_SCOPE_DISPUTED,
                                 image=data_url(png_bytes(), "image/png")))
     ticket = api(generated, "tickets.tickets_create_ticket").sync(client=client, body=body)
     assert isinstance(ticket, m.Ticket), ticket
     assert ticket.status == m.TicketStatus.SUBMITTED and ticket.total == 1352
     assert ticket.photo_count == 1 and ticket.photos[0].coords.lat == 37.77
     assert ticket.signature.name == "Sam Ortiz" and ticket.signature.signed_at == taken
+    assert ticket.signature.qualifier == m.SignatureQualifier.VERIFIED_SCOPE_DISPUTED
+    assert ticket.signature.signed_via == m.SignedVia.API and len(ticket.signature.content_sha256) == 64
     assert ticket.photos[0].taken_at == taken
 
     # The evidence a reviewer judges, through the same client and key.
@@ -183,6 +186,25 @@ def test_generated_client_drives_the_whole_flow(app, acme, generated):
     restored = api(generated, "tickets.tickets_restore_ticket").sync(second.id, client=client)
     assert restored.status == m.TicketStatus.SUBMITTED
     assert [d.action.value for d in restored.decisions] == ["rejected", "restored"]
+
+    # Sent to be signed from a link: the link is in the answer only, then listed and revoked.
+    asked = api(generated, "tickets.signatures_create_signature_request").sync(
+        second.id, client=client,
+        body=m.SignatureRequestInput(name="Sam Ortiz", role="GC superintendent",
+                                     phone="+1 555 123 4567"))
+    assert isinstance(asked, m.SignatureRequestCreated), asked
+    assert asked.state == m.SignatureRequestState.OPEN and "/s/" in asked.url
+    listed = api(generated, "tickets.signatures_list_signature_requests").sync(second.id, client=client)
+    assert isinstance(listed, m.SignatureRequestList) and [r.id for r in listed.data] == [asked.id]
+    assert not hasattr(listed.data[0], "url")
+    cancelled = api(generated, "tickets.signatures_revoke_signature_request").sync(
+        second.id, str(asked.id), client=client)
+    assert isinstance(cancelled, m.SignatureRequest)
+    assert cancelled.state == m.SignatureRequestState.REVOKED
+    signed_already = api(generated, "tickets.signatures_create_signature_request").sync(
+        ticket.id, client=client, body=m.SignatureRequestInput(name="Sam", email="sam@gc.example"))
+    assert isinstance(signed_already, m.ErrorBody)
+    assert signed_already.error.code in ("ticket_written", "ticket_already_signed")
 
     # The ticket log as CSV, with the list's filters.
     exported = api(generated, "tickets.tickets_export_tickets").sync(

@@ -19,7 +19,7 @@ def test_every_html_page_has_a_strict_policy(app, client, acme):
         "name": "Rates", "effective_from": "2026-01-01",
         "labor": [{"classification": "Foreman", "st": 100}]}).json
     values = {"ticket_id": ticket["id"], "token": link["token"], "position": "0", "kind": "labor",
-              "filename": "app.css", "sheet_id": str(sheet["id"])}
+              "filename": "app.css", "sheet_id": str(sheet["id"]), "photo_id": "1"}
     page = client.get("/login").get_data(as_text=True)
     token = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
     client.post("/login", data={"csrf_token": token, "email": "pm@acme.example",
@@ -36,7 +36,7 @@ def test_every_html_page_has_a_strict_policy(app, client, acme):
             assert "script-src 'self'" in policy and "'unsafe-inline'" not in policy, path
             assert "frame-ancestors 'none'" in policy, path
             checked += 1
-        if rule.rule.startswith("/c/"):
+        if rule.rule.startswith(("/c/", "/s/")):
             assert response.headers.get("Referrer-Policy") == "no-referrer", path
         response.close()
     assert checked >= 8

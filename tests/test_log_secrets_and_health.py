@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import io
 import logging
+import re
 
 import pytest
 
-from tests.images import data_url, jpeg_bytes
+from tests.images import data_url, jpeg_bytes, png_bytes
 
 
 @pytest.fixture
@@ -49,6 +50,32 @@ def test_limit_storage_holds_no_link_token(app, client, acme):
         keys = [key.decode() for key in storage.storage.keys("*")]
     assert keys  # the submission was counted
     assert not any(token in key for key in keys)
+
+
+def test_no_signing_token_reaches_any_log_line(app, client, acme, plain_handler, caplog):
+    from tests.test_logs import formatted
+
+    caplog.set_level(logging.DEBUG)
+    ticket = client.post("/v1/tickets", headers=acme.headers, json={
+        "project_id": acme.project()["id"], "description": "d", "reason": "r", "directed_by": "x",
+        "photos": [{"data_url": data_url(jpeg_bytes())}]}).json
+    # Mail settings pointing nowhere: the failed e-mail is logged, without the link.
+    app.config.update(MAIL_SERVER="127.0.0.1", MAIL_PORT=9, MAIL_TIMEOUT_S=2)
+    asked = client.post(f"/v1/tickets/{ticket['id']}/signature-requests", headers=acme.headers,
+                        json={"name": "Sam", "email": "sam@gc.example"}).json
+    assert asked["emailed_at"] is None
+    token = asked["url"].rsplit("/s/", 1)[1]
+    app.config["SIGNING_RATE_LIMIT"] = "2 per minute"
+    page = client.get(f"/s/{token}").get_data(as_text=True)
+    client.get(f"/s/{token}/photos/{ticket['photos'][0]['id']}")
+    digest = re.search(r'name="content_sha256" value="([0-9a-f]{64})"', page).group(1)
+    client.post(f"/s/{token}", data={"content_sha256": digest, "name": "Sam", "qualifier": "verified",
+                                     "image": data_url(png_bytes(), "image/png")})
+    assert client.get(f"/s/{token}").status_code == 429  # the limiter logs the breach
+    client.get(f"/s/{token[:-1]}x")
+    everything = plain_handler.getvalue() + "\n".join(formatted(caplog))
+    assert "/s/<token>" in everything and "exceeded" in everything and "e-mail to the SMTP server" in everything
+    assert token not in everything and token[:16] not in everything
 
 
 def test_healthz_shows_detail_to_loopback_only(app, client):

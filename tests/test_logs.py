@@ -84,11 +84,12 @@ def test_no_secret_reaches_any_log_line(app, client, acme, caplog):
 def test_redact_blanks_every_secret_shape():
     text = ("GET /c/AbCdEfGhIjKlMnOpQrStUvWxYz012345/q Authorization: Bearer abc.def "
             "key ewt_" + "k" * 43 + " client_secret=s3cr3t"
-            " ratelimit 1 per 1 minute (link:ZyXwVuTsRqPoNmLkJiHg98765) exceeded")
+            " ratelimit 1 per 1 minute (link:ZyXwVuTsRqPoNmLkJiHg98765) exceeded"
+            " GET /s/" + "S" * 43)
     cleaned = redact(text)
     assert "AbCdEf" not in cleaned and "abc.def" not in cleaned and "k" * 43 not in cleaned
-    assert "s3cr3t" not in cleaned and "ZyXwVu" not in cleaned
-    assert cleaned.count("[redacted]") == 5
+    assert "s3cr3t" not in cleaned and "ZyXwVu" not in cleaned and "S" * 16 not in cleaned
+    assert cleaned.count("[redacted]") == 6
 
 
 def test_production_logging_is_the_standard_stream_handler_writing_json_lines(

@@ -11,8 +11,8 @@ from tests.images import data_url, jpeg_bytes, png_bytes
 
 PASSWORD = "correct horse battery"
 
-# Capture pages are public: the token in their URL is the credential, whoever holds it.
-PUBLIC_PREFIXES = ("/c/", "/static/")
+# Capture and signing pages are public: the token in their URL is the credential, whoever holds it.
+PUBLIC_PREFIXES = ("/c/", "/s/", "/static/")
 
 
 def owned_resources(client, owner) -> dict[str, str]:
@@ -20,8 +20,15 @@ def owned_resources(client, owner) -> dict[str, str]:
     ticket = client.post("/v1/tickets", headers=owner.headers, json={
         "project_id": owner.project()["id"], "description": "Owner's ticket", "reason": "r",
         "directed_by": "d", "labor": [{"trade": "Laborer", "hours": 1, "rate": 1, "costCode": "02-200"}],
-        "photos": [{"data_url": data_url(jpeg_bytes())}],
-        "signature": {"name": "S", "image": data_url(png_bytes(), "image/png")}}).json
+        "photos": [{"data_url": data_url(jpeg_bytes())}]}).json
+    # Signed from a signing link, so the ticket has both a signature and a signature request.
+    asked = client.post(f"/v1/tickets/{ticket['id']}/signature-requests", headers=owner.headers,
+                        json={"name": "S", "phone": "+15551234567"}).json
+    path = "/s/" + asked["url"].rsplit("/s/", 1)[1]
+    digest = re.search(r'name="content_sha256" value="([0-9a-f]{64})"',
+                       client.get(path).get_data(as_text=True)).group(1)
+    client.post(path, data={"content_sha256": digest, "name": "S", "qualifier": "verified",
+                            "image": data_url(png_bytes(), "image/png")})
     link = client.post("/v1/links", headers=owner.headers, json={"project_id": owner.project()["id"]}).json
     with client.application.app_context():
         reviewer = reviewers.create_reviewer(owner.company_id, "owner-pm@acme.example", PASSWORD)
@@ -32,13 +39,13 @@ def owned_resources(client, owner) -> dict[str, str]:
             "prefix": owner.prefix, "position": "0", "kind": "labor",
             "photo_id": str(ticket["photos"][0]["id"]), "reviewer_id": str(reviewer.id),
             "sheet_id": str(sheet["id"]), "authorization_id": str(authorization["id"]),
-            "key": "front"}
+            "key": "front", "request_id": str(asked["id"])}
 
 
 MISSING = {"ticket_id": str(uuid.UUID(int=0x1234)), "project_id": "1", "token": "x" * 32,
            "prefix": "ewt_zzzzzzzz", "position": "0", "kind": "labor", "photo_id": "999999",
            "reviewer_id": "999999", "sheet_id": "999999", "authorization_id": "999999",
-           "key": "front"}
+           "key": "front", "request_id": "999999"}
 RATE_SHEET = {"name": "Rates", "effective_from": "2026-01-01",
               "labor": [{"classification": "Foreman", "st": 100}]}
 
@@ -65,6 +72,8 @@ def body_for(rule: str, owner_values: dict[str, str]) -> dict:
         return {"reference": "CD-2", "amount": 10}
     if rule.endswith("/authorization"):
         return {"authorization_id": None}
+    if rule.endswith("/signature-requests"):
+        return {"name": "Sam Ortiz", "phone": "+15551234567"}
     return {}
 
 
@@ -114,10 +123,14 @@ def test_every_route_with_an_id_treats_foreign_ids_as_missing(app, client, acme,
             assert foreign == missing, f"{method} {rule.rule}"
             assert foreign[0] == 404, f"{method} {rule.rule}: {foreign}"
             checked.append(f"{method} {rule.rule}")
-    assert len(checked) == 45  # every route with an id or token outside the public capture pages
+    assert len(checked) == 50  # every route with an id or token outside the public pages
     # And nothing of the owner's changed.
     ticket = client.get(f"/v1/tickets/{owner_values['ticket_id']}", headers=acme.headers).json
     assert ticket["status"] == "submitted" and ticket["photo_count"] == 1 and ticket["decisions"] == []
+    assert ticket["signature"]["signed_via"] == "signing_link"
+    (asked,) = client.get(f"/v1/tickets/{owner_values['ticket_id']}/signature-requests",
+                          headers=acme.headers).json["data"]
+    assert asked["state"] == "signed" and asked["revoked_at"] is None
     link = client.get("/v1/links", headers=acme.headers).json["data"][0]
     assert link["revoked_at"] is None
     assert client.get("/v1/me", headers=acme.headers).status_code == 200

@@ -4,6 +4,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import io
+import re
 import zlib
 import struct
 import uuid
@@ -63,10 +64,14 @@ def test_create_ticket_with_every_field(client, acme, app):
                      "url": f"{evidence}/photos/{photo['id']}",
                      "thumbnail_url": f"{evidence}/photos/{photo['id']}/thumbnail"}
     signature = ticket["signature"]
+    # A qualifier sent as free text (before the three choices) is kept as the reason.
     assert signature == {"id": signature["id"], "name": "Sam Ortiz", "role": "Superintendent",
                          "signed_at": "2026-05-04T08:00:00Z",
-                         "qualifier": "time and material only",
+                         "qualifier": None, "qualifier_reason": "time and material only",
+                         "content_sha256": signature["content_sha256"], "signed_via": "api",
+                         "ip_address": None, "user_agent": None,
                          "url": f"{evidence}/signature", "thumbnail_url": f"{evidence}/signature/thumbnail"}
+    assert re.fullmatch(r"[0-9a-f]{64}", signature["content_sha256"])
     assert len(signature["id"]) == 64
     assert ticket["decisions"] == [] and ticket["external"] is None
     # Making the ticket read no codes (this process had none yet): its routing is pending,
