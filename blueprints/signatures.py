@@ -306,7 +306,8 @@ def signed_document(token: str) -> Response:
         _count("SIGNING_RATE_LIMIT", "signing-document")
         request_record = _open_or_signed(token)
         ticket = tickets.find_ticket(request_record.company_id, request_record.ticket_id)
-        pdf = documents.render_ticket_document(ticket)
+        pdf = documents.render_ticket_document(
+            ticket, amounts=signatures.amounts_shown(ticket.company_id))
     except signatures.SigningLinkRefused as refused:
         return _gone_page(refused)
     except documents.DocumentBusy as busy:

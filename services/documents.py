@@ -64,14 +64,16 @@ def ticket_document(company_id: int, ticket_id: str) -> bytes:
     return render_pdf(document_html(record, shaped=shaped), wait_s=_config("DOCUMENT_WAIT_S"))
 
 
-def render_ticket_document(ticket: TicketRecord) -> bytes:
+def render_ticket_document(ticket: TicketRecord, *, amounts: bool = True) -> bytes:
     """The document (PDF bytes) of a ticket record, without calling the project system.
 
     For callers without an account, such as the signer: lines carry the routing the ticket
     was written with, or the budget codes this process last read (pending when none), and
     the wait for a rendering slot is short (DOCUMENT_WAIT_S), else 503 document_busy.
+    Without `amounts`, rates, amounts and totals are left out (as a signer who verifies time
+    and materials only sees the ticket).
     """
-    return render_pdf(document_html(ticket), wait_s=_config("DOCUMENT_WAIT_S"))
+    return render_pdf(document_html(ticket, amounts=amounts), wait_s=_config("DOCUMENT_WAIT_S"))
 
 
 def approval_html(ticket: TicketRecord, routing: list[RoutingLine], actor: str,
@@ -85,7 +87,7 @@ def approval_html(ticket: TicketRecord, routing: list[RoutingLine], actor: str,
 
 def document_html(ticket: TicketRecord, *, shaped: Ticket | None = None,
                   routing: list[RoutingLine] | None = None,
-                  approval: dict[str, Any] | None = None) -> str:
+                  approval: dict[str, Any] | None = None, amounts: bool = True) -> str:
     """The document of a ticket as HTML, from its shape (`shaped`, else shaped here with
     `routing`, else with the routing known without the project system)."""
     if shaped is None:
@@ -101,7 +103,7 @@ def document_html(ticket: TicketRecord, *, shaped: Ticket | None = None,
         page, company_name=company.name if company else "",
         image_keys={photo.id: photo.image_key for photo in ticket.photos},
         stored_signature=ticket.signature or {}, approval=approval,
-        content_digest=signatures.content_digest(ticket))
+        content_digest=signatures.content_digest(ticket), amounts=amounts)
     return render_template("documents/ticket.html", **context)
 
 
@@ -215,7 +217,7 @@ def _history(page: review.TicketPage, approval: dict[str, Any] | None) -> list[d
 
 def document_context(page: review.TicketPage, *, company_name: str, image_keys: dict[int, str],
                      stored_signature: dict[str, Any], approval: dict[str, Any] | None = None,
-                     content_digest: str | None = None) -> dict[str, Any]:
+                     content_digest: str | None = None, amounts: bool = True) -> dict[str, Any]:
     """Everything the document template shows, from the ticket's shape on a review page."""
     t = page.ticket
     costs, markups = _line_rows(page)
@@ -235,7 +237,7 @@ def document_context(page: review.TicketPage, *, company_name: str, image_keys: 
         "worked_on": t.worked_on.isoformat() if t.worked_on else None,
         "authorization": f"{t.nte.reference}{' — ' + t.nte.title if t.nte.title else ''}"
         if t.nte else None,
-        "lines": costs, "markups": markups,
+        "lines": costs, "markups": markups, "amounts": amounts,
         "subtotals": [(label, _money(amount)) for _kind, label, amount in page.subtotals],
         "total": _money(t.total), "photos": photos,
         "signature": _signature_context(page, stored_signature, content_digest),

@@ -392,7 +392,12 @@ def test_the_signer_downloads_the_signed_document_from_the_link(app, client, acm
     digest = stored(app, ticket["id"]).signature["content_sha256"]
     assert "Signed by Sam Ortiz, Superintendent" in flat and digest in flat
     assert "Signed as: Time and materials verified; scope disputed" in flat
-    assert "from a signing link" in flat
+    assert "from a signing link" in flat and "Total (USD)" in flat and "$" in flat
+    # When the office prices, the signer verifies time and materials only: no money in it.
+    client.put("/v1/capture-settings", headers=acme.headers, json={"crew_enters_prices": False})
+    flat = " ".join(pdf_text(client.get(f"{path}/document.pdf").data, tmp_path).split())
+    assert "Signed by Sam Ortiz" in flat and "$" not in flat and "Total (USD)" not in flat
+    assert "Amounts are not shown" in flat
     # A cancelled link opens no document.
     other = create(client, acme)
     cancelled = signing_path(ask(client, acme, other["id"]))
