@@ -13,7 +13,9 @@ inside C code no thread can interrupt. So decoding happens in separate processes
 
 A worker the kernel ended breaks the pool; the pool is then replaced and the images of the
 requests waiting on it are refused (send them again). Workers come from a fork server, not
-from the threaded server process itself.
+from the threaded server process itself. After `CALLS_PER_POOL` calls the pool is replaced
+by a fresh one (calls already running finish in the old workers), so no worker lives on
+with whatever a long run of images left in its memory.
 """
 from __future__ import annotations
 
@@ -41,9 +43,15 @@ class PoolSettings(tuple):
         return super().__new__(cls, (int(workers), int(cpu_seconds), int(memory_bytes)))
 
 
+# Fresh workers after this many calls. Not ProcessPoolExecutor's own max_tasks_per_child: on
+# Python 3.11 a pool whose workers retire that way can be left with no process and never
+# start another, and every image after that waits out its budget.
+CALLS_PER_POOL = 400
+
 _lock = threading.Lock()
 _pool: cf.ProcessPoolExecutor | None = None
 _pool_settings: PoolSettings | None = None
+_pool_calls = 0
 
 
 def _init_worker(memory_bytes: int) -> None:
@@ -67,18 +75,20 @@ def _limited_call(cpu_seconds: int, function: Callable[..., Any], args: tuple, k
         raise ImageRejected(TOO_BIG) from None
 
 
-def _get_pool(settings: PoolSettings) -> cf.ProcessPoolExecutor:
-    """The shared pool for these settings, started on first use."""
-    global _pool, _pool_settings
+def _get_pool(settings: PoolSettings, calls: int) -> cf.ProcessPoolExecutor:
+    """The shared pool for these settings to take `calls` more calls: started on first use,
+    and again when the settings change or the pool has taken CALLS_PER_POOL calls."""
+    global _pool, _pool_settings, _pool_calls
     with _lock:
-        if _pool is None or _pool_settings != settings:
+        if _pool is None or _pool_settings != settings or _pool_calls + calls > CALLS_PER_POOL:
             if _pool is not None:
-                _pool.shutdown(wait=False, cancel_futures=True)
+                _pool.shutdown(wait=False)  # what it is running finishes there
             context = multiprocessing.get_context("forkserver")
             context.set_forkserver_preload(["services.photos"])
             _pool = cf.ProcessPoolExecutor(settings[0], mp_context=context, initializer=_init_worker,
-                                           initargs=(settings[2],), max_tasks_per_child=200)
-            _pool_settings = settings
+                                           initargs=(settings[2],))
+            _pool_settings, _pool_calls = settings, 0
+        _pool_calls += calls
         return _pool
 
 
@@ -101,12 +111,12 @@ def run_all(calls: list[tuple[Callable[..., Any], tuple, dict]], settings: PoolS
     if not calls:
         return []
     cpu = int(cpu_seconds or settings[1])
-    pool = _get_pool(settings)
+    pool = _get_pool(settings, len(calls))
     try:
         futures = [pool.submit(_limited_call, cpu, fn, args, kwargs) for fn, args, kwargs in calls]
     except (BrokenProcessPool, RuntimeError):
         _discard(pool)
-        pool = _get_pool(settings)
+        pool = _get_pool(settings, len(calls))
         futures = [pool.submit(_limited_call, cpu, fn, args, kwargs) for fn, args, kwargs in calls]
     cf.wait(futures, timeout=budget_s)
     results: list[Any] = []

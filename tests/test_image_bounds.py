@@ -90,3 +90,14 @@ def test_a_request_waits_no_longer_than_its_budget():
                                  budget_s=0.5)
     assert time.monotonic() - started < 3
     assert all(isinstance(r, ImageRejected) for r in results)
+
+
+def test_the_pool_keeps_working_over_hundreds_of_requests():
+    """Workers are replaced as the pool ages, and a pool never ends up with no worker at all
+    (as one whose workers retired through max_tasks_per_child can on Python 3.11)."""
+    settings = image_pool.PoolSettings(2, 5, 512 * 1024 ** 2)
+    sizes = [1, 2, 3, 1, 10, 2] * 40  # 760 calls: past a replacement of the pool
+    assert sum(sizes) > image_pool.CALLS_PER_POOL
+    for number, size in enumerate(sizes):
+        calls = [(echo_length, (b"x" * (number % 7 + 1),), {})] * size
+        assert image_pool.run_all(calls, settings, budget_s=20) == [number % 7 + 1] * size, number

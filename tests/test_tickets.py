@@ -231,7 +231,7 @@ def test_twelve_photo_limits(client, acme, app):
     assert over.status_code == 400
     assert "at most 2 more" in over.json["error"]["details"][0]["message"]
     added = client.post(url, headers=acme.headers, json={"photos": [photo, photo]})
-    assert added.status_code == 200 and added.json["photo_count"] == 12
+    assert added.status_code == 200 and added.json["photo_count"] == 12, added.json
     assert [p["name"] for p in added.json["photos"]][-2:] == ["photo-11.jpg", "photo-12.jpg"]
     full = client.post(url, headers=acme.headers, json={"photos": [photo]})
     assert full.status_code == 400
