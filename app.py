@@ -64,6 +64,9 @@ def default_config(instance_path: str) -> dict[str, Any]:
         "PROJECT_SYSTEM_READS_PER_COMPANY": 2,
         "PROJECT_SYSTEM_WRITES_PER_COMPANY": 1,
         "PROJECT_SYSTEM_SLOT_WAIT_S": 1.0,
+        # An approval may wait out the one before it (its writes and attachments take a
+        # few hundred milliseconds), not a hung project system.
+        "PROJECT_SYSTEM_WRITE_SLOT_WAIT_S": 5.0,
         # Reads only: writes are never retried blindly (approval looks records up first).
         "PROJECT_SYSTEM_READ_RETRIES": 1,
         "PROJECT_CACHE_S": 60,

@@ -109,7 +109,8 @@ def company_slot(company_id: int, kind: str) -> Iterator[None]:
     """Hold one of the company's project-system slots ("read" or "write") for a call.
 
     One company's slow or hung project system then holds at most its own few slots' worth
-    of server threads; a call that cannot get a slot within PROJECT_SYSTEM_SLOT_WAIT_S is
+    of server threads; a call that cannot get a slot within PROJECT_SYSTEM_SLOT_WAIT_S
+    (PROJECT_SYSTEM_WRITE_SLOT_WAIT_S for a write, which may wait out another approval) is
     refused with 503 project_system_busy instead of queueing behind the others.
     """
     config = current_app.config
@@ -118,7 +119,8 @@ def company_slot(company_id: int, kind: str) -> Iterator[None]:
     with _slots_lock:
         slots = current_app.extensions.setdefault("project_system_slots", {})
         semaphore = slots.setdefault((company_id, kind, size), threading.BoundedSemaphore(size))
-    if not semaphore.acquire(timeout=float(config["PROJECT_SYSTEM_SLOT_WAIT_S"])):
+    wait = config["PROJECT_SYSTEM_WRITE_SLOT_WAIT_S" if kind == "write" else "PROJECT_SYSTEM_SLOT_WAIT_S"]
+    if not semaphore.acquire(timeout=float(wait)):
         raise ProjectSystemBusy("the project system is slow for this company right now; try again "
                                 "in a moment", headers={"Retry-After": "5"})
     try:
