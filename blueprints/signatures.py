@@ -126,7 +126,8 @@ def _count(limit_name: str, scope: str) -> None:
 def _gone_page(refused: signatures.SigningLinkRefused, status: int | None = None) -> Response:
     """The plain page for a link that cannot be used, saying why; a used one shows its signature
     (200 when opened again, 409 when sent to again), or that it was voided."""
-    context = {"state": refused.state, "signed": None, "voided": None, "reference": None}
+    context = {"state": refused.state, "signed": None, "voided": None, "reference": None,
+               "signed_time": None}
     if refused.request is not None:
         db.session.expire_all()
         record = db.session.get(SignatureRequestRecord, refused.request.id)
@@ -136,6 +137,9 @@ def _gone_page(refused: signatures.SigningLinkRefused, status: int | None = None
             context["signed"], context["voided"] = signatures.signed_through(record, ticket)
             if context["voided"] is not None:
                 context["state"] = "voided"
+            elif context["signed"] is not None:
+                context["signed_time"] = signatures.on_jobsite_clock(
+                    record, context["signed"]["signed_at"])
     if status is None:
         status = 200 if context["signed"] is not None and request.method == "GET" \
             else refused.status
@@ -160,6 +164,7 @@ def _page(view: signatures.SigningView, *, values: dict | None = None,
     return _signing_response(render_template(
         "signing/page.html", view=view, token=_token(), values=values, errors=errors or {},
         reference=short_reference(view.ticket.id),
+        expires=signatures.on_jobsite_clock(request_record, request_record.expires_at),
         script_messages=i18n.script_messages("signing.js")), status=status)
 
 

@@ -242,6 +242,17 @@ def _zone(name: str | None) -> ZoneInfo:
         return ZoneInfo("UTC")
 
 
+def on_jobsite_clock(request: RequestRecord, moment: dt.datetime | str | None) -> str:
+    """A time as the signer reads it, on the jobsite's clock: '2026-07-01 08:00 PDT'."""
+    if not moment:
+        return ""
+    if isinstance(moment, str):
+        moment = dt.datetime.fromisoformat(moment.replace("Z", "+00:00"))
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.timezone.utc)
+    return f"{moment.astimezone(_zone(request.time_zone)):%Y-%m-%d %H:%M %Z}"
+
+
 def _morning_after(moment: dt.datetime, zone: ZoneInfo, days: int = 1) -> dt.datetime:
     """The reminder hour on the jobsite clock, `days` days after the local date of `moment`."""
     hour = int(current_app.config["SIGNATURE_REMINDER_HOUR"])
@@ -507,7 +518,7 @@ def _mail_text(request: RequestRecord, ticket: TicketRecord, url: str, *, remind
         if amounts:
             lines.append(gettext("Total: $%(amount)s", amount=_money(ticket.total)))
         lines += ["", gettext("See the photos and sign here (no account needed; the link works "
-                              "until %(date)s):", date=f"{request.expires_at:%Y-%m-%d}"), url, "",
+                              "until %(date)s):", date=on_jobsite_clock(request, request.expires_at)), url, "",
                   gettext("You can sign as verified, verified with the scope disputed, or not "
                           "verified with a reason.")]
     return subject, "\n".join(lines) + "\n"

@@ -407,3 +407,18 @@ def test_the_signer_downloads_the_signed_document_from_the_link(app, client, acm
     refused = client.get(f"{cancelled}/document.pdf")
     assert refused.status_code == 410 and refused.mimetype == "text/html"
     assert client.get("/s/" + "A" * 43 + "/document.pdf").status_code == 404
+
+
+def test_the_signer_reads_times_on_the_jobsite_clock(app, client, acme):
+    # 17:30 on the jobsite (America/Los_Angeles) is already the next day in UTC.
+    start = dt.datetime(2026, 7, 2, 0, 30, tzinfo=dt.timezone.utc)
+    with smtp_server() as mailbox, time_machine.travel(start, tick=False):
+        app.config.update(mailbox.settings())
+        ticket = create(client, acme)
+        path = signing_path(ask(client, acme, ticket["id"], email="sam@gc.example"))
+        (message,) = mailbox.messages
+        assert "until 2026-07-08 17:30 PDT" in " ".join(message.get_content().split())
+        page = client.get(path).get_data(as_text=True)
+        assert "This link works until 2026-07-08 17:30 PDT" in page
+        done = client.post(path, data=sign_form(page)).get_data(as_text=True)
+    assert "was signed by Sam Ortiz on 2026-07-01 17:30 PDT." in done and "UTC" not in done
