@@ -244,6 +244,23 @@ def sign(token: str) -> Response:
 sign.before_body = _refuse_before_body
 
 
+@bp.errorhandler(ServiceError)
+def _signature_not_received(error: ServiceError) -> Response:
+    """A signature whose sending failed before it was read (too slow on a weak connection, cut
+    off, too large, or the server busy): a plain page saying nothing was kept, with the way
+    back to the ticket. Every other refusal answers as anywhere else."""
+    if request.endpoint != "signatures.sign":
+        from blueprints.errors import error_response
+
+        return error_response(error.status, error.code, error.message, error.details,
+                              error.headers)
+    response = _signing_response(render_template(
+        "signing/gone.html", state="not_received", signed=None, voided=None, reference=None,
+        token=_token()), status=error.status)
+    response.headers.update(error.headers)
+    return response
+
+
 def _signing_input(form) -> SignatureIn:
     """The one check of a signature sent from the signing page."""
     problems = []

@@ -422,3 +422,25 @@ def test_the_signer_reads_times_on_the_jobsite_clock(app, client, acme):
         assert "This link works until 2026-07-08 17:30 PDT" in page
         done = client.post(path, data=sign_form(page)).get_data(as_text=True)
     assert "was signed by Sam Ortiz on 2026-07-01 17:30 PDT." in done and "UTC" not in done
+
+
+def test_a_signature_that_does_not_arrive_whole_gets_a_plain_page_and_the_way_back(app, client, acme):
+    ticket = create(client, acme)
+    path = signing_path(ask(client, acme, ticket["id"]))
+    page = client.get(path).get_data(as_text=True)
+    huge = sign_form(page, image="data:image/png;base64," + "A" * app.config["SMALL_BODY_BYTES"])
+    refused = client.post(path, data=huge)
+    html = refused.get_data(as_text=True)
+    assert refused.status_code == 413 and "Your signature did not reach us" in html
+    assert f'href="{path}"' in html and "Nothing was kept" in html
+    words = re.sub(r"<[^>]+>", " ", html.split("<main", 1)[1])
+    for technical in ("body", "bytes", "413", "limit"):
+        assert technical not in words, technical
+    assert refused.headers["Cache-Control"] == "no-store"
+    assert stored(app, ticket["id"]).signature is None
+    # Everything else in the same part of the service answers as before.
+    assert client.get(f"/v1/tickets/{ticket['id']}/signature-requests/x/revoke").status_code == 405
+    other = client.post(f"/v1/tickets/{ticket['id']}/signature-requests", headers=acme.headers,
+                        data="x" * (app.config["SMALL_BODY_BYTES"] + 1),
+                        content_type="application/json")
+    assert other.status_code == 413 and other.json["error"]["code"] == "payload_too_large"
