@@ -444,3 +444,15 @@ def test_a_signature_that_does_not_arrive_whole_gets_a_plain_page_and_the_way_ba
                         data="x" * (app.config["SMALL_BODY_BYTES"] + 1),
                         content_type="application/json")
     assert other.status_code == 413 and other.json["error"]["code"] == "payload_too_large"
+
+
+def test_the_signer_sees_which_project_the_ticket_is_on(app, client, acme):
+    project = acme.project()
+    ticket = create(client, acme, project)
+    with smtp_server() as mailbox:
+        app.config.update(mailbox.settings())
+        path = signing_path(ask(client, acme, ticket["id"], email="sam@gc.example"))
+        (message,) = mailbox.messages
+    assert "Jobsite: 2024-017 - Riverside Medical Office Building" in message.get_content()
+    page = client.get(path).get_data(as_text=True)
+    assert re.search(r'<dd class="project">[^<]*Riverside Medical Office Building</dd>', page)
