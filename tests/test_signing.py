@@ -109,9 +109,12 @@ def test_a_signer_signs_from_the_link_with_no_account(app, client, acme):
     # Used: opening it again shows what was signed; signing again changes nothing.
     again = client.get(path)
     assert again.status_code == 200 and "cannot sign again" in again.get_data(as_text=True)
-    second = client.post(path, data=sign_form(html, name="Someone else"))
+    files_before = sorted(p.name for p in Path(app.config["PHOTO_DIR"]).rglob("*"))
+    second = client.post(path, data=sign_form(html, name="Someone else",
+                                              image=data_url(png_bytes(130, 50), "image/png")))
     assert second.status_code == 409
     assert stored(app, ticket["id"]).signature["name"] == "Sam Ortiz"
+    assert sorted(p.name for p in Path(app.config["PHOTO_DIR"]).rglob("*")) == files_before
 
 
 def test_expired_revoked_and_unknown_links_answer_a_page_and_store_nothing(app, client, acme):
