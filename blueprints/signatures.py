@@ -126,7 +126,8 @@ def _count(limit_name: str, scope: str) -> None:
 def _gone_page(refused: signatures.SigningLinkRefused, status: int | None = None) -> Response:
     """The plain page for a link that cannot be used, saying why; a used one shows its signature
     (200 when opened again, 409 when sent to again), or that it was voided."""
-    context = {"state": refused.state, "signed": None, "voided": None, "reference": None}
+    context = {"state": refused.state, "signed": None, "voided": None, "reference": None,
+               "signed_time": None}
     if refused.request is not None:
         db.session.expire_all()
         record = db.session.get(SignatureRequestRecord, refused.request.id)
@@ -136,6 +137,9 @@ def _gone_page(refused: signatures.SigningLinkRefused, status: int | None = None
             context["signed"], context["voided"] = signatures.signed_through(record, ticket)
             if context["voided"] is not None:
                 context["state"] = "voided"
+            elif context["signed"] is not None:
+                context["signed_time"] = signatures.on_jobsite_clock(
+                    record, context["signed"]["signed_at"])
     if status is None:
         status = 200 if context["signed"] is not None and request.method == "GET" \
             else refused.status
@@ -160,6 +164,7 @@ def _page(view: signatures.SigningView, *, values: dict | None = None,
     return _signing_response(render_template(
         "signing/page.html", view=view, token=_token(), values=values, errors=errors or {},
         reference=short_reference(view.ticket.id),
+        expires=signatures.on_jobsite_clock(request_record, request_record.expires_at),
         script_messages=i18n.script_messages("signing.js")), status=status)
 
 
@@ -237,6 +242,23 @@ def sign(token: str) -> Response:
 
 
 sign.before_body = _refuse_before_body
+
+
+@bp.errorhandler(ServiceError)
+def _signature_not_received(error: ServiceError) -> Response:
+    """A signature whose sending failed before it was read (too slow on a weak connection, cut
+    off, too large, or the server busy): a plain page saying nothing was kept, with the way
+    back to the ticket. Every other refusal answers as anywhere else."""
+    if request.endpoint != "signatures.sign":
+        from blueprints.errors import error_response
+
+        return error_response(error.status, error.code, error.message, error.details,
+                              error.headers)
+    response = _signing_response(render_template(
+        "signing/gone.html", state="not_received", signed=None, voided=None, reference=None,
+        token=_token()), status=error.status)
+    response.headers.update(error.headers)
+    return response
 
 
 def _signing_input(form) -> SignatureIn:

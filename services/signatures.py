@@ -242,6 +242,17 @@ def _zone(name: str | None) -> ZoneInfo:
         return ZoneInfo("UTC")
 
 
+def on_jobsite_clock(request: RequestRecord, moment: dt.datetime | str | None) -> str:
+    """A time as the signer reads it, on the jobsite's clock: '2026-07-01 08:00 PDT'."""
+    if not moment:
+        return ""
+    if isinstance(moment, str):
+        moment = dt.datetime.fromisoformat(moment.replace("Z", "+00:00"))
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.timezone.utc)
+    return f"{moment.astimezone(_zone(request.time_zone)):%Y-%m-%d %H:%M %Z}"
+
+
 def _morning_after(moment: dt.datetime, zone: ZoneInfo, days: int = 1) -> dt.datetime:
     """The reminder hour on the jobsite clock, `days` days after the local date of `moment`."""
     hour = int(current_app.config["SIGNATURE_REMINDER_HOUR"])
@@ -416,18 +427,21 @@ class SigningView:
     content: dict[str, Any]
     digest: str
     company_name: str
+    project_name: str | None = None
 
 
 def view(request: RequestRecord) -> SigningView:
     """The ticket of a request as its signer sees it."""
-    from services import tickets
+    from services import projects, tickets
 
     ticket = tickets.find_ticket(request.company_id, request.ticket_id)
     amounts = amounts_shown(request.company_id)
     company = db.session.get(Company, request.company_id)
     return SigningView(request=request, ticket=ticket, amounts=amounts,
                        content=shown_content(ticket, amounts), digest=content_digest(ticket),
-                       company_name=company.name if company else "")
+                       company_name=company.name if company else "",
+                       project_name=projects.known_project_name(ticket.company_id,
+                                                                ticket.project_id))
 
 
 class TicketChanged(Conflict):
@@ -488,26 +502,31 @@ def signed_through(request: RequestRecord, ticket: TicketRecord) -> tuple[dict |
 
 def _mail_text(request: RequestRecord, ticket: TicketRecord, url: str, *, reminder: bool) -> tuple[str, str]:
     """Subject and plain-text body of a signing e-mail, in the request's language."""
+    from services import projects
     from services.capture import short_reference
 
     amounts = amounts_shown(ticket.company_id)
     company = db.session.get(Company, ticket.company_id)
+    project = projects.known_project_name(ticket.company_id, ticket.project_id)
     reference = short_reference(ticket.id)
     with force_locale(request.language):
         subject = (gettext("Reminder: please sign extra-work ticket %(reference)s", reference=reference)
                    if reminder else
                    gettext("Please sign extra-work ticket %(reference)s", reference=reference))
         lines = [gettext("%(company)s asks you to sign extra-work ticket %(reference)s.",
-                         company=company.name if company else "", reference=reference), "",
-                 gettext("Work: %(text)s", text=ticket.description),
-                 gettext("Why it is extra: %(text)s", text=ticket.reason),
-                 gettext("Directed by: %(text)s", text=ticket.directed_by), ""]
+                         company=company.name if company else "", reference=reference), ""]
+        if project:
+            lines.append(gettext("Jobsite: %(name)s", name=project))
+        lines += [gettext("Work: %(text)s", text=ticket.description),
+                  gettext("Why it is extra: %(text)s", text=ticket.reason),
+                  gettext("Directed by: %(text)s", text=ticket.directed_by), ""]
         for line in shown_lines(ticket.lines or [], amounts):
             lines.append("- " + line_text(line, amounts))
         if amounts:
             lines.append(gettext("Total: $%(amount)s", amount=_money(ticket.total)))
         lines += ["", gettext("See the photos and sign here (no account needed; the link works "
-                              "until %(date)s):", date=f"{request.expires_at:%Y-%m-%d}"), url, "",
+                              "until %(date)s):",
+                              date=on_jobsite_clock(request, request.expires_at)), url, "",
                   gettext("You can sign as verified, verified with the scope disputed, or not "
                           "verified with a reason.")]
     return subject, "\n".join(lines) + "\n"

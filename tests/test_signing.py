@@ -109,9 +109,12 @@ def test_a_signer_signs_from_the_link_with_no_account(app, client, acme):
     # Used: opening it again shows what was signed; signing again changes nothing.
     again = client.get(path)
     assert again.status_code == 200 and "cannot sign again" in again.get_data(as_text=True)
-    second = client.post(path, data=sign_form(html, name="Someone else"))
+    files_before = sorted(p.name for p in Path(app.config["PHOTO_DIR"]).rglob("*"))
+    second = client.post(path, data=sign_form(html, name="Someone else",
+                                              image=data_url(png_bytes(130, 50), "image/png")))
     assert second.status_code == 409
     assert stored(app, ticket["id"]).signature["name"] == "Sam Ortiz"
+    assert sorted(p.name for p in Path(app.config["PHOTO_DIR"]).rglob("*")) == files_before
 
 
 def test_expired_revoked_and_unknown_links_answer_a_page_and_store_nothing(app, client, acme):
@@ -407,3 +410,52 @@ def test_the_signer_downloads_the_signed_document_from_the_link(app, client, acm
     refused = client.get(f"{cancelled}/document.pdf")
     assert refused.status_code == 410 and refused.mimetype == "text/html"
     assert client.get("/s/" + "A" * 43 + "/document.pdf").status_code == 404
+
+
+def test_the_signer_reads_times_on_the_jobsite_clock(app, client, acme):
+    # 17:30 on the jobsite (America/Los_Angeles) is already the next day in UTC.
+    start = dt.datetime(2026, 7, 2, 0, 30, tzinfo=dt.timezone.utc)
+    with smtp_server() as mailbox, time_machine.travel(start, tick=False):
+        app.config.update(mailbox.settings())
+        ticket = create(client, acme)
+        path = signing_path(ask(client, acme, ticket["id"], email="sam@gc.example"))
+        (message,) = mailbox.messages
+        assert "until 2026-07-08 17:30 PDT" in " ".join(message.get_content().split())
+        page = client.get(path).get_data(as_text=True)
+        assert "This link works until 2026-07-08 17:30 PDT" in page
+        done = client.post(path, data=sign_form(page)).get_data(as_text=True)
+    assert "was signed by Sam Ortiz on 2026-07-01 17:30 PDT." in done and "UTC" not in done
+
+
+def test_a_signature_that_does_not_arrive_whole_gets_a_plain_page_and_the_way_back(app, client, acme):
+    ticket = create(client, acme)
+    path = signing_path(ask(client, acme, ticket["id"]))
+    page = client.get(path).get_data(as_text=True)
+    huge = sign_form(page, image="data:image/png;base64," + "A" * app.config["SMALL_BODY_BYTES"])
+    refused = client.post(path, data=huge)
+    html = refused.get_data(as_text=True)
+    assert refused.status_code == 413 and "Your signature did not reach us" in html
+    assert f'href="{path}"' in html and "Nothing was kept" in html
+    words = re.sub(r"<[^>]+>", " ", html.split("<main", 1)[1])
+    for technical in ("body", "bytes", "413", "limit"):
+        assert technical not in words, technical
+    assert refused.headers["Cache-Control"] == "no-store"
+    assert stored(app, ticket["id"]).signature is None
+    # Everything else in the same part of the service answers as before.
+    assert client.get(f"/v1/tickets/{ticket['id']}/signature-requests/x/revoke").status_code == 405
+    other = client.post(f"/v1/tickets/{ticket['id']}/signature-requests", headers=acme.headers,
+                        data="x" * (app.config["SMALL_BODY_BYTES"] + 1),
+                        content_type="application/json")
+    assert other.status_code == 413 and other.json["error"]["code"] == "payload_too_large"
+
+
+def test_the_signer_sees_which_project_the_ticket_is_on(app, client, acme):
+    project = acme.project()
+    ticket = create(client, acme, project)
+    with smtp_server() as mailbox:
+        app.config.update(mailbox.settings())
+        path = signing_path(ask(client, acme, ticket["id"], email="sam@gc.example"))
+        (message,) = mailbox.messages
+    assert "Jobsite: 2024-017 - Riverside Medical Office Building" in message.get_content()
+    page = client.get(path).get_data(as_text=True)
+    assert re.search(r'<dd class="project">[^<]*Riverside Medical Office Building</dd>', page)
