@@ -226,7 +226,7 @@ def document_context(page: review.TicketPage, *, company_name: str, image_keys: 
               for index, photo in enumerate(t.photos, start=1) if photo.id in image_keys]
     external = t.external
     return {
-        "company": company_name, "project": page.project_name, "project_id": t.project_id,
+        "company": company_name, "project": page.project_name,
         "reference": short_reference(t.id), "ticket_id": t.id,
         "status": "Approved, being written to Procore" if approval else
         STATUS_LABELS.get(t.status, t.status),

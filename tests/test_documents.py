@@ -117,6 +117,7 @@ def test_document_holds_the_claim_as_text_and_every_page_renders(client, acme, a
             "Recorded by Lee Park via a connected program"):
         assert expected in flat, (expected, text)
     assert "&lt;" not in flat and "&amp;" not in flat  # typed text is text, never markup
+    assert ticket["project_id"] not in flat  # the project by its name, not the system's id
     pages = page_images(answer.data, tmp_path)
     assert len(pages) >= 2
     assert all(inked(page) > 0.01 for page in pages), [inked(page) for page in pages]
