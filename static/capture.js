@@ -960,7 +960,9 @@
           var code = answer.body && answer.body.error && answer.body.error.code;
           error.textContent = code === "validation_failed"
             ? t("Check the phone number and the e-mail.")
-            : code === "ticket_already_signed" ? t("Signed.") : t("The link could not be made. Try again.");
+            : code === "ticket_already_signed" ? t("Signed.")
+            : code === "ticket_written" ? t("This ticket was already sent on, so it can no longer be signed.")
+            : t("The link could not be made. Try again.");
           return;
         }
         var result = document.getElementById("sign-request-result");

@@ -12,6 +12,7 @@ import time_machine
 
 from models import SignatureRequest, Ticket, db
 from services import signatures
+from services.capture import short_reference
 from tests.images import data_url, jpeg_bytes, png_bytes
 from tests.mailbox import smtp_server
 from tests.test_approval import create
@@ -132,6 +133,8 @@ def test_expired_revoked_and_unknown_links_answer_a_page_and_store_nothing(app, 
         answer = getattr(client, method)(revoked_path, data=sign_form(page) if method == "post" else None)
         assert answer.status_code == 410
         assert "This signing link was cancelled" in answer.get_data(as_text=True)
+        # the signer can tell the sub which ticket to send a new link for
+        assert f"the link for ticket {short_reference(ticket['id'])}" in answer.get_data(as_text=True)
     unknown = client.post("/s/" + "A" * 43, data=sign_form(page))
     assert unknown.status_code == 404 and "does not work" in unknown.get_data(as_text=True)
 
@@ -144,6 +147,8 @@ def test_expired_revoked_and_unknown_links_answer_a_page_and_store_nothing(app, 
                                              data=sign_form(page) if method == "post" else None)
             assert answer.status_code == 410
             assert "This signing link has expired" in answer.get_data(as_text=True)
+            assert f"the link for ticket {short_reference(ticket['id'])}" in \
+                answer.get_data(as_text=True)
     assert stored(app, ticket["id"]).signature is None
     photos_after = sorted(p.name for p in Path(app.config["PHOTO_DIR"]).rglob("*"))
     assert photos_after == photos_before  # not even the drawing was kept

@@ -9,7 +9,7 @@ from tests.images import data_url, jpeg_bytes
 from tests.test_accessibility import AXE, serious_violations
 from tests.test_capture_browser import (assert_no_english, create_link, fill_ticket, open_capture,
                                         sign, visible_text)
-from tests.test_approval import create
+from tests.test_approval import act, create
 
 pytestmark = pytest.mark.browser
 
@@ -120,6 +120,26 @@ def test_the_crew_phone_signs_with_a_qualifier_and_sends_another_to_be_signed(
     signer.click("button[type=submit]")
     signer.wait_for_selector("#signed")
     assert signature_of(app, second.id)["qualifier"] == "verified"
+
+
+def test_the_crew_is_told_plainly_when_its_ticket_went_on_before_the_signing_link(
+        app, client, acme, live_server, phone):
+    link = create_link(client, acme)
+    page = open_capture(phone, link["url"])
+    fill_ticket(page)
+    page.click("button[type=submit]")
+    page.wait_for_selector("#done:not([hidden])")
+    with app.app_context():
+        ticket_id = db.session.scalars(db.select(Ticket.id)).one()
+    assert act(client, acme, ticket_id, "approve", {}).status_code == 200  # the office was quicker
+    page.locator("#my-tickets-list li").get_by_role("button", name="Send it to be signed").click()
+    page.fill('#sign-request-form input[name="name"]', "Sam Ortiz")
+    page.fill('#sign-request-form input[name="phone"]', "+1 555 123 4567")
+    page.click("#sign-request-send")
+    page.wait_for_function("() => document.getElementById('sign-request-error').textContent")
+    assert page.inner_text("#sign-request-error") == \
+        "This ticket was already sent on, so it can no longer be signed."
+    assert page.is_hidden("#sign-request-result")
 
 
 def test_the_crew_asks_only_for_its_own_tickets(app, client, acme, rival):
