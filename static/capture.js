@@ -6,6 +6,7 @@
   "use strict";
 
   var MAX_PHOTOS = 12;
+  var EXIF_READER_WAIT_MS = 5000;
   var LONG_EDGE = 2048;
   var TARGET_BYTES = 350 * 1024;
   var QUEUE_PREFIX = "ticket:";
@@ -340,10 +341,30 @@
     return localIso(new Date()).slice(0, 10);
   }
 
+  /* The EXIF reader, fetched the first time the crew reaches for a photo rather than with the
+   * page (it is a quarter of the page's script); it never holds a photo up for long. */
+  var exifReader = null;
+  function loadExifReader() {
+    if (window.exifr) { return Promise.resolve(); }
+    if (!exifReader) {
+      exifReader = new Promise(function (resolve) {
+        var script = document.createElement("script");
+        script.src = form.getAttribute("data-exif-reader");
+        script.onload = resolve;
+        script.onerror = function () { exifReader = null; resolve(); };
+        document.head.appendChild(script);
+        setTimeout(resolve, EXIF_READER_WAIT_MS);
+      });
+    }
+    return exifReader;
+  }
+
   /* When and where the camera took the photo, from its EXIF, read before compression drops it. */
   function readExif(file) {
-    if (!window.exifr) { return Promise.resolve({}); }
-    return window.exifr.parse(file, { gps: true, tiff: true, exif: true }).then(function (tags) {
+    return loadExifReader().then(function () {
+      if (!window.exifr) { return {}; }
+      return window.exifr.parse(file, { gps: true, tiff: true, exif: true });
+    }).then(function (tags) {
       var found = {};
       if (!tags) { return found; }
       var taken = tags.DateTimeOriginal || tags.CreateDate || tags.DateTime;
@@ -379,6 +400,7 @@
   }
 
   photoInputs.forEach(function (input) {
+    input.addEventListener("click", loadExifReader);  // while the camera or gallery is open
     input.addEventListener("change", function () { addPhotoFiles(input); });
   });
 

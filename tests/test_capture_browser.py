@@ -677,7 +677,13 @@ def exif_jpeg(taken: str, lat: tuple, lng: tuple, color=(120, 90, 60)) -> bytes:
 def test_photos_from_camera_or_gallery_keep_their_time_place_and_work_day(client, acme, live_server,
                                                                           phone, app):
     link = create_link(client, acme)
+    fetched: list[str] = []
+    phone.on("request", lambda request: fetched.append(request.url))
     page = open_capture(phone, link["url"])
+    page.wait_for_load_state("networkidle")
+    # The EXIF reader comes when the crew reaches for a photo, not with the page.
+    assert not [url for url in fetched if "exifr" in url]
+    assert page.evaluate("typeof window.exifr") == "undefined"
     camera, gallery = page.locator("#photo-camera"), page.locator("#photo-gallery")
     assert camera.get_attribute("capture") == "environment" and gallery.get_attribute("capture") is None
     assert camera.get_attribute("multiple") is not None and gallery.get_attribute("multiple") is not None
@@ -692,6 +698,7 @@ def test_photos_from_camera_or_gallery_keep_their_time_place_and_work_day(client
          "buffer": exif_jpeg("2026:11:20 15:30:10", ("S", 33, 52, 0), ("E", 151, 12, 36), (40, 80, 20))}])
     page.wait_for_function("() => document.querySelectorAll('#photo-list img').length === 2",
                            timeout=30_000)
+    assert [url for url in fetched if "exifr" in url]
     page.click("button[type=submit]")
     page.wait_for_selector("#done:not([hidden])", timeout=20_000)
     tickets = client.get("/v1/tickets", headers=acme.headers).json["data"]
