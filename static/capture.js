@@ -342,7 +342,8 @@
   }
 
   /* The EXIF reader, fetched the first time the crew reaches for a photo rather than with the
-   * page (it is a quarter of the page's script); it never holds a photo up for long. */
+   * page (a quarter of its script, which would hold the form up on one bar); the offline copy
+   * keeps it. It never holds a photo up for long. */
   var exifReader = null;
   function loadExifReader() {
     if (window.exifr) { return Promise.resolve(); }
@@ -1279,6 +1280,8 @@
     document.querySelectorAll("script[src], link[rel=stylesheet]").forEach(function (element) {
       assets.push(element.src || element.href);
     });
+    // The EXIF reader too, so photos taken with no signal keep their time and place.
+    assets.push(new URL(form.getAttribute("data-exif-reader"), location.href).href);
     var rows = [];
     form.querySelectorAll(".add-row[hx-get]").forEach(function (button) {
       rows.push(new URL(button.getAttribute("hx-get"), location.href).href);

@@ -194,6 +194,12 @@ def test_a_page_opened_once_opens_and_queues_with_no_signal(client, acme, live_s
     assert acme.project()["name"] in page.inner_text("h1")
     fill_ticket(page)
     add_labor_row(page, "Laborer", "2", "48")
+    # A photo taken down there keeps its time and place: the copy holds the EXIF reader too.
+    page.set_input_files("#photo-camera", files=[
+        {"name": "trench.jpg", "mimeType": "image/jpeg",
+         "buffer": exif_jpeg("2026:11:20 14:05:00", ("N", 37, 46, 30), ("W", 122, 25, 12))}])
+    page.wait_for_function("() => document.querySelectorAll('#photo-list img').length === 1",
+                           timeout=30_000)
     page.click("button[type=submit]")
     page.wait_for_selector("#queue-status.saved")
     with app.app_context():
@@ -205,6 +211,9 @@ def test_a_page_opened_once_opens_and_queues_with_no_signal(client, acme, live_s
         assert [line["trade"] for line in ticket.lines if line["kind"] == "labor"] == \
             ["Concrete finisher", "Laborer"]
         assert ticket.captured_via == "sms"
+    photo = client.get(f"/v1/tickets/{ticket.id}", headers=acme.headers).json["photos"][0]
+    assert photo["taken_at"].startswith("2026-11-20T14:05:00")
+    assert photo["coords"]["lat"] == pytest.approx(37.775, abs=1e-4)
 
 
 def test_a_revoked_link_loses_its_copy_on_the_phone(client, acme, live_server, phone):
@@ -678,7 +687,8 @@ def test_photos_from_camera_or_gallery_keep_their_time_place_and_work_day(client
                                                                           phone, app):
     link = create_link(client, acme)
     fetched: list[str] = []
-    phone.on("request", lambda request: fetched.append(request.url))
+    phone.on("request", lambda request: fetched.append(request.url)
+             if request.service_worker is None else None)
     page = open_capture(phone, link["url"])
     page.wait_for_load_state("networkidle")
     # The EXIF reader comes when the crew reaches for a photo, not with the page.
