@@ -309,9 +309,7 @@ def test_12_megapixel_jpeg_is_scaled_to_2048_with_a_320_thumbnail() -> None:
     # Upscaled noise: photo-like detail, much cheaper to generate than 12 MP of noise.
     source = encode(noise((1000, 750)).resize((4000, 3000), Image.Resampling.BICUBIC), "JPEG", quality=90)
 
-    start = time.perf_counter()
     result = process_photo(source)
-    elapsed = time.perf_counter() - start
 
     assert (result.width, result.height) == (2048, 1536)
     assert result.content_type == "image/jpeg"
@@ -320,7 +318,6 @@ def test_12_megapixel_jpeg_is_scaled_to_2048_with_a_320_thumbnail() -> None:
         assert (out.format, out.mode, out.size) == ("JPEG", "RGB", (2048, 1536))
     with Image.open(io.BytesIO(result.thumb)) as thumb:
         assert (thumb.format, thumb.size) == ("JPEG", (320, 240))
-    assert elapsed < 3.0, f"processing a 12 MP JPEG took {elapsed:.2f}s"
 
 
 def test_large_jpeg_is_decoded_at_reduced_scale(monkeypatch: pytest.MonkeyPatch) -> None:
