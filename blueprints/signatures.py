@@ -7,6 +7,7 @@ from flask_babel import gettext
 from flask_login import current_user, login_required
 
 from blueprints.api import api_route
+from blueprints.errors import error_response
 from models import SignatureRequest as SignatureRequestRecord
 from models import db
 from models.schemas import (
@@ -147,11 +148,12 @@ def _gone_page(refused: signatures.SigningLinkRefused, status: int | None = None
                              status=status)
 
 
-def _limited_page(error: ServiceError) -> Response:
-    """The page for too many tries."""
-    response = _signing_response(render_template("signing/gone.html", state="limited",
-                                                 signed=None, voided=None, reference=None,
-                                                 token=_token()), status=429)
+def _refused_page(state: str, error: ServiceError) -> Response:
+    """The plain page for a refusal that names no ticket (too many tries, a signature that did
+    not arrive, a document not ready), with the refusal's status and headers."""
+    response = _signing_response(render_template("signing/gone.html", state=state, signed=None,
+                                                 voided=None, reference=None, token=_token()),
+                                 status=error.status)
     response.headers.update(error.headers)
     return response
 
@@ -184,7 +186,7 @@ def signing_page(token: str) -> Response:
         return _gone_page(refused)
     except ServiceError as error:
         if error.status == 429:
-            return _limited_page(error)
+            return _refused_page("limited", error)
         raise
 
 
@@ -193,7 +195,7 @@ def _refuse_before_body() -> Response | None:
     try:
         _count("SIGNING_RATE_LIMIT", "signing")
     except ServiceError as error:
-        return _limited_page(error)
+        return _refused_page("limited", error)
     return None
 
 
@@ -250,15 +252,9 @@ def _signature_not_received(error: ServiceError) -> Response:
     off, too large, or the server busy): a plain page saying nothing was kept, with the way
     back to the ticket. Every other refusal answers as anywhere else."""
     if request.endpoint != "signatures.sign":
-        from blueprints.errors import error_response
-
         return error_response(error.status, error.code, error.message, error.details,
                               error.headers)
-    response = _signing_response(render_template(
-        "signing/gone.html", state="not_received", signed=None, voided=None, reference=None,
-        token=_token()), status=error.status)
-    response.headers.update(error.headers)
-    return response
+    return _refused_page("not_received", error)
 
 
 def _signing_input(form) -> SignatureIn:
@@ -333,14 +329,10 @@ def signed_document(token: str) -> Response:
     except signatures.SigningLinkRefused as refused:
         return _gone_page(refused)
     except documents.DocumentBusy as busy:
-        response = _signing_response(render_template(
-            "signing/gone.html", state="document", signed=None, voided=None, reference=None,
-            token=token), status=503)
-        response.headers.update(busy.headers)
-        return response
+        return _refused_page("document", busy)
     except ServiceError as error:
         if error.status == 429:
-            return _limited_page(error)
+            return _refused_page("limited", error)
         raise
     response = Response(pdf, mimetype=documents.MEDIA_TYPE, headers=SIGNING_HEADERS)
     response.headers["Content-Disposition"] = \

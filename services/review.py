@@ -23,7 +23,7 @@ from services import approval, authorizations, links, projects, signatures, tick
 from services.capture import short_reference
 from services.errors import Conflict, ServiceError, ValidationFailed
 from services.project_system import BudgetCode
-from services.project_system.zones import UTC, jobsite_time, project_zone
+from services.project_system.zones import UTC, jobsite_time, on_clock, project_zone
 from services.routing import unrouted
 from services.validation import validate
 
@@ -249,16 +249,7 @@ class TicketPage:
 
     def clock(self, moment: dt.datetime | str | None) -> str:
         """Any time on the page, in one format on the jobsite's clock: '2026-06-03 20:30 PDT'."""
-        if moment is None:
-            return ""
-        if isinstance(moment, str):
-            try:
-                moment = dt.datetime.fromisoformat(moment.replace("Z", "+00:00"))
-            except ValueError:
-                return moment
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=dt.timezone.utc)
-        return f"{moment.astimezone(self.zone):%Y-%m-%d %H:%M %Z}"
+        return on_clock(moment, self.zone)
 
     def photo_caption(self, photo) -> str:
         """When and where a photo was taken, as far as the phone said."""
@@ -453,7 +444,7 @@ def _project_names(company_id: int) -> dict[str, str]:
 
 def _on_site_clock(moment: dt.datetime, company_id: int, project_id: str) -> str:
     """A time on the project's jobsite clock, in the pages' one format."""
-    return f"{moment.astimezone(_time_zone(company_id, project_id)):%Y-%m-%d %H:%M %Z}"
+    return on_clock(moment, _time_zone(company_id, project_id))
 
 
 def _time_zone(company_id: int, project_id: str) -> ZoneInfo:

@@ -38,6 +38,7 @@ from models.schemas import (
 from services import mail
 from services.database import write_transaction
 from services.errors import Conflict, NotFound, ServiceError
+from services.project_system.zones import on_clock
 
 CONTENT_VERSION = 1
 VOID_REASON = "the lines or quantities changed after it was signed"
@@ -244,13 +245,7 @@ def _zone(name: str | None) -> ZoneInfo:
 
 def on_jobsite_clock(request: RequestRecord, moment: dt.datetime | str | None) -> str:
     """A time as the signer reads it, on the jobsite's clock: '2026-07-01 08:00 PDT'."""
-    if not moment:
-        return ""
-    if isinstance(moment, str):
-        moment = dt.datetime.fromisoformat(moment.replace("Z", "+00:00"))
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=dt.timezone.utc)
-    return f"{moment.astimezone(_zone(request.time_zone)):%Y-%m-%d %H:%M %Z}"
+    return on_clock(moment, _zone(request.time_zone))
 
 
 def _morning_after(moment: dt.datetime, zone: ZoneInfo, days: int = 1) -> dt.datetime:

@@ -186,6 +186,20 @@ def local_date(moment: dt.datetime, zone: ZoneInfo) -> dt.date:
     return moment.astimezone(zone).date()
 
 
+def on_clock(moment: dt.datetime | str | None, zone: ZoneInfo) -> str:
+    """A time (aware, naive UTC or ISO text) on a jobsite's clock: '2026-06-03 20:30 PDT'."""
+    if not moment:
+        return ""
+    if isinstance(moment, str):
+        try:
+            moment = dt.datetime.fromisoformat(moment.replace("Z", "+00:00"))
+        except ValueError:
+            return moment
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.timezone.utc)
+    return f"{moment.astimezone(zone):%Y-%m-%d %H:%M %Z}"
+
+
 def jobsite_time(moment: dt.datetime, zone: ZoneInfo) -> str:
     """An instant on the jobsite clock with UTC beside it, or in UTC alone when that is the zone."""
     if moment.tzinfo is None:
