@@ -110,22 +110,6 @@ def capture_page(token: str, via: str) -> Response:
     return _capture_response(render_template("capture/page.html", **_form_context(link, via)))
 
 
-@bp.get("/c/<token>/rows/<kind>")
-def capture_row(token: str, kind: str) -> Response:
-    """One empty labor, equipment or material row, fetched by htmx when the crew adds a line."""
-    try:
-        link = links.resolve_token(token)
-    except ServiceError as error:
-        return _gone_page(error)
-    if kind not in capture.ROW_KINDS:
-        return _capture_response("", status=404)
-    index = request.args.get("i", default=0, type=int)
-    index = min(max(index, 0), 999)
-    return _capture_response(render_template(
-        "capture/_row.html", kind=kind, index=index, values={}, errors={},
-        crew_prices=capture.capture_settings(link.company_id).crew_enters_prices))
-
-
 def _json_refusal(error: ServiceError) -> Response:
     """A capture route's refusal for the phone's script: the error shape, never cached or sent on."""
     body = {"error": {"code": error.code, "message": error.message}}

@@ -1,4 +1,4 @@
-/* Capture pages' service worker: keeps a copy of each opened form (page, assets, empty rows)
+/* Capture pages' service worker: keeps a copy of each opened form (page and assets)
  * for use with no signal, network first; a revoked link loses its copy. Sends queued tickets
  * when signal returns, even with the page closed (Background Sync, where the browser has it). */
 /* global idbKeyval */
@@ -10,17 +10,10 @@ var SENT_PREFIX = "sent:";
 var PAGE_CACHE = "capture-pages-v1";
 var NETWORK_WAIT_MS = 4000;
 var PAGE_PATH = /^\/c\/[A-Za-z0-9_-]+(\/[qs])?$/;
-var ROW_PATH = /^\/c\/[A-Za-z0-9_-]+\/rows\/[a-z]+$/;
-
-/* One copy per link and kind serves every row (?i= is a counter the page does not need). */
-function cacheKey(url) {
-  return ROW_PATH.test(url.pathname) ? url.origin + url.pathname : url.href;
-}
 
 function kept(url) {
   if (url.origin !== self.location.origin) { return false; }
-  return PAGE_PATH.test(url.pathname) || ROW_PATH.test(url.pathname) ||
-    url.pathname.indexOf("/static/") === 0;
+  return PAGE_PATH.test(url.pathname) || url.pathname.indexOf("/static/") === 0;
 }
 
 function forgetLink(url) {
@@ -38,10 +31,9 @@ function forgetLink(url) {
 function store(url, response) {
   if (response.status === 200) {
     var copy = response.clone();
-    return caches.open(PAGE_CACHE).then(function (cache) { return cache.put(cacheKey(url), copy); });
+    return caches.open(PAGE_CACHE).then(function (cache) { return cache.put(url.href, copy); });
   }
-  var linkPath = PAGE_PATH.test(url.pathname) || ROW_PATH.test(url.pathname);
-  if (linkPath && (response.status === 404 || response.status === 410)) { return forgetLink(url); }
+  if (PAGE_PATH.test(url.pathname) && (response.status === 404 || response.status === 410)) { return forgetLink(url); }
   return Promise.resolve();
 }
 
@@ -58,7 +50,7 @@ self.addEventListener("fetch", function (event) {
   });
   event.respondWith(Promise.race([fromNetwork, patience]).catch(function () {
     return caches.open(PAGE_CACHE).then(function (cache) {
-      return cache.match(cacheKey(url), { ignoreVary: true });
+      return cache.match(url.href, { ignoreVary: true });
     }).then(function (copy) { return copy || fromNetwork; });
   }));
 });
@@ -66,7 +58,7 @@ self.addEventListener("fetch", function (event) {
 /* For a page loaded before the worker controlled it: the page is fetched again (it is
  * no-store), its assets come from the HTTP cache. */
 function keepPage(message) {
-  var hrefs = [message.page].concat(message.rows || [], message.assets || []);
+  var hrefs = [message.page].concat(message.assets || []);
   return Promise.all(hrefs.map(function (href) {
     var url = new URL(String(href), self.location.origin);
     if (!kept(url)) { return null; }

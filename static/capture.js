@@ -206,11 +206,16 @@
 
   /* ---- Rows ---- */
 
-  document.body.addEventListener("htmx:configRequest", function (event) {
-    rowCounter += 1;
-    event.detail.parameters.i = rowCounter;
+  /* "+ Add line": a fresh copy of the kind's first row, at once and with no signal. */
+  form.addEventListener("click", function (event) {
+    var add = event.target.closest(".add-row");
+    if (!add || !rowTemplates[add.getAttribute("data-kind")]) { return; }
+    var row = cloneRow(rowTemplates[add.getAttribute("data-kind")]);
+    form.querySelector('.rows[data-kind="' + add.getAttribute("data-kind") + '"]').appendChild(row);
+    var first = row.querySelector("input, select");
+    if (first) { first.focus(); }
+    saveDraft();
   });
-  document.body.addEventListener("htmx:afterSwap", function () { saveDraft(); });
 
   form.addEventListener("click", function (event) {
     var button = event.target.closest(".remove-row");
@@ -232,7 +237,8 @@
         var text = element.getAttribute(attribute);
         if (text) { element.setAttribute(attribute, text.replace(/\[\d+\]/, "[" + rowCounter + "]")); }
       });
-      if (element.value !== undefined && element.tagName !== "SMALL") { element.value = ""; }
+      if (element.tagName === "SELECT") { element.selectedIndex = 0; }
+      else if (element.value !== undefined && element.tagName !== "SMALL") { element.value = ""; }
     });
     row.querySelectorAll(".error").forEach(function (el) { el.textContent = ""; });
     row.querySelectorAll(".has-error").forEach(function (el) { el.classList.remove("has-error"); });
@@ -1273,7 +1279,7 @@
     });
   });
 
-  /* On a first visit, ask the worker to keep this page, its assets and empty rows for use offline. */
+  /* On a first visit, ask the worker to keep this page and its assets for use offline. */
   function keepThisPage(registration) {
     if (navigator.serviceWorker.controller || !registration.active) { return; }
     var assets = [];
@@ -1282,11 +1288,7 @@
     });
     // The EXIF reader too, so photos taken with no signal keep their time and place.
     assets.push(new URL(form.getAttribute("data-exif-reader"), location.href).href);
-    var rows = [];
-    form.querySelectorAll(".add-row[hx-get]").forEach(function (button) {
-      rows.push(new URL(button.getAttribute("hx-get"), location.href).href);
-    });
-    registration.active.postMessage({ type: "keep-page", page: location.href, rows: rows, assets: assets });
+    registration.active.postMessage({ type: "keep-page", page: location.href, assets: assets });
   }
 
   if (navigator.serviceWorker && window.isSecureContext) {
