@@ -6,7 +6,7 @@
   "use strict";
 
   var MAX_PHOTOS = 12;
-  var EXIF_READER_WAIT_MS = 5000;
+  var EXIF_BYTES = 128 * 1024;  // EXIF sits in the first 64 KB of a camera's JPEG
   var LONG_EDGE = 2048;
   var TARGET_BYTES = 350 * 1024;
   var QUEUE_PREFIX = "ticket:";
@@ -347,40 +347,83 @@
     return localIso(new Date()).slice(0, 10);
   }
 
-  /* The EXIF reader, fetched the first time the crew reaches for a photo rather than with the
-   * page (a quarter of its script, which would hold the form up on one bar); the offline copy
-   * keeps it. It never holds a photo up for long. */
-  var exifReader = null;
-  function loadExifReader() {
-    if (window.exifr) { return Promise.resolve(); }
-    if (!exifReader) {
-      exifReader = new Promise(function (resolve) {
-        var script = document.createElement("script");
-        script.src = form.getAttribute("data-exif-reader");
-        script.onload = resolve;
-        script.onerror = function () { exifReader = null; resolve(); };
-        document.head.appendChild(script);
-        setTimeout(resolve, EXIF_READER_WAIT_MS);
-      });
-    }
-    return exifReader;
-  }
-
-  /* When and where the camera took the photo, from its EXIF, read before compression drops it. */
+  /* When and where the camera took the photo, from the JPEG's EXIF, read before compression
+   * drops it: DateTimeOriginal (else CreateDate, else DateTime) and the GPS position. A file
+   * without them, or not a JPEG, gives nothing and the photo keeps its file's time. */
   function readExif(file) {
-    return loadExifReader().then(function () {
-      if (!window.exifr) { return {}; }
-      return window.exifr.parse(file, { gps: true, tiff: true, exif: true });
-    }).then(function (tags) {
-      var found = {};
-      if (!tags) { return found; }
-      var taken = tags.DateTimeOriginal || tags.CreateDate || tags.DateTime;
-      if (taken instanceof Date && !isNaN(taken.getTime())) { found.taken_at = localIso(taken); }
-      if (isFinite(tags.latitude) && isFinite(tags.longitude) && !(tags.latitude === 0 && tags.longitude === 0)) {
+    return file.slice(0, EXIF_BYTES).arrayBuffer().then(function (buffer) {
+      var tags = exifTags(new DataView(buffer)), found = {};
+      var taken = exifDate(tags.taken);
+      if (taken) { found.taken_at = localIso(taken); }
+      if (tags.latitude !== null && tags.longitude !== null && isFinite(tags.latitude) &&
+          isFinite(tags.longitude) && !(tags.latitude === 0 && tags.longitude === 0)) {
         found.coords = { lat: Math.round(tags.latitude * 1e6) / 1e6, lng: Math.round(tags.longitude * 1e6) / 1e6 };
       }
       return found;
     }).catch(function () { return {}; });
+  }
+
+  /* The APP1 "Exif" segment of a JPEG's first bytes, read as TIFF tags; {} when there is none. */
+  function exifTags(view) {
+    var at = 2;
+    if (view.byteLength < 4 || view.getUint16(0) !== 0xFFD8) { return {}; }
+    while (at + 4 <= view.byteLength) {
+      var marker = view.getUint16(at), size = view.getUint16(at + 2);
+      if ((marker & 0xFF00) !== 0xFF00 || marker === 0xFFDA) { return {}; }
+      if (marker === 0xFFE1 && at + 10 <= view.byteLength && view.getUint32(at + 4) === 0x45786966) {
+        return tiffTags(new DataView(view.buffer, at + 10, Math.min(size - 8, view.byteLength - at - 10)));
+      }
+      at += 2 + size;
+    }
+    return {};
+  }
+
+  /* The date taken and the GPS latitude and longitude (degrees, south and west negative). */
+  function tiffTags(tiff) {
+    var little = tiff.getUint16(0) === 0x4949;
+    var WIDTH = { 2: 1, 3: 2, 4: 4, 5: 8, 13: 4 };
+    function directory(offset) {
+      var tags = {};
+      if (!offset) { return tags; }
+      for (var i = 0, count = tiff.getUint16(offset, little); i < count; i += 1) {
+        var entry = offset + 2 + i * 12, type = tiff.getUint16(entry + 2, little);
+        var length = tiff.getUint32(entry + 4, little), bytes = (WIDTH[type] || 0) * length;
+        tags[tiff.getUint16(entry, little)] = { type: type, length: length,
+          at: bytes > 4 ? tiff.getUint32(entry + 8, little) : entry + 8 };
+      }
+      return tags;
+    }
+    function text(tag) {
+      if (!tag || tag.type !== 2) { return null; }
+      var out = "";
+      for (var i = 0; i < tag.length; i += 1) {
+        var code = tiff.getUint8(tag.at + i);
+        if (!code) { break; }
+        out += String.fromCharCode(code);
+      }
+      return out;
+    }
+    function pointer(tag) { return tag && (tag.type === 4 || tag.type === 13) ? tiff.getUint32(tag.at, little) : 0; }
+    function degrees(tag, ref) {
+      if (!tag || tag.type !== 5 || tag.length < 3) { return null; }
+      var parts = [0, 1, 2].map(function (i) {
+        return tiff.getUint32(tag.at + i * 8, little) / tiff.getUint32(tag.at + i * 8 + 4, little);
+      });
+      var value = parts[0] + parts[1] / 60 + parts[2] / 3600;
+      return /^[SW]/.test(text(ref) || "") ? -value : value;
+    }
+    var main = directory(tiff.getUint32(4, little));
+    var exif = directory(pointer(main[0x8769])), gps = directory(pointer(main[0x8825]));
+    return { taken: text(exif[0x9003]) || text(exif[0x9004]) || text(main[0x0132]),
+             latitude: degrees(gps[2], gps[1]), longitude: degrees(gps[4], gps[3]) };
+  }
+
+  /* An EXIF date ("2026:11:20 14:05:00", the camera's own clock) as a local Date, or null. */
+  function exifDate(value) {
+    var parts = /^(\d{4}):(\d{2}):(\d{2}) (\d{2}):(\d{2}):(\d{2})/.exec(value || "");
+    if (!parts || parts[1] === "0000") { return null; }
+    var when = new Date(+parts[1], +parts[2] - 1, +parts[3], +parts[4], +parts[5], +parts[6]);
+    return isNaN(when.getTime()) ? null : when;
   }
 
   function addPhotoFiles(input) {
@@ -407,7 +450,6 @@
   }
 
   photoInputs.forEach(function (input) {
-    input.addEventListener("click", loadExifReader);  // while the camera or gallery is open
     input.addEventListener("change", function () { addPhotoFiles(input); });
   });
 
@@ -1286,8 +1328,6 @@
     document.querySelectorAll("script[src], link[rel=stylesheet]").forEach(function (element) {
       assets.push(element.src || element.href);
     });
-    // The EXIF reader too, so photos taken with no signal keep their time and place.
-    assets.push(new URL(form.getAttribute("data-exif-reader"), location.href).href);
     registration.active.postMessage({ type: "keep-page", page: location.href, assets: assets });
   }
 
