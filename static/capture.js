@@ -420,7 +420,7 @@
 
   /* An EXIF date ("2026:11:20 14:05:00", the camera's own clock) as a local Date, or null. */
   function exifDate(value) {
-    var parts = /^(\d{4}):(\d{2}):(\d{2}) (\d{2}):(\d{2}):(\d{2})/.exec(value || "");
+    var parts = /^(\d{4})[:-](\d{2})[:-](\d{2})[ T](\d{2}):(\d{2}):(\d{2})/.exec(value || "");
     if (!parts || parts[1] === "0000") { return null; }
     var when = new Date(+parts[1], +parts[2] - 1, +parts[3], +parts[4], +parts[5], +parts[6]);
     return isNaN(when.getTime()) ? null : when;
