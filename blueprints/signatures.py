@@ -11,6 +11,7 @@ from blueprints.errors import error_response
 from models import SignatureRequest as SignatureRequestRecord
 from models import db
 from models.schemas import (
+    REASON_NEEDED,
     SignatureIn,
     SignatureRequest,
     SignatureRequestCreated,
@@ -199,16 +200,24 @@ def _refuse_before_body() -> Response | None:
     return None
 
 
+# The fields of the signing form that show their own refusal beside them.
+SIGNING_FIELDS = frozenset({"name", "role", "qualifier", "qualifier_reason", "image"})
+
+
 def _form_errors(error: ValidationFailed) -> dict[str, str]:
     """A refused signature's problems by form field, in plain words."""
     words = {"image": gettext("Please sign in the box."),
-             "qualifier": gettext("Please choose one."),
-             "qualifier_reason": gettext("Please say why it is not verified.")}
+             "qualifier": gettext("Please choose one.")}
     found = {}
     for detail in error.details or []:
         if isinstance(detail, dict):
             name = {"signature.image": "image"}.get(detail["field"], detail["field"])
-            found[name] = words.get(name) or plain_message(detail["message"])
+            if name not in SIGNING_FIELDS:  # never a refusal the page has no place to show
+                name = "_form"
+            if detail["message"] == REASON_NEEDED:
+                found[name] = gettext("Please say why it is not verified.")
+            else:
+                found[name] = words.get(name) or plain_message(detail["message"])
     return found
 
 

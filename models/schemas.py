@@ -412,6 +412,10 @@ QUALIFIER_TEXT = (
     "`not_verified` (with `qualifier_reason`). Older free text is read as the reason.")
 
 
+# The refusal of a `not_verified` signature that gives no reason.
+REASON_NEEDED = "say why the work is not verified"
+
+
 class SignatureIn(InputShape):
     """The signature of the general contractor's person; it counts only with an image."""
 
@@ -429,7 +433,7 @@ class SignatureIn(InputShape):
     def _reason_when_not_verified(self) -> SignatureIn:
         """`not_verified` needs a reason."""
         if self.qualifier == SignatureQualifier.not_verified and not self.qualifier_reason:
-            raise field_error("qualifier_reason", "say why the work is not verified")
+            raise field_error("qualifier_reason", REASON_NEEDED)
         return self
 
 

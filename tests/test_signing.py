@@ -246,6 +246,23 @@ def test_typed_text_is_escaped_on_the_signing_page(app, client, acme):
     assert done.status_code == 200 and HOSTILE not in done.get_data(as_text=True)
 
 
+def test_every_refused_field_is_shown_in_plain_words_and_nothing_is_kept(app, client, acme):
+    ticket = create(client, acme)
+    path = signing_path(ask(client, acme, ticket["id"]))
+    page = client.get(path).get_data(as_text=True)
+    for field, error_id in (("role", "role-error"), ("name", "name-error"),
+                            ("qualifier_reason", "reason-error")):
+        form = sign_form(page, qualifier="not_verified", qualifier_reason="Crew size not seen")
+        form[field] = "R" * 400  # past the form's own cap: only a script sends this
+        refused = client.post(path, data=form)
+        html = refused.get_data(as_text=True)
+        assert refused.status_code == 400, field
+        shown = re.search(rf'<small class="error" id="{error_id}">([^<]*)</small>', html).group(1)
+        assert shown.startswith("Too long"), (field, shown)
+        assert "string" not in html.lower() and field + "." not in html
+    assert stored(app, ticket["id"]).signature is None
+
+
 def test_the_signing_page_is_rate_limited_per_link(app, client, acme):
     app.config["SIGNING_RATE_LIMIT"] = "3 per minute"
     ticket = create(client, acme)
