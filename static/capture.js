@@ -237,18 +237,37 @@
         var text = element.getAttribute(attribute);
         if (text) { element.setAttribute(attribute, text.replace(/\[\d+\]/, "[" + rowCounter + "]")); }
       });
-      if (element.tagName === "SELECT") { element.selectedIndex = 0; }
-      else if (element.value !== undefined && element.tagName !== "SMALL") { element.value = ""; }
+    });
+    return blankRow(row);
+  }
+
+  /* An empty copy of a row: no values (not even as defaults a form.reset() would bring back),
+   * the first choice of each pick list, and none of the server's error marks. */
+  function blankRow(row) {
+    row.querySelectorAll("input, textarea").forEach(function (input) {
+      input.removeAttribute("value");
+      input.value = "";
+    });
+    row.querySelectorAll("select").forEach(function (select) {
+      Array.prototype.forEach.call(select.options, function (option) { option.defaultSelected = false; });
+      select.selectedIndex = 0;
     });
     row.querySelectorAll(".error").forEach(function (el) { el.textContent = ""; });
     row.querySelectorAll(".has-error").forEach(function (el) { el.classList.remove("has-error"); });
+    row.querySelectorAll("[aria-invalid]").forEach(function (el) { el.removeAttribute("aria-invalid"); });
     return row;
   }
+
+  /* Marks the server put on a form it sent back (the plain form's errors), by the server's paths,
+   * to be put back beside the right rows once a kept draft has rebuilt them. */
+  var serverErrors = Array.prototype.filter.call(form.querySelectorAll(".error[data-error-for]"), function (el) {
+    return el.textContent.trim() !== "";
+  }).map(function (el) { return { field: el.getAttribute("data-error-for"), message: el.textContent.trim() }; });
 
   var rowTemplates = {};
   ROW_KINDS.forEach(function (kind) {
     var first = form.querySelector('.rows[data-kind="' + kind + '"] > .row');
-    if (first) { rowTemplates[kind] = first.cloneNode(true); }
+    if (first) { rowTemplates[kind] = blankRow(first.cloneNode(true)); }
   });
 
   /* ---- Photos ---- */
@@ -351,9 +370,11 @@
    * drops it: DateTimeOriginal (else CreateDate, else DateTime) and the GPS position. A file
    * without them, or not a JPEG, gives nothing and the photo keeps its file's time. */
   function readExif(file) {
-    return file.slice(0, EXIF_BYTES).arrayBuffer().then(function (buffer) {
+    return Promise.resolve().then(function () {
+      return blobBytes(file.slice(0, EXIF_BYTES));
+    }).then(function (buffer) {
       var tags = exifTags(new DataView(buffer)), found = {};
-      var taken = exifDate(tags.taken);
+      var taken = (tags.taken || []).map(exifDate).filter(Boolean)[0];
       if (taken) { found.taken_at = localIso(taken); }
       if (tags.latitude !== null && tags.longitude !== null && isFinite(tags.latitude) &&
           isFinite(tags.longitude) && !(tags.latitude === 0 && tags.longitude === 0)) {
@@ -361,6 +382,17 @@
       }
       return found;
     }).catch(function () { return {}; });
+  }
+
+  /* A blob's bytes; FileReader where Blob.arrayBuffer is missing (Safari before 14, Chrome before 76). */
+  function blobBytes(blob) {
+    if (blob.arrayBuffer) { return blob.arrayBuffer(); }
+    return new Promise(function (resolve, reject) {
+      var reader = new FileReader();
+      reader.onload = function () { resolve(reader.result); };
+      reader.onerror = reject;
+      reader.readAsArrayBuffer(blob);
+    });
   }
 
   /* The APP1 "Exif" segment of a JPEG's first bytes, read as TIFF tags; {} when there is none. */
@@ -378,7 +410,8 @@
     return {};
   }
 
-  /* The date taken and the GPS latitude and longitude (degrees, south and west negative). */
+  /* The dates taken (DateTimeOriginal, CreateDate, DateTime; any may be missing or blank) and
+   * the GPS latitude and longitude (degrees, south and west negative). */
   function tiffTags(tiff) {
     var little = tiff.getUint16(0) === 0x4949;
     var WIDTH = { 2: 1, 3: 2, 4: 4, 5: 8, 13: 4 };
@@ -414,7 +447,7 @@
     }
     var main = directory(tiff.getUint32(4, little));
     var exif = directory(pointer(main[0x8769])), gps = directory(pointer(main[0x8825]));
-    return { taken: text(exif[0x9003]) || text(exif[0x9004]) || text(main[0x0132]),
+    return { taken: [text(exif[0x9003]), text(exif[0x9004]), text(main[0x0132])],
              latitude: degrees(gps[2], gps[1]), longitude: degrees(gps[4], gps[3]) };
   }
 
@@ -423,7 +456,9 @@
     var parts = /^(\d{4})[:-](\d{2})[:-](\d{2})[ T](\d{2}):(\d{2}):(\d{2})/.exec(value || "");
     if (!parts || parts[1] === "0000") { return null; }
     var when = new Date(+parts[1], +parts[2] - 1, +parts[3], +parts[4], +parts[5], +parts[6]);
-    return isNaN(when.getTime()) ? null : when;
+    var real = when.getMonth() === +parts[2] - 1 && when.getDate() === +parts[3] &&
+      +parts[4] < 24 && +parts[5] < 60 && +parts[6] < 60;  // no 31 June, no 25:00
+    return real ? when : null;
   }
 
   function addPhotoFiles(input) {
@@ -639,7 +674,8 @@
       var row = index === 0 ? rowTemplates[kind].cloneNode(true) : cloneRow(rowTemplates[kind]);
       rowInputs(row).forEach(function (input) {
         var key = input.name.split(".").pop();
-        input.value = !line || line[key] === undefined || line[key] === null ? "" : String(line[key]);
+        var text = !line || line[key] === undefined || line[key] === null ? "" : String(line[key]);
+        if (input.tagName === "SELECT" && text === "") { input.selectedIndex = 0; } else { input.value = text; }
       });
       box.appendChild(row);
     });
@@ -714,6 +750,7 @@
       draft = draft || { values: {}, rows: {} };
       Object.keys(draft.values || {}).forEach(function (name) { setField(name, draft.values[name]); });
       ROW_KINDS.forEach(function (kind) { if (draft.rows && draft.rows[kind]) { fillRows(kind, draft.rows[kind]); } });
+      if (serverErrors.length) { showErrors({ details: serverErrors }); }
       photos = kept || [];
       renderPhotos();
       restoreSignature(draft.signature);

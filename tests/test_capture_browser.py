@@ -104,6 +104,72 @@ def test_add_line_copies_a_row_on_the_phone_with_no_network(client, acme, live_s
         len({n for n in names if n.startswith(("labor[", "equipment[", "materials["))})
 
 
+def test_rows_rebuilt_after_the_server_sent_the_form_back_start_clean(client, acme, live_server,
+                                                                      phone):
+    link = create_link(client, acme)
+    page = open_capture(phone, link["url"])
+    page.fill('input[name="labor[0].trade"]', "Finisher")
+    page.fill('input[name="labor[0].hours"]', "2000")
+    page.select_option('select[name="labor[0].hour_type"]', "ot")
+    # The plain form (as a phone without the script sends it) comes back with its errors.
+    with page.expect_navigation():
+        page.evaluate("HTMLFormElement.prototype.submit.call(document.getElementById('ticket-form'))")
+    wait_for_script(page)
+    first = page.locator("#labor-rows > .row").first
+    assert first.locator(".error").first.inner_text() or first.locator(".has-error").count()
+    fill_ticket(page)
+    page.fill('input[name="labor[0].hours"]', "3")
+    page.click("button[type=submit]")
+    page.wait_for_selector("#done:not([hidden])", timeout=20_000)
+    page.click("#done [data-record-another]")
+    # The next ticket's rows carry none of the sent-back form's values, marks or choices.
+    rows = page.locator("#labor-rows > .row")
+    assert rows.count() == 1
+    assert page.eval_on_selector_all("#ticket-form .rows .error", "es => es.map(e => e.textContent)") \
+        == [""] * page.locator("#ticket-form .rows .error").count()
+    assert page.locator("#ticket-form .rows .has-error").count() == 0
+    assert rows.first.locator("select").input_value() == "st"
+    assert rows.first.locator('input[name$=".hours"]').input_value() == ""
+    # An empty line the crew added comes back after a reload on straight time, not blank.
+    page.click('button.add-row[data-kind="labor"]')
+    page.fill('textarea[name="description"]', "Kept while typing")
+    wait_for(page, lambda: len((page.evaluate(
+        "idbKeyval.get('draft:' + document.getElementById('ticket-form').dataset.token)") or {})
+        .get("rows", {}).get("labor", [])) == 2)
+    page.reload()
+    wait_for_script(page)
+    page.wait_for_function("() => document.querySelectorAll('#labor-rows > .row').length === 2")
+    assert [page.locator("#labor-rows > .row").nth(i).locator("select").input_value()
+            for i in range(2)] == ["st", "st"]
+
+
+def test_a_phone_browser_without_blob_array_buffer_keeps_its_photos(client, acme, live_server,
+                                                                    chromium):
+    # Safari before 14 (an iPhone 6 on iOS 12) and Chrome before 76 read files the older way.
+    context = chromium.new_context(viewport={"width": 360, "height": 740}, is_mobile=True,
+                                   has_touch=True)
+    context.add_init_script("delete Blob.prototype.arrayBuffer;")
+    try:
+        link = create_link(client, acme)
+        page = open_capture(context, link["url"])
+        assert page.evaluate("typeof Blob.prototype.arrayBuffer") == "undefined"
+        fill_ticket(page)
+        page.set_input_files("#photo-camera", files=[
+            {"name": "old-phone.jpg", "mimeType": "image/jpeg",
+             "buffer": exif_jpeg("2026:11:20 14:05:00", ("N", 37, 46, 30), ("W", 122, 25, 12))},
+            {"name": "second.jpg", "mimeType": "image/jpeg", "buffer": site_photo(2)}])
+        page.wait_for_function("() => document.querySelectorAll('#photo-list img').length === 2",
+                               timeout=30_000)
+        page.click("button[type=submit]")
+        page.wait_for_selector("#done:not([hidden])", timeout=20_000)
+        ticket_id = client.get("/v1/tickets", headers=acme.headers).json["data"][0]["id"]
+        photos = client.get(f"/v1/tickets/{ticket_id}", headers=acme.headers).json["photos"]
+        taken = {photo["name"]: photo["taken_at"] for photo in photos}
+        assert taken["old-phone.jpg"].startswith("2026-11-20T14:05:00") and "second.jpg" in taken
+    finally:
+        context.close()
+
+
 def test_fill_add_rows_photo_sign_and_send(client, acme, live_server, phone, app):
     link = create_link(client, acme)
     page = phone.new_page()
@@ -686,16 +752,18 @@ def test_crew_pages_have_no_serious_accessibility_problems(client, acme, live_se
         context.close()
 
 
-def exif_jpeg(taken: str, lat: tuple, lng: tuple, color=(120, 90, 60), endian: str = ">") -> bytes:
+def exif_jpeg(taken: str, lat: tuple, lng: tuple, color=(120, 90, 60), endian: str = ">",
+              original: str | None = None) -> bytes:
     """A camera-like JPEG whose EXIF says when and where it was taken, in either byte order
-    (iPhones write big-endian EXIF, many Android cameras little-endian)."""
+    (iPhones write big-endian EXIF, many Android cameras little-endian); `original` sets a
+    DateTimeOriginal other than `taken` (the file's DateTime)."""
     from PIL.TiffImagePlugin import IFDRational
 
     image = Image.new("RGB", (1200, 900), color)
     exif = Image.Exif()
     exif.endian = endian
     exif[0x0132] = taken
-    exif.get_ifd(0x8769)[0x9003] = taken
+    exif.get_ifd(0x8769)[0x9003] = taken if original is None else original
     gps = exif.get_ifd(0x8825)
     gps[1], gps[2] = lat[0], tuple(IFDRational(v) for v in lat[1:])
     gps[3], gps[4] = lng[0], tuple(IFDRational(v) for v in lng[1:])
@@ -735,8 +803,14 @@ def test_photos_from_camera_or_gallery_keep_their_time_place_and_work_day(client
         {"name": "south.jpg", "mimeType": "image/jpeg",
          "buffer": exif_jpeg("2026:11:20 15:30:10", ("S", 33, 52, 0), ("E", 151, 12, 36), (40, 80, 20),
                              endian="<")},
-        {"name": "torn.jpg", "mimeType": "image/jpeg", "buffer": torn_exif_jpeg()}])
-    page.wait_for_function("() => document.querySelectorAll('#photo-list img').length === 3",
+        {"name": "torn.jpg", "mimeType": "image/jpeg", "buffer": torn_exif_jpeg()},
+        # a camera that leaves DateTimeOriginal blank: its DateTime is the next best
+        {"name": "unset.jpg", "mimeType": "image/jpeg", "buffer": exif_jpeg(
+            "2026:11:19 09:00:00", ("N", 37, 46, 30), ("W", 122, 25, 12), original="    :  :     ")},
+        # a date no calendar has: the photo keeps its file's time
+        {"name": "wrong.jpg", "mimeType": "image/jpeg", "buffer": exif_jpeg(
+            "2026:00:31 09:00:00", ("N", 37, 46, 30), ("W", 122, 25, 12))}])
+    page.wait_for_function("() => document.querySelectorAll('#photo-list img').length === 5",
                            timeout=30_000)
     # The page reads EXIF itself: nothing is fetched for it.
     assert [url for url in fetched if "/static/" in url and "exif" in url] == []
@@ -745,7 +819,9 @@ def test_photos_from_camera_or_gallery_keep_their_time_place_and_work_day(client
     tickets = client.get("/v1/tickets", headers=acme.headers).json["data"]
     ticket = client.get(f"/v1/tickets/{tickets[0]['id']}", headers=acme.headers).json
     assert ticket["worked_on"] == "2026-11-20"
-    north, south, torn = sorted(ticket["photos"], key=lambda p: p["name"])
+    north, south, torn, unset, wrong = sorted(ticket["photos"], key=lambda p: p["name"])
+    assert unset["taken_at"].startswith("2026-11-19T09:00:00")
+    assert wrong["taken_at"].startswith(today) and wrong["coords"] is not None
     # EXIF that ends mid-way costs the photo its place, not the photo: it keeps its file's time.
     assert torn["coords"] is None and torn["taken_at"].startswith(today)
     assert north["taken_at"].startswith("2026-11-20T14:05:00")
