@@ -59,7 +59,6 @@ def _capture_response(body: str, status: int = 200) -> Response:
     """An HTML answer for a capture page, with the headers a credential-bearing URL needs."""
     response = Response(body, status=status, mimetype="text/html")
     response.headers.update(CAPTURE_SECURITY_HEADERS)
-    response.vary.add("HX-Request")
     response.vary.add("Accept-Language")
     response.vary.add("Cookie")
     return i18n.remember_choice(response)
