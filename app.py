@@ -12,7 +12,7 @@ from flask_wtf.csrf import CSRFProtect
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from models import db
-from services import bodies, compression, i18n, ratelimit
+from services import assets, bodies, compression, i18n, ratelimit
 from services.database import configure_engine, normalise_database_url
 from services.auth import login_manager
 from services.logs import configure_logging
@@ -204,6 +204,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
 
     # Registered first, so compression (an after-hook) runs after every other.
     compression.init_app(app)
+    assets.init_app(app)
     db.init_app(app)
     configure_engine(app)
     migrate.init_app(app, db, directory=str(Path(app.root_path) / "migrations"))

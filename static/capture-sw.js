@@ -1,6 +1,8 @@
 /* Capture pages' service worker: keeps a copy of each opened form (page and assets)
- * for use with no signal, network first; a revoked link loses its copy. Sends queued tickets
- * when signal returns, even with the page closed (Background Sync, where the browser has it). */
+ * for use with no signal, network first; a revoked link loses its copy. Assets are kept by
+ * their address, which names their content (?v=), one copy of each file. Sends queued
+ * tickets when signal returns, even with the page closed (Background Sync, where the browser
+ * has it). */
 /* global idbKeyval */
 importScripts("/static/vendor/idb-keyval-6.3.0.umd.js", "/static/capture-send.js");
 
@@ -13,25 +15,39 @@ var PAGE_PATH = /^\/c\/[A-Za-z0-9_-]+(\/[qs])?$/;
 
 function kept(url) {
   if (url.origin !== self.location.origin) { return false; }
-  return PAGE_PATH.test(url.pathname) || url.pathname.indexOf("/static/") === 0;
+  return PAGE_PATH.test(url.pathname) || isAsset(url);
 }
 
 function forgetLink(url) {
   var token = url.pathname.split("/")[2];
   return caches.open(PAGE_CACHE).then(function (cache) {
-    return cache.keys().then(function (requests) {
-      return Promise.all(requests.filter(function (request) {
-        var path = new URL(request.url).pathname;
-        return path === "/c/" + token || path.indexOf("/c/" + token + "/") === 0;
-      }).map(function (request) { return cache.delete(request); }));
+    return forget(cache, function (other) {
+      return other.pathname === "/c/" + token || other.pathname.indexOf("/c/" + token + "/") === 0;
     });
+  });
+}
+
+function isAsset(url) { return url.pathname.indexOf("/static/") === 0; }
+
+/* Drop the kept copies of which `unwanted(url)` is true. */
+function forget(cache, unwanted) {
+  return cache.keys().then(function (requests) {
+    return Promise.all(requests.filter(function (request) { return unwanted(new URL(request.url)); })
+      .map(function (request) { return cache.delete(request); }));
   });
 }
 
 function store(url, response) {
   if (response.status === 200) {
     var copy = response.clone();
-    return caches.open(PAGE_CACHE).then(function (cache) { return cache.put(url.href, copy); });
+    return caches.open(PAGE_CACHE).then(function (cache) {
+      return cache.put(url.href, copy).then(function () {
+        // one copy of each file: this one replaces the copies of its other versions
+        return isAsset(url) && forget(cache, function (other) {
+          return other.pathname === url.pathname && other.href !== url.href;
+        });
+      });
+    });
   }
   if (PAGE_PATH.test(url.pathname) && (response.status === 404 || response.status === 410)) { return forgetLink(url); }
   return Promise.resolve();
@@ -48,10 +64,21 @@ self.addEventListener("fetch", function (event) {
   var patience = new Promise(function (resolve, reject) {
     setTimeout(function () { reject(new Error("no answer yet")); }, NETWORK_WAIT_MS);
   });
+  // Slow or no network: the kept copy of this very address; else keep waiting for the
+  // network (a new page must not run an older copy of its script); with no network at all,
+  // an asset's other kept version is better than none.
   event.respondWith(Promise.race([fromNetwork, patience]).catch(function () {
     return caches.open(PAGE_CACHE).then(function (cache) {
-      return cache.match(url.href, { ignoreVary: true });
-    }).then(function (copy) { return copy || fromNetwork; });
+      return cache.match(url.href, { ignoreVary: true }).then(function (copy) {
+        return copy || fromNetwork.catch(function (failure) {
+          return (isAsset(url) ? cache.match(url.href, { ignoreVary: true, ignoreSearch: true })
+            : Promise.resolve(null)).then(function (other) {
+            if (other) { return other; }
+            throw failure;
+          });
+        });
+      });
+    });
   }));
 });
 
@@ -62,8 +89,7 @@ function keepPage(message) {
   return Promise.all(hrefs.map(function (href) {
     var url = new URL(String(href), self.location.origin);
     if (!kept(url)) { return null; }
-    var asset = url.pathname.indexOf("/static/") === 0;
-    return fetch(url.href, { cache: asset ? "force-cache" : "default", credentials: "omit" })
+    return fetch(url.href, { cache: isAsset(url) ? "force-cache" : "default", credentials: "omit" })
       .then(function (response) { return store(url, response); })
       .catch(function () {});
   }));
@@ -125,7 +151,12 @@ function notify(reference, photosRefused) {
 }
 
 self.addEventListener("install", function () { self.skipWaiting(); });
-self.addEventListener("activate", function (event) { event.waitUntil(self.clients.claim()); });
+// A new worker keeps only what it would keep itself (older ones also kept empty line rows).
+self.addEventListener("activate", function (event) {
+  event.waitUntil(caches.open(PAGE_CACHE).then(function (cache) {
+    return forget(cache, function (url) { return !kept(url); });
+  }).then(function () { return self.clients.claim(); }));
+});
 self.addEventListener("sync", function (event) {
   if (event.tag === "send-tickets") { event.waitUntil(sendQueued()); }
 });

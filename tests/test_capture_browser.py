@@ -4,9 +4,12 @@ from __future__ import annotations
 import io
 import json
 import re
+import shutil
+import time
 from pathlib import Path
 
 import pytest
+from flask import url_for
 from PIL import Image
 
 from models import Ticket, db
@@ -265,6 +268,63 @@ def wait_until_kept(page) -> None:
     """Wait until the service worker holds the page and its script."""
     path = page.evaluate("location.pathname")
     wait_for(page, lambda: path in kept_paths(page) and "/static/capture.js" in kept_paths(page))
+
+
+KEPT_ADDRESSES = """async () => {
+    const cache = await caches.open('capture-pages-v1');
+    return (await cache.keys()).map(request => new URL(request.url)).map(url => url.pathname + url.search);
+}"""
+
+PUT_IN_CACHE = """async ([path, text]) => {
+    const cache = await caches.open('capture-pages-v1');
+    await cache.put(location.origin + path, new Response(text, {headers: {'Content-Type': 'text/javascript'}}));
+}"""
+
+
+def test_a_new_release_never_meets_an_older_copy_of_its_script(client, acme, live_server, phone,
+                                                              app, tmp_path):
+    link = create_link(client, acme)
+    page = open_capture(phone, link["url"])
+    wait_until_kept(page)
+    token = link["token"]
+    # What a worker of an earlier release kept: its script by a bare address, and empty rows.
+    page.evaluate(PUT_IN_CACHE, ["/static/capture.js", "window.olderCopy = true;"])
+    page.evaluate(PUT_IN_CACHE, [f"/c/{token}/rows/labor", "<fieldset></fieldset>"])
+    # The next release: its script and its worker changed.
+    release = tmp_path / "static"
+    shutil.copytree(app.static_folder, release)
+    with open(release / "capture.js", "a") as script:
+        script.write("\nwindow.nextRelease = true;\n")
+    with open(release / "capture-sw.js", "a") as worker:
+        worker.write("\n// next release\n")
+    app.static_folder = str(release)
+    with app.test_request_context():
+        address = url_for("static", filename="capture.js")
+    assert "?v=" in address and address not in page.evaluate(KEPT_ADDRESSES)
+    # On one bar the new page comes in time and its script does not (it takes longer than the
+    # worker's 4 s patience): the worker waits for it rather than run the copy it has.
+    serve_static = app.view_functions["static"]
+
+    def slow_script(filename: str):
+        if filename == "capture.js":
+            time.sleep(5)
+        return serve_static(filename=filename)
+    app.view_functions["static"] = slow_script
+    try:
+        page.reload()
+        wait_for_script(page)
+    finally:
+        app.view_functions["static"] = serve_static
+    assert page.evaluate("window.nextRelease === true && window.olderCopy === undefined")
+    page.click('button.add-row[data-kind="labor"]')
+    assert page.locator("#labor-rows > .row").count() == 2
+    # One copy of each file is kept, this release's; the new worker dropped the old rows.
+    wait_for(page, lambda: [a for a in page.evaluate(KEPT_ADDRESSES)
+                            if a.startswith(("/static/capture.js", f"/c/{token}/rows"))] == [address])
+    phone.set_offline(True)
+    page.reload()
+    wait_for_script(page)
+    assert page.evaluate("window.nextRelease === true")
 
 
 def test_a_page_opened_once_opens_and_queues_with_no_signal(client, acme, live_server, phone,
