@@ -1,8 +1,8 @@
 /* Capture pages' service worker: keeps a copy of each opened form (page and assets)
- * for use with no signal, network first; a revoked link loses its copy. Assets are kept by
- * their address, which names their content (?v=), one copy of each file. Sends queued
- * tickets when signal returns, even with the page closed (Background Sync, where the browser
- * has it). */
+ * for use with no signal, network first; a revoked link loses its copy. A page is kept only
+ * with every script and style it names, each at its exact address (which names its content,
+ * ?v=); files no kept page names are dropped. Sends queued tickets when signal returns, even
+ * with the page closed (Background Sync, where the browser has it). */
 /* global idbKeyval */
 importScripts("/static/vendor/idb-keyval-6.3.0.umd.js", "/static/capture-send.js");
 
@@ -37,17 +37,67 @@ function forget(cache, unwanted) {
   });
 }
 
+var ASSET_REF = /(?:src|href)="(\/static\/[^"?#]+(?:\?[^"#]*)?)"/g;
+
+/* The static addresses a kept page names (its scripts and styles, each at its ?v=). */
+function assetsOf(html) {
+  var found = [], match;
+  ASSET_REF.lastIndex = 0;
+  while ((match = ASSET_REF.exec(html)) !== null) {
+    found.push(new URL(match[1].replace(/&amp;/g, "&"), self.location.origin).href);
+  }
+  return found;
+}
+
+/* Drop the kept assets that no kept page names any more. */
+function pruneAssets(cache) {
+  return cache.keys().then(function (requests) {
+    var pages = requests.filter(function (request) { return PAGE_PATH.test(new URL(request.url).pathname); });
+    return Promise.all(pages.map(function (request) {
+      return cache.match(request).then(function (copy) { return copy ? copy.text() : ""; });
+    })).then(function (texts) {
+      var named = {};
+      texts.forEach(function (html) { assetsOf(html).forEach(function (href) { named[href] = true; }); });
+      return forget(cache, function (url) { return isAsset(url) && !named[url.href]; });
+    });
+  });
+}
+
+/* A page is kept only once every asset it names is kept too, at that very address: a kept
+ * page never meets another version of its script, and a failed asset leaves the older page
+ * (with its own assets) in place. */
+var writing = Promise.resolve();
+
+/* Pages are stored and assets pruned one after another, so a prune never runs between a
+ * page's assets being kept and the page itself. */
+function serially(task) {
+  writing = writing.then(task, task);
+  return writing;
+}
+
+function storePage(url, response) {
+  var copy = response.clone();
+  return response.clone().text().then(function (html) { return serially(function () {
+    return caches.open(PAGE_CACHE).then(function (cache) {
+      return Promise.all(assetsOf(html).map(function (href) {
+        return cache.match(href).then(function (have) {
+          if (have) { return null; }
+          return fetch(href, { cache: "force-cache", credentials: "omit" }).then(function (answer) {
+            if (answer.status !== 200) { throw new Error("asset not kept: " + href); }
+            return cache.put(href, answer);
+          });
+        });
+      })).then(function () { return cache.put(url.href, copy); })
+        .then(function () { return pruneAssets(cache); });
+    });
+  }); });
+}
+
 function store(url, response) {
+  if (response.status === 200 && PAGE_PATH.test(url.pathname)) { return storePage(url, response); }
   if (response.status === 200) {
     var copy = response.clone();
-    return caches.open(PAGE_CACHE).then(function (cache) {
-      return cache.put(url.href, copy).then(function () {
-        // one copy of each file: this one replaces the copies of its other versions
-        return isAsset(url) && forget(cache, function (other) {
-          return other.pathname === url.pathname && other.href !== url.href;
-        });
-      });
-    });
+    return caches.open(PAGE_CACHE).then(function (cache) { return cache.put(url.href, copy); });
   }
   if (PAGE_PATH.test(url.pathname) && (response.status === 404 || response.status === 410)) { return forgetLink(url); }
   return Promise.resolve();

@@ -327,6 +327,65 @@ def test_a_new_release_never_meets_an_older_copy_of_its_script(client, acme, liv
     assert page.evaluate("window.nextRelease === true")
 
 
+def next_release(app, tmp_path, name: str = "static") -> str:
+    """Serve a copy of static/ whose capture.js marks itself as the next release; its address."""
+    folder = tmp_path / name
+    shutil.copytree(app.static_folder, folder)
+    with open(folder / "capture.js", "a") as script:
+        script.write("\nwindow.nextRelease = true;\n")
+    app.static_folder = str(folder)
+    with app.test_request_context():
+        return url_for("static", filename="capture.js")
+
+
+def script_address(page) -> str:
+    """The address of capture.js on the open page."""
+    return page.evaluate("document.querySelector('script[src*=\"capture.js\"]').getAttribute('src')")
+
+
+def test_a_new_page_whose_script_did_not_arrive_is_not_kept(client, acme, live_server, phone, app,
+                                                          tmp_path):
+    link = create_link(client, acme)
+    page = open_capture(phone, link["url"])
+    wait_until_kept(page)
+    before = script_address(page)
+    after = next_release(app, tmp_path)
+    # After the release, on one bar: the page arrives, its script's connection drops.
+    phone.route(f"**{after}", lambda route: route.abort("connectionreset"))
+    page.reload()
+    wait_for_script(page)
+    phone.unroute(f"**{after}")
+    # Later, no signal at all: the phone opens the page it kept whole, with its own script.
+    phone.set_offline(True)
+    page.reload()
+    wait_for_script(page)
+    assert script_address(page) == before and page.evaluate("window.nextRelease") is None
+    assert after not in page.evaluate(KEPT_ADDRESSES)
+
+
+def test_each_kept_page_keeps_its_own_script_across_a_release(client, acme, live_server, phone,
+                                                             app, tmp_path):
+    first, second = create_link(client, acme), create_link(client, acme)
+    one = open_capture(phone, first["url"])
+    wait_until_kept(one)
+    two = open_capture(phone, second["url"])
+    wait_until_kept(two)
+    before = script_address(one)
+    after = next_release(app, tmp_path)
+    two.reload()  # with signal: the second link's page is kept at the new release
+    wait_for_script(two)
+    wait_for(two, lambda: after in two.evaluate(KEPT_ADDRESSES))
+    assert before in two.evaluate(KEPT_ADDRESSES)  # still named by the first link's kept page
+    phone.new_cdp_session(two).send("Network.clearBrowserCache")  # phones let go of it any time
+    phone.set_offline(True)
+    one.reload()
+    wait_for_script(one)
+    assert script_address(one) == before and one.evaluate("window.nextRelease") is None
+    two.reload()
+    wait_for_script(two)
+    assert script_address(two) == after and two.evaluate("window.nextRelease") is True
+
+
 def test_a_page_opened_once_opens_and_queues_with_no_signal(client, acme, live_server, phone,
                                                            app):
     link = create_link(client, acme)
