@@ -133,16 +133,13 @@ self.addEventListener("fetch", function (event) {
 });
 
 /* For a page loaded before the worker controlled it: the page is fetched again (it is
- * no-store), its assets come from the HTTP cache. */
+ * no-store); keeping it keeps its assets, from the HTTP cache. */
 function keepPage(message) {
-  var hrefs = [message.page].concat(message.assets || []);
-  return Promise.all(hrefs.map(function (href) {
-    var url = new URL(String(href), self.location.origin);
-    if (!kept(url)) { return null; }
-    return fetch(url.href, { cache: isAsset(url) ? "force-cache" : "default", credentials: "omit" })
-      .then(function (response) { return store(url, response); })
-      .catch(function () {});
-  }));
+  var url = new URL(String(message.page), self.location.origin);
+  if (!PAGE_PATH.test(url.pathname) || !kept(url)) { return Promise.resolve(); }
+  return fetch(url.href, { credentials: "omit" })
+    .then(function (response) { return store(url, response); })
+    .catch(function () {});
 }
 
 self.addEventListener("message", function (event) {

@@ -290,14 +290,17 @@
     return new Promise(function (resolve) { canvas.toBlob(resolve, "image/jpeg", quality); });
   }
 
-  function blobToDataUrl(blob) {
+  /* A blob read by FileReader's `method` (readAsDataURL, readAsArrayBuffer). */
+  function readBlob(blob, method) {
     return new Promise(function (resolve, reject) {
       var reader = new FileReader();
       reader.onload = function () { resolve(reader.result); };
       reader.onerror = reject;
-      reader.readAsDataURL(blob);
+      reader[method](blob);
     });
   }
+
+  function blobToDataUrl(blob) { return readBlob(blob, "readAsDataURL"); }
 
   /* Scale to at most 2048 px on the long edge and re-encode as JPEG, lowering the
    * quality until the photo fits the target size. Re-encoding also drops EXIF. */
@@ -386,13 +389,7 @@
 
   /* A blob's bytes; FileReader where Blob.arrayBuffer is missing (Safari before 14, Chrome before 76). */
   function blobBytes(blob) {
-    if (blob.arrayBuffer) { return blob.arrayBuffer(); }
-    return new Promise(function (resolve, reject) {
-      var reader = new FileReader();
-      reader.onload = function () { resolve(reader.result); };
-      reader.onerror = reject;
-      reader.readAsArrayBuffer(blob);
-    });
+    return blob.arrayBuffer ? blob.arrayBuffer() : readBlob(blob, "readAsArrayBuffer");
   }
 
   /* The APP1 "Exif" segment of a JPEG's first bytes, read as TIFF tags; {} when there is none. */
@@ -1361,11 +1358,7 @@
   /* On a first visit, ask the worker to keep this page and its assets for use offline. */
   function keepThisPage(registration) {
     if (navigator.serviceWorker.controller || !registration.active) { return; }
-    var assets = [];
-    document.querySelectorAll("script[src], link[rel=stylesheet]").forEach(function (element) {
-      assets.push(element.src || element.href);
-    });
-    registration.active.postMessage({ type: "keep-page", page: location.href, assets: assets });
+    registration.active.postMessage({ type: "keep-page", page: location.href });
   }
 
   if (navigator.serviceWorker && window.isSecureContext) {
