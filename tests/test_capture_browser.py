@@ -351,9 +351,17 @@ def test_a_new_page_whose_script_did_not_arrive_is_not_kept(client, acme, live_s
     before = script_address(page)
     after = next_release(app, tmp_path)
     # After the release, on one bar: the page arrives, its script's connection drops.
-    phone.route(f"**{after}", lambda route: route.abort("connectionreset"))
+    dropped = []
+
+    def drop(route):
+        dropped.append(route.request.service_worker is not None)
+        route.abort("connectionreset")
+
+    phone.route(f"**{after}", drop)
     page.reload()
     wait_for_script(page)
+    # Both of the worker's tries fail: passing on the page's request, and keeping the page.
+    wait_for(page, lambda: dropped == [True, True])
     phone.unroute(f"**{after}")
     # Later, no signal at all: the phone opens the page it kept whole, with its own script.
     phone.set_offline(True)
