@@ -1,14 +1,15 @@
 """Capture links: the /v1 API for managing them and the public pages crews open on site."""
 from __future__ import annotations
 
-from flask import (Blueprint, Response, current_app, g, jsonify, render_template, request,
-                   send_from_directory)
+import os
+
+from flask import Blueprint, Response, current_app, g, jsonify, render_template, request
 from flask_babel import gettext
 from flask_login import current_user, login_required
 
 from blueprints.api import PROJECT_SYSTEM_ERRORS, api_route, error_codes, read_json_object
 from models.schemas import CaptureSettings, CaptureSettingsInput, Link, LinkInput, LinkList
-from services import capture, i18n, links, projects, review
+from services import assets, capture, i18n, links, projects, review
 from services.errors import ServiceError
 from services.ratelimit import count_or_refuse
 from services.web import render_page
@@ -89,12 +90,14 @@ def _form_context(link, via: str, values: dict | None = None, errors: dict | Non
 @bp.get("/c/sw.js")
 def capture_service_worker() -> Response:
     """The capture pages' service worker, served under /c/ so its scope covers every link."""
-    # As a static file: an ETag for the browser's update checks, and compressed once, at best.
-    response = send_from_directory(current_app.static_folder, "capture-sw.js",
-                                   mimetype="text/javascript")
+    with open(os.path.join(current_app.static_folder, "capture-sw.js"), encoding="utf-8") as script:
+        text = assets.with_versioned_imports(script.read())
+    response = current_app.response_class(text, mimetype="text/javascript")
     response.headers["Service-Worker-Allowed"] = "/c/"
     response.headers["Cache-Control"] = "no-cache"
-    return response
+    # An ETag for the browser's update checks; a changed import changes the worker's script.
+    response.add_etag()
+    return response.make_conditional(request)
 
 
 @bp.get("/c/<token>", defaults={"via": "link"})

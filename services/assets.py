@@ -9,9 +9,10 @@ visit. An address without `v`, or with an old one, is answered as before: revali
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Any
 
-from flask import Flask, Response, current_app, request
+from flask import Flask, Response, current_app, request, url_for
 from werkzeug.security import safe_join
 
 YEAR_S = 365 * 24 * 3600
@@ -53,3 +54,17 @@ def _keep_current_version(response: Response) -> Response:
         response.cache_control.max_age = YEAR_S
         response.cache_control.immutable = True
     return response
+
+
+_IMPORTS = re.compile(r"importScripts\(([^)]*)\)")
+_STATIC_ADDRESS = re.compile(r"([\"'])/static/([^\"'?]+)\1")
+
+
+def with_versioned_imports(script: str) -> str:
+    """A worker's script with each static file it imports at its versioned address."""
+    def versioned(imports: re.Match) -> str:
+        """One importScripts call, each address given its digest."""
+        return _STATIC_ADDRESS.sub(
+            lambda address: address.group(1) + url_for("static", filename=address.group(2))
+            + address.group(1), imports.group(0))
+    return _IMPORTS.sub(versioned, script)

@@ -50,3 +50,27 @@ def test_a_changed_file_gets_a_new_address(client, acme, app, tmp_path):
     assert after["capture-send.js"] == before["capture-send.js"]
     with client.get(before["capture.js"]) as old:  # a page of the last release still loads,
         assert old.headers["Cache-Control"] == "no-cache"  # but nobody keeps the answer
+
+
+def test_the_worker_imports_its_files_at_their_versioned_addresses(client, app, tmp_path):
+    """The worker's imports are kept for a year, and a changed import changes the worker itself."""
+    def imports() -> list[str]:
+        script = client.get("/c/sw.js").get_data(as_text=True)
+        (call,) = re.findall(r"importScripts\(([^)]*)\)", script)
+        return re.findall(r'"([^"]+)"', call)
+
+    before = imports()
+    assert [address.split("?")[0] for address in before] == [
+        "/static/vendor/idb-keyval-6.3.0.umd.js", "/static/capture-send.js"]
+    for address in before:
+        with client.get(address) as answer:
+            assert "immutable" in answer.headers["Cache-Control"], address
+    etag = client.get("/c/sw.js").headers["ETag"]
+    release = tmp_path / "static"
+    shutil.copytree(app.static_folder, release)
+    with open(release / "capture-send.js", "a") as script:
+        script.write("\n// next release\n")
+    app.static_folder = str(release)
+    after = imports()
+    assert after[0] == before[0] and after[1] != before[1]
+    assert client.get("/c/sw.js", headers={"If-None-Match": etag}).status_code == 200
