@@ -374,7 +374,7 @@ def create_ticket(company_id: int, data: TicketInput, *, captured_via: str = "ap
             session.add(record)
             session.flush()
             # Shaped from what was just written, before the commit expires it.
-            created = shape_ticket(record, routing, routing_warnings)
+            created = shape_ticket(record, routing, routing_warnings, just_created=True)
     except IntegrityError:
         existing = _id_for_client_ref(company_id, client_ref) if client_ref else None
         if existing is None:
@@ -639,13 +639,14 @@ def _signature_fields(evidence: str, ticket: TicketRecord,
 
 
 def shape_ticket(ticket: TicketRecord, routing: list[RoutingLine],
-                 extra_warnings: list[str] = ()) -> Ticket:
+                 extra_warnings: list[str] = (), *, just_created: bool = False) -> Ticket:
     """The whole Ticket shape: the summary's fields, lines grouped by kind, photos, signature
-    (and voided ones), decisions, not-to-exceed status, the routing and any routing warnings."""
+    (and voided ones), decisions, not-to-exceed status, the routing and any routing warnings.
+    A ticket `just_created` has no signature requests yet, so none are looked up."""
     evidence = f"{public_base_url()}/v1/tickets/{ticket.id}"
     lines = {kind: [line for line in ticket.lines if line["kind"] == kind]
              for kind in (*LINE_KINDS, "markup")}
-    awaiting = None if ticket.signature else \
+    awaiting = None if ticket.signature or just_created else \
         signatures.awaiting_since(ticket.company_id, [ticket.id]).get(ticket.id)
     return shape(ticket, Ticket, routing=routing, labor=lines["labor"],
                  equipment=lines["equipment"], materials=lines["materials"],

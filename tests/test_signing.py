@@ -481,3 +481,24 @@ def test_the_signer_sees_which_project_the_ticket_is_on(app, client, acme):
     assert "Jobsite: 2024-017 - Riverside Medical Office Building" in message.get_content()
     page = client.get(path).get_data(as_text=True)
     assert re.search(r'<dd class="project">[^<]*Riverside Medical Office Building</dd>', page)
+
+
+def test_a_new_ticket_is_written_without_looking_up_requests_and_a_resend_shows_them(
+        app, client, acme):
+    from tests.test_ticket_reads import StatementCounter
+
+    with app.app_context():
+        engine = db.engine
+    body = {"project_id": acme.project()["id"], "description": "Cut the opening twice",
+            "reason": "Moved by the GC", "directed_by": "Sam Ortiz", "client_ref": "resend-ref-01",
+            "labor": [{"trade": "Laborer", "hours": 2, "workers": 1, "rate": 50}]}
+    with StatementCounter(engine) as counter:
+        first = client.post("/v1/tickets", headers=acme.headers, json=body)
+    assert first.status_code == 200 and first.json["awaiting_signature_since"] is None
+    # A ticket that did not exist a moment ago has no signature requests to look up.
+    assert not [s for s in counter.statements if "signature_requests" in s]
+    asked = ask(client, acme, first.json["id"])
+    assert asked.status_code == 200
+    again = client.post("/v1/tickets", headers=acme.headers, json=body)
+    assert again.status_code == 200 and again.json["id"] == first.json["id"]
+    assert again.json["awaiting_signature_since"] == asked.json["created_at"]
