@@ -29,12 +29,13 @@ class SessionCookies(SecureCookieSessionInterface):
     """Session cookies that are Secure whenever the request came in over HTTPS.
 
     /v1 authenticates by API key alone, so its requests get no session: a browser's
-    cookie is never read there, and no answer sets one.
+    cookie is never read there, and no answer sets one. Static files get none either, so
+    their answers do not vary with the cookie and one kept copy serves every visitor.
     """
 
     def open_session(self, app: Flask, request: Request) -> SecureCookieSession | None:
-        """The signed cookie session for pages; an empty, unsaved one for /v1."""
-        if is_api_path(request.path):
+        """The signed cookie session for pages; an empty, unsaved one for /v1 and static files."""
+        if is_api_path(request.path) or request.path.startswith(f"{app.static_url_path}/"):
             return self.make_null_session(app)
         return super().open_session(app, request)
 

@@ -74,3 +74,15 @@ def test_the_worker_imports_its_files_at_their_versioned_addresses(client, app, 
     after = imports()
     assert after[0] == before[0] and after[1] != before[1]
     assert client.get("/c/sw.js", headers={"If-None-Match": etag}).status_code == 200
+
+
+def test_static_answers_do_not_vary_with_the_cookie(app, client, acme):
+    """A cache in front of the service keeps one copy of a file for every visitor."""
+    from tests.test_review_pages import sign_in
+
+    page = sign_in(app, client, acme).get("/queue")
+    assert page.status_code == 200
+    assert "Cookie" in page.headers.get("Vary", "")
+    with client.get(script_addresses(page.get_data(as_text=True))["review.js"]) as answer:
+        assert answer.status_code == 200
+        assert "Cookie" not in answer.headers.get("Vary", "") and "Set-Cookie" not in answer.headers
