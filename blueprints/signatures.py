@@ -26,7 +26,8 @@ from services.validation import validate
 
 bp = Blueprint("signatures", __name__)
 
-REQUEST_ERRORS = {404: ("ticket_not_found",), 409: ("ticket_written", "ticket_already_signed")}
+REQUEST_ERRORS = {404: ("ticket_not_found",),
+                  409: ("ticket_written", "ticket_rejected", "ticket_already_signed")}
 SIGNING_HEADERS = {"Referrer-Policy": "no-referrer", "Cache-Control": "no-store"}
 
 
@@ -180,6 +181,8 @@ def signing_page(token: str) -> Response:
         shown = signatures.view(record)
         if shown.ticket.status == "written":
             raise signatures.SigningLinkRefused("closed", record)
+        if shown.ticket.status == "rejected":
+            raise signatures.SigningLinkRefused("sent_back", record)
         if shown.ticket.signature:
             raise signatures.SigningLinkRefused("taken", record)
         return _page(shown)
@@ -244,6 +247,8 @@ def sign(token: str) -> Response:
             return _gone_page(signatures.SigningLinkRefused("taken", shown.request))
         if error.code == "ticket_written":
             return _gone_page(signatures.SigningLinkRefused("closed", shown.request))
+        if error.code == "ticket_rejected":
+            return _gone_page(signatures.SigningLinkRefused("sent_back", shown.request))
         if error.status in (429, 507):
             return _page(shown, values=values, status=error.status, errors={
                 "_form": gettext("The signature was not kept: the server is busy or full. "

@@ -844,6 +844,8 @@ def _signing_refusal(error: ServiceError) -> str:
         return "The ticket is already signed."
     if error.code == "ticket_written":
         return "The ticket is already written to Procore; it can no longer be signed."
+    if error.code == "ticket_rejected":
+        return "The ticket is rejected. Restore it to the queue before sending it to be signed."
     fields = {"name": "the signer's name", "email": "the e-mail address", "phone": "the phone number",
               "role": "the role"}
     problems = [detail for detail in error.details or [] if isinstance(detail, dict)]

@@ -168,7 +168,7 @@ def void_if_changed(ticket: TicketRecord, before: str, earlier: dict[str, Any] |
 
 class SigningLinkRefused(ServiceError):
     """A signing link that cannot be used: unknown, revoked, expired, signed (used), or its
-    ticket signed another way (taken) or written (closed)."""
+    ticket signed another way (taken), written (closed) or rejected (sent_back)."""
 
     status = 410
     code = "signing_link_gone"
@@ -176,7 +176,7 @@ class SigningLinkRefused(ServiceError):
     def __init__(self, state: str, request: RequestRecord | None = None) -> None:
         super().__init__(f"this signing link is {state}",
                          status={"unknown": 404, "signed": 409, "taken": 409,
-                                 "closed": 409}.get(state, 410))
+                                 "closed": 409, "sent_back": 409}.get(state, 410))
         self.state = state
         self.request = request
 
@@ -316,10 +316,14 @@ def create_request(company_id: int, ticket_id: str, data: SignatureRequestInput,
 
 
 def _check_signable(ticket: TicketRecord) -> None:
-    """A ticket can be sent for signing while it is not written and has no signature that counts."""
+    """A ticket can be signed while it is neither written nor rejected and has no signature
+    that counts."""
     if ticket.status == "written":
         raise Conflict("the ticket is already written to the project system",
                        code="ticket_written")
+    if ticket.status == "rejected":
+        raise Conflict("the ticket is rejected; restore it before it is signed",
+                       code="ticket_rejected")
     if ticket.signature:
         raise Conflict("the ticket is already signed", code="ticket_already_signed")
 
@@ -587,7 +591,7 @@ def send_due_reminders(now: dt.datetime | None = None) -> list[int]:
             if request is None:
                 break
             ticket = session.get(TicketRecord, request.ticket_id)
-            if ticket is None or ticket.signature or ticket.status == "written":
+            if ticket is None or ticket.signature or ticket.status in ("written", "rejected"):
                 request.next_reminder_at = None  # nothing left to sign
                 continue
             claimed = (request.reminders_sent, request.next_reminder_at)

@@ -502,3 +502,24 @@ def test_a_new_ticket_is_written_without_looking_up_requests_and_a_resend_shows_
     again = client.post("/v1/tickets", headers=acme.headers, json=body)
     assert again.status_code == 200 and again.json["id"] == first.json["id"]
     assert again.json["awaiting_signature_since"] == asked.json["created_at"]
+
+
+def test_a_rejected_ticket_cannot_be_signed_until_it_is_back_in_review(app, client, acme):
+    ticket = create(client, acme)
+    path = signing_path(ask(client, acme, ticket["id"]))
+    html = client.get(path).get_data(as_text=True)
+    assert client.post(f"/v1/tickets/{ticket['id']}/reject", headers=acme.headers,
+                       json={"reason": "Wrong floor"}).status_code == 200
+    # The signer is told it was sent back, on opening the link and on signing the page they had.
+    for answer in (client.get(path), client.post(path, data=sign_form(html))):
+        page = answer.get_data(as_text=True)
+        assert answer.status_code == 409 and "This ticket was sent back" in page
+        assert short_reference(ticket["id"]) in page
+    assert stored(app, ticket["id"]).signature is None
+    refused = ask(client, acme, ticket["id"])
+    assert refused.status_code == 409 and refused.json["error"]["code"] == "ticket_rejected"
+    assert len(requests_of(app, ticket["id"])) == 1
+    # Put back in the queue: the same link signs.
+    assert client.post(f"/v1/tickets/{ticket['id']}/restore", headers=acme.headers).status_code == 200
+    done = client.post(path, data=sign_form(client.get(path).get_data(as_text=True)))
+    assert done.status_code == 200 and stored(app, ticket["id"]).signature is not None
