@@ -111,6 +111,7 @@ def put_photo(ticket_id: str, key: str) -> Ticket:
            errors=error_codes({404: ("ticket_not_found", "project_not_found"),
                                409: ("ticket_rejected", "lines_need_review", "no_change_events",
                                      "approval_in_progress", "nte_exceeded"),
+                               502: ("project_system_write_unconfirmed",),
                                503: ("document_busy",)},
                               PROJECT_SYSTEM_ERRORS),
            extra_responses={
@@ -131,7 +132,11 @@ def put_photo(ticket_id: str, key: str) -> Ticket:
                     "`confirm_over_nte: true` if the GC agreed).",
                502: "The project system refused or could not take the write; the message is "
                     "its own. The ticket stays approvable, and a retry finds any record the "
-                    "failed attempt left (by origin id) instead of writing a second one.",
+                    "failed attempt left (by origin id) instead of writing a second one. "
+                    "`project_system_write_unconfirmed`: the write was sent and not confirmed "
+                    "(no answer, a server error, or the record made but a file not attached), so "
+                    "it may be there in whole or in part: retry to complete it. The other codes "
+                    "mean nothing was sent or the project system refused it.",
                503: "The signed ticket document, attached to the change event, could not be "
                     "made in time (see Retry-After); nothing was written.",
            })

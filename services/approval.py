@@ -46,8 +46,11 @@ from services.project_system import (
     ChangeEventLine,
     ManpowerDraft,
     ProjectSystem,
+    ProjectSystemError,
+    ProjectSystemUnavailable,
     RemoteRecord,
     ToolDisabled,
+    WriteUnconfirmed,
 )
 from services.project_system.zones import jobsite_time, local_date
 from services.projects import Catalog
@@ -330,9 +333,19 @@ def _write(client: ProjectSystem, plan: Plan, destination: str,
     if found is not None:
         destination, record = found
     else:
-        record = _find(client, plan, destination) or _create(client, plan, destination)
+        record = _find(client, plan, destination)
+        if record is None:
+            try:
+                record = _create(client, plan, destination)
+            except ProjectSystemUnavailable as error:  # sent, and no answer that settles it
+                raise WriteUnconfirmed(error.message, status=error.status,
+                                       request_id=error.request_id) from error
     if destination == CHANGE_EVENT:
-        _attach_missing(client, plan, record)
+        try:
+            _attach_missing(client, plan, record)
+        except ProjectSystemError as error:  # the record is there, without all it should carry
+            raise WriteUnconfirmed(error.message, status=error.status,
+                                   request_id=error.request_id) from error
     return destination, record
 
 

@@ -20,6 +20,7 @@ from services.project_system import (
     ProjectSystemAuthError,
     ProjectSystemError,
     ProjectSystemUnavailable,
+    WriteUnconfirmed,
 )
 
 EMBEDDED = "embedded_sandbox"
@@ -143,6 +144,12 @@ def project_system_errors(company_id: int | None = None, kind: str = "read") -> 
         health.project_system_seen(False, "auth_failed")
         raise ProjectSystemRefused(f"the project system refused our credentials: {error.message}",
                                    code="project_system_auth_failed")
+    except WriteUnconfirmed as error:
+        health.project_system_seen(False, "unavailable")
+        raise ProjectSystemRefused(f"the project system did not confirm the write, which may be "
+                                   f"there in whole or in part: {error.message}; a retry finds "
+                                   "it and completes it, never writing it twice",
+                                   code="project_system_write_unconfirmed")
     except ProjectSystemUnavailable as error:
         health.project_system_seen(False, "unavailable")
         raise ProjectSystemRefused(f"the project system could not be reached: {error.message}",

@@ -635,6 +635,10 @@ PLAIN_ERRORS = {
                             "few seconds to see how it went.",
     "project_system_unavailable": "Procore cannot be reached right now. Nothing was written and "
                                   "the ticket stays in the queue; try again in a little while.",
+    "project_system_write_unconfirmed": "Procore did not confirm the write, so this ticket may "
+                                        "already be in Procore, in whole or in part. It stays in "
+                                        "the queue: approve it again in a little while, and what "
+                                        "is there is found and finished, never written twice.",
     "project_system_auth_failed": "Procore refused our sign-in. Nothing was written; ask your "
                                   "administrator to reconnect Procore.",
     "project_system_error": "Procore did not accept the ticket. Nothing was written; try again, "
@@ -751,7 +755,8 @@ def bulk_approve(company_id: int, ids: list[str], actor: str) -> list[BulkItem]:
             plain = plain_error(error)
             results.append(dataclasses.replace(
                 item, outcome="refused", message=" ".join([plain.message, *plain.points])))
-            if error.code in ("project_system_unavailable", "project_system_auth_failed"):
+            if error.code in ("project_system_unavailable", "project_system_write_unconfirmed",
+                              "project_system_auth_failed"):
                 away = plain.message
             continue
         results.append(dataclasses.replace(

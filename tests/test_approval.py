@@ -448,13 +448,14 @@ def test_retry_at_another_destination_adopts_the_earlier_record(client, acme, sa
     assert origin_rows(sandbox_server, "manpower_logs", ticket["id"]) == []
 
 
-@pytest.mark.parametrize("status", [422, 500])
+@pytest.mark.parametrize("status, code", [(422, "project_system_error"),
+                                          (500, "project_system_write_unconfirmed")])
 def test_refused_write_is_502_with_the_project_systems_message(client, acme, app,
-                                                               sandbox_server, status):
+                                                               sandbox_server, status, code):
     ticket = create(client, acme)
     control(sandbox_server, acme).fault(status, message="Budget is locked for edits")
     failed = act(client, acme, ticket["id"], "approve")
-    assert failed.status_code == 502
+    assert failed.status_code == 502 and failed.json["error"]["code"] == code
     assert "Budget is locked for edits" in failed.json["error"]["message"]
     read = client.get(f"/v1/tickets/{ticket['id']}", headers=acme.headers).json
     assert read["status"] == "submitted" and read["decisions"] == [] and read["external"] is None

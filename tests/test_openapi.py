@@ -127,7 +127,8 @@ def test_every_error_code_an_operation_answers_is_listed(client, acme):
             "ticket_rejected", "link_not_found", "cost_code_not_found"} <= seen
     approve = document["paths"]["/tickets/{ticket_id}/approve"]["post"]["responses"]
     assert set(approve["502"]["x-error-codes"]) == {
-        "project_system_error", "project_system_unavailable", "project_system_auth_failed"}
+        "project_system_write_unconfirmed", "project_system_error", "project_system_unavailable",
+        "project_system_auth_failed"}
     assert "rate_limited" in approve["429"]["description"]
 
 

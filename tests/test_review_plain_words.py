@@ -71,3 +71,23 @@ def test_procore_unreachable_is_said_plainly(app, client, acme):
     assert_plain(refused.get_data(as_text=True))
     page = browser.get(f"/tickets/{ticket['id']}").get_data(as_text=True)
     assert_plain(page)
+
+
+def test_a_write_procore_did_not_confirm_is_not_called_unwritten(app, client, acme, sandbox_server):
+    from tests.test_approval import control, origin_rows
+
+    browser = sign_in(app, client, acme)
+    ticket = new_ticket(client, acme, labor=[{"trade": "Laborer", "hours": 2, "rate": 50,
+                                             "costCode": "02-200"}])
+    browser.get(f"/tickets/{ticket['id']}")
+    # Procore keeps the change event, and its answer is lost on the way back.
+    control(sandbox_server, acme).fault(0, after_commit=True)
+    refused = browser.post(f"/tickets/{ticket['id']}/approve", {"destination": "change_event"})
+    text = visible_text(refused.get_data(as_text=True))
+    assert "may already be in Procore" in text and "never written twice" in text
+    assert "Nothing was written" not in text
+    assert_plain(refused.get_data(as_text=True))
+    assert len(origin_rows(sandbox_server, "change_events", ticket["id"])) == 1
+    again = browser.post(f"/tickets/{ticket['id']}/approve", {"destination": "change_event"})
+    assert "Written to Procore" in visible_text(again.get_data(as_text=True))
+    assert len(origin_rows(sandbox_server, "change_events", ticket["id"])) == 1

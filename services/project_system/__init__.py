@@ -14,6 +14,7 @@ from services.project_system.base import (
     RemoteProject,
     RemoteRecord,
     ToolDisabled,
+    WriteUnconfirmed,
 )
 from services.project_system.procore import ProcoreClient
 
@@ -33,4 +34,5 @@ __all__ = [
     "RemoteProject",
     "RemoteRecord",
     "ToolDisabled",
+    "WriteUnconfirmed",
 ]

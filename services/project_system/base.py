@@ -140,6 +140,10 @@ class ProjectSystemUnavailable(ProjectSystemError):
     """
 
 
+class WriteUnconfirmed(ProjectSystemError):
+    """A write was sent and not confirmed: it may be there, whole or in part."""
+
+
 class ProjectSystemAuthError(ProjectSystemError):
     """The client credentials were refused."""
 
