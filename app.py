@@ -69,6 +69,9 @@ def default_config(instance_path: str) -> dict[str, Any]:
         "PROJECT_SYSTEM_WRITE_SLOT_WAIT_S": 5.0,
         # Reads only: writes are never retried blindly (approval looks records up first).
         "PROJECT_SYSTEM_READ_RETRIES": 1,
+        # The longest pause a project system's 429 may ask for and be waited out in the call;
+        # a longer one answers 503 project_system_busy with its Retry-After at once.
+        "PROJECT_SYSTEM_RATE_LIMIT_WAIT_S": 10,
         "PROJECT_CACHE_S": 60,
         "CATALOG_CACHE_S": 30,
         "CAPABILITY_CACHE_S": 60,

@@ -51,6 +51,7 @@ OPERATIONS: list[Operation] = []
 PROJECT_SYSTEM_ERRORS: dict[int, tuple[str, ...]] = {
     409: ("project_system_not_connected",),
     502: ("project_system_error", "project_system_unavailable", "project_system_auth_failed"),
+    503: ("project_system_busy",),
 }
 
 

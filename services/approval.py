@@ -47,6 +47,7 @@ from services.project_system import (
     ManpowerDraft,
     ProjectSystem,
     ProjectSystemError,
+    ProjectSystemRateLimited,
     ProjectSystemUnavailable,
     RemoteRecord,
     ToolDisabled,
@@ -337,6 +338,8 @@ def _write(client: ProjectSystem, plan: Plan, destination: str,
         if record is None:
             try:
                 record = _create(client, plan, destination)
+            except ProjectSystemRateLimited:
+                raise  # refused before anything was done
             except ProjectSystemUnavailable as error:  # sent, and no answer that settles it
                 raise WriteUnconfirmed(error.message, status=error.status,
                                        request_id=error.request_id) from error

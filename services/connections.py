@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from services.project_system import (
     ProjectSystem,
     ProjectSystemAuthError,
     ProjectSystemError,
+    ProjectSystemRateLimited,
     ProjectSystemUnavailable,
     WriteUnconfirmed,
 )
@@ -75,7 +77,8 @@ def client_for(company_id: int) -> ProjectSystem:
                    connection.remote_company_id, current_app.config["PROJECT_SYSTEM_READ_RETRIES"],
                    current_app.config["PROJECT_SYSTEM_CONNECT_TIMEOUT_S"],
                    current_app.config["PROJECT_SYSTEM_READ_TIMEOUT_S"],
-                   current_app.config["PROJECT_SYSTEM_WRITE_TIMEOUT_S"])
+                   current_app.config["PROJECT_SYSTEM_WRITE_TIMEOUT_S"],
+                   current_app.config["PROJECT_SYSTEM_RATE_LIMIT_WAIT_S"])
     with _clients_lock:
         _clients = current_app.extensions.setdefault("project_system_clients", {})
         cached = _clients.get(company_id)
@@ -90,13 +93,15 @@ def client_for(company_id: int) -> ProjectSystem:
             write_timeout=(current_app.config["PROJECT_SYSTEM_CONNECT_TIMEOUT_S"],
                            current_app.config["PROJECT_SYSTEM_WRITE_TIMEOUT_S"]),
             max_read_retries=current_app.config["PROJECT_SYSTEM_READ_RETRIES"],
+            max_rate_limit_wait_s=float(current_app.config["PROJECT_SYSTEM_RATE_LIMIT_WAIT_S"]),
         )
         _clients[company_id] = (fingerprint, client)
         return client
 
 
 class ProjectSystemBusy(ServiceError):
-    """This company already has as many project-system calls under way as it may."""
+    """This company already has as many project-system calls under way as it may, or the
+    project system asked for a pause (Retry-After says how long)."""
 
     status = 503
     code = "project_system_busy"
@@ -150,6 +155,12 @@ def project_system_errors(company_id: int | None = None, kind: str = "read") -> 
                                    f"there in whole or in part: {error.message}; a retry finds "
                                    "it and completes it, never writing it twice",
                                    code="project_system_write_unconfirmed")
+    except ProjectSystemRateLimited as error:
+        health.project_system_seen(True)
+        wait = max(1, math.ceil(error.retry_after_s))
+        raise ProjectSystemBusy(f"the project system asks for a pause of {wait} s before more "
+                                f"calls (its rate limit): {error.message}",
+                                headers={"Retry-After": str(wait)})
     except ProjectSystemUnavailable as error:
         health.project_system_seen(False, "unavailable")
         raise ProjectSystemRefused(f"the project system could not be reached: {error.message}",

@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import functools
+import math
 import re
 import threading
 import time
@@ -683,10 +684,25 @@ def plain_error(error: ServiceError) -> PlainError:
         points = [f"Line {line + 1} ({described[line]}) {reason}" for line, reason in lines.items()]
         return PlainError(message=message, points=points, lines=lines)
     message = PLAIN_ERRORS.get(error.code)
+    if error.code == "project_system_busy":
+        message = _busy_message(error.headers.get("Retry-After", ""))
     if message is None:
         message = ("Procore could not take this; nothing was written. Try again in a moment."
                    if error.status >= 500 else "That could not be done; nothing was changed.")
     return PlainError(message=message, points=[], lines={})
+
+
+def _busy_message(retry_after: str) -> str:
+    """Procore asked for a pause, or is slow for this company: how long to wait, in words."""
+    seconds = int(retry_after) if retry_after.isdecimal() else 0
+    if seconds <= 10:
+        wait = "in a few seconds"
+    elif seconds < 90:
+        wait = f"in about {seconds} seconds"
+    else:
+        wait = f"in about {math.ceil(seconds / 60)} minutes"
+    return (f"Procore is busy and asked us to wait before sending more. Nothing was written and "
+            f"the ticket stays in the queue; try again {wait}.")
 
 
 _LINE_PATH = re.compile(r"\b(labor|equipment|materials)\[(\d+)\]")

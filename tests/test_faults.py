@@ -79,3 +79,27 @@ def test_fault_then_retry_writes_exactly_once(client, acme, app, sandbox_server,
     again = act(client, acme, ticket["id"], "approve", {})
     assert again.json["already"] is True
     assert len(origin_rows(sandbox_server, "change_events", ticket["id"])) == 1
+
+
+def test_a_long_pause_asked_by_the_project_system_is_not_waited_out(client, acme, app,
+                                                                    sandbox_server):
+    """Procore's hourly limit: the approval answers at once with the wait, writes nothing."""
+    from tests.test_review_pages import sign_in
+
+    ticket = create(client, acme)
+    waits = use_fake_sleep(app, acme)
+    switches = control(sandbox_server, acme)
+    switches.fault(429, count=2, retry_after=300, message="You have surpassed the max")
+    first = act(client, acme, ticket["id"], "approve", {})
+    assert first.status_code == 503 and first.json["error"]["code"] == "project_system_busy"
+    assert first.headers["Retry-After"] == "300" and waits == []
+    assert stored(app, ticket["id"]).status == "submitted"
+    assert stored(app, ticket["id"]).approval_claim_id is None
+    assert origin_rows(sandbox_server, "change_events", ticket["id"]) == []
+    page = sign_in(app, client, acme).post(f"/tickets/{ticket['id']}/approve",
+                                           {"destination": "change_event"})
+    assert "Procore is busy" in page.get_data(as_text=True)
+    assert "try again in about 5 minutes" in page.get_data(as_text=True)
+    switches.close()
+    assert act(client, acme, ticket["id"], "approve", {}).status_code == 200
+    assert len(origin_rows(sandbox_server, "change_events", ticket["id"])) == 1

@@ -22,6 +22,7 @@ from services.project_system import (
     ProcoreClient,
     ProjectSystemAuthError,
     ProjectSystemError,
+    ProjectSystemRateLimited,
     ProjectSystemUnavailable,
     ToolDisabled,
 )
@@ -154,16 +155,17 @@ def test_reads_give_up_after_max_retries(procore_client, sandbox_control):
     assert calls_to(procore_client, "GET", "/rest/v1.0/projects") == 5
 
 
-def test_hourly_limit_waits_are_capped(procore_client, sandbox_control):
-    """The sandbox's real 429 (Retry-After up to an hour) is waited out in capped steps."""
+def test_the_hourly_limit_is_not_waited_out(procore_client, sandbox_control):
+    """The sandbox's real 429 (Retry-After up to an hour) is raised at once with its wait."""
     sandbox_control.set_rate_limit(1)
     procore_client.list_projects()
-    with pytest.raises(ProjectSystemUnavailable) as caught:
+    with pytest.raises(ProjectSystemRateLimited) as caught:
         procore_client.list_projects()
     assert caught.value.status == 429
     assert caught.value.message.startswith("You have surpassed the max number of requests")
-    assert len(procore_client.clock.sleeps) == 4
-    assert all(0 < wait <= 60 for wait in procore_client.clock.sleeps)
+    assert caught.value.retry_after_s > procore_client.max_rate_limit_wait_s
+    assert procore_client.clock.sleeps == []
+    assert calls_to(procore_client, "GET", "/rest/v1.0/projects") == 2
 
 
 @pytest.mark.parametrize("status", [500, 503])

@@ -140,6 +140,19 @@ class ProjectSystemUnavailable(ProjectSystemError):
     """
 
 
+class ProjectSystemRateLimited(ProjectSystemUnavailable):
+    """The project system asked for a longer pause than a caller should wait (its 429).
+
+    ``retry_after_s`` is how long it asked for. Nothing was done by the refused call.
+    """
+
+    def __init__(self, message: str, *, retry_after_s: float, status: int | None = 429,
+                 request_id: str | None = None) -> None:
+        """Keep the message and how long the project system asked to wait."""
+        super().__init__(message, status=status, request_id=request_id)
+        self.retry_after_s = retry_after_s
+
+
 class WriteUnconfirmed(ProjectSystemError):
     """A write was sent and not confirmed: it may be there, whole or in part."""
 

@@ -28,6 +28,7 @@ from services.project_system.base import (
     ManpowerDraft,
     ProjectSystemAuthError,
     ProjectSystemError,
+    ProjectSystemRateLimited,
     ProjectSystemUnavailable,
     RemoteProject,
     RemoteRecord,
@@ -37,6 +38,9 @@ from services.project_system.base import (
 log = logging.getLogger(__name__)
 
 MAX_WAIT_S = 60.0
+# The longest pause a 429 may ask for and still be waited out within the call; a longer one
+# (Procore's hourly limit) is refused at once with the time to wait.
+RATE_LIMIT_WAIT_S = 10.0
 BACKOFF_BASE_S = 0.5
 TOKEN_SAFETY_S = 60
 MAX_BODY_BYTES = 20 * 1024 * 1024
@@ -67,6 +71,7 @@ class ProcoreClient:
                  timeout: tuple[float, float] = (5, 30), per_page: int = 100,
                  write_timeout: tuple[float, float] | None = None,
                  max_read_retries: int = 4, max_rate_limit_retries: int = 4,
+                 max_rate_limit_wait_s: float = RATE_LIMIT_WAIT_S,
                  clock: Callable[[], float] = time.time,
                  sleep: Callable[[float], None] = time.sleep,
                  session: requests.Session | None = None) -> None:
@@ -83,6 +88,7 @@ class ProcoreClient:
         self.per_page = per_page
         self.max_read_retries = max_read_retries
         self.max_rate_limit_retries = max_rate_limit_retries
+        self.max_rate_limit_wait_s = max_rate_limit_wait_s
         self.clock = clock
         self.sleep = sleep
         self._session = session or requests.Session()
@@ -116,7 +122,8 @@ class ProcoreClient:
 
     def _send(self, method: str, url: str, *, retry: bool,
               **kwargs: Any) -> tuple[requests.Response, bytes]:
-        """Send one request; all are retried on 429, safe ones also on transport errors and 5xx."""
+        """Send one request; all are retried on a short 429, safe ones also on transport errors
+        and 5xx. A 429 asking for a longer pause raises ProjectSystemRateLimited at once."""
         path = urlsplit(url).path
         attempt = 0
         while True:
@@ -141,9 +148,18 @@ class ProcoreClient:
                     f"{type(exc).__name__}") from exc
             status = response.status_code
             # A 429 is answered before anything is done, so writes may repeat it too.
-            if status == 429 and attempt < self.max_rate_limit_retries or (
-                    retry and status >= 500 and attempt < self.max_read_retries):
+            if status == 429:
                 delay = self._retry_delay(response, attempt)
+                if attempt >= self.max_rate_limit_retries or delay > self.max_rate_limit_wait_s:
+                    raise ProjectSystemRateLimited(
+                        _error_message(response, body), retry_after_s=delay,
+                        request_id=response.headers.get("X-Request-Id"))
+                log.info("Retrying %s %s in %.1f s after HTTP 429", method, path, delay)
+                self.sleep(delay)
+                attempt += 1
+                continue
+            if retry and status >= 500 and attempt < self.max_read_retries:
+                delay = min(self._retry_delay(response, attempt), MAX_WAIT_S)
                 log.info("Retrying %s %s in %.1f s after HTTP %s", method, path, delay, status)
                 self.sleep(delay)
                 attempt += 1
@@ -189,7 +205,7 @@ class ProcoreClient:
             except ValueError:
                 pass
         if waits:
-            return min(max(max(waits), 0.0), MAX_WAIT_S)
+            return max(max(waits), 0.0)
         return self._backoff(attempt)
 
     def _access_token(self) -> str:
