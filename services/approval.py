@@ -55,7 +55,7 @@ from services.project_system import (
 )
 from services.project_system.zones import jobsite_time, local_date
 from services.projects import Catalog
-from services.routing import Route
+from services.routing import Route, article
 from services.tickets import (
     append_decision,
     find_ticket,
@@ -196,8 +196,8 @@ def _routed_by_person(route: Route, code: BudgetCode, actor: str) -> Route:
     kind = code.cost_type or "unknown"
     return dataclasses.replace(
         route, budget_code=code, exact=False, needs_review=True,
-        reason=f"routed by {actor} to {code.flat_code}, a {kind} budget code, but the line is "
-               f"{route.cost_type}")
+        reason=f"routed by {actor} to {code.flat_code}, {article(kind)} {kind} budget code, but "
+               f"the line is {route.cost_type}")
 
 
 def _destination(company_id: int, ticket: TicketRecord, requested: str | None) -> str:

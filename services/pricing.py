@@ -70,7 +70,7 @@ def _choose(sheet: RateSheet | None, given: Decimal | None, item: dict[str, Any]
             "item": item_name(item), "sheet_rate": _text(sheet_rate), **extra}
     if given is not None:
         differs = sheet_rate is not None and given != sheet_rate
-        note = f"{what} {_text(given)} as sent"
+        note = f"{what} {_text(given)} as given on the ticket"
         warning = None
         if differs:
             note += f"; the {_sheet_words(sheet)} says {_text(sheet_rate)}"

@@ -48,6 +48,11 @@ class Route:
         return self.budget_code is not None
 
 
+def article(word: str) -> str:
+    """'an' before a word that starts with a vowel, else 'a'."""
+    return "an" if word[:1].lower() in "aeiou" else "a"
+
+
 def _stem(word: str) -> str:
     """Cut a common English ending so 'plumber' and 'plumbing' meet at 'plumb'."""
     for suffix in _SUFFIXES:
@@ -126,7 +131,8 @@ class Router:
             exact_code = self.budget.get((cost_code.id, cost_type))
             if exact_code is not None:
                 return Route(**base, budget_code=exact_code, exact=True, needs_review=False,
-                             reason=f"cost code {cost_code.code} has a {cost_type} budget code")
+                             reason=f"cost code {cost_code.code} has {article(cost_type)} "
+                                    f"{cost_type} budget code")
             other = self.budget.get((cost_code.id, "other"))
             if other is not None:
                 return Route(**base, budget_code=other, exact=False, needs_review=True,

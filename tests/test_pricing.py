@@ -222,3 +222,20 @@ def test_a_ticket_not_yet_written_is_priced_again_on_request(app, client, acme):
     refused = client.post(f"/v1/tickets/{ticket['id']}/reprice", headers=acme.headers)
     assert refused.status_code == 409 and refused.json["error"]["code"] == "ticket_written"
     assert client.get(f"/v1/tickets/{ticket['id']}", headers=acme.headers).json["total"] == 320.0
+
+
+def test_notes_and_reasons_read_as_english(client, acme):
+    from services.routing import article
+
+    assert [article(word) for word in ("equipment", "other", "unknown", "labor", "materials")] == \
+        ["an", "an", "an", "a", "a"]
+    project = acme.project()
+    sent = client.post("/v1/tickets", headers=acme.headers, json={
+        "project_id": project["id"], "description": "Set the pump", "reason": "Flooded pit",
+        "directed_by": "Sam", "labor": [{"trade": "Laborer", "hours": 2, "rate": 45}],
+        "equipment": [{"description": "Trash pump", "hours": 2, "rate": 30, "costCode": "02-200"}]})
+    assert sent.status_code == 200, sent.json
+    read = client.get(f"/v1/tickets/{sent.json['id']}", headers=acme.headers).json
+    labor, equipment = read["routing"][0], read["routing"][1]
+    assert labor["pricing"]["note"].startswith("straight time rate 45 as given on the ticket")
+    assert equipment["reason"] == "cost code 02-200 has an equipment budget code"
