@@ -146,7 +146,7 @@ _PART_KEY = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 def _ticket_for_ref(token: str, client_ref: str) -> tuple[Any, str]:
     """The link and the id of the ticket the phone sent under client_ref through it."""
     link = links.resolve_token(token)
-    ticket_id = tickets.id_for_client_ref(link.company_id, client_ref) \
+    ticket_id = tickets.link_ticket_id(link.company_id, link.token, client_ref) \
         if _PART_KEY.fullmatch(client_ref) else None
     if ticket_id is None:
         raise NotFound("no ticket with this reference yet; send its text first",
@@ -188,7 +188,7 @@ def stage_photo(token: str, client_ref: str, key: str, raw: bytes, args: Any) ->
         raise NotFound("no such ticket reference", code="not_found")
     key = part_key(key)
     photo = photo_from_upload(raw, args)
-    ticket_id = tickets.id_for_client_ref(link.company_id, client_ref)
+    ticket_id = tickets.link_ticket_id(link.company_id, link.token, client_ref)
     if ticket_id is not None:  # the text overtook it: the photo goes straight onto the ticket
         created = tickets.put_photo(link.company_id, ticket_id, key, photo)[1]
     else:

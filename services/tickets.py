@@ -351,7 +351,7 @@ def create_ticket(company_id: int, data: TicketInput, *, captured_via: str = "ap
     """
     client_ref = data.client_ref
     if client_ref:
-        existing = _id_for_client_ref(company_id, client_ref)
+        existing = _id_for_client_ref(company_id, client_ref, link_token)
         if existing is not None:
             return _answer_without_waiting(company_id, existing), False
     if project_checked:
@@ -376,7 +376,7 @@ def create_ticket(company_id: int, data: TicketInput, *, captured_via: str = "ap
             # Shaped from what was just written, before the commit expires it.
             created = shape_ticket(record, routing, routing_warnings, just_created=True)
     except IntegrityError:
-        existing = _id_for_client_ref(company_id, client_ref) if client_ref else None
+        existing = _id_for_client_ref(company_id, client_ref, link_token) if client_ref else None
         if existing is None:
             raise
         return _answer_without_waiting(company_id, existing), False
@@ -445,16 +445,17 @@ def revise_ticket(company_id: int, link_token: str, revises: str, data: TicketIn
     version. Sending the same correction again (same client_ref) returns it unchanged.
     """
     if data.client_ref:
-        existing = _id_for_client_ref(company_id, data.client_ref)
+        existing = _id_for_client_ref(company_id, data.client_ref, link_token)
         if existing is not None:
             return get_ticket(company_id, existing), False
-    project_id = db.session.scalar(select(TicketRecord.project_id).where(
+    sent = db.session.execute(select(TicketRecord.project_id, TicketRecord.status).where(
         TicketRecord.company_id == company_id, TicketRecord.client_ref == revises,
-        TicketRecord.link_token == link_token))
-    if project_id is None:
+        TicketRecord.link_token == link_token)).first()
+    if sent is None:
         raise NotFound("no ticket sent from this link under that reference",
                        code="ticket_not_found")
-    values, photo_rows = _prepared_content(company_id, project_id, data, link_token)
+    _check_sent_back(sent.status)  # before any photo is stored or counted
+    values, photo_rows = _prepared_content(company_id, sent.project_id, data, link_token)
     with write_transaction() as session:
         current = session.scalar(select(TicketRecord).where(
             TicketRecord.company_id == company_id, TicketRecord.client_ref == revises,
@@ -463,9 +464,7 @@ def revise_ticket(company_id: int, link_token: str, revises: str, data: TicketIn
         if current is None:
             raise NotFound("no ticket sent from this link under that reference",
                            code="ticket_not_found")
-        if current.status != "rejected":
-            raise Conflict("only a ticket that was sent back can be corrected",
-                           code="ticket_not_sent_back")
+        _check_sent_back(current.status)
         version = 2 + sum(1 for d in current.decisions if d.action == "resubmitted")
         session.execute(delete(TicketPhoto).where(TicketPhoto.ticket_id == current.id))
         session.expire(current, ["photos"])
@@ -483,6 +482,13 @@ def revise_ticket(company_id: int, link_token: str, revises: str, data: TicketIn
         ticket_id = current.id
     db.session.expire_all()
     return get_ticket(company_id, ticket_id), True
+
+
+def _check_sent_back(status: str) -> None:
+    """409 ticket_not_sent_back unless the ticket was sent back to the crew."""
+    if status != "rejected":
+        raise Conflict("only a ticket that was sent back can be corrected",
+                       code="ticket_not_sent_back")
 
 
 def phone_tickets(company_id: int, link_token: str, client_refs: list[str]) -> list[TicketRecord]:
@@ -516,10 +522,22 @@ def _stored_as_sent(data: TicketInput) -> dict[str, Any]:
             for name in type(data).model_fields if name in columns}
 
 
-def _id_for_client_ref(company_id: int, client_ref: str) -> str | None:
-    """The id of the ticket a caller already sent under this client reference, if any."""
-    return db.session.scalar(select(TicketRecord.id).where(
-        TicketRecord.company_id == company_id, TicketRecord.client_ref == client_ref))
+def _id_for_client_ref(company_id: int, client_ref: str, link_token: str | None = None
+                       ) -> str | None:
+    """The id of the ticket a caller already sent under this client reference, if any.
+
+    Through a capture link (`link_token`), only that link's tickets are found; a reference
+    the company already holds from elsewhere is refused (409 client_ref_in_use), so a link's
+    holder never reaches another ticket by guessing or knowing its reference.
+    """
+    found = db.session.execute(select(TicketRecord.id, TicketRecord.link_token).where(
+        TicketRecord.company_id == company_id, TicketRecord.client_ref == client_ref)).first()
+    if found is None:
+        return None
+    if link_token is not None and found.link_token != link_token:
+        raise Conflict("this client_ref is already used by another ticket; send a new one",
+                       code="client_ref_in_use")
+    return found.id
 
 
 def _ticket_key(ticket_id: str) -> str | None:
@@ -897,11 +915,16 @@ def add_photos(company_id: int, ticket_id: str, items: list[PhotoIn]) -> Ticket:
     return get_ticket(company_id, ticket_id)
 
 
+def _check_unwritten(ticket: TicketRecord) -> None:
+    """409 ticket_written: what is in the project system takes no more photos or signatures."""
+    if ticket.status == "written":
+        raise Conflict("the ticket is already written to the project system; photos and "
+                       "signatures can no longer be added", code="ticket_written")
+
+
 def _check_photo_room(ticket: TicketRecord, adding: int) -> None:
     """Refuse photos on a written ticket, or beyond 12 in all."""
-    if ticket.status == "written":
-        raise Conflict("the ticket is already written to the project system; photos can no "
-                       "longer be added", code="ticket_written")
+    _check_unwritten(ticket)
     if ticket.photo_count + adding > MAX_PHOTOS:
         room = MAX_PHOTOS - ticket.photo_count
         raise ValidationFailed(
@@ -1002,9 +1025,11 @@ def reprice_ticket(company_id: int, ticket_id: str) -> Ticket:
     return get_ticket(company_id, ticket.id)
 
 
-def id_for_client_ref(company_id: int, client_ref: str) -> str | None:
-    """The id of the company's ticket sent under this client reference, if it has arrived."""
-    return _id_for_client_ref(company_id, client_ref)
+def link_ticket_id(company_id: int, link_token: str, client_ref: str) -> str | None:
+    """The id of the ticket sent through this link under this client reference, if it has arrived."""
+    return db.session.scalar(select(TicketRecord.id).where(
+        TicketRecord.company_id == company_id, TicketRecord.link_token == link_token,
+        TicketRecord.client_ref == client_ref))
 
 
 def put_photo(company_id: int, ticket_id: str, key: str, photo: PhotoIn) -> tuple[Ticket, bool]:
@@ -1039,10 +1064,12 @@ def put_photo(company_id: int, ticket_id: str, key: str, photo: PhotoIn) -> tupl
 
 
 def put_signature(company_id: int, ticket_id: str, signature: SignatureIn) -> tuple[Ticket, bool]:
-    """Attach the signature sent after its ticket; a ticket that has one keeps it."""
+    """Attach the signature sent after its ticket; a ticket that has one keeps it, and a
+    written one takes none."""
     ticket = find_ticket(company_id, ticket_id)
     if ticket.signature:
         return get_ticket(company_id, ticket.id), False
+    _check_unwritten(ticket)
     holder = SimpleNamespace(signature=signature)
     processed, problems = _check_signature(holder, [])
     if problems:
@@ -1054,6 +1081,7 @@ def put_signature(company_id: int, ticket_id: str, signature: SignatureIn) -> tu
                                  .with_for_update().execution_options(populate_existing=True))
         if current.signature:
             return get_ticket(company_id, ticket.id), False
+        _check_unwritten(current)
         current.signature = stored
         signatures.seal(current)
     db.session.expire_all()
