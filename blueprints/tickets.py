@@ -239,17 +239,15 @@ def get_document(ticket_id: str) -> Response:
 # ------------------------------------------------------------------ pages
 
 def _ticket_panel(ticket_id: str, *, error: ServiceError | None = None, message: str | None = None,
-                  selected: dict[int, int] | None = None, status: int = 200,
+                  chosen: review.FormChoices | None = None, status: int = 200,
                   new_request=None, sign_error: ServiceError | None = None) -> Response:
-    """The ticket page, or its main panel for htmx; a posted form's choices are shown again."""
-    confirmed = set(review.selected_routes_from_form(request.form.to_dict(), "confirm")) \
-        if request.method == "POST" else set()
+    """The ticket page, or its main panel for htmx, with the approve-form choices posted kept."""
+    chosen = chosen or review.FormChoices.from_form(request.values)
     page = review.ticket_page(current_user.company_id, ticket_id, error=error, message=message,
-                              selected_routes=selected, confirmed=confirmed)
-    came_from = review.QueueView.from_query_string(request.values.get("from"))
+                              chosen=chosen)
     page.reject_open = error is not None and error.code == "reason_required"
     response = render_page("review/ticket.html", "review/_ticket.html", page=page,
-                           came_from=came_from, reject_reasons=review.REJECT_REASONS,
+                           came_from=chosen.came_from, reject_reasons=review.REJECT_REASONS,
                            **review.signing_context(current_user.company_id, ticket_id,
                                                     new_request=new_request, error=sign_error))
     response.status_code = status
@@ -325,8 +323,7 @@ def approve_page(ticket_id: str) -> Response:
     except ServiceError as error:
         if error.status == 404:
             raise
-        return _ticket_panel(ticket_id, error=error, status=422,
-                             selected=review.selected_routes_from_form(form))
+        return _ticket_panel(ticket_id, error=error, status=422)
     note = "It was already in Procore." if result.already else "Written to Procore."
     if form.get("next"):
         return _go_to_next(following, view, ticket_id)
@@ -390,12 +387,12 @@ def create_budget_code_page(ticket_id: str) -> Response:
         if error.status == 404 and error.code == "ticket_not_found":
             raise
         return _ticket_panel(ticket_id, error=error, status=422)
-    selected = review.selected_routes_from_form(form)
+    chosen = review.FormChoices.from_form(request.values)
     line = form.get("line", "")
     if line.isdigit():
-        selected[int(line)] = made.id
+        chosen = chosen.picking(int(line), made.id)
     return _ticket_panel(ticket_id, message=f"Budget code {made.code} is ready; it is selected "
-                                           f"for line {line}.", selected=selected)
+                                           f"for line {line}.", chosen=chosen)
 
 
 @bp.post("/tickets/<ticket_id>/authorization")
