@@ -389,10 +389,11 @@ def create_budget_code_page(ticket_id: str) -> Response:
         return _ticket_panel(ticket_id, error=error, status=422)
     chosen = review.FormChoices.from_form(request.values)
     line = form.get("line", "")
-    if line.isdigit():
-        chosen = chosen.picking(int(line), made.id)
+    if not line.isdigit():
+        return _ticket_panel(ticket_id, message=f"Budget code {made.code} is ready.", chosen=chosen)
     return _ticket_panel(ticket_id, message=f"Budget code {made.code} is ready; it is selected "
-                                           f"for line {line}.", chosen=chosen)
+                                           f"for line {int(line) + 1}.",
+                         chosen=chosen.picking(int(line), made.id))
 
 
 @bp.post("/tickets/<ticket_id>/authorization")
