@@ -20,7 +20,6 @@ from models.schemas import (
 )
 from models import utcnow
 from services import approval, authorizations, documents, export, projects, review, tickets
-from services.capture import short_reference
 from services.errors import ServiceError
 from services.validation import validate
 from services.web import is_htmx, render_page
@@ -304,8 +303,7 @@ def queue_export() -> Response:
 def ticket_page(ticket_id: str) -> Response:
     """One ticket with everything a reviewer needs to approve it."""
     written = request.args.get("written")
-    note = f"{short_reference(written)} was written to Procore. This is the next ticket." \
-        if written and review.is_ticket_id(written) else None
+    note = review.next_ticket_note(current_user.company_id, written) if written else None
     return _ticket_panel(ticket_id, message=note)
 
 
@@ -324,10 +322,9 @@ def approve_page(ticket_id: str) -> Response:
         if error.status == 404:
             raise
         return _ticket_panel(ticket_id, error=error, status=422)
-    note = "It was already in Procore." if result.already else "Written to Procore."
     if form.get("next"):
         return _go_to_next(following, view, ticket_id)
-    return _ticket_panel(ticket_id, message=note)
+    return _ticket_panel(ticket_id, message=review.written_note(result, already=result.already))
 
 
 def _go_to_next(following: str | None, view, done_id: str) -> Response:

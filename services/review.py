@@ -652,6 +652,39 @@ def selected_routes_from_form(form: dict[str, str], name: str = "routes") -> dic
     return chosen
 
 
+def written_note(ticket: Ticket, *, already: bool = False) -> str:
+    """What the page says after an approval, naming any lines written with no budget code."""
+    note = "It was already in Procore." if already else "Written to Procore."
+    return " ".join([note, *_blank_lines(ticket)])
+
+
+def next_ticket_note(company_id: int, written_id: str) -> str | None:
+    """What the next ticket's page says about the one 'Approve and next' just wrote."""
+    if not is_ticket_id(written_id):
+        return None
+    note = f"{short_reference(written_id)} was written to Procore. This is the next ticket."
+    try:
+        record = tickets.find_ticket(company_id, written_id)
+    except ServiceError:
+        return note
+    if record.status != "written" or not record.written_routing:
+        return note
+    written = tickets.shape_ticket(record, [RoutingLine.model_validate(line)
+                                            for line in record.written_routing])
+    return " ".join([note, *_blank_lines(written)])
+
+
+def _blank_lines(ticket: Ticket) -> list[str]:
+    """How many lines, and dollars, of a written ticket landed on no budget code (nothing if none)."""
+    blank = [r for r in ticket.routing if r.budget_code is None]
+    if not blank:
+        return []
+    amount = sum((r.amount for r in blank), Decimal("0.00"))
+    lines = f"{len(blank)} line{'s' if len(blank) != 1 else ''}"
+    verb = "was" if len(blank) == 1 else "were"
+    return [f"{lines} (${amount:,.2f}) {verb} written with no budget code."]
+
+
 # ------------------------------------------------------------------ plain words
 
 PLAIN_ERRORS = {

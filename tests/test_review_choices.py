@@ -129,3 +129,31 @@ def test_every_form_on_the_ticket_sends_the_approve_choices(app, client, acme):
     for form in posting:
         assert form.get("hx-include") == "#approve-form", form["hx-post"]
         assert [i["value"] for i in form["inputs"] if i.get("name") == "from"] == [FROM]
+
+
+def test_lines_written_with_no_budget_code_are_named_with_their_dollars(app, client, acme):
+    browser = sign_in(app, client, acme)
+    ticket, choices = ticket_with_choices(client, acme)
+    del choices["routes[2]"]  # line 3 (Mystery, 1 h at $10) goes on no budget code
+    done = browser.post(f"/tickets/{ticket['id']}/approve",
+                        {**choices, "destination": "change_event"}, htmx=True)
+    assert done.status_code == 200, done.get_data(as_text=True)
+    assert "Written to Procore. 1 line ($10.00) was written with no budget code." in \
+        done.get_data(as_text=True)
+    after = browser.post(f"/tickets/{ticket['id']}/approve", {"destination": "change_event"},
+                         htmx=True).get_data(as_text=True)
+    assert "It was already in Procore. 1 line ($10.00) was written with no budget code." in after
+
+
+def test_approve_and_next_names_blank_lines_on_the_next_ticket(app, client, acme):
+    browser = sign_in(app, client, acme)
+    ticket, choices = ticket_with_choices(client, acme)
+    new_ticket(client, acme, description="The next one")
+    del choices["routes[2]"]
+    went = browser.post(f"/tickets/{ticket['id']}/approve",
+                        {**choices, "destination": "change_event", "next": "1",
+                         "from": "status=submitted&sort=oldest"})
+    assert went.status_code == 303
+    html = browser.get(went.headers["Location"]).get_data(as_text=True)
+    assert "was written to Procore. This is the next ticket. 1 line ($10.00) was written with " \
+        "no budget code." in html
