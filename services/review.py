@@ -266,6 +266,7 @@ class TicketPage:
     zone: ZoneInfo = UTC
     reject_open: bool = False
     procore_down_since: dt.datetime | None = None
+    being_written: bool = False
 
     @property
     def down_for(self) -> str:
@@ -558,7 +559,8 @@ def ticket_page(company_id: int, ticket_id: str, *, error: ServiceError | None =
     names = _project_names(company_id)
     page = TicketPage(ticket=ticket, project_name=names.get(ticket.project_id, ticket.project_id),
                       change_events=None, captured_at_text=jobsite_time(ticket.captured_at, UTC),
-                      error=error, message=message, chosen=chosen or FormChoices())
+                      error=error, message=message, chosen=chosen or FormChoices(),
+                      being_written=ticket.status != "written" and approval.being_written(record))
     page.zone = _time_zone(company_id, ticket.project_id)
     page.captured_at_text = page.clock(ticket.captured_at)
     page.change_events = _change_events(company_id, ticket.project_id)

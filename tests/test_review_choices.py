@@ -1,10 +1,13 @@
 """The ticket page keeps what the PM chose on the approve form through every action on it."""
 from __future__ import annotations
 
+import datetime as dt
 from html.parser import HTMLParser
 
 import pytest
+import time_machine
 
+from models import Ticket, db, utcnow
 from tests.test_approval import control
 from tests.test_review_pages import new_ticket, sign_in
 
@@ -157,3 +160,20 @@ def test_approve_and_next_names_blank_lines_on_the_next_ticket(app, client, acme
     html = browser.get(went.headers["Location"]).get_data(as_text=True)
     assert "was written to Procore. This is the next ticket. 1 line ($10.00) was written with " \
         "no budget code." in html
+
+
+def test_a_ticket_being_written_says_so_and_offers_no_approve(app, client, acme):
+    browser = sign_in(app, client, acme)
+    ticket = new_ticket(client, acme)
+    claimed = utcnow()
+    with app.app_context():  # another request holds the approval claim
+        row = db.session.get(Ticket, ticket["id"])
+        row.approval_claim_id, row.approval_claimed_at = "00000000-aaaa-4000-8000-000000000000", claimed
+        db.session.commit()
+    html = browser.get(f"/tickets/{ticket['id']}").get_data(as_text=True)
+    assert "Someone is writing this ticket to Procore right now." in html
+    assert "Needs review" not in html and "Approve and write" not in html
+    ttl = app.config["APPROVAL_CLAIM_TTL_S"]
+    with time_machine.travel(claimed + dt.timedelta(seconds=ttl + 1), tick=False):
+        expired = browser.get(f"/tickets/{ticket['id']}").get_data(as_text=True)
+    assert "Approve and write" in expired and "writing this ticket" not in expired
