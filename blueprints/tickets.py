@@ -20,7 +20,6 @@ from models.schemas import (
 )
 from models import utcnow
 from services import approval, authorizations, documents, export, projects, review, tickets
-from services.capture import short_reference
 from services.errors import ServiceError
 from services.validation import validate
 from services.web import is_htmx, render_page
@@ -244,17 +243,15 @@ def get_document(ticket_id: str) -> Response:
 # ------------------------------------------------------------------ pages
 
 def _ticket_panel(ticket_id: str, *, error: ServiceError | None = None, message: str | None = None,
-                  selected: dict[int, int] | None = None, status: int = 200,
+                  chosen: review.FormChoices | None = None, status: int = 200,
                   new_request=None, sign_error: ServiceError | None = None) -> Response:
-    """The ticket page, or its main panel for htmx; a posted form's choices are shown again."""
-    confirmed = set(review.selected_routes_from_form(request.form.to_dict(), "confirm")) \
-        if request.method == "POST" else set()
+    """The ticket page, or its main panel for htmx, with the approve-form choices posted kept."""
+    chosen = chosen or review.FormChoices.from_form(request.values)
     page = review.ticket_page(current_user.company_id, ticket_id, error=error, message=message,
-                              selected_routes=selected, confirmed=confirmed)
-    came_from = review.QueueView.from_query_string(request.values.get("from"))
+                              chosen=chosen)
     page.reject_open = error is not None and error.code == "reason_required"
     response = render_page("review/ticket.html", "review/_ticket.html", page=page,
-                           came_from=came_from, reject_reasons=review.REJECT_REASONS,
+                           came_from=chosen.came_from, reject_reasons=review.REJECT_REASONS,
                            **review.signing_context(current_user.company_id, ticket_id,
                                                     new_request=new_request, error=sign_error))
     response.status_code = status
@@ -311,8 +308,7 @@ def queue_export() -> Response:
 def ticket_page(ticket_id: str) -> Response:
     """One ticket with everything a reviewer needs to approve it."""
     written = request.args.get("written")
-    note = f"{short_reference(written)} was written to Procore. This is the next ticket." \
-        if written and review.is_ticket_id(written) else None
+    note = review.next_ticket_note(current_user.company_id, written) if written else None
     return _ticket_panel(ticket_id, message=note)
 
 
@@ -330,12 +326,10 @@ def approve_page(ticket_id: str) -> Response:
     except ServiceError as error:
         if error.status == 404:
             raise
-        return _ticket_panel(ticket_id, error=error, status=422,
-                             selected=review.selected_routes_from_form(form))
-    note = "It was already in Procore." if result.already else "Written to Procore."
+        return _ticket_panel(ticket_id, error=error, status=422)
     if form.get("next"):
         return _go_to_next(following, view, ticket_id)
-    return _ticket_panel(ticket_id, message=note)
+    return _ticket_panel(ticket_id, message=review.written_note(result, already=result.already))
 
 
 def _go_to_next(following: str | None, view, done_id: str) -> Response:
@@ -395,12 +389,13 @@ def create_budget_code_page(ticket_id: str) -> Response:
         if error.status == 404 and error.code == "ticket_not_found":
             raise
         return _ticket_panel(ticket_id, error=error, status=422)
-    selected = review.selected_routes_from_form(form)
+    chosen = review.FormChoices.from_form(request.values)
     line = form.get("line", "")
-    if line.isdigit():
-        selected[int(line)] = made.id
+    if not line.isdigit():
+        return _ticket_panel(ticket_id, message=f"Budget code {made.code} is ready.", chosen=chosen)
     return _ticket_panel(ticket_id, message=f"Budget code {made.code} is ready; it is selected "
-                                           f"for line {line}.", selected=selected)
+                                           f"for line {int(line) + 1}.",
+                         chosen=chosen.picking(int(line), made.id))
 
 
 @bp.post("/tickets/<ticket_id>/authorization")

@@ -234,14 +234,25 @@ def _lock(session: Session, ticket_id: str) -> TicketRecord:
                            .with_for_update().execution_options(populate_existing=True)).one()
 
 
+def _claim_expires(ticket: TicketRecord) -> dt.datetime | None:
+    """When the approval claim on a ticket runs out, or None when it has none."""
+    if ticket.approval_claim_id is None or ticket.approval_claimed_at is None:
+        return None
+    return ticket.approval_claimed_at + dt.timedelta(
+        seconds=current_app.config["APPROVAL_CLAIM_TTL_S"])
+
+
+def being_written(ticket: TicketRecord, now: dt.datetime | None = None) -> bool:
+    """Whether an approval holds a live claim on the ticket, so it is being written right now."""
+    expires = _claim_expires(ticket)
+    return expires is not None and expires > (now or utcnow())
+
+
 def _refuse_claimed(ticket: TicketRecord, now: dt.datetime) -> None:
     """409 approval_in_progress, with Retry-After, while another approval's claim is live."""
-    if ticket.approval_claim_id is None or ticket.approval_claimed_at is None:
+    if not being_written(ticket, now):
         return
-    expires = ticket.approval_claimed_at + dt.timedelta(
-        seconds=current_app.config["APPROVAL_CLAIM_TTL_S"])
-    if expires <= now:
-        return
+    expires = _claim_expires(ticket)
     wait = max(1, min(RETRY_AFTER_MAX_S, math.ceil((expires - now).total_seconds())))
     raise Conflict("another approval of this ticket is writing it now; retry shortly to see "
                    "its outcome", code="approval_in_progress", headers={"Retry-After": str(wait)})

@@ -225,6 +225,32 @@ class LineChoice:
         return [*self.own, *self.same_type, *self.other_types]
 
 
+@dataclass(frozen=True)
+class FormChoices:
+    """What the PM chose on a ticket's approve form: the page shows it again after any action."""
+
+    routes: dict[int, int] = field(default_factory=dict)
+    confirmed: dict[int, int] = field(default_factory=dict)
+    destination: str | None = None
+    allow_unrouted: bool = False
+    came_from: QueueView = field(default_factory=QueueView)
+
+    @classmethod
+    def from_form(cls, form) -> FormChoices:
+        """The approve-form choices a request carries (none on a freshly opened page)."""
+        fields = {key: form.get(key) for key in form}
+        destination = form.get("destination")
+        return cls(routes=selected_routes_from_form(fields),
+                   confirmed=selected_routes_from_form(fields, "confirm"),
+                   destination=destination if destination in ("change_event", "daily_log") else None,
+                   allow_unrouted=form.get("allow_unrouted") == "on",
+                   came_from=QueueView.from_query_string(form.get("from")))
+
+    def picking(self, line: int, code_id: int) -> FormChoices:
+        """These choices with one more line given a budget code."""
+        return dataclasses.replace(self, routes={**self.routes, line: code_id})
+
+
 @dataclass
 class TicketPage:
     """Everything the ticket page shows."""
@@ -236,12 +262,12 @@ class TicketPage:
     choices: dict[int, LineChoice] = field(default_factory=dict)
     error: ServiceError | None = None
     message: str | None = None
-    selected_routes: dict[int, int] = field(default_factory=dict)
+    chosen: FormChoices = field(default_factory=FormChoices)
     authorizations: list[NteStatus] = field(default_factory=list)
-    confirmed: set[int] = field(default_factory=set)
     zone: ZoneInfo = UTC
     reject_open: bool = False
     procore_down_since: dt.datetime | None = None
+    being_written: bool = False
 
     @property
     def down_for(self) -> str:
@@ -288,8 +314,14 @@ class TicketPage:
     def other_type_chosen(self, line: int) -> bool:
         """Whether the code picked for a line is of another cost type than the line's."""
         choice = self.choices.get(line)
-        chosen = self.selected_routes.get(line)
+        chosen = self.chosen.routes.get(line)
         return bool(choice and chosen and any(b.id == chosen for b in choice.other_types))
+
+    def writes_as(self, destination: str) -> bool:
+        """Whether a destination is ticked: the PM's pick, else change event if the project has them."""
+        if destination == "daily_log":
+            return self.change_events is False or self.chosen.destination == "daily_log"
+        return bool(self.change_events) and self.chosen.destination != "daily_log"
 
     @property
     def refused_lines(self) -> dict[int, str]:
@@ -512,8 +544,7 @@ def queue(company_id: int, view: QueueView | None = None, *, now: dt.datetime | 
 
 
 def ticket_page(company_id: int, ticket_id: str, *, error: ServiceError | None = None,
-                message: str | None = None, selected_routes: dict[int, int] | None = None,
-                confirmed: set[int] | None = None) -> TicketPage:
+                message: str | None = None, chosen: FormChoices | None = None) -> TicketPage:
     """A ticket with the choices a reviewer has for each of its lines.
 
     Everything read from Procore comes from what was last known when it does not answer
@@ -529,8 +560,8 @@ def ticket_page(company_id: int, ticket_id: str, *, error: ServiceError | None =
     names = _project_names(company_id)
     page = TicketPage(ticket=ticket, project_name=names.get(ticket.project_id, ticket.project_id),
                       change_events=None, captured_at_text=jobsite_time(ticket.captured_at, UTC),
-                      error=error, message=message, selected_routes=selected_routes or {},
-                      confirmed=set(confirmed or ()))
+                      error=error, message=message, chosen=chosen or FormChoices(),
+                      being_written=ticket.status != "written" and approval.being_written(record))
     page.zone = _time_zone(company_id, ticket.project_id)
     page.captured_at_text = page.clock(ticket.captured_at)
     page.change_events = _change_events(company_id, ticket.project_id)
@@ -622,6 +653,39 @@ def selected_routes_from_form(form: dict[str, str], name: str = "routes") -> dic
             if index.isdigit():
                 chosen[int(index)] = int(value)
     return chosen
+
+
+def written_note(ticket: Ticket, *, already: bool = False) -> str:
+    """What the page says after an approval, naming any lines written with no budget code."""
+    note = "It was already in Procore." if already else "Written to Procore."
+    return " ".join([note, *_blank_lines(ticket)])
+
+
+def next_ticket_note(company_id: int, written_id: str) -> str | None:
+    """What the next ticket's page says about the one 'Approve and next' just wrote."""
+    if not is_ticket_id(written_id):
+        return None
+    note = f"{short_reference(written_id)} was written to Procore. This is the next ticket."
+    try:
+        record = tickets.find_ticket(company_id, written_id)
+    except ServiceError:
+        return note
+    if record.status != "written" or not record.written_routing:
+        return note
+    written = tickets.shape_ticket(record, [RoutingLine.model_validate(line)
+                                            for line in record.written_routing])
+    return " ".join([note, *_blank_lines(written)])
+
+
+def _blank_lines(ticket: Ticket) -> list[str]:
+    """How many lines, and dollars, of a written ticket landed on no budget code (nothing if none)."""
+    blank = [r for r in ticket.routing if r.budget_code is None]
+    if not blank:
+        return []
+    amount = sum((r.amount for r in blank), Decimal("0.00"))
+    lines = f"{len(blank)} line{'s' if len(blank) != 1 else ''}"
+    verb = "was" if len(blank) == 1 else "were"
+    return [f"{lines} (${amount:,.2f}) {verb} written with no budget code."]
 
 
 # ------------------------------------------------------------------ plain words

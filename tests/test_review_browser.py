@@ -76,6 +76,41 @@ def test_override_create_code_approve_and_open_record(client, acme, reviewer, li
     assert "Moved trench 3 m east" in record.content()
 
 
+def test_choices_survive_every_action_on_the_ticket(client, acme, reviewer, live_server, tablet):
+    ticket = make_ticket(client, acme)
+    page = tablet.new_page()
+    sign_in(page, live_server, reviewer)
+    page.goto(f"{live_server.url}/tickets/{ticket['id']}?from=status%3Dsubmitted%26sort%3Doldest")
+    options = page.locator('select[name="routes[2]"] option').all_inner_texts()
+    picked = next(o for o in options if o.startswith("02-200.L"))
+    page.select_option('select[name="routes[2]"]', label=picked)
+    page.check('input[name="destination"][value="daily_log"]')
+    page.check('input[name="allow_unrouted"]')
+
+    def kept():
+        assert page.is_checked('input[name="destination"][value="daily_log"]')
+        assert page.is_checked('input[name="allow_unrouted"]')
+        assert page.locator('select[name="routes[2]"] option:checked').inner_text() == picked
+        assert page.input_value("#approve-form input[name=from]") == "status=submitted&sort=oldest"
+
+    page.click("text=Create labor budget code")
+    page.wait_for_selector("text=01-500.L is ready")
+    kept()
+    page.click("text=Price again from the current rate sheet and markups")
+    page.wait_for_selector("text=Priced again")
+    kept()
+    page.click("text=Send it to be signed")
+    page.fill('input[name="name"]', "Sam Ortiz")
+    page.fill('input[name="phone"]', "+1 555 123 4567")
+    page.click("text=Create the signing link")
+    page.wait_for_selector("#new-sign-link")
+    kept()
+    page.click("text=Approve and write")
+    page.wait_for_selector("text=Written to Procore.")
+    written = client.get(f"/v1/tickets/{ticket['id']}", headers=acme.headers).json
+    assert written["external"]["destination"] == "daily_log"
+
+
 def test_reject_and_restore(client, acme, reviewer, live_server, tablet):
     ticket = make_ticket(client, acme)
     page = tablet.new_page()
