@@ -16,7 +16,7 @@ from services import assets, bodies, compression, i18n, ratelimit
 from services.database import configure_engine, normalise_database_url
 from services.auth import login_manager
 from services.logs import configure_logging
-from services.web import SessionCookies, add_security_headers, is_api_path
+from services.web import SessionCookies, add_security_headers, is_api_path, refuse_nul
 
 migrate = Migrate(render_as_batch=True, compare_type=True)
 csrf = CSRFProtect()
@@ -213,6 +213,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     migrate.init_app(app, db, directory=str(Path(app.root_path) / "migrations"))
     ratelimit.init_app(app)
     bodies.init_app(app)  # after the limiter's hook, before anything that reads a body
+    app.before_request(refuse_nul)  # the body, if any, is read within its slot by now
     csrf.init_app(app)
     login_manager.init_app(app)
     i18n.init_app(app)

@@ -131,7 +131,21 @@ def read_json_object(required: bool = True) -> dict[str, Any]:
         raise BadBody("the body must be a JSON object", code="invalid_body")
     if _json_depth(data) > MAX_JSON_DEPTH:
         raise BadBody(f"the JSON body is nested too deeply (at most {MAX_JSON_DEPTH} levels)")
+    if _holds_nul(data):
+        raise BadBody("the body holds a NUL character (\\u0000), which no text may contain",
+                      code="invalid_body")
     return data
+
+
+def _holds_nul(value: Any) -> bool:
+    """Whether any string of a parsed JSON value, key or text, holds a NUL character."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_holds_nul(key) or _holds_nul(item) for key, item in value.items())
+    if isinstance(value, list):
+        return any(_holds_nul(item) for item in value)
+    return False
 
 
 def authenticate_request(secret: str | None, malformed: bool) -> None:

@@ -207,8 +207,13 @@ def put_signature(token: str, client_ref: str, raw: bytes, args: Any) -> tuple[T
     return tickets.put_signature(link.company_id, ticket_id, signature)
 
 
+class _Rows(dict):
+    """A form list's rows by index, until they become a list."""
+
+
 def _set_path(target: dict[str, Any], path: str, value: Any) -> None:
-    """Place a form value at a path such as 'labor[2].hours' in a nested dict."""
+    """Place a form value at a path such as 'labor[2].hours' in a nested dict; a path that
+    clashes with one placed before it (a name used both as text and as a group) is dropped."""
     node: Any = target
     parts = path.split(".")
     for depth, part in enumerate(parts):
@@ -219,22 +224,28 @@ def _set_path(target: dict[str, Any], path: str, value: Any) -> None:
         last = depth == len(parts) - 1
         if index is None:
             if last:
-                node[name] = value
-            else:
-                node = node.setdefault(name, {})
+                node.setdefault(name, value)
+                return
+            node = node.setdefault(name, {})
+            if type(node) is not dict:
+                return
             continue
-        rows = node.setdefault(name, {})
+        rows = node.setdefault(name, _Rows())
+        if not isinstance(rows, _Rows):
+            return
         if last:
-            rows[int(index)] = value
-        else:
-            node = rows.setdefault(int(index), {})
+            rows.setdefault(int(index), value)
+            return
+        node = rows.setdefault(int(index), {})
+        if type(node) is not dict:
+            return
 
 
 def _rows_to_lists(data: dict[str, Any]) -> dict[str, Any]:
     """Turn index-keyed rows into lists, dropping rows the crew left entirely blank."""
     for kind in ROW_KINDS:
         rows = data.get(kind)
-        if isinstance(rows, dict):
+        if isinstance(rows, _Rows):
             data[kind] = [row for _, row in sorted(rows.items())
                           if isinstance(row, dict) and any(str(v).strip() for name, v in row.items()
                                                            if name not in PICKED)]

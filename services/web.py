@@ -5,6 +5,9 @@ from typing import Any
 
 from flask import Flask, Request, Response, render_template, request
 from flask.sessions import SecureCookieSession, SecureCookieSessionInterface
+from werkzeug.exceptions import NotFound
+
+from services.errors import ValidationFailed, field_problem
 
 CONTENT_SECURITY_POLICY = "; ".join([
     "default-src 'self'",
@@ -42,6 +45,24 @@ class SessionCookies(SecureCookieSessionInterface):
     def get_cookie_secure(self, app: Flask) -> bool:
         """Mark the cookie Secure when configured to, or when this request is HTTPS."""
         return bool(app.config["SESSION_COOKIE_SECURE"]) or request.is_secure
+
+
+def refuse_nul() -> None:
+    """Refuse a NUL character in the path (404), the query or a form field (400): no text
+    the service stores may hold one, and a database would refuse it mid-request."""
+    if "\x00" in request.path:
+        raise NotFound()
+    fields = list(request.args.items(multi=True))
+    # Pages read forms; /v1 reads JSON only (read_json_object refuses NUL there) and refuses forms.
+    if not is_api_path(request.path) and request.mimetype in (
+            "application/x-www-form-urlencoded", "multipart/form-data"):
+        fields += request.form.items(multi=True)
+        fields += [(name, upload.filename or "") for name, upload in request.files.items(multi=True)]
+    held = sorted({name for name, value in fields if "\x00" in name or "\x00" in value})
+    if held or b"%00" in request.query_string:
+        raise ValidationFailed("a NUL character is not allowed in text", details=[
+            field_problem(name.replace("\x00", ""), "must not contain a NUL character")
+            for name in held] or None)
 
 
 def is_htmx() -> bool:

@@ -239,3 +239,21 @@ def test_capture_page_and_its_scripts_come_compressed(client, acme, accept, enco
     assert again.status_code == 304 and again.data == b""
     assert client.get("/v1/openapi.json", headers={"Accept-Encoding": accept}).headers.get(
         "Content-Encoding") is None
+
+
+@pytest.mark.parametrize("clash", [
+    {"description.x": "bar"},
+    {"labor[0]": "x", "labor[0].hours": "2"},
+    {"labor.x.trade": "b"},
+    {"labor[0].trade.x": "b", "labor[0].trade": "Laborer"},
+])
+def test_a_plain_form_with_clashing_names_is_refused_not_a_crash(client, acme, app, clash):
+    from models import Ticket, db
+
+    link = make_link(client, acme)
+    form = {"description": "Moved trench", "reason": "Gas line", "directed_by": "Sam",
+            "labor[0].trade": "Laborer", "labor[0].hours": "3", "labor[0].rate": "50", **clash}
+    answer = client.post(f"/c/{link['token']}/tickets", data=form)
+    assert answer.status_code in (200, 400), answer.get_data(as_text=True)[:300]
+    with app.app_context():
+        assert db.session.query(Ticket).count() == (1 if answer.status_code == 200 else 0)
