@@ -520,7 +520,7 @@ def queue(company_id: int, view: QueueView | None = None, *, now: dt.datetime | 
     totals = tickets.age_totals(company_id, where, now, route=route)
     buckets = [AgeBucket(key=key, label=label, count=totals[key][0], total=totals[key][1])
                for key, label, _days in tickets.AGE_BUCKETS]
-    return Queue(rows=rows, counts=tickets.status_counts(company_id, view.project_id),
+    return Queue(rows=rows, counts=tickets.list_status_counts(company_id, where, route=route),
                  total=total, view=view, projects=sorted(names.items(), key=lambda item: item[1]),
                  subs=links.labels(company_id), buckets=buckets,
                  procore_down_since=procore_down_since(company_id))

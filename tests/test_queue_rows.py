@@ -38,3 +38,31 @@ def test_a_signature_that_holds_back_is_not_clean_and_says_so(app, client, acme)
         assert f'data-clean="{clean}"' in shown, (signed, shown)
         cell = re.search(r'<td class="signed">(.*?)</td>', shown, re.DOTALL).group(1)
         assert re.sub(r"<[^>]+>", "", cell).strip() == signed
+
+
+TAB = re.compile(r">(Needs review|Written|Rejected|All) \((\d+)\)</a>")
+
+
+def test_status_tabs_count_the_same_filter_as_the_list(app, client, acme):
+    from services import approval
+    from tests.pile import SUBS, seed_pile
+    pile = seed_pile(app, acme, count=24)
+    project, sub = pile[1].project_id, SUBS[1]
+    keep = [t for t in pile if t.project_id == project and t.sub == sub]
+    with app.app_context():
+        approval.reject(acme.company_id, keep[0].id, actor="pm@acme.example", reason="Not extra")
+    browser = sign_in(app, client, acme)
+    cases = {f"project_id={project}&sub={sub.replace(' ', '+')}": keep,
+             "unsigned=1": [t for t in pile if not t.signed],
+             "to_check=1": [t for t in pile if not t.clean],
+             f"q=foreman+{sub.split()[0]}": [t for t in pile if t.sub == sub]}
+    for query, matching in cases.items():
+        rejected = sum(1 for t in matching if t.id == keep[0].id)
+        for status in ("submitted", "all"):
+            html = browser.get(f"/queue?status={status}&{query}",
+                               headers={"HX-Request": "true"}).get_data(as_text=True)
+            tabs = {label: int(count) for label, count in TAB.findall(html)}
+            assert tabs == {"Needs review": len(matching) - rejected, "Written": 0,
+                            "Rejected": rejected, "All": len(matching)}, (query, status)
+            shown = {"submitted": len(matching) - rejected, "all": len(matching)}[status]
+            assert f"of {shown} ticket(s)" in html, (query, status)
