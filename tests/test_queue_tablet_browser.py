@@ -1,0 +1,56 @@
+"""The queue on a tablet in a real browser: it fits the screen, keeps focus, follows the back button."""
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import update
+
+from tests.pile import seed_pile
+from tests.test_queue_rows import signed_ticket
+from tests.test_review_triage import browser_sign_in
+
+pytestmark = pytest.mark.browser
+
+STATUS_WORDS = {"Needs review", "Written", "Rejected"}
+
+
+@pytest.fixture
+def busy_queue(app, client, acme):
+    """A realistic queue: a pile over three projects and four subs, one ticket waiting for a
+    signature, one signed with the scope disputed, some written and some sent back."""
+    pile = seed_pile(app, acme)
+    unsigned = next(t for t in pile if not t.signed)
+    client.post(f"/v1/tickets/{unsigned.id}/signature-requests", headers=acme.headers,
+                json={"name": "Sam Ortiz", "email": "sam@gc.example"})
+    signed_ticket(client, acme, qualifier="verified_scope_disputed")
+    from models import Ticket, db
+    with app.app_context():
+        db.session.execute(update(Ticket).where(Ticket.id.in_([t.id for t in pile[2:6]]))
+                           .values(status="written"))
+        db.session.execute(update(Ticket).where(Ticket.id.in_([t.id for t in pile[6:9]]))
+                           .values(status="rejected"))
+        db.session.commit()
+    return pile
+
+
+def fits(page) -> tuple[int, int]:
+    """The document's width and the window's: the page must not scroll sideways."""
+    return page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+
+
+@pytest.mark.parametrize("size", [(1024, 768), (768, 1024)])
+def test_the_queue_fits_a_tablet_with_plain_status_words(app, acme, busy_queue, live_server,
+                                                         chromium, size):
+    context = chromium.new_context(viewport={"width": size[0], "height": size[1]}, has_touch=True)
+    page = context.new_page()
+    browser_sign_in(page, live_server, app, acme)
+    for status in ("submitted", "all"):
+        page.goto(f"{live_server.url}/queue?status={status}")
+        width, window = fits(page)
+        assert width <= window, (size, status, width)
+        assert page.locator("tr.queue-row .ref").first.is_visible(), (size, status)
+        last = page.locator("tr.queue-row").first.locator("td").last
+        box = last.bounding_box()
+        assert box["x"] + box["width"] <= window, (size, status, "last column cut off")
+    words = set(page.locator("tr.queue-row td.status").all_inner_texts())
+    assert words == STATUS_WORDS, words
+    context.close()
