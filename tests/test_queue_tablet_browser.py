@@ -54,3 +54,29 @@ def test_the_queue_fits_a_tablet_with_plain_status_words(app, acme, busy_queue, 
     words = set(page.locator("tr.queue-row td.status").all_inner_texts())
     assert words == STATUS_WORDS, words
     context.close()
+
+
+def test_the_refresh_keeps_focus_on_the_same_ticket(app, acme, busy_queue, live_server, tablet):
+    page = tablet.new_page()
+    page.clock.install()
+    browser_sign_in(page, live_server, app, acme)
+    link = page.locator("tr.queue-row td.description a").nth(3)
+    ticket = link.locator("xpath=ancestor::tr").get_attribute("data-ticket")
+    link.focus()
+    page.evaluate("document.getElementById('queue-rows').dataset.old = '1'")
+    page.clock.run_for(21_000)  # the queue's 20-second refresh
+    page.locator("#queue-rows:not([data-old])").wait_for(state="attached")
+    focused = page.evaluate("""() => { const a = document.activeElement;
+        return [a.tagName, a.closest('tr') && a.closest('tr').dataset.ticket]; }""")
+    assert focused == ["A", ticket]
+
+
+def test_a_skip_link_leads_to_the_tickets(app, acme, busy_queue, live_server, tablet):
+    page = tablet.new_page()
+    browser_sign_in(page, live_server, app, acme)
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.textContent") == "Skip to the tickets"
+    page.keyboard.press("Enter")
+    page.keyboard.press("Tab")
+    first = page.locator("tr.queue-row").first.get_attribute("data-ticket")
+    assert page.evaluate("document.activeElement.closest('tr.queue-row').dataset.ticket") == first
