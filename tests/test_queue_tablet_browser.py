@@ -1,6 +1,9 @@
 """The queue on a tablet in a real browser: it fits the screen, keeps focus, follows the back button."""
 from __future__ import annotations
 
+import re
+from urllib.parse import parse_qs, urlparse
+
 import pytest
 from sqlalchemy import update
 
@@ -80,3 +83,35 @@ def test_a_skip_link_leads_to_the_tickets(app, acme, busy_queue, live_server, ta
     page.keyboard.press("Tab")
     first = page.locator("tr.queue-row").first.get_attribute("data-ticket")
     assert page.evaluate("document.activeElement.closest('tr.queue-row').dataset.ticket") == first
+
+
+def test_after_the_back_button_the_filter_boxes_match_the_list(app, acme, busy_queue, live_server,
+                                                               tablet):
+    from tests.pile import SUBS
+    page = tablet.new_page()
+    browser_sign_in(page, live_server, app, acme)
+    project, sub = busy_queue[1].project_id, SUBS[1]
+    page.select_option('select[name="project_id"]', project)
+    page.wait_for_url(re.compile(rf".*project_id={project}.*"))
+    page.select_option('select[name="sub"]', sub)
+    page.wait_for_url(re.compile(r".*sub=.*"))
+    page.click(".sorts >> text=Oldest first")
+    page.wait_for_url(re.compile(r".*sort=oldest.*"))
+    filtered = page.url
+    page.click(".tabs >> text=All (")
+    page.wait_for_url(re.compile(r".*status=all.*"))
+    page.locator("tr.queue-row td.description a").first.click()
+    page.wait_for_selector("#ticket-panel")
+    page.go_back()
+    page.wait_for_url(re.compile(r".*status=all.*"))
+    page.go_back()
+    page.wait_for_url(filtered)
+    page.locator("tr.queue-row").first.wait_for()
+    assert page.locator('select[name="project_id"]').input_value() == project
+    assert page.locator('select[name="sub"]').input_value() == sub
+    # The next filter change keeps the project and the sub.
+    page.click("summary:has-text('More filters')")
+    page.check('input[name="unsigned"]')
+    page.wait_for_url(re.compile(r".*unsigned=1.*"))
+    query = parse_qs(urlparse(page.url).query)
+    assert query["project_id"] == [project] and query["sub"] == [sub], page.url
