@@ -139,6 +139,8 @@ class QueueRow:
     needs_review: int | None
     photo_count: int
     signed: bool
+    # What the signer held back, in plain words ('scope disputed'); None when nothing was.
+    signed_with: str | None = None
     change_events: bool | None = None
     nte: NteStatus | None = None
     # When the oldest open signing link of an unsigned ticket was sent, on the jobsite's clock
@@ -147,9 +149,10 @@ class QueueRow:
 
     @property
     def clean(self) -> bool:
-        """Ready to write in bulk: every line on a confirmed code, signed, change events on."""
+        """Ready to write in bulk: every line on a confirmed code, signed without reserve,
+        change events on."""
         return self.status == "submitted" and self.needs_review == 0 and self.signed \
-            and self.change_events is True
+            and self.signed_with is None and self.change_events is True
 
 
 @dataclass(frozen=True)
@@ -498,6 +501,18 @@ def _change_events(company_id: int, project_id: str) -> bool | None:
         return None
 
 
+# What a signer held back, as the queue's Signed column says it after "Yes, ".
+HELD_BACK = {"verified_scope_disputed": "scope disputed", "not_verified": "not verified"}
+
+
+def _held_back(signature: dict | None) -> str | None:
+    """What a stored signature does not vouch for, in plain words; None when it vouches for all."""
+    code, reason = signatures.qualifier(signature)
+    if code in HELD_BACK:
+        return HELD_BACK[code]
+    return "with a note" if code is None and reason else None
+
+
 def queue(company_id: int, view: QueueView | None = None, *, now: dt.datetime | None = None
           ) -> Queue:
     """A page of the review queue: 'Needs review' newest first unless the view says otherwise."""
@@ -530,6 +545,7 @@ def queue(company_id: int, view: QueueView | None = None, *, now: dt.datetime | 
             age_bucket=tickets.age_bucket(record.captured_at, now), total=record.total,
             needs_review=None if warnings else sum(1 for r in routes if r.needs_review),
             photo_count=record.photo_count, signed=bool(record.signature),
+            signed_with=_held_back(record.signature),
             change_events=change_events[record.project_id],
             nte=authorizations.status_of(company_id, record.authorization_id),
             awaiting_since=_on_site_clock(awaiting[record.id], company_id, record.project_id)
@@ -537,7 +553,7 @@ def queue(company_id: int, view: QueueView | None = None, *, now: dt.datetime | 
     totals = tickets.age_totals(company_id, where, now, route=route)
     buckets = [AgeBucket(key=key, label=label, count=totals[key][0], total=totals[key][1])
                for key, label, _days in tickets.AGE_BUCKETS]
-    return Queue(rows=rows, counts=tickets.status_counts(company_id, view.project_id),
+    return Queue(rows=rows, counts=tickets.list_status_counts(company_id, where, route=route),
                  total=total, view=view, projects=sorted(names.items(), key=lambda item: item[1]),
                  subs=links.labels(company_id), buckets=buckets,
                  procore_down_since=procore_down_since(company_id))

@@ -124,6 +124,16 @@ def record(signature: SignatureIn, image_key: str, thumb_key: str, *, signed_via
             "user_agent": (user_agent or None) and user_agent[:300], "request_id": request_id}
 
 
+def qualifier(signature: dict[str, Any] | None) -> tuple[str | None, str | None]:
+    """A stored signature's qualifier code and reason; older free text is the reason, no code."""
+    if not signature:
+        return None, None
+    code = signature.get("qualifier")
+    if code and code not in QUALIFIER_CODES:
+        return None, signature.get("qualifier_reason") or code
+    return code or None, signature.get("qualifier_reason") or None
+
+
 def readable(signature: dict[str, Any], ticket: TicketRecord) -> dict[str, Any]:
     """A stored signature with the fields older ones lack: a free-text qualifier becomes the
     reason (with no choice), and where it was signed follows from how the ticket came in."""

@@ -12,7 +12,7 @@ import functools
 import re
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import ROUND_HALF_UP, Decimal
 from types import SimpleNamespace
 from typing import Any
@@ -853,6 +853,22 @@ def age_totals(company_id: int, where: ListFilter, now: dt.datetime | None = Non
         count, money = totals[key]
         totals[key] = (count + 1, money + total)
     return totals
+
+
+def list_status_counts(company_id: int, where: ListFilter, route=None) -> dict[str, int]:
+    """How many tickets of a filtered list are in each status, whatever status it shows."""
+    where = replace(where, status=None)
+    if where == ListFilter(project_id=where.project_id):
+        return status_counts(company_id, where.project_id)  # the kept counts answer
+    conditions = _list_conditions(company_id, where)
+    if where.to_check:
+        conditions.append(TicketRecord.id.in_(_ids_to_check(company_id, conditions, NEWEST_FIRST,
+                                                            route)))
+    counts = {status: 0 for status in ("submitted", "written", "rejected")}
+    counts.update({status: int(count) for status, count in db.session.execute(
+        select(TicketRecord.status, func.count()).where(*conditions)
+        .group_by(TicketRecord.status))})
+    return counts
 
 
 # A list shows no lines or warnings: their JSON is left in the database.

@@ -153,3 +153,25 @@
     schedule();
   });
 })();
+
+/* Set the queue's filter boxes from the URL when htmx restores a page from its history: its
+   snapshot keeps the boxes as the page first drew them, not as they were chosen since. */
+(function () {
+  "use strict";
+  var MORE = ["to_check", "unsigned", "awaiting_signature", "from", "to"];
+  function matchUrl() {
+    var form = document.getElementById("queue-filters");
+    if (!form) { return; }
+    var params = new URLSearchParams(window.location.search);
+    form.querySelectorAll("select[name], input[name]").forEach(function (control) {
+      if (control.type === "checkbox") {
+        control.checked = params.has(control.name);
+      } else if (control.type !== "hidden") {
+        control.value = params.get(control.name) || "";
+      }
+    });
+    var more = form.querySelector("details.more-filters");
+    if (more && MORE.some(function (name) { return params.has(name); })) { more.open = true; }
+  }
+  document.addEventListener("htmx:historyRestore", matchUrl);
+})();
