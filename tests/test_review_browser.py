@@ -174,3 +174,28 @@ def test_qr_thumbnails_render_on_the_links_page(client, acme, reviewer, live_ser
     image.wait_for()
     page.wait_for_function("img => img.complete", arg=image.element_handle())
     assert image.evaluate("img => img.naturalWidth") > 0
+
+
+def test_while_an_approval_is_on_its_way_the_page_says_so_and_takes_no_second_tap(
+        client, acme, reviewer, live_server, tablet):
+    ticket = client.post("/v1/tickets", headers=acme.headers, json={
+        "project_id": acme.project()["id"], "description": "Cored two holes", "reason": "Gas line",
+        "directed_by": "Sam Ortiz",
+        "labor": [{"trade": "Laborer", "hours": 2, "rate": 50, "costCode": "02-200"}]}).json
+    page = tablet.new_page()
+    sign_in(page, live_server, reviewer)
+    page.click("text=Cored two holes")
+    page.wait_for_selector("#approve-form")
+    assert not page.is_visible("#writing-status")
+    held = []
+    page.route("**/approve", lambda route: held.append(route))  # Procore is slow: no answer yet
+    page.click("text=Approve and write")
+    page.wait_for_function("() => document.querySelector('#writing-status').offsetParent !== null")
+    assert "Writing to Procore" in page.inner_text("#writing-status")
+    assert page.locator("#approve-form .actions button:disabled").count() == 2
+    page.locator("text=Approve and next").click(force=True)  # a second tap while it waits
+    held[0].continue_()
+    page.wait_for_selector("text=Written to Procore.")
+    assert len(held) == 1  # a second request would have been held here before the answer
+    written = client.get(f"/v1/tickets/{ticket['id']}", headers=acme.headers).json
+    assert written["status"] == "written" and len(written["decisions"]) == 1
