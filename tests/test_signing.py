@@ -523,3 +523,13 @@ def test_a_rejected_ticket_cannot_be_signed_until_it_is_back_in_review(app, clie
     assert client.post(f"/v1/tickets/{ticket['id']}/restore", headers=acme.headers).status_code == 200
     done = client.post(path, data=sign_form(client.get(path).get_data(as_text=True)))
     assert done.status_code == 200 and stored(app, ticket["id"]).signature is not None
+
+
+def test_the_signing_form_says_an_address_or_a_phone_is_needed(app, client, acme):
+    from tests.test_review_pages import sign_in
+
+    ticket = create(client, acme)
+    page = sign_in(app, client, acme).get(f"/tickets/{ticket['id']}").get_data(as_text=True)
+    form = page[page.index('class="sign-request-form"'):]
+    assert "Give an e-mail address or a mobile phone number (or both)" in form
+    assert form.index("Give an e-mail address") < form.index('name="email"')
