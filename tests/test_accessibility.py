@@ -26,14 +26,27 @@ def axe_tablet(chromium):
     context.close()
 
 
-def serious_violations(page) -> list[str]:
+def serious_violations(page, impacts: tuple[str, ...] = ("serious", "critical")) -> list[str]:
     page.add_script_tag(path=str(AXE))
-    result = page.evaluate("""async () => {
+    result = page.evaluate("""async (impacts) => {
         const r = await axe.run(document, {resultTypes: ['violations']});
-        return r.violations.filter(v => v.impact === 'serious' || v.impact === 'critical')
+        return r.violations.filter(v => impacts.includes(v.impact))
             .map(v => v.id + ': ' + v.help + ' @ ' + v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(' | '));
-    }""")
+    }""", list(impacts))
     return result
+
+
+def test_the_admin_pages_have_no_violations_at_all(app, client, acme, live_server, axe_tablet):
+    client.post("/v1/links", headers=acme.headers, json={"project_id": acme.project()["id"],
+                                                         "label": "North trailer"})
+    page = axe_tablet.new_page()
+    browser_sign_in(page, live_server, app, acme)
+    found = {}
+    for path in ("/links", "/keys", "/reviewers"):
+        page.goto(f"{live_server.url}{path}")
+        page.wait_for_load_state("networkidle")
+        found[path] = serious_violations(page, ("minor", "moderate", "serious", "critical"))
+    assert found == {path: [] for path in found}
 
 
 def test_review_pages_have_no_serious_violations(app, client, acme, live_server, axe_tablet):
