@@ -76,6 +76,8 @@ def default_config(instance_path: str) -> dict[str, Any]:
         "CATALOG_CACHE_S": 30,
         "CAPABILITY_CACHE_S": 60,
         "PHOTO_DIR": os.path.join(instance_path, "photos"),
+        # Photos a phone sent ahead of its ticket's text are dropped by the sweep after this.
+        "STAGED_PHOTO_DAYS": 7,
         "MAX_PHOTO_BYTES": 2 * MiB,
         # Images are decoded in this many worker processes at most (0: in the request's own
         # thread, for tests only), each image with this much CPU and address space, and a

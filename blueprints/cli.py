@@ -5,7 +5,7 @@ import json
 import time
 
 import click
-from flask import Flask
+from flask import Flask, current_app
 from flask.cli import AppGroup, with_appcontext
 
 from services import (
@@ -173,7 +173,12 @@ def send_reminders_command() -> None:
               help="Only files unchanged for this long (at least an hour).")
 @click.option("--remove", is_flag=True, help="Remove them; without it they are only listed.")
 def photo_orphans_command(min_age_hours: float, remove: bool) -> None:
-    """List image files no ticket refers to (left by refused or interrupted requests)."""
+    """List image files no ticket refers to (left by refused or interrupted requests, or staged
+    for a ticket whose text never came within STAGED_PHOTO_DAYS)."""
+    stale = photo_sweep.drop_stale_staged(remove)
+    days = current_app.config["STAGED_PHOTO_DAYS"]
+    click.echo(f"{'dropped' if remove else 'found'} {stale} photo(s) staged over {days} days for "
+               "a ticket that never came")
     report = photo_sweep.sweep_orphans(min_age_hours * 3600, remove=remove)
     now = time.time()
     for orphan in report.found:

@@ -9,13 +9,16 @@ and no request runs for an hour, let alone a day.
 """
 from __future__ import annotations
 
+import datetime as dt
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sqlalchemy import select
+from flask import current_app
+from sqlalchemy import delete, func, select
 
-from models import StagedPhoto, Ticket, TicketPhoto, db
+from models import StagedPhoto, Ticket, TicketPhoto, db, utcnow
+from services.database import write_transaction
 from services.tickets import photo_store
 
 MIN_AGE_FLOOR_S = 3600
@@ -36,6 +39,17 @@ class SweepReport:
 
     found: list[OrphanFile] = field(default_factory=list)
     removed: list[OrphanFile] = field(default_factory=list)
+
+
+def drop_stale_staged(remove: bool, now: dt.datetime | None = None) -> int:
+    """Photos staged for a ticket whose text never came within STAGED_PHOTO_DAYS: how many,
+    and their rows deleted when `remove` (their files are then orphans like any other)."""
+    cutoff = (now or utcnow()) - dt.timedelta(days=float(current_app.config["STAGED_PHOTO_DAYS"]))
+    stale = StagedPhoto.created_at < cutoff
+    if not remove:
+        return db.session.scalar(select(func.count()).select_from(StagedPhoto).where(stale))
+    with write_transaction() as session:
+        return session.execute(delete(StagedPhoto).where(stale)).rowcount
 
 
 def referenced_image_keys() -> set[str]:

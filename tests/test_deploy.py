@@ -32,7 +32,8 @@ DATA_DIR = "/var/lib/extra-work-tickets"
 BACKUP_DIR = "/var/backups/extra-work-tickets"
 UNITS = ["extra-work-tickets.service", "extra-work-tickets-sandbox.service",
          "extra-work-tickets-backup.service", "extra-work-tickets-backup.timer",
-         "extra-work-tickets-reminders.service", "extra-work-tickets-reminders.timer"]
+         "extra-work-tickets-reminders.service", "extra-work-tickets-reminders.timer",
+         "extra-work-tickets-sweep.service", "extra-work-tickets-sweep.timer"]
 SIZE_UNITS = {"": 1, "B": 1, "KB": 1000, "KIB": 1024, "MB": 1000**2, "MIB": 1024**2}
 
 
@@ -208,9 +209,27 @@ def test_reminder_units_send_due_reminders_every_15_minutes():
     assert one(timer, "OnCalendar", "Timer") == "*:0/15"
     assert one(timer, "WantedBy", "Install") == "timers.target"
     script = INSTALL.read_text()
-    assert '"$SERVICE-reminders.service" "$SERVICE-reminders.timer"; do' in script
-    assert re.search(r'^systemctl enable .*"\$SERVICE-reminders\.timer"$', script, re.M)
-    assert re.search(r'^systemctl start .*"\$SERVICE-reminders\.timer"$', script, re.M)
+    assert '"$SERVICE-reminders.service" "$SERVICE-reminders.timer"' in script
+    assert re.search(r'^systemctl enable .*"\$SERVICE-reminders\.timer"', script, re.M)
+    assert re.search(r'^systemctl start .*"\$SERVICE-reminders\.timer"', script, re.M)
+
+
+def test_sweep_units_remove_unused_photo_files_every_night():
+    """The sweep service runs `flask photos orphans --remove` on the data folder; its timer is
+    nightly; install.sh installs, enables and starts the timer."""
+    unit = read_unit("extra-work-tickets-sweep.service")
+    assert one(unit, "Type") == "oneshot" and one(unit, "User") == "ewt"
+    assert environment(unit) == {"EWT_INSTANCE_PATH": DATA_DIR}
+    assert command(one(unit, "ExecStart")) == [f"{VENV_BIN}/flask", "--app", "app", "photos",
+                                               "orphans", "--remove"]
+    assert one(unit, "ReadWritePaths").split() == [DATA_DIR]
+    timer = read_unit("extra-work-tickets-sweep.timer")
+    assert re.fullmatch(r"\*-\*-\* \d\d:\d\d:\d\d", one(timer, "OnCalendar", "Timer"))
+    assert one(timer, "WantedBy", "Install") == "timers.target"
+    script = INSTALL.read_text()
+    assert '"$SERVICE-sweep.service" "$SERVICE-sweep.timer"; do' in script
+    assert re.search(r'^  "\$SERVICE-sweep\.timer"$', script, re.M)  # enabled
+    assert re.search(r'^systemctl start .*"\$SERVICE-sweep\.timer"$', script, re.M)
 
 
 def test_units_pass_systemd_analyze_verify(tmp_path):

@@ -125,3 +125,39 @@ def test_a_backup_goes_on_when_the_sweep_takes_a_file_it_was_about_to_copy(
     assert answer.exit_code == 0, answer.output
     copied = [path.name for path in (tmp_path / "backup" / "photos").rglob("*") if path.is_file()]
     assert copied == [kept.name]
+
+
+def test_photos_staged_for_a_ticket_that_never_came_are_dropped_after_a_week(
+        app, client, acme, runner):
+    import datetime as dt
+
+    import time_machine
+
+    from models import StagedPhoto, db
+
+    token = client.post("/v1/links", headers=acme.headers,
+                        json={"project_id": acme.project()["id"]}).json["token"]
+    start = dt.datetime.now(dt.timezone.utc)
+    with time_machine.travel(start - dt.timedelta(days=8), tick=False):
+        old = client.put(f"/c/{token}/drafts/never-came-0001/photos/p1",
+                         data=jpeg_bytes(color=(9, 9, 9)), content_type="image/jpeg")
+    recent = client.put(f"/c/{token}/drafts/still-coming-01/photos/p1",
+                        data=jpeg_bytes(color=(8, 8, 8)), content_type="image/jpeg")
+    assert old.status_code == 200 and recent.status_code == 200
+    store = ImageStore(app.config["PHOTO_DIR"])
+    with app.app_context():
+        staged = {row.client_ref: row for row in db.session.query(StagedPhoto)}
+    old_files = [store.path_for(staged["never-came-0001"].image_key),
+                 store.path_for(staged["never-came-0001"].thumb_key)]
+    kept_files = [store.path_for(staged["still-coming-01"].image_key)]
+    for path in old_files:
+        age(path, 8 * DAY_S)
+    listed = runner.invoke(args=["photos", "orphans"])
+    assert "found 1 photo(s) staged over 7 days" in listed.output
+    removed = runner.invoke(args=["photos", "orphans", "--remove"])
+    assert removed.exit_code == 0, removed.output
+    assert "dropped 1 photo(s) staged over 7 days" in removed.output
+    assert not any(path.exists() for path in old_files)
+    assert all(path.exists() for path in kept_files)
+    with app.app_context():
+        assert [row.client_ref for row in db.session.query(StagedPhoto)] == ["still-coming-01"]
