@@ -99,6 +99,10 @@ def default_config(instance_path: str) -> dict[str, Any]:
         # the database (storage_usage), so it survives a restart.
         "CAPTURE_RATE_LIMIT": "30 per minute",
         "CAPTURE_TICKETS_PER_DAY": 600,
+        # Signing links a capture link may make (each may be e-mailed, with reminders): per
+        # hour in the limiter's storage, and open at once for one ticket (in the database).
+        "CAPTURE_SIGNATURE_REQUEST_RATE_LIMIT": "20 per hour",
+        "CAPTURE_OPEN_SIGNATURE_REQUESTS": 3,
         # Bytes of images stored per UTC day (counted in the database), and the free disk
         # that storing must always leave: past either a request is refused with 507.
         "QUOTA_LINK_BYTES_PER_DAY": 256 * MiB,

@@ -246,7 +246,21 @@ def capture_signature_request(token: str) -> Response:
     return response
 
 
-capture_signature_request.before_body = _refuse_before_body
+def _refuse_signature_request_before_body() -> Response | None:
+    """Before the body is read: the link's submission limit, then its limit on signing links."""
+    refused = _refuse_before_body()
+    if refused is not None:
+        return refused
+    try:
+        count_or_refuse(current_app.config["CAPTURE_SIGNATURE_REQUEST_RATE_LIMIT"],
+                        "capture-signature-request", _capture_limit_key(),
+                        "too many signing links made through this link just now; try again later")
+    except ServiceError as error:
+        return _json_refusal(error)
+    return None
+
+
+capture_signature_request.before_body = _refuse_signature_request_before_body
 
 
 def _whole_body() -> bytes:
