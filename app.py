@@ -35,11 +35,13 @@ def default_config(instance_path: str) -> dict[str, Any]:
         "MAX_CONTENT_LENGTH": 34 * MiB,
         "SMALL_BODY_BYTES": 256 * 1024,
         # A body must keep coming (BODY_IDLE_S between chunks) and be in within its deadline;
-        # at most BODY_READ_SLOTS requests read a body at once (gunicorn runs 8 threads).
+        # at most BODY_READ_SLOTS anonymous requests and BODY_READ_SLOTS_SIGNED_IN ones with a
+        # valid API key or session read a body at once (gunicorn runs 8 threads).
         "BODY_IDLE_S": 10,
         "BODY_DEADLINE_S": 15,
         "BODY_UPLOAD_DEADLINE_S": 300,
-        "BODY_READ_SLOTS": 5,
+        "BODY_READ_SLOTS": 3,
+        "BODY_READ_SLOTS_SIGNED_IN": 2,
         "API_RATE_LIMIT": "120 per minute",
         "API_KEY_TOUCH_INTERVAL_S": 60,
         "RATELIMIT_STORAGE_URI": "memory://",
