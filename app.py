@@ -101,6 +101,8 @@ def default_config(instance_path: str) -> dict[str, Any]:
         # the database (storage_usage), so it survives a restart.
         "CAPTURE_RATE_LIMIT": "30 per minute",
         "CAPTURE_TICKETS_PER_DAY": 600,
+        # Per link, its phones' look-ups of the tickets they sent (each page load and send).
+        "CAPTURE_STATUS_RATE_LIMIT": "60 per minute",
         # Signing links a capture link may make (each may be e-mailed, with reminders): per
         # hour in the limiter's storage, and open at once for one ticket (in the database).
         "CAPTURE_SIGNATURE_REQUEST_RATE_LIMIT": "20 per hour",
