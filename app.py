@@ -35,11 +35,13 @@ def default_config(instance_path: str) -> dict[str, Any]:
         "MAX_CONTENT_LENGTH": 34 * MiB,
         "SMALL_BODY_BYTES": 256 * 1024,
         # A body must keep coming (BODY_IDLE_S between chunks) and be in within its deadline;
-        # at most BODY_READ_SLOTS requests read a body at once (gunicorn runs 8 threads).
+        # at most BODY_READ_SLOTS anonymous requests and BODY_READ_SLOTS_SIGNED_IN ones with a
+        # valid API key or session read a body at once (gunicorn runs 8 threads).
         "BODY_IDLE_S": 10,
         "BODY_DEADLINE_S": 15,
         "BODY_UPLOAD_DEADLINE_S": 300,
-        "BODY_READ_SLOTS": 5,
+        "BODY_READ_SLOTS": 3,
+        "BODY_READ_SLOTS_SIGNED_IN": 2,
         "API_RATE_LIMIT": "120 per minute",
         "API_KEY_TOUCH_INTERVAL_S": 60,
         "RATELIMIT_STORAGE_URI": "memory://",
@@ -101,6 +103,12 @@ def default_config(instance_path: str) -> dict[str, Any]:
         # the database (storage_usage), so it survives a restart.
         "CAPTURE_RATE_LIMIT": "30 per minute",
         "CAPTURE_TICKETS_PER_DAY": 600,
+        # Per link, its phones' look-ups of the tickets they sent (each page load and send).
+        "CAPTURE_STATUS_RATE_LIMIT": "60 per minute",
+        # Signing links a capture link may make (each may be e-mailed, with reminders): per
+        # hour in the limiter's storage, and open at once for one ticket (in the database).
+        "CAPTURE_SIGNATURE_REQUEST_RATE_LIMIT": "20 per hour",
+        "CAPTURE_OPEN_SIGNATURE_REQUESTS": 3,
         # Bytes of images stored per UTC day (counted in the database), and the free disk
         # that storing must always leave: past either a request is refused with 507.
         "QUOTA_LINK_BYTES_PER_DAY": 256 * MiB,

@@ -76,6 +76,19 @@ def _reject_constant(name: str) -> None:
     raise ValueError(f"{name} is not a valid JSON number")
 
 
+# The most characters an integer of a body may have: far past any real quantity or id, and
+# short of the interpreter's own limit, whose refusal names its internals.
+MAX_INTEGER_CHARS = 100
+
+
+def _parse_int(text: str) -> int:
+    """An integer of the body; one too long to be a real number is refused in plain words."""
+    if len(text) > MAX_INTEGER_CHARS:
+        raise BadBody("number too large: the body has an integer of more than "
+                      f"{MAX_INTEGER_CHARS} digits")
+    return int(text)
+
+
 # What a JSON body may hold before it is parsed: containers ({ and [) and values (roughly,
 # commas), counted over the raw bytes at C speed; and how deep it may nest. A ticket has at
 # most 200 lines and 12 photos; everything else is smaller. Tens of megabytes of tiny values
@@ -122,7 +135,7 @@ def read_json_object(required: bool = True) -> dict[str, Any]:
                            code="unsupported_media_type")
     _check_json_size(raw)
     try:
-        data = json.loads(raw, parse_constant=_reject_constant)
+        data = json.loads(raw, parse_constant=_reject_constant, parse_int=_parse_int)
     except RecursionError:
         raise BadBody("the JSON body is nested too deeply")
     except ValueError as error:

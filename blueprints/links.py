@@ -162,9 +162,15 @@ def _refuse_before_body() -> Response | None:
     return _gone_page(error)
 
 
-def _refuse_unknown_link() -> Response | None:
-    """Before the body is read: answer a phone asking about an unknown or revoked link at once."""
+def _refuse_status_before_body() -> Response | None:
+    """Before the body is read: count a status look-up against its link's limit."""
     _, error = _submitted_link()
+    try:
+        count_or_refuse(current_app.config["CAPTURE_STATUS_RATE_LIMIT"], "capture-status",
+                        _capture_limit_key(), "too many look-ups through this link just now; "
+                        "try again in a minute")
+    except ServiceError as refused:
+        error = refused
     return None if error is None else _json_refusal(error)
 
 
@@ -229,7 +235,7 @@ def capture_mine(token: str) -> Response:
     return response
 
 
-capture_mine.before_body = _refuse_unknown_link
+capture_mine.before_body = _refuse_status_before_body
 
 
 @bp.post("/c/<token>/signature-requests")
@@ -246,7 +252,21 @@ def capture_signature_request(token: str) -> Response:
     return response
 
 
-capture_signature_request.before_body = _refuse_before_body
+def _refuse_signature_request_before_body() -> Response | None:
+    """Before the body is read: the link's submission limit, then its limit on signing links."""
+    refused = _refuse_before_body()
+    if refused is not None:
+        return refused
+    try:
+        count_or_refuse(current_app.config["CAPTURE_SIGNATURE_REQUEST_RATE_LIMIT"],
+                        "capture-signature-request", _capture_limit_key(),
+                        "too many signing links made through this link just now; try again later")
+    except ServiceError as error:
+        return _json_refusal(error)
+    return None
+
+
+capture_signature_request.before_body = _refuse_signature_request_before_body
 
 
 def _whole_body() -> bytes:

@@ -7,8 +7,11 @@ a time, or a huge one, must not hold the server's threads or memory:
   every other route `SMALL_BODY_BYTES`), refused from Content-Length before a byte is read;
 - a body is read in full here, before the view: at most `BODY_IDLE_S` between two chunks
   and `BODY_DEADLINE_S` (`BODY_UPLOAD_DEADLINE_S` for photo routes) in all, else 408;
-- at most `BODY_READ_SLOTS` requests read a body at the same time; the next is told 503
-  at once, so threads are always left for pages, the API and /healthz.
+- at most `BODY_READ_SLOTS` anonymous requests (capture and signing links, sign-in, no
+  valid API key) and `BODY_READ_SLOTS_SIGNED_IN` requests with a valid API key or a
+  signed-in session read a body at the same time, each from its own slots; the next is told
+  503 at once, so threads are always left for pages, the API and /healthz, and anonymous
+  clients cannot take the slots of signed-in ones.
 
 Behind Caddy (deploy/Caddyfile) the proxy has already buffered the body, so here it
 arrives at once; under `make run` these deadlines are what cut a slow client off.
@@ -23,8 +26,11 @@ import threading
 import time
 
 from flask import Flask, Response, current_app, g, request
+from flask_login import current_user
 
+from services import keys
 from services.errors import ServiceError
+from services.ratelimit import presented_api_key
 
 # Routes whose bodies carry photos: they may use the whole MAX_CONTENT_LENGTH.
 UPLOAD_ENDPOINTS = frozenset({"links.capture_submit", "tickets.create_ticket", "tickets.add_photos",
@@ -33,7 +39,7 @@ UPLOAD_ENDPOINTS = frozenset({"links.capture_submit", "tickets.create_ticket", "
 CHUNK = 64 * 1024
 
 _slots_lock = threading.Lock()
-_slots: dict[int, threading.BoundedSemaphore] = {}
+_slots: dict[tuple[str, int], threading.BoundedSemaphore] = {}
 
 
 class BodyRefused(ServiceError):
@@ -51,12 +57,20 @@ def body_limit(endpoint: str | None) -> int:
     return min(int(config["SMALL_BODY_BYTES"]), int(config["MAX_CONTENT_LENGTH"]))
 
 
-def _slot_semaphore(count: int) -> threading.BoundedSemaphore:
-    """The process-wide semaphore of body-reading slots."""
+def _slot_semaphore(pool: str, count: int) -> threading.BoundedSemaphore:
+    """The process-wide semaphore of one pool of body-reading slots."""
     with _slots_lock:
-        if count not in _slots:
-            _slots[count] = threading.BoundedSemaphore(count)
-        return _slots[count]
+        if (pool, count) not in _slots:
+            _slots[pool, count] = threading.BoundedSemaphore(count)
+        return _slots[pool, count]
+
+
+def _signed_in() -> bool:
+    """Whether the request carries a live API key or a signed-in reviewer's session."""
+    secret, _ = presented_api_key()
+    if secret and keys.is_live(secret):
+        return True
+    return bool(current_user.is_authenticated)
 
 
 def _has_body() -> bool:
@@ -81,7 +95,10 @@ def read_body_first() -> Response | None:
     if request.content_length is not None and request.content_length > limit:
         raise _too_large(limit)
     config = current_app.config
-    slots = _slot_semaphore(int(config["BODY_READ_SLOTS"]))
+    signed_in = _signed_in()
+    slots = _slot_semaphore("signed-in" if signed_in else "anonymous",
+                            int(config["BODY_READ_SLOTS_SIGNED_IN" if signed_in
+                                       else "BODY_READ_SLOTS"]))
     if not slots.acquire(blocking=False):
         raise BodyRefused("the server is busy; send again in a moment", status=503, code="busy",
                           headers={"Retry-After": "5"})

@@ -100,6 +100,13 @@ def authenticate(secret: str | None, *, malformed_header: bool = False) -> Calle
                   name=key.name, prefix=key.prefix)
 
 
+def is_live(secret: str) -> bool:
+    """Whether a presented key is one of a live (not revoked) key, without recording its use."""
+    return bool(KEY_PATTERN.match(secret)) and db.session.scalar(
+        select(ApiKey.id).where(ApiKey.digest == key_digest(secret),
+                                ApiKey.revoked_at.is_(None))) is not None
+
+
 def _touch(key_id: int, last_used_at: dt.datetime | None) -> None:
     """Record last use, at most once per configured interval to spare the write lock."""
     now = utcnow()

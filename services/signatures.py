@@ -314,6 +314,8 @@ def create_request(company_id: int, ticket_id: str, data: SignatureRequestInput,
         next_reminder_at=reminder if reminder is not None and reminder < expires else None)
     request.token_digest = token_digest(token_for(request.token_salt))
     with write_transaction() as session:
+        if link_token is not None:
+            _check_open_from_link(session, company_id, ticket.id, link_token, now)
         session.add(request)
     url = signing_url(request)
     if data.email and _send_link(request, ticket, url, reminder=False):
@@ -323,6 +325,19 @@ def create_request(company_id: int, ticket_id: str, data: SignatureRequestInput,
             request = current
     return SignatureRequestCreated(**_shape(request).model_dump(), url=url,
                                    sms_href=sms_href(request, url, short_reference(ticket.id)))
+
+
+def _check_open_from_link(session, company_id: int, ticket_id: str, link_token: str,
+                          now: dt.datetime) -> None:
+    """Refuse a capture link's request once its ticket has the most open ones from that link."""
+    most = int(current_app.config["CAPTURE_OPEN_SIGNATURE_REQUESTS"])
+    count = session.scalar(select(func.count()).select_from(RequestRecord).where(
+        *open_conditions(company_id, now), RequestRecord.ticket_id == ticket_id,
+        RequestRecord.link_token == link_token))
+    if count >= most:
+        raise Conflict(f"this ticket already has {most} open signing links from this capture "
+                       "link; use one of them, or ask the project manager",
+                       code="too_many_signature_requests")
 
 
 def _check_signable(ticket: TicketRecord) -> None:

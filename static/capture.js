@@ -1067,6 +1067,9 @@
             ? t("Check the phone number and the e-mail.")
             : code === "ticket_already_signed" ? t("Signed.")
             : code === "ticket_written" ? t("This ticket was already sent on, so it can no longer be signed.")
+            : code === "too_many_signature_requests"
+              ? t("This ticket already has signing links waiting. Send one you made, or ask the project manager.")
+            : code === "rate_limited" ? t("Too many signing links were made from this poster. Try again in an hour.")
             : t("The link could not be made. Try again.");
           return;
         }

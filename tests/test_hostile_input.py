@@ -103,6 +103,21 @@ def test_each_hostile_ticket_is_refused_and_nothing_is_stored(app, client, acme)
     assert len(seen) == 21
 
 
+def test_a_huge_integer_is_refused_as_too_large_in_plain_words(app, client, acme):
+    huge = '{"project_id": "1", "description": "d", "reason": "r", "directed_by": "x", ' \
+           '"labor": [{"trade": "x", "hours": ' + "9" * 4400 + '}]}'
+    token = client.post("/v1/links", headers=acme.headers,
+                        json={"project_id": acme.project()["id"]}).json["token"]
+    before = stored_state(app)
+    for path, headers in (("/v1/tickets", acme.headers), (f"/c/{token}/tickets", {})):
+        response = client.post(path, headers=headers, data=huge, content_type="application/json")
+        assert response.status_code == 400, (path, response.data[:300])
+        error = response.json["error"]
+        assert error["code"] == "invalid_json" and error["message"].startswith("number too large")
+        assert "sys." not in error["message"] and "4300" not in error["message"]
+        assert stored_state(app) == before
+
+
 def test_hostile_photo_attachments_store_nothing(app, client, acme):
     ticket = client.post("/v1/tickets", headers=acme.headers, json=base(acme.project()["id"])).json
     before = stored_state(app)

@@ -185,6 +185,26 @@ def test_submissions_are_rate_limited_per_token(client, acme, app):
         assert client.post(f"/c/{first}/tickets", json=capture_body()).status_code == 200
 
 
+def test_status_look_ups_are_rate_limited_per_token(client, acme, app):
+    app.config["CAPTURE_STATUS_RATE_LIMIT"] = "3 per minute"
+    first, second = make_link(client, acme)["token"], make_link(client, acme, "b")["token"]
+
+    def mine(token):
+        return client.post(f"/c/{token}/mine", json={"client_refs": ["phone-ref-0001"] * 100})
+
+    with time_machine.travel("2026-07-01T10:00:00Z", tick=False) as clock:
+        assert [mine(first).status_code for _ in range(3)] == [200, 200, 200]
+        limited = mine(first)
+        assert limited.status_code == 429 and limited.json["error"]["code"] == "rate_limited"
+        assert int(limited.headers["Retry-After"]) >= 1
+        assert mine(second).status_code == 200
+        # Made-up tokens share one bucket per address; sending tickets keeps its own limit.
+        assert [mine(f"{'m' * 30}{i:02d}").status_code for i in range(4)] == [404] * 3 + [429]
+        assert client.post(f"/c/{first}/tickets", json=capture_body()).status_code == 200
+        clock.shift(61)
+        assert mine(first).status_code == 200
+
+
 def test_qr_and_poster(client, acme):
     link = make_link(client, acme)
     svg = client.get(f"/c/{link['token']}/qr.svg")

@@ -16,6 +16,7 @@ from services.capture import short_reference
 from tests.images import data_url, jpeg_bytes, png_bytes
 from tests.mailbox import smtp_server
 from tests.test_approval import create
+from tests.test_links import make_link
 from tests.test_rates import save
 
 pytestmark = pytest.mark.live
@@ -533,3 +534,62 @@ def test_the_signing_form_says_an_address_or_a_phone_is_needed(app, client, acme
     form = page[page.index('class="sign-request-form"'):]
     assert "Give an e-mail address or a mobile phone number (or both)" in form
     assert form.index("Give an e-mail address") < form.index('name="email"')
+
+
+def crew_asks(client, token: str, client_ref: str, email: str):
+    """POST a signature request from a capture link's phone; the answer."""
+    return client.post(f"/c/{token}/signature-requests",
+                       json={"client_ref": client_ref, "name": "Victim", "email": email})
+
+
+def crew_sends(client, token: str, client_ref: str) -> None:
+    """Send a ticket through a capture link under the phone's reference."""
+    sent = client.post(f"/c/{token}/tickets", json={
+        "client_ref": client_ref, "description": "d", "reason": "r", "directed_by": "x"})
+    assert sent.status_code == 200, sent.json
+
+
+def test_a_capture_link_keeps_at_most_three_open_signing_links_per_ticket(app, client, acme):
+    token = make_link(client, acme)["token"]
+    crew_sends(client, token, "phone-ref-0001")
+    crew_sends(client, token, "phone-ref-0002")
+    with app.app_context():
+        ticket_id = db.session.scalars(db.select(Ticket.id).where(
+            Ticket.client_ref == "phone-ref-0001")).one()
+    with smtp_server() as mailbox:
+        app.config.update(mailbox.settings())
+        made = [crew_asks(client, token, "phone-ref-0001", f"victim{n}@example.com")
+                for n in range(3)]
+        assert [answer.status_code for answer in made] == [200, 200, 200]
+        refused = crew_asks(client, token, "phone-ref-0001", "victim3@example.com")
+        assert refused.status_code == 409
+        assert refused.json["error"]["code"] == "too_many_signature_requests"
+        assert "3 open signing links" in refused.json["error"]["message"]
+        assert len(mailbox.messages) == 3 and len(requests_of(app, ticket_id)) == 3
+        # Another ticket of the link, and the office through the API, are not held back.
+        assert crew_asks(client, token, "phone-ref-0002", "sam@gc.example").status_code == 200
+        assert ask(client, acme, ticket_id).status_code == 200
+        # Once one of the crew's links is no longer open, the crew may make one again.
+        first = min(r.id for r in requests_of(app, ticket_id))
+        client.post(f"/v1/tickets/{ticket_id}/signature-requests/{first}/revoke",
+                    headers=acme.headers)
+        assert crew_asks(client, token, "phone-ref-0001", "sam@gc.example").status_code == 200
+
+
+def test_a_capture_link_makes_a_limited_number_of_signing_links_per_hour(app, client, acme):
+    app.config["CAPTURE_SIGNATURE_REQUEST_RATE_LIMIT"] = "2 per hour"
+    token, other = make_link(client, acme)["token"], make_link(client, acme, "b")["token"]
+    for ref in ("phone-ref-0001", "phone-ref-0002", "phone-ref-0003"):
+        crew_sends(client, token, ref)
+    crew_sends(client, other, "phone-ref-0004")
+    with time_machine.travel("2026-07-01T10:00:00Z", tick=False) as clock:
+        assert crew_asks(client, token, "phone-ref-0001", "a@example.com").status_code == 200
+        assert crew_asks(client, token, "phone-ref-0002", "b@example.com").status_code == 200
+        limited = crew_asks(client, token, "phone-ref-0003", "c@example.com")
+        assert limited.status_code == 429 and limited.json["error"]["code"] == "rate_limited"
+        assert 1 <= int(limited.headers["Retry-After"]) <= 3600
+        with app.app_context():
+            assert db.session.query(SignatureRequest).count() == 2
+        assert crew_asks(client, other, "phone-ref-0004", "d@example.com").status_code == 200
+        clock.shift(3601)
+        assert crew_asks(client, token, "phone-ref-0003", "c@example.com").status_code == 200

@@ -197,3 +197,22 @@ def test_signing_pages_have_no_serious_violations(app, client, acme, live_server
         assert found == {name: [] for name in found}
     finally:
         context.close()
+
+
+def test_the_crew_is_told_plainly_when_its_ticket_has_enough_signing_links(
+        app, client, acme, live_server, phone):
+    app.config["CAPTURE_OPEN_SIGNATURE_REQUESTS"] = 0  # as if three were already waiting
+    link = create_link(client, acme)
+    page = open_capture(phone, link["url"])
+    fill_ticket(page)
+    page.click("button[type=submit]")
+    page.wait_for_selector("#done:not([hidden])")
+    page.locator("#my-tickets-list li").get_by_role("button", name="Send it to be signed").click()
+    page.fill('#sign-request-form input[name="name"]', "Sam Ortiz")
+    page.fill('#sign-request-form input[name="phone"]', "+1 555 123 4567")
+    page.click("#sign-request-send")
+    page.wait_for_function("() => document.getElementById('sign-request-error').textContent")
+    assert page.inner_text("#sign-request-error") == ("This ticket already has signing links "
+                                                      "waiting. Send one you made, or ask the "
+                                                      "project manager.")
+    assert page.is_hidden("#sign-request-result")

@@ -165,3 +165,56 @@ def test_a_huge_body_to_an_unknown_link_costs_no_memory(served):
     assert all(status == 404 for status in statuses)
     assert after - before < 64 * 1024, f"workers grew by {(after - before) // 1024} MiB"
     assert requests.get(f"http://127.0.0.1:{port}/healthz", timeout=3).status_code == 200
+
+
+def _hold_body(port: int, path: str) -> socket.socket:
+    """Start a POST whose body never comes (one byte of 400), keeping a body-reading slot."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    sock.sendall(f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n".encode() +
+                 b"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 400\r\n\r\na")
+    return sock
+
+
+@pytest.mark.live
+def test_slow_anonymous_bodies_leave_the_signed_in_their_slots(app, acme, sandbox_server, tmp_path):
+    from tests.test_review_pages import PASSWORD, add_reviewer, csrf_token
+
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    server = start_server(app, sandbox_server, tmp_path, port, EWT_BODY_IDLE_S="10",
+                          EWT_BODY_DEADLINE_S="10", EWT_BODY_READ_SLOTS="2",
+                          EWT_BODY_READ_SLOTS_SIGNED_IN="2",
+                          EWT_LOGIN_RATE_LIMIT='"1000 per minute"')
+    held: list[socket.socket] = []
+    try:
+        reviewer = requests.Session()
+        email = add_reviewer(app, acme)
+        token = csrf_token(reviewer.get(f"{base}/login", timeout=5).text)
+        signed = reviewer.post(f"{base}/login", data={"csrf_token": token, "email": email,
+                                                       "password": PASSWORD}, timeout=5)
+        assert signed.status_code == 200 and "/login" not in signed.url
+        form_token = csrf_token(reviewer.get(f"{base}/links", timeout=5).text)
+        held = [_hold_body(port, "/login") for _ in range(2)]
+        # Bounded: the two slow sign-ins take the anonymous slots within the body deadline.
+        give_up = time.monotonic() + 5
+        while time.monotonic() < give_up:
+            probe = requests.post(f"{base}/login", data={"email": "x"}, timeout=5)
+            if probe.status_code == 503:
+                break
+        assert probe.status_code == 503
+        # An anonymous body, even with a made-up key, waits for the anonymous slots ...
+        fake = requests.post(f"{base}/v1/links", json={"project_id": acme.project()["id"]},
+                             headers={"Authorization": "Bearer ewt_" + "x" * 43}, timeout=5)
+        assert fake.status_code == 503
+        # ... while a valid API key and a signed-in reviewer are served at once.
+        made = requests.post(f"{base}/v1/links", headers=acme.headers, timeout=5,
+                             json={"project_id": acme.project()["id"]})
+        assert made.status_code == 200, made.text
+        page = reviewer.post(f"{base}/links", timeout=5, headers={"X-CSRFToken": form_token},
+                             data={"csrf_token": form_token, "project_id": acme.project()["id"]})
+        assert page.status_code == 200, page.text
+    finally:
+        for sock in held:
+            sock.close()
+        os.killpg(server.pid, 15)
+        server.wait(timeout=30)
