@@ -25,6 +25,9 @@ ERROR_TEXT = {
     502: "The project system refused or could not take the call; its message is passed on.",
 }
 
+BINARY_BODY_TEXT = ("The image itself (JPEG, PNG or WebP), not base64; any Content-Type is taken "
+                    "(image/jpeg, image/png, image/webp too): the bytes are checked.")
+
 API_DESCRIPTION = """\
 Record claims of out-of-scope construction work and write approved ones into the
 project system (Procore) as change events or daily-log entries.
@@ -168,6 +171,10 @@ def _operation_object(operation: Operation, refs: dict, components: dict[str, An
             "required": operation.body_required,
             "content": {"application/json": {"schema": refs[(operation.body, "validation")]}},
         }
+    elif operation.binary_body:
+        binary = {"schema": {"type": "string", "format": "binary"}}
+        result["requestBody"] = {"required": True, "description": BINARY_BODY_TEXT,
+                                 "content": {media: binary for media in operation.binary_body}}
     ok: dict[str, Any] = {"description": "Success."}
     if not operation.public:
         ok["headers"] = dict(RATE_LIMIT_HEADERS)

@@ -384,6 +384,17 @@ class PhotoIn(InputShape):
     coords: Coords | None = None
 
 
+class PhotoUploadQuery(InputShape):
+    """What the phone says about a photo sent as the body itself."""
+
+    name: str | None = Field(default=None, max_length=200)
+    taken_at: Timestamp = None
+    lat: float | None = Field(default=None, ge=-90, le=90, allow_inf_nan=False,
+                              description="Where it was taken; kept only with `lng`.")
+    lng: float | None = Field(default=None, ge=-180, le=180, allow_inf_nan=False,
+                              description="Where it was taken; kept only with `lat`.")
+
+
 class SignatureQualifier(StrEnum):
     """What a signature vouches for, as the signer chose it."""
 

@@ -152,3 +152,16 @@ def test_date_times_are_date_times_both_ways_and_cost_types_an_enum(client):
     assert {"id", "url", "thumbnail_url", "taken_at", "coords"} <= set(schemas["Photo"]["required"])
     assert {"id", "url", "thumbnail_url", "name", "role", "signed_at", "qualifier"} <= \
         set(schemas["Signature"]["required"])
+
+
+def test_photo_upload_documents_its_binary_body_and_query(client):
+    operation = client.get("/v1/openapi.json").json[
+        "paths"]["/tickets/{ticket_id}/photo-uploads/{key}"]["put"]
+    body = operation["requestBody"]
+    assert body["required"] is True
+    assert body["content"]["application/octet-stream"]["schema"] == {"type": "string",
+                                                                     "format": "binary"}
+    query = {p["name"]: p for p in operation["parameters"] if p["in"] == "query"}
+    assert set(query) == {"name", "taken_at", "lat", "lng"}
+    assert not any(p["required"] for p in query.values())
+    assert {"type": "number", "minimum": -90, "maximum": 90} in query["lat"]["schema"]["anyOf"]
