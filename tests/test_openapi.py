@@ -1,6 +1,7 @@
 """The OpenAPI document: valid 3.1, generated from the routes, needs no key."""
 from __future__ import annotations
 
+import io
 import json
 import re
 
@@ -165,3 +166,49 @@ def test_photo_upload_documents_its_binary_body_and_query(client):
     assert set(query) == {"name", "taken_at", "lat", "lng"}
     assert not any(p["required"] for p in query.values())
     assert {"type": "number", "minimum": -90, "maximum": 90} in query["lat"]["schema"]["anyOf"]
+
+
+class StalledStream(io.BytesIO):
+    """A request body whose sender went quiet: reading it times out."""
+
+    def read(self, size=-1):
+        raise TimeoutError
+
+
+def test_what_reading_any_body_answers_is_documented_on_every_body_route(app, client, acme):
+    document = client.get("/v1/openapi.json").json
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            if "requestBody" not in operation:
+                continue
+            responses = operation["responses"]
+            for status, code in ((400, "body_incomplete"), (408, "request_timeout"),
+                                 (413, "payload_too_large"), (503, "busy")):
+                assert code in responses[str(status)]["x-error-codes"], (path, method, status)
+            assert "Retry-After" in responses["503"]["headers"], (path, method)
+    ticket = client.post("/v1/tickets", headers=acme.headers, json={
+        "project_id": acme.project()["id"], "description": "d", "reason": "r",
+        "directed_by": "x"}).json
+    routes = [("/tickets", "post", "/v1/tickets", "application/json"),
+              ("/tickets/{ticket_id}/photo-uploads/{key}", "put",
+               f"/v1/tickets/{ticket['id']}/photo-uploads/a", "image/jpeg")]
+    for path, method, url, content_type in routes:
+        send = getattr(client, method)
+        cut = {"headers": acme.headers, "content_type": content_type,
+               "environ_overrides": {"CONTENT_LENGTH": "100"}}
+        answers = [send(url, input_stream=io.BytesIO(b"{}"), **cut),
+                   send(url, input_stream=StalledStream(), **cut)]
+        app.config["BODY_READ_SLOTS"] = 0
+        answers.append(send(url, headers=acme.headers, content_type=content_type, data=b"{}"))
+        app.config["BODY_READ_SLOTS"] = 5
+        assert [a.json["error"]["code"] for a in answers] == \
+            ["body_incomplete", "request_timeout", "busy"], path
+        assert answers[2].headers["Retry-After"]
+        for answer in answers:
+            assert answer.json["error"]["code"] in documented_codes(
+                document, path, method, answer.status_code), (path, answer.status_code)
+
+
+def test_the_document_says_it_is_json(client):
+    ok = client.get("/v1/openapi.json").json["paths"]["/openapi.json"]["get"]["responses"]["200"]
+    assert ok["content"]["application/json"]["schema"]["type"] == "object"
