@@ -74,15 +74,28 @@ class LineRefusal(Shape):
     description: str
 
 
+class NteExceededDetail(Shape):
+    """What a refused approval would do to its not-to-exceed authorization (409 nte_exceeded)."""
+
+    authorization_id: int
+    reference: str = Field(description="The authorization's reference, e.g. 'CD-014'.")
+    authorized: str = Field(description="The not-to-exceed amount, as a decimal string.")
+    written: str = Field(description="Already written against it, as a decimal string.")
+    ticket: str = Field(description="This ticket's total, as a decimal string.")
+    after: str = Field(description="Written once this ticket is too, as a decimal string.")
+
+
 class ErrorDetail(Shape):
     """The inside of every error body."""
 
     code: str = Field(description="Stable, machine-readable error code; each response lists "
                                   "the codes it can carry.")
     message: str = Field(description="Human-readable explanation.")
-    details: list[FieldProblem] | list[LineRefusal] | None = Field(default=None, description=(
-        "A 400 `validation_failed` lists every problem at once as FieldProblem items; a 409 "
-        "`lines_need_review` lists every refused line as LineRefusal items; otherwise absent."))
+    details: list[FieldProblem] | list[LineRefusal] | NteExceededDetail | None = Field(
+        default=None, description=(
+            "A 400 `validation_failed` lists every problem at once as FieldProblem items; a 409 "
+            "`lines_need_review` lists every refused line as LineRefusal items; a 409 "
+            "`nte_exceeded` is one NteExceededDetail; otherwise absent."))
 
 
 class ErrorBody(Shape):

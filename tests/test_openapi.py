@@ -5,6 +5,7 @@ import io
 import json
 import re
 
+import jsonschema
 from openapi_spec_validator import validate
 
 from blueprints.api import openapi_path
@@ -212,3 +213,33 @@ def test_what_reading_any_body_answers_is_documented_on_every_body_route(app, cl
 def test_the_document_says_it_is_json(client):
     ok = client.get("/v1/openapi.json").json["paths"]["/openapi.json"]["get"]["responses"]["200"]
     assert ok["content"]["application/json"]["schema"]["type"] == "object"
+
+
+def assert_error_matches_document(document: dict, path: str, method: str, response) -> None:
+    """Validate a real error body against the schema the document gives its status."""
+    documented = document["paths"][path][method]["responses"][str(response.status_code)]
+    schema = {**documented["content"]["application/json"]["schema"],
+              "components": document["components"]}
+    jsonschema.Draft202012Validator(schema).validate(response.json)
+    assert response.json["error"]["code"] in documented["x-error-codes"]
+
+
+def test_real_error_bodies_match_the_documented_error_schema(client, acme):
+    from tests.test_approval import act
+    from tests.test_nte import authorize, claim
+
+    document = client.get("/v1/openapi.json").json
+    invalid = client.post("/v1/tickets", headers=acme.headers, json={"description": ""})
+    assert invalid.json["error"]["code"] == "validation_failed"
+    unrouted = client.post("/v1/tickets", headers=acme.headers, json={
+        "project_id": acme.project()["id"], "description": "d", "reason": "r", "directed_by": "x",
+        "labor": [{"trade": "Zzyzx wrangler", "hours": 1, "rate": 1}]}).json
+    review = act(client, acme, unrouted["id"], "approve", {})
+    assert review.json["error"]["code"] == "lines_need_review"
+    authorize(client, acme, acme.project()["id"], amount=100)
+    over = act(client, acme, claim(client, acme, 2)["id"], "approve")
+    assert over.json["error"]["code"] == "nte_exceeded"
+    assert over.json["error"]["details"]["reference"] == "CD-014"
+    assert_error_matches_document(document, "/tickets", "post", invalid)
+    for response in (review, over):
+        assert_error_matches_document(document, "/tickets/{ticket_id}/approve", "post", response)
