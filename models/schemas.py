@@ -310,7 +310,14 @@ def _date_text(value: Any) -> Any:
 
 IsoDate = Annotated[dt.date, BeforeValidator(_date_text)]
 OptionalIsoDate = Annotated[dt.date | None, BeforeValidator(_date_text)]
-HourType = Literal["st", "ot", "dt"]
+class HourType(StrEnum):
+    """A labor line's hour type: straight time, overtime or double time."""
+
+    ST = "st"
+    OT = "ot"
+    DT = "dt"
+
+
 HOUR_TYPE_NAMES = {"st": "straight time", "ot": "overtime", "dt": "double time"}
 CostCodeText = Annotated[str | None, Field(default=None, max_length=40,
                                            description="Project cost code, e.g. '02-200'; helps routing.")]
@@ -333,7 +340,7 @@ class LaborLineIn(InputShape):
     classification: str | None = Field(default=None, max_length=100, description=(
         "Labor classification on the rate sheet, e.g. 'Journeyman Electrician'; without it the "
         "trade is looked up. A name the sheet does not list is kept and flagged for the office."))
-    hour_type: HourType = Field(default="st", description=(
+    hour_type: HourType = Field(default=HourType.ST, description=(
         "'st' straight time (default), 'ot' overtime or 'dt' double time: which of the "
         "classification's rates prices the hours."))
 
@@ -507,7 +514,14 @@ class PhotosInput(InputShape):
     photos: list[PhotoIn] = Field(min_length=1, max_length=12)
 
 
-MarkupKind = Literal["overhead", "profit", "bond", "insurance", "tax"]
+class MarkupKind(StrEnum):
+    """What a markup is for."""
+
+    OVERHEAD = "overhead"
+    PROFIT = "profit"
+    BOND = "bond"
+    INSURANCE = "insurance"
+    TAX = "tax"
 
 
 class MarkupLine(Shape):
@@ -563,7 +577,7 @@ class LaborLine(Shape):
     amount: JsonNumber
     classification: str | None = Field(default=None, description=(
         "The rate-sheet classification the crew picked (or typed)."))
-    hour_type: HourType = Field(default="st", description="'st', 'ot' or 'dt'.")
+    hour_type: HourType = Field(default=HourType.ST, description="'st', 'ot' or 'dt'.")
     pricing: LinePricing | None = Field(default=None, description=(
         "Which rate priced the line and from which sheet; null on lines priced before sheets."))
 
@@ -693,13 +707,20 @@ class RoutingLine(Shape):
         "Which rate priced the line and from which rate sheet."))
 
 
+class AuthorizationKind(StrEnum):
+    """What a not-to-exceed authorization is: a GC directive or a change-order request."""
+
+    DIRECTIVE = "directive"
+    CHANGE_ORDER_REQUEST = "change_order_request"
+
+
 class NteStatus(Shape):
     """A not-to-exceed authorization and what is claimed against it so far."""
 
     id: int
     project_id: str
     reference: str = Field(description="The GC's number, e.g. 'CD-014' or 'COR-7'.")
-    kind: Literal["directive", "change_order_request"]
+    kind: AuthorizationKind
     title: str | None
     authorized: JsonNumber = Field(description="The authorised (not-to-exceed) amount.")
     written: JsonNumber = Field(description="Total of tickets against it written to the project system.")
@@ -1173,7 +1194,7 @@ class AuthorizationInput(InputShape):
     """A GC directive or change-order request with the amount it authorises."""
 
     reference: str = required_text(60, description="The GC's number, e.g. 'CD-014'; unique per project.")
-    kind: Literal["directive", "change_order_request"] = "directive"
+    kind: AuthorizationKind = AuthorizationKind.DIRECTIVE
     title: str | None = Field(default=None, max_length=300)
     amount: Annotated[Decimal, Field(ge=0, le=100_000_000), BeforeValidator(_to_decimal),
                       WithJsonSchema({"type": "number", "minimum": 0, "maximum": 100_000_000})] = \

@@ -243,3 +243,26 @@ def test_real_error_bodies_match_the_documented_error_schema(client, acme):
     assert_error_matches_document(document, "/tickets", "post", invalid)
     for response in (review, over):
         assert_error_matches_document(document, "/tickets/{ticket_id}/approve", "post", response)
+
+
+def test_each_set_of_enum_values_is_one_named_component(client):
+    """A generated client gets one type per choice (HourType, not one copy per model)."""
+    schemas = client.get("/v1/openapi.json").json["components"]["schemas"]
+    found: dict[frozenset, list] = {}
+
+    def walk(node, where: str) -> None:
+        if isinstance(node, dict):
+            if "enum" in node:
+                found.setdefault(frozenset(node["enum"]), []).append(where)
+            for key, value in node.items():
+                walk(value, f"{where}.{key}")
+        elif isinstance(node, list):
+            for value in node:
+                walk(value, where)
+
+    for name, schema in schemas.items():
+        walk(schema, name)
+    assert {values: places for values, places in found.items() if len(places) > 1} == {}
+    assert schemas["HourType"]["enum"] == ["st", "ot", "dt"]
+    assert schemas["MarkupKind"]["enum"] == ["overhead", "profit", "bond", "insurance", "tax"]
+    assert schemas["AuthorizationKind"]["enum"] == ["directive", "change_order_request"]
