@@ -42,6 +42,7 @@ class Operation:
     description: str | None = None
     extra_responses: dict[int, str] = field(default_factory=dict)
     media_type: str | None = None
+    binary_body: tuple[str, ...] = ()
 
 
 OPERATIONS: list[Operation] = []
@@ -185,14 +186,15 @@ def api_route(bp: Blueprint, rule: str, *, method: str = "GET", tag: str,
               public: bool = False, body_required: bool = True,
               extra_responses: dict[int, str] | None = None,
               validator: Callable[[Any], BaseModel] | None = None,
-              media_type: str | None = None) -> Callable:
+              media_type: str | None = None, binary_body: tuple[str, ...] = ()) -> Callable:
     """Register a /v1 route and document it; the view receives parsed `body` and `query`.
 
     `errors` maps each status the view itself can answer to the codes it answers with; the
-    codes every route of its kind can answer (400 for bodies and queries, 401, 413, 415, 429)
-    are added by the document. `validator` replaces the plain model check of the body when
+    codes every route of its kind can answer (400 for bodies and queries; 408, 413, 415 and 503
+    for bodies; 401, 429) are added by the document. `validator` replaces the plain model check of the body when
     the input has one validator of its own (it must raise the same 400). `media_type` names
-    the content of a route that answers a file (such as image/jpeg) instead of JSON.
+    the content of a route that answers a file (such as image/jpeg) instead of JSON;
+    `binary_body` the media types of a body the view reads as raw bytes (a photo).
     """
 
     def decorator(view: Callable) -> Callable:
@@ -216,7 +218,7 @@ def api_route(bp: Blueprint, rule: str, *, method: str = "GET", tag: str,
             summary=doc[0] if doc else view.__name__, tag=tag, body=body, query=query,
             response=response, errors=errors or {}, public=public, body_required=body_required,
             description="\n".join(doc[1:]).strip() or None,
-            extra_responses=extra_responses or {}, media_type=media_type,
+            extra_responses=extra_responses or {}, media_type=media_type, binary_body=binary_body,
         ))
         return handler
 

@@ -1,4 +1,4 @@
-"""One error dispatcher: JSON error bodies under /v1, HTML pages elsewhere."""
+"""One error dispatcher: JSON error bodies under /v1 and to capture scripts, HTML pages elsewhere."""
 from __future__ import annotations
 
 import errno
@@ -12,7 +12,7 @@ from models import db
 from services.errors import ServiceError
 from services.quotas import FULL_MESSAGE
 from services.ratelimit import retry_after_seconds
-from services.web import is_api_path
+from services.web import is_api_path, is_capture_script_request
 
 HTTP_CODES = {
     400: "bad_request",
@@ -31,13 +31,13 @@ HTTP_CODES = {
 
 
 def wants_api_error() -> bool:
-    """Answer with JSON for anything under /v1."""
-    return is_api_path(request.path)
+    """Answer with JSON for anything under /v1 and for the capture page's script."""
+    return is_api_path(request.path) or is_capture_script_request()
 
 
 def error_response(status: int, code: str, message: str, details=None,
                    headers: dict[str, str] | None = None) -> Response:
-    """Render an error as JSON for /v1 or as an HTML page elsewhere."""
+    """Render an error as JSON for /v1 and capture scripts, or as an HTML page elsewhere."""
     if wants_api_error():
         error = {"code": code, "message": message}
         if details is not None:

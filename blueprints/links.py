@@ -12,7 +12,7 @@ from models.schemas import CaptureSettings, CaptureSettingsInput, Link, LinkInpu
 from services import assets, capture, i18n, links, projects, review
 from services.errors import ServiceError
 from services.ratelimit import count_or_refuse
-from services.web import render_page
+from services.web import is_capture_script_request, render_page
 
 bp = Blueprint("links", __name__)
 
@@ -155,7 +155,7 @@ def _refuse_before_body() -> Response | None:
         error = refused
     if error is None:
         return None
-    if request.mimetype == "application/json":
+    if is_capture_script_request():
         return _json_refusal(error)
     if error.status == 429:
         raise error
@@ -182,7 +182,7 @@ def _capture_limit() -> str:
 @bp.post("/c/<token>/tickets")
 def capture_submit(token: str) -> Response:
     """Take a ticket from the phone (JSON, possibly a queued resend) or from the plain form."""
-    as_json = request.mimetype == "application/json"
+    as_json = is_capture_script_request()
     via = request.args.get("via") or request.form.get("via") or "link"
     try:
         if as_json:

@@ -18,12 +18,18 @@ ERROR_TEXT = {
     400: "The request has problems; `details` lists every one of them.",
     401: "Missing, malformed, unknown or revoked API key.",
     404: "No such resource on this company (another company's resources look the same).",
+    408: "The body did not arrive in time (too long between two parts, or in all); send it again.",
     409: "The resource's state forbids this request.",
     413: "The body is larger than the configured limit.",
     415: "The body is not application/json.",
     429: "More than the allowed requests per minute on this key; see Retry-After.",
     502: "The project system refused or could not take the call; its message is passed on.",
+    503: "The server (`busy`) or the project system is busy; nothing was done. Send again "
+         "after the seconds in Retry-After.",
 }
+
+BINARY_BODY_TEXT = ("The image itself (JPEG, PNG or WebP), not base64; any Content-Type is taken "
+                    "(image/jpeg, image/png, image/webp too): the bytes are checked.")
 
 API_DESCRIPTION = """\
 Record claims of out-of-scope construction work and write approved ones into the
@@ -122,10 +128,19 @@ def _error_response(status: int, codes: tuple[str, ...], text: str | None = None
     if status == 429:
         headers["Retry-After"] = {"description": "Seconds until the key may call again.",
                                   "schema": {"type": "integer"}}
+    if status == 503:
+        headers["Retry-After"] = {"description": "Seconds to wait before sending again.",
+                                  "schema": {"type": "integer"}}
     if headers:
         response["headers"] = headers
     return response
 
+
+# What reading any body can answer: cut short, too slow, too large, or no room to read it now.
+BODY_ERRORS: dict[int, tuple[str, ...]] = {
+    400: ("body_incomplete",), 408: ("request_timeout",), 413: ("payload_too_large",),
+    503: ("busy",),
+}
 
 KEY_ERRORS = ("api_key_missing", "api_key_malformed", "api_key_invalid", "api_key_revoked")
 
@@ -136,10 +151,11 @@ def _common_errors(operation: Operation) -> dict[int, tuple[str, ...]]:
     if operation.body is not None:
         codes[400] = ("validation_failed", "invalid_json", "invalid_body") + \
             (("body_required",) if operation.body_required else ())
-        codes[413] = ("payload_too_large",)
         codes[415] = ("unsupported_media_type",)
     elif operation.query is not None:
         codes[400] = ("validation_failed",)
+    if operation.body is not None or operation.binary_body:  # read first by services/bodies.py
+        codes = error_codes(codes, BODY_ERRORS)
     if not operation.public:
         codes[401] = KEY_ERRORS
         codes[429] = ("rate_limited",)
@@ -168,11 +184,17 @@ def _operation_object(operation: Operation, refs: dict, components: dict[str, An
             "required": operation.body_required,
             "content": {"application/json": {"schema": refs[(operation.body, "validation")]}},
         }
+    elif operation.binary_body:
+        binary = {"schema": {"type": "string", "format": "binary"}}
+        result["requestBody"] = {"required": True, "description": BINARY_BODY_TEXT,
+                                 "content": {media: binary for media in operation.binary_body}}
     ok: dict[str, Any] = {"description": "Success."}
     if not operation.public:
         ok["headers"] = dict(RATE_LIMIT_HEADERS)
     if operation.response is not None:
         ok["content"] = {"application/json": {"schema": refs[(operation.response, "serialization")]}}
+    elif operation.media_type == "application/json":  # free-form JSON (this very document)
+        ok["content"] = {"application/json": {"schema": {"type": "object"}}}
     elif operation.media_type is not None:
         # A file: its own type by default, or plain bytes for a client that asks for them
         # (Accept: application/octet-stream), which is what generated clients take as a file.
@@ -217,7 +239,7 @@ def build_openapi_document() -> dict[str, Any]:
     }
 
 
-@api_route(bp, "/openapi.json", tag="meta", public=True)
+@api_route(bp, "/openapi.json", tag="meta", public=True, media_type="application/json")
 def get_openapi_document():
     """Read the OpenAPI 3.1 description of this API; no key needed."""
     document = current_app.extensions.get("openapi_document")

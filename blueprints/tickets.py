@@ -9,6 +9,7 @@ from models.schemas import (
     ApprovalResult,
     ApproveInput,
     BudgetCodeInput,
+    PhotoUploadQuery,
     PhotosInput,
     RejectInput,
     Ticket,
@@ -28,6 +29,10 @@ bp = Blueprint("tickets", __name__)
 STORAGE_ERRORS = {507: ("storage_quota_exceeded", "storage_full")}
 STORAGE_TEXT = {507: "A daily storage quota of the link, the company or the server is used up "
                      "(see Retry-After), or the disk is at its reserve. Nothing was stored."}
+# A photo sent as the body itself. Its bytes are checked (JPEG, PNG or WebP) whatever the
+# Content-Type says, so image/jpeg works too; the document names only application/octet-stream,
+# the one binary body type generated clients (openapi-python-client) take without a warning.
+PHOTO_BODY_TYPES = ("application/octet-stream",)
 
 
 @api_route(bp, "/tickets", tag="tickets", query=TicketListQuery, response=TicketList)
@@ -87,10 +92,11 @@ def add_photos(ticket_id: str, body: PhotosInput) -> Ticket:
 
 
 @api_route(bp, "/tickets/<ticket_id>/photo-uploads/<key>", method="PUT", tag="tickets", response=Ticket,
+           query=PhotoUploadQuery, binary_body=PHOTO_BODY_TYPES,
            errors=error_codes({400: ("validation_failed",), 404: ("ticket_not_found", "not_found"),
                                408: ("upload_cut_off",), 409: ("ticket_written",)}, STORAGE_ERRORS),
            extra_responses=STORAGE_TEXT)
-def put_photo(ticket_id: str, key: str) -> Ticket:
+def put_photo(ticket_id: str, key: str, query: PhotoUploadQuery) -> Ticket:
     """Attach one photo under your own key (1-64 letters, digits, '-', '_'); again changes nothing.
 
     The body is the image itself (JPEG, PNG or WebP, at most 2 MiB); `name`, `taken_at`, `lat`
@@ -101,7 +107,7 @@ def put_photo(ticket_id: str, key: str) -> Ticket:
     from services import capture
 
     tickets.find_ticket(g.company_id, ticket_id)  # an unknown ticket is a 404 whatever the body
-    photo = capture.photo_from_upload(request.get_data(), request.args)
+    photo = capture.photo_from_upload(request.get_data(), query.model_dump(exclude_none=True))
     return tickets.put_photo(g.company_id, ticket_id, capture.part_key(key), photo)[0]
 
 

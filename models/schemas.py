@@ -74,15 +74,28 @@ class LineRefusal(Shape):
     description: str
 
 
+class NteExceededDetail(Shape):
+    """What a refused approval would do to its not-to-exceed authorization (409 nte_exceeded)."""
+
+    authorization_id: int
+    reference: str = Field(description="The authorization's reference, e.g. 'CD-014'.")
+    authorized: str = Field(description="The not-to-exceed amount, as a decimal string.")
+    written: str = Field(description="Already written against it, as a decimal string.")
+    ticket: str = Field(description="This ticket's total, as a decimal string.")
+    after: str = Field(description="Written once this ticket is too, as a decimal string.")
+
+
 class ErrorDetail(Shape):
     """The inside of every error body."""
 
     code: str = Field(description="Stable, machine-readable error code; each response lists "
                                   "the codes it can carry.")
     message: str = Field(description="Human-readable explanation.")
-    details: list[FieldProblem] | list[LineRefusal] | None = Field(default=None, description=(
-        "A 400 `validation_failed` lists every problem at once as FieldProblem items; a 409 "
-        "`lines_need_review` lists every refused line as LineRefusal items; otherwise absent."))
+    details: list[FieldProblem] | list[LineRefusal] | NteExceededDetail | None = Field(
+        default=None, description=(
+            "A 400 `validation_failed` lists every problem at once as FieldProblem items; a 409 "
+            "`lines_need_review` lists every refused line as LineRefusal items; a 409 "
+            "`nte_exceeded` is one NteExceededDetail; otherwise absent."))
 
 
 class ErrorBody(Shape):
@@ -297,7 +310,14 @@ def _date_text(value: Any) -> Any:
 
 IsoDate = Annotated[dt.date, BeforeValidator(_date_text)]
 OptionalIsoDate = Annotated[dt.date | None, BeforeValidator(_date_text)]
-HourType = Literal["st", "ot", "dt"]
+class HourType(StrEnum):
+    """A labor line's hour type: straight time, overtime or double time."""
+
+    ST = "st"
+    OT = "ot"
+    DT = "dt"
+
+
 HOUR_TYPE_NAMES = {"st": "straight time", "ot": "overtime", "dt": "double time"}
 CostCodeText = Annotated[str | None, Field(default=None, max_length=40,
                                            description="Project cost code, e.g. '02-200'; helps routing.")]
@@ -320,7 +340,7 @@ class LaborLineIn(InputShape):
     classification: str | None = Field(default=None, max_length=100, description=(
         "Labor classification on the rate sheet, e.g. 'Journeyman Electrician'; without it the "
         "trade is looked up. A name the sheet does not list is kept and flagged for the office."))
-    hour_type: HourType = Field(default="st", description=(
+    hour_type: HourType = Field(default=HourType.ST, description=(
         "'st' straight time (default), 'ot' overtime or 'dt' double time: which of the "
         "classification's rates prices the hours."))
 
@@ -382,6 +402,17 @@ class PhotoIn(InputShape):
         "anything that is not a JPEG, PNG or WebP is refused with 400."))]
     taken_at: Timestamp = None
     coords: Coords | None = None
+
+
+class PhotoUploadQuery(InputShape):
+    """What the phone says about a photo sent as the body itself."""
+
+    name: str | None = Field(default=None, max_length=200)
+    taken_at: Timestamp = None
+    lat: float | None = Field(default=None, ge=-90, le=90, allow_inf_nan=False,
+                              description="Where it was taken; kept only with `lng`.")
+    lng: float | None = Field(default=None, ge=-180, le=180, allow_inf_nan=False,
+                              description="Where it was taken; kept only with `lat`.")
 
 
 class SignatureQualifier(StrEnum):
@@ -483,7 +514,14 @@ class PhotosInput(InputShape):
     photos: list[PhotoIn] = Field(min_length=1, max_length=12)
 
 
-MarkupKind = Literal["overhead", "profit", "bond", "insurance", "tax"]
+class MarkupKind(StrEnum):
+    """What a markup is for."""
+
+    OVERHEAD = "overhead"
+    PROFIT = "profit"
+    BOND = "bond"
+    INSURANCE = "insurance"
+    TAX = "tax"
 
 
 class MarkupLine(Shape):
@@ -539,7 +577,7 @@ class LaborLine(Shape):
     amount: JsonNumber
     classification: str | None = Field(default=None, description=(
         "The rate-sheet classification the crew picked (or typed)."))
-    hour_type: HourType = Field(default="st", description="'st', 'ot' or 'dt'.")
+    hour_type: HourType = Field(default=HourType.ST, description="'st', 'ot' or 'dt'.")
     pricing: LinePricing | None = Field(default=None, description=(
         "Which rate priced the line and from which sheet; null on lines priced before sheets."))
 
@@ -669,13 +707,20 @@ class RoutingLine(Shape):
         "Which rate priced the line and from which rate sheet."))
 
 
+class AuthorizationKind(StrEnum):
+    """What a not-to-exceed authorization is: a GC directive or a change-order request."""
+
+    DIRECTIVE = "directive"
+    CHANGE_ORDER_REQUEST = "change_order_request"
+
+
 class NteStatus(Shape):
     """A not-to-exceed authorization and what is claimed against it so far."""
 
     id: int
     project_id: str
     reference: str = Field(description="The GC's number, e.g. 'CD-014' or 'COR-7'.")
-    kind: Literal["directive", "change_order_request"]
+    kind: AuthorizationKind
     title: str | None
     authorized: JsonNumber = Field(description="The authorised (not-to-exceed) amount.")
     written: JsonNumber = Field(description="Total of tickets against it written to the project system.")
@@ -1149,7 +1194,7 @@ class AuthorizationInput(InputShape):
     """A GC directive or change-order request with the amount it authorises."""
 
     reference: str = required_text(60, description="The GC's number, e.g. 'CD-014'; unique per project.")
-    kind: Literal["directive", "change_order_request"] = "directive"
+    kind: AuthorizationKind = AuthorizationKind.DIRECTIVE
     title: str | None = Field(default=None, max_length=300)
     amount: Annotated[Decimal, Field(ge=0, le=100_000_000), BeforeValidator(_to_decimal),
                       WithJsonSchema({"type": "number", "minimum": 0, "maximum": 100_000_000})] = \

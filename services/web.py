@@ -28,6 +28,16 @@ def is_api_path(path: str) -> bool:
     return path == "/v1" or path.startswith("/v1/")
 
 
+# What the capture page's plain form (no JavaScript) posts; its script sends JSON or image bytes.
+FORM_TYPES = frozenset({"application/x-www-form-urlencoded", "multipart/form-data"})
+
+
+def is_capture_script_request() -> bool:
+    """Whether a capture link's script sent this (a body under /c/ that is no form post)."""
+    return request.path.startswith("/c/") and request.method not in ("GET", "HEAD") \
+        and request.mimetype not in FORM_TYPES
+
+
 class SessionCookies(SecureCookieSessionInterface):
     """Session cookies that are Secure whenever the request came in over HTTPS.
 

@@ -240,3 +240,21 @@ def test_generated_client_drives_the_whole_flow(app, acme, generated):
     assert isinstance(limited.parsed, m.ErrorBody) and limited.parsed.error.code == "rate_limited"
     assert int(limited.headers["Retry-After"]) >= 1
     assert limited.headers["RateLimit-Remaining"] == "0"
+
+
+def test_generated_client_uploads_a_photo_as_its_bytes(app, acme, generated):
+    m = importlib.import_module(f"{PACKAGE}.models")
+    types = importlib.import_module(f"{PACKAGE}.types")
+    client = importlib.import_module(f"{PACKAGE}.client").AuthenticatedClient(
+        base_url="http://ewt.test/v1", token=acme.key,
+        httpx_args={"transport": httpx.WSGITransport(app=app)})
+    ticket = api(generated, "tickets.tickets_create_ticket").sync(client=client, body=m.TicketInput(
+        project_id=acme.project()["id"], description="Moved the trench",
+        reason="Gas line", directed_by="Sam", photos_expected=1))
+    taken = dt.datetime(2026, 5, 4, 7, 30, tzinfo=dt.timezone.utc)
+    sent = api(generated, "tickets.tickets_put_photo").sync(
+        ticket.id, "front", client=client, body=types.File(payload=jpeg_bytes()),
+        name="front.jpg", taken_at=taken, lat=37.77, lng=-122.42)
+    assert isinstance(sent, m.Ticket), sent
+    assert sent.photo_count == 1 and sent.photos[0].name == "front.jpg"
+    assert sent.photos[0].taken_at == taken and sent.photos[0].coords.lat == 37.77

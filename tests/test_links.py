@@ -277,3 +277,35 @@ def test_a_plain_form_with_clashing_names_is_refused_not_a_crash(client, acme, a
     assert answer.status_code in (200, 400), answer.get_data(as_text=True)[:300]
     with app.app_context():
         assert db.session.query(Ticket).count() == (1 if answer.status_code == 200 else 0)
+
+
+def assert_error_shape(response, status: int, code: str) -> None:
+    """The spec's JSON error shape, as the capture page's script reads it."""
+    assert response.status_code == status and response.mimetype == "application/json", \
+        response.get_data(as_text=True)[:200]
+    assert response.json["error"]["code"] == code and response.json["error"]["message"]
+
+
+def test_the_capture_script_gets_json_errors_and_the_plain_form_html(client, acme, app):
+    token = make_link(client, acme)["token"]
+    ref = uuid.uuid4().hex
+    assert client.post(f"/c/{token}/tickets", json=capture_body(client_ref=ref)).status_code == 200
+    too_big = {"environ_overrides": {"CONTENT_LENGTH": str(app.config["MAX_CONTENT_LENGTH"] + 1)}}
+    for path in ("mine", "tickets"):
+        assert_error_shape(client.post(f"/c/{token}/{path}", data=b"{}",
+                                       content_type="application/json", **too_big),
+                           413, "payload_too_large")
+    assert_error_shape(client.put(f"/c/{token}/tickets/{ref}/photos/..%2fx", data=jpeg_bytes(),
+                                  content_type="image/jpeg"), 404, "not_found")
+    assert_error_shape(client.put(f"/c/{'u' * 32}/tickets/{ref}/photos/a", data=jpeg_bytes(),
+                                  content_type="image/jpeg"), 404, "link_not_found")
+    form = client.post(f"/c/{token}/tickets", data=capture_body(), **too_big)
+    assert form.status_code == 413 and form.mimetype == "text/html"
+    app.config["CAPTURE_RATE_LIMIT"] = "1 per minute"
+    with time_machine.travel("2026-07-01T10:00:00Z", tick=False):
+        client.put(f"/c/{token}/tickets/{ref}/photos/a", data=jpeg_bytes(), content_type="image/jpeg")
+        for part, content_type in (("photos/b", "image/jpeg"), ("signature", "image/png")):
+            assert_error_shape(client.put(f"/c/{token}/tickets/{ref}/{part}", data=jpeg_bytes(),
+                                          content_type=content_type), 429, "rate_limited")
+        form = client.post(f"/c/{token}/tickets", data=capture_body())
+        assert form.status_code == 429 and form.mimetype == "text/html"

@@ -1,9 +1,11 @@
 """The OpenAPI document: valid 3.1, generated from the routes, needs no key."""
 from __future__ import annotations
 
+import io
 import json
 import re
 
+import jsonschema
 from openapi_spec_validator import validate
 
 from blueprints.api import openapi_path
@@ -152,3 +154,115 @@ def test_date_times_are_date_times_both_ways_and_cost_types_an_enum(client):
     assert {"id", "url", "thumbnail_url", "taken_at", "coords"} <= set(schemas["Photo"]["required"])
     assert {"id", "url", "thumbnail_url", "name", "role", "signed_at", "qualifier"} <= \
         set(schemas["Signature"]["required"])
+
+
+def test_photo_upload_documents_its_binary_body_and_query(client):
+    operation = client.get("/v1/openapi.json").json[
+        "paths"]["/tickets/{ticket_id}/photo-uploads/{key}"]["put"]
+    body = operation["requestBody"]
+    assert body["required"] is True
+    assert body["content"]["application/octet-stream"]["schema"] == {"type": "string",
+                                                                     "format": "binary"}
+    query = {p["name"]: p for p in operation["parameters"] if p["in"] == "query"}
+    assert set(query) == {"name", "taken_at", "lat", "lng"}
+    assert not any(p["required"] for p in query.values())
+    assert {"type": "number", "minimum": -90, "maximum": 90} in query["lat"]["schema"]["anyOf"]
+
+
+class StalledStream(io.BytesIO):
+    """A request body whose sender went quiet: reading it times out."""
+
+    def read(self, size=-1):
+        raise TimeoutError
+
+
+def test_what_reading_any_body_answers_is_documented_on_every_body_route(app, client, acme):
+    document = client.get("/v1/openapi.json").json
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            if "requestBody" not in operation:
+                continue
+            responses = operation["responses"]
+            for status, code in ((400, "body_incomplete"), (408, "request_timeout"),
+                                 (413, "payload_too_large"), (503, "busy")):
+                assert code in responses[str(status)]["x-error-codes"], (path, method, status)
+            assert "Retry-After" in responses["503"]["headers"], (path, method)
+    ticket = client.post("/v1/tickets", headers=acme.headers, json={
+        "project_id": acme.project()["id"], "description": "d", "reason": "r",
+        "directed_by": "x"}).json
+    routes = [("/tickets", "post", "/v1/tickets", "application/json"),
+              ("/tickets/{ticket_id}/photo-uploads/{key}", "put",
+               f"/v1/tickets/{ticket['id']}/photo-uploads/a", "image/jpeg")]
+    for path, method, url, content_type in routes:
+        send = getattr(client, method)
+        cut = {"headers": acme.headers, "content_type": content_type,
+               "environ_overrides": {"CONTENT_LENGTH": "100"}}
+        answers = [send(url, input_stream=io.BytesIO(b"{}"), **cut),
+                   send(url, input_stream=StalledStream(), **cut)]
+        app.config["BODY_READ_SLOTS"] = 0
+        answers.append(send(url, headers=acme.headers, content_type=content_type, data=b"{}"))
+        app.config["BODY_READ_SLOTS"] = 5
+        assert [a.json["error"]["code"] for a in answers] == \
+            ["body_incomplete", "request_timeout", "busy"], path
+        assert answers[2].headers["Retry-After"]
+        for answer in answers:
+            assert answer.json["error"]["code"] in documented_codes(
+                document, path, method, answer.status_code), (path, answer.status_code)
+
+
+def test_the_document_says_it_is_json(client):
+    ok = client.get("/v1/openapi.json").json["paths"]["/openapi.json"]["get"]["responses"]["200"]
+    assert ok["content"]["application/json"]["schema"]["type"] == "object"
+
+
+def assert_error_matches_document(document: dict, path: str, method: str, response) -> None:
+    """Validate a real error body against the schema the document gives its status."""
+    documented = document["paths"][path][method]["responses"][str(response.status_code)]
+    schema = {**documented["content"]["application/json"]["schema"],
+              "components": document["components"]}
+    jsonschema.Draft202012Validator(schema).validate(response.json)
+    assert response.json["error"]["code"] in documented["x-error-codes"]
+
+
+def test_real_error_bodies_match_the_documented_error_schema(client, acme):
+    from tests.test_approval import act
+    from tests.test_nte import authorize, claim
+
+    document = client.get("/v1/openapi.json").json
+    invalid = client.post("/v1/tickets", headers=acme.headers, json={"description": ""})
+    assert invalid.json["error"]["code"] == "validation_failed"
+    unrouted = client.post("/v1/tickets", headers=acme.headers, json={
+        "project_id": acme.project()["id"], "description": "d", "reason": "r", "directed_by": "x",
+        "labor": [{"trade": "Zzyzx wrangler", "hours": 1, "rate": 1}]}).json
+    review = act(client, acme, unrouted["id"], "approve", {})
+    assert review.json["error"]["code"] == "lines_need_review"
+    authorize(client, acme, acme.project()["id"], amount=100)
+    over = act(client, acme, claim(client, acme, 2)["id"], "approve")
+    assert over.json["error"]["code"] == "nte_exceeded"
+    assert over.json["error"]["details"]["reference"] == "CD-014"
+    assert_error_matches_document(document, "/tickets", "post", invalid)
+    for response in (review, over):
+        assert_error_matches_document(document, "/tickets/{ticket_id}/approve", "post", response)
+
+
+def test_each_set_of_enum_values_is_one_named_component(client):
+    """A generated client gets one type per choice (HourType, not one copy per model)."""
+    schemas = client.get("/v1/openapi.json").json["components"]["schemas"]
+    found: dict[frozenset, list] = {}
+
+    def walk(node, where: str) -> None:
+        if isinstance(node, dict):
+            if "enum" in node:
+                found.setdefault(frozenset(node["enum"]), []).append(where)
+            for key, value in node.items():
+                walk(value, f"{where}.{key}")
+        elif isinstance(node, list):
+            for value in node:
+                walk(value, where)
+
+    for name, schema in schemas.items():
+        walk(schema, name)
+    assert {values: places for values, places in found.items() if len(places) > 1} == {}
+    assert schemas["HourType"]["enum"] == ["st", "ot", "dt"]
+    assert schemas["MarkupKind"]["enum"] == ["overhead", "profit", "bond", "insurance", "tax"]
+    assert schemas["AuthorizationKind"]["enum"] == ["directive", "change_order_request"]
