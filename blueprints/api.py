@@ -152,11 +152,12 @@ def read_json_object(required: bool = True) -> dict[str, Any]:
 
 
 def _holds_nul(value: Any) -> bool:
-    """Whether any string of a parsed JSON value, key or text, holds a NUL character."""
+    """Whether any text of a parsed JSON value holds a NUL character (keys are names: one
+    that holds a NUL names nothing and is ignored like any other unknown one)."""
     if isinstance(value, str):
         return "\x00" in value
     if isinstance(value, dict):
-        return any(_holds_nul(key) or _holds_nul(item) for key, item in value.items())
+        return any(_holds_nul(item) for item in value.values())
     if isinstance(value, list):
         return any(_holds_nul(item) for item in value)
     return False

@@ -8,7 +8,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from blueprints.api import OPERATIONS, Operation, api_route, error_codes, openapi_path
-from models.schemas import ErrorBody
+from models.schemas import DocumentSchema, ErrorBody
 
 bp = Blueprint("openapi", __name__)
 
@@ -79,7 +79,7 @@ def _schema_models() -> list[tuple[type[BaseModel], str]]:
 def _query_parameters(model: type[BaseModel], components: dict[str, Any]) -> list[dict[str, Any]]:
     """Expand a query model into OpenAPI parameters; a named type (such as TicketStatus) refers
     to its component, which a response shape has already put into the document."""
-    schema = model.model_json_schema(ref_template=REF)
+    schema = model.model_json_schema(ref_template=REF, schema_generator=DocumentSchema)
     missing = set(schema.get("$defs", {})) - set(components)
     if missing:
         raise RuntimeError(f"query types without a component: {sorted(missing)}")
@@ -216,7 +216,8 @@ def _operation_object(operation: Operation, refs: dict, components: dict[str, An
 
 def build_openapi_document() -> dict[str, Any]:
     """Assemble the whole OpenAPI 3.1.0 document from the registered operations."""
-    refs, definitions = models_json_schema(_schema_models(), ref_template=REF)
+    refs, definitions = models_json_schema(_schema_models(), ref_template=REF,
+                                           schema_generator=DocumentSchema)
     components = definitions.get("$defs", {})
     paths: dict[str, dict[str, Any]] = {}
     for operation in OPERATIONS:

@@ -6,11 +6,10 @@ document is never a second, hand-kept copy.
 from __future__ import annotations
 
 import datetime as dt
-from enum import StrEnum
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic_core import PydanticCustomError
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -24,7 +23,8 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-
+from pydantic.json_schema import GenerateJsonSchema
+from pydantic_core import PydanticCustomError
 
 # Whitespace as JSON Schema patterns (ECMA-262) know it, so "\\S" in the document and the
 # trimming here agree on what a blank string is.
@@ -32,9 +32,34 @@ ECMA_SPACE = ("\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006
               "\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff")
 
 
+# Documented for required text: something besides whitespace, and no NUL character anywhere.
+NOT_BLANK = r"^[^\u0000]*[^\s\u0000][^\u0000]*$"
+
+
+# Input text holds no NUL character (the service refuses it: no store keeps one).
+NO_NUL = r"^[^\u0000]*$"
+
+
+class DocumentSchema(GenerateJsonSchema):
+    """JSON Schema as the document gives it: input text without a pattern of its own says it
+    holds no NUL."""
+
+    def str_schema(self, schema):
+        """A string; in an input shape, one that holds no NUL character."""
+        result = super().str_schema(schema)
+        if self.mode != "validation" or "format" in result:
+            return result
+        if "pattern" in result:  # a pattern is matched anywhere in the text: both must hold
+            result["allOf"] = [{"pattern": NO_NUL}]
+        else:
+            result["pattern"] = NO_NUL
+        return result
+
+
 def required_text(max_length: int, **extra: Any) -> Any:
     """A required string that must hold more than whitespace once trimmed."""
-    return Field(min_length=1, max_length=max_length, json_schema_extra={"pattern": "\\S"}, **extra)
+    return Field(min_length=1, max_length=max_length, json_schema_extra={"pattern": NOT_BLANK},
+                 **extra)
 
 
 def field_error(field: str, message: str) -> PydanticCustomError:

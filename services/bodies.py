@@ -25,8 +25,7 @@ import socket
 import threading
 import time
 
-from flask import Flask, Response, current_app, g, request
-from flask_login import current_user
+from flask import Flask, Response, current_app, g, request, session
 
 from services import keys
 from services.errors import ServiceError
@@ -66,11 +65,12 @@ def _slot_semaphore(pool: str, count: int) -> threading.BoundedSemaphore:
 
 
 def _signed_in() -> bool:
-    """Whether the request carries a live API key or a signed-in reviewer's session."""
+    """Whether the request carries a live API key or a signed-in reviewer's session cookie
+    (read as it is: loading the reviewer here would run the session checks too early)."""
     secret, _ = presented_api_key()
     if secret and keys.is_live(secret):
         return True
-    return bool(current_user.is_authenticated)
+    return "_user_id" in session
 
 
 def _has_body() -> bool:

@@ -4,17 +4,24 @@ from __future__ import annotations
 import base64
 import functools
 import re
-from typing import Any
-
 from decimal import Decimal
+from typing import Any
 
 from babel.numbers import format_decimal
 from flask_babel import get_locale, gettext, lazy_gettext
 from werkzeug.datastructures import FileStorage, MultiDict
 
 from models import Company, db, utcnow
-from models.schemas import (CaptureSettings, PhotoIn, SignatureIn, SignatureRequestCreated,
-                            SignatureRequestInput, Ticket, TicketInput)
+from models.schemas import (
+    CaptureSettings,
+    DocumentSchema,
+    PhotoIn,
+    SignatureIn,
+    SignatureRequestCreated,
+    SignatureRequestInput,
+    Ticket,
+    TicketInput,
+)
 from services import links, projects, rates, signatures, tickets
 from services.database import write_transaction
 from services.errors import NotFound, ValidationFailed, field_problem
@@ -33,7 +40,7 @@ ROW_KINDS = {"labor": ("trade", "classification", "hour_type", "hours", "workers
 @functools.lru_cache(maxsize=1)
 def ticket_schema() -> dict[str, Any]:
     """The JSON Schema of a new ticket: the very rules the server checks, for the phone to check first."""
-    return TicketInput.model_json_schema(mode="validation")
+    return TicketInput.model_json_schema(mode="validation", schema_generator=DocumentSchema)
 
 
 _PLAIN = (
