@@ -1136,21 +1136,30 @@ def test_a_drop_in_the_middle_resumes_without_resending_what_the_server_holds(
     link = create_link(client, acme)
     page = open_capture(phone, link["url"])
     uploads = Uploads(phone)
-    phone.set_offline(True)  # written with no signal: everything goes when the signal returns
+    # One DevTools session sets both the signal and its speed (mixing it with the context's own
+    # offline switch let the page see the signal return before the network did).
+    cdp = phone.new_cdp_session(page)
+    cdp.send("Network.enable")
+
+    def signal(present: bool) -> None:
+        cdp.send("Network.emulateNetworkConditions", {
+            "offline": not present, "latency": 150,
+            "uploadThroughput": 1600 * 1000 / 8, "downloadThroughput": 1600 * 1000 / 8})
+
+    signal(False)  # written with no signal: everything goes when the signal returns
     fill_ticket(page)
     add_site_photos(page, 6)
     own_bytes = sum(page.evaluate("() => idbKeyval.get('draft-photos:' + document.getElementById("
                                   "'ticket-form').dataset.token).then(ps => ps.map(p => p.size))"))
     page.click("button[type=submit]")
     page.wait_for_selector("#queue-status.saved")
-    throttle(phone, page, up_kbps=1600, down_kbps=1600, latency_ms=150)
     answered = []
     page.on("response", lambda r: answered.append(r.url) if "/photos/" in r.url else None)
-    phone.set_offline(False)
+    signal(True)
     wait_for(page, lambda: len(answered) >= 3, timeout_s=60)
-    phone.set_offline(True)  # the signal drops with photo 4 on its way
+    signal(False)  # the signal drops with photo 4 on its way
     page.wait_for_selector("#queue-status.saved", timeout=30_000)
-    phone.set_offline(False)
+    signal(True)
     page.wait_for_selector("#queue-status.sent", timeout=60_000)
     with app.app_context():
         (ticket,) = db.session.query(Ticket).all()

@@ -109,8 +109,10 @@ def test_threaded_server_under_mixed_load(app, acme, live_server):
     app.config["API_RATE_LIMIT"] = "100000 per minute"
     # The sandbox answers from this same process, so under fifty client threads its calls are
     # many times slower than Procore's and an approval may queue past the write slot's 5 s; the
-    # slot's refusal is checked on its own in test_procore_isolation.
+    # slot's refusal is checked on its own in test_procore_isolation. The same holds for reads
+    # (the project list and codes a create or an approval waits for).
     app.config["PROJECT_SYSTEM_WRITE_SLOT_WAIT_S"] = 120
+    app.config["PROJECT_SYSTEM_SLOT_WAIT_S"] = 120
     acknowledged, statuses, errors = drive(live_server.url, acme)
     assert_outcome(app, acme, acknowledged, statuses, errors)
 
@@ -121,7 +123,7 @@ def test_four_gunicorn_workers_on_sqlite(app, acme, sandbox_server, tmp_path):
     database = app.config["SQLALCHEMY_DATABASE_URI"]
     env = dict(os.environ, DATABASE_URL=database, EWT_INSTANCE_PATH=str(tmp_path / "instance"),
                EWT_SANDBOX_URL=sandbox_server.url, EWT_API_RATE_LIMIT='"100000 per minute"',
-               EWT_PROJECT_SYSTEM_WRITE_SLOT_WAIT_S="120",
+               EWT_PROJECT_SYSTEM_WRITE_SLOT_WAIT_S="120", EWT_PROJECT_SYSTEM_SLOT_WAIT_S="120",
                EWT_SECRET_KEY="concurrency-test", EWT_PHOTO_DIR=str(tmp_path / "photos"))
     log_path = tmp_path / "server.log"
     log = log_path.open("w")  # a file, not a pipe: a full pipe would stall the workers
