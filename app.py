@@ -41,7 +41,9 @@ def default_config(instance_path: str) -> dict[str, Any]:
         "BODY_DEADLINE_S": 15,
         "BODY_UPLOAD_DEADLINE_S": 300,
         "BODY_READ_SLOTS": 3,
-        "BODY_READ_SLOTS_SIGNED_IN": 2,
+        "BODY_READ_SLOTS_SIGNED_IN": 4,
+        # How long a signed-in body waits for one of its slots (a program's burst) before 503.
+        "BODY_READ_SLOT_WAIT_S": 2,
         "API_RATE_LIMIT": "120 per minute",
         "API_KEY_TOUCH_INTERVAL_S": 60,
         "RATELIMIT_STORAGE_URI": "memory://",

@@ -99,7 +99,10 @@ def read_body_first() -> Response | None:
     slots = _slot_semaphore("signed-in" if signed_in else "anonymous",
                             int(config["BODY_READ_SLOTS_SIGNED_IN" if signed_in
                                        else "BODY_READ_SLOTS"]))
-    if not slots.acquire(blocking=False):
+    # A program's burst waits a moment for a signed-in slot; an anonymous body never waits.
+    wait = float(config["BODY_READ_SLOT_WAIT_S"]) if signed_in else 0.0
+    acquired = slots.acquire(timeout=wait) if wait > 0 else slots.acquire(blocking=False)
+    if not acquired:
         raise BodyRefused("the server is busy; send again in a moment", status=503, code="busy",
                           headers={"Retry-After": "5"})
     try:

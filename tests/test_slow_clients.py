@@ -218,3 +218,26 @@ def test_slow_anonymous_bodies_leave_the_signed_in_their_slots(app, acme, sandbo
             sock.close()
         os.killpg(server.pid, 15)
         server.wait(timeout=30)
+
+
+
+def test_a_signed_in_body_waits_a_moment_for_its_slot_and_an_anonymous_one_never(
+        app, client, acme, monkeypatch):
+    """A program sending several bodies at once queues briefly for a slot instead of being
+    told busy; an anonymous body is refused at once (it might be one of many slow ones)."""
+    from services import bodies
+
+    asked = []
+
+    class Taken:
+        """A slot pool whose slots are all taken; it notes how each caller asked."""
+
+        def acquire(self, blocking=True, timeout=None):
+            asked.append((blocking, timeout))
+            return False
+
+    monkeypatch.setattr(bodies, "_slot_semaphore", lambda pool, count: Taken())
+    keyed = client.post("/v1/links", headers=acme.headers, json={"project_id": "1"})
+    anonymous = client.post("/login", data={"email": "x"})
+    assert keyed.status_code == 503 and anonymous.status_code == 503
+    assert asked == [(True, app.config["BODY_READ_SLOT_WAIT_S"]), (False, None)]
