@@ -9,9 +9,10 @@ a time, or a huge one, must not hold the server's threads or memory:
   and `BODY_DEADLINE_S` (`BODY_UPLOAD_DEADLINE_S` for photo routes) in all, else 408;
 - at most `BODY_READ_SLOTS` anonymous requests (capture and signing links, sign-in, no
   valid API key) and `BODY_READ_SLOTS_SIGNED_IN` requests with a valid API key or a
-  signed-in session read a body at the same time, each from its own slots; the next is told
-  503 at once, so threads are always left for pages, the API and /healthz, and anonymous
-  clients cannot take the slots of signed-in ones.
+  signed-in session read a body at the same time, each from its own slots; the next anonymous
+  one is told 503 at once, the next signed-in one after waiting up to `BODY_READ_SLOT_WAIT_S`,
+  so threads are always left for pages, the API and /healthz, and anonymous clients cannot
+  take the slots of signed-in ones.
 
 Behind Caddy (deploy/Caddyfile) the proxy has already buffered the body, so here it
 arrives at once; under `make run` these deadlines are what cut a slow client off.

@@ -688,9 +688,7 @@ def next_ticket_note(company_id: int, written_id: str) -> str | None:
         return note
     if record.status != "written" or not record.written_routing:
         return note
-    written = tickets.shape_ticket(record, [RoutingLine.model_validate(line)
-                                            for line in record.written_routing])
-    return " ".join([note, *_blank_lines(written)])
+    return " ".join([note, *_blank_lines(tickets.shape_without_waiting(record))])
 
 
 def _blank_lines(ticket: Ticket) -> list[str]:
