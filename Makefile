@@ -8,7 +8,9 @@ PORT ?= 5000
 
 .PHONY: run test test-scale soak bench venv migrate chromium pdf-libs pdf-test-tools tools axe clean
 
-venv: $(STAMP)
+CATALOGS := $(patsubst %.po,%.mo,$(wildcard translations/*/LC_MESSAGES/messages.po))
+
+venv: $(STAMP) $(CATALOGS)
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -16,7 +18,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	@touch $(STAMP)
 
-migrate: $(STAMP)
+# The Spanish catalog is compiled from its .po whenever that changes (git keeps only the .po).
+translations/%/LC_MESSAGES/messages.mo: translations/%/LC_MESSAGES/messages.po $(STAMP)
+	PYTHON=$(BIN)/python ./bin/compile-translations
+
+migrate: $(STAMP) $(CATALOGS)
 	$(BIN)/flask --app app db upgrade
 
 run: migrate pdf-libs
@@ -50,11 +56,11 @@ $(AXE): tests/a11y/package.json tests/a11y/package-lock.json
 	npm ci --prefix tests/a11y --ignore-scripts --no-audit --no-fund
 	@touch $(AXE)
 
-test: $(STAMP) chromium pdf-test-tools tools axe
+test: $(STAMP) $(CATALOGS) chromium pdf-test-tools tools axe
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The whole suite again on PostgreSQL and Redis, started on loopback for the run.
-test-scale: $(STAMP) chromium pdf-test-tools tools axe
+test-scale: $(STAMP) $(CATALOGS) chromium pdf-test-tools tools axe
 	./bin/with-scale-services $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Benchmarks (not part of `make test`): API latency at 20 req/s and at 16 connections with
@@ -65,12 +71,12 @@ $(BENCH_STAMP): $(STAMP) pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
 	@touch $(BENCH_STAMP)
 
-bench: $(BENCH_STAMP) chromium pdf-libs
+bench: $(BENCH_STAMP) $(CATALOGS) chromium pdf-libs
 	./bench/ensure-wrk
 	$(BIN)/python -m bench.run $(BENCH_ARGS)
 
 # Long randomised reliability runs; their figures go into bench/RESULTS.md.
-soak: $(STAMP) pdf-test-tools
+soak: $(STAMP) $(CATALOGS) pdf-test-tools
 	$(BIN)/python -m pytest -m soak tests/soak $(PYTEST_ARGS)
 	$(BIN)/python -m bench.soak
 

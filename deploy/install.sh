@@ -132,6 +132,7 @@ if ! runuser -u "$SERVICE_USER" -- "$PREFIX/.venv/bin/python" -c '' 2>/dev/null;
   "$PYTHON" -m venv "$PREFIX/.venv"
 fi
 "$PREFIX/.venv/bin/pip" install --quiet --disable-pip-version-check -e "$PREFIX"
+PYTHON="$PREFIX/.venv/bin/python" "$PREFIX/bin/compile-translations"
 
 echo "== Migrations"
 (cd "$PREFIX" && runuser -u "$SERVICE_USER" -- env EWT_INSTANCE_PATH="$DATA_DIR" \
