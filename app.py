@@ -11,6 +11,10 @@ from flask_migrate import Migrate
 from flask_wtf.csrf import CSRFProtect
 from werkzeug.middleware.proxy_fix import ProxyFix
 
+from blueprints import (auth, health, home, keys, links, me, openapi, projects, rates, reviewers,
+                        signatures, tickets)
+from blueprints.cli import register_commands
+from blueprints.errors import register_error_handlers
 from models import db
 from services import assets, bodies, compression, i18n, ratelimit
 from services.database import configure_engine, normalise_database_url
@@ -42,8 +46,6 @@ def default_config(instance_path: str) -> dict[str, Any]:
         "BODY_UPLOAD_DEADLINE_S": 300,
         "BODY_READ_SLOTS": 3,
         "BODY_READ_SLOTS_SIGNED_IN": 4,
-        # How long a signed-in body waits for one of its slots (a program's burst) before 503.
-        "BODY_READ_SLOT_WAIT_S": 2,
         "API_RATE_LIMIT": "120 per minute",
         "API_KEY_TOUCH_INTERVAL_S": 60,
         "RATELIMIT_STORAGE_URI": "memory://",
@@ -233,11 +235,6 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     app.before_request(protect_session_forms)
     app.after_request(add_security_headers)
     configure_logging(app)
-
-    from blueprints import (auth, health, home, keys, links, me, openapi, projects, rates,
-                            reviewers, signatures, tickets)
-    from blueprints.cli import register_commands
-    from blueprints.errors import register_error_handlers
 
     for blueprint in (home.bp, health.bp, auth.bp, me.bp, openapi.bp, projects.bp, tickets.bp, links.bp,
                       keys.bp, reviewers.bp, rates.bp, signatures.bp):

@@ -18,7 +18,7 @@ from services import (
     photo_sweep,
     projects,
     reviewers,
-    signatures,
+    signing,
 )
 from services.errors import ServiceError
 from services.project_system.write_test import run as run_write_test
@@ -164,7 +164,7 @@ def send_reminders_command() -> None:
     if not mail.configured():
         click.echo("no reminders: e-mail is not set up (MAIL_SERVER)")
         return
-    sent = signatures.send_due_reminders()
+    sent = signing.send_due_reminders()
     click.echo(f"{len(sent)} reminder(s) sent")
 
 

@@ -9,7 +9,9 @@ from flask_login import current_user, login_required
 
 from blueprints.api import PROJECT_SYSTEM_ERRORS, api_route, error_codes, read_json_object
 from models.schemas import CaptureSettings, CaptureSettingsInput, Link, LinkInput, LinkList
-from services import assets, capture, i18n, links, projects, review
+from models import short_reference
+from services import assets, capture, i18n, links, projects
+from services.plain_words import plain_error
 from services.errors import ServiceError
 from services.ratelimit import count_or_refuse
 from services.web import is_capture_script_request, render_page
@@ -208,7 +210,7 @@ def capture_submit(token: str) -> Response:
             status=error.status if error.status in (429, 507) else 400)
         response.headers.update(error.headers)
         return response
-    reference = capture.short_reference(ticket.id)
+    reference = short_reference(ticket.id)
     if as_json:
         response = jsonify({"id": ticket.id, "reference": reference, "created": created,
                             "photo_count": ticket.photo_count})
@@ -293,7 +295,7 @@ def _part_answer(token: str, work) -> Response:
         ticket, created = work()
     except ServiceError as error:
         return _json_refusal(error)
-    response = jsonify({"id": ticket.id, "reference": capture.short_reference(ticket.id),
+    response = jsonify({"id": ticket.id, "reference": short_reference(ticket.id),
                         "created": created, "photo_count": ticket.photo_count,
                         "photos_expected": ticket.photos_expected,
                         "signed": ticket.signature is not None})
@@ -390,7 +392,7 @@ def create_link_page() -> Response:
         links.create_link(current_user.company_id, request.form.get("project_id", ""),
                           request.form.get("label", "").strip()[:120] or None)
     except ServiceError as error:
-        return _links_panel(error=review.plain_error(error).message, status=422)
+        return _links_panel(error=plain_error(error).message, status=422)
     return _links_panel()
 
 
@@ -401,5 +403,5 @@ def revoke_link_page(token: str) -> Response:
     try:
         links.revoke_link(current_user.company_id, token)
     except ServiceError as error:
-        return _links_panel(error=review.plain_error(error).message, status=error.status)
+        return _links_panel(error=plain_error(error).message, status=error.status)
     return _links_panel()

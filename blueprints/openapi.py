@@ -1,6 +1,7 @@
 """GET /v1/openapi.json: the OpenAPI 3.1 document, generated from the route declarations."""
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from flask import Blueprint, current_app, jsonify
@@ -97,8 +98,6 @@ def _query_parameters(model: type[BaseModel], components: dict[str, Any]) -> lis
 
 def _path_parameters(rule: str) -> list[dict[str, Any]]:
     """Document every path variable of a rule as a required string."""
-    import re
-
     return [{"name": name, "in": "path", "required": True,
              "schema": {"type": "integer", "minimum": 1} if converter == "int:" else {"type": "string"}}
             for converter, name in re.findall(r"<([^:<>]+:)?([^<>]+)>", rule)]

@@ -19,7 +19,8 @@ from models.schemas import (
     Ticket,
     TicketAuthorizationInput,
 )
-from services import authorizations, markups, rates, tickets
+from services import authorizations, markups, rates, ticket_shapes, tickets
+from services.ticket_records import find_ticket
 from services.errors import ServiceError
 from services.validation import validate
 from services.web import render_page
@@ -303,6 +304,6 @@ def get_authorization(authorization_id: int) -> NteStatus:
            })
 def link_ticket_authorization(ticket_id: str, body: TicketAuthorizationInput) -> Ticket:
     """Count a ticket not yet written against one of its project's authorizations, or none."""
-    ticket = tickets.find_ticket(g.company_id, ticket_id)
+    ticket = find_ticket(g.company_id, ticket_id)
     authorizations.link_ticket(g.company_id, ticket, body.authorization_id)
-    return tickets.get_ticket(g.company_id, ticket_id)
+    return ticket_shapes.get_ticket(g.company_id, ticket_id)

@@ -18,8 +18,11 @@ from models.schemas import (
     SignatureRequestInput,
     SignatureRequestList,
 )
-from services import documents, i18n, signatures, tickets
-from services.capture import plain_message, short_reference
+from blueprints.tickets import ticket_panel
+from models import short_reference
+from services import documents, evidence, i18n, signatures, signing
+from services.capture import plain_message
+from services.ticket_records import find_ticket
 from services.errors import ServiceError, ValidationFailed
 from services.ratelimit import count_or_refuse
 from services.validation import validate
@@ -43,14 +46,14 @@ def create_signature_request(ticket_id: str, body: SignatureRequestInput) -> Sig
     works for `SIGNATURE_LINK_DAYS` (7), once, until revoked. Unsigned requests with an
     e-mail address get reminders on the jobsite's next mornings at 7:00, at most 3.
     """
-    return signatures.create_request(g.company_id, ticket_id, body, actor=g.actor)
+    return signing.create_request(g.company_id, ticket_id, body, actor=g.actor)
 
 
 @api_route(bp, "/tickets/<ticket_id>/signature-requests", tag="tickets",
            response=SignatureRequestList, errors={404: ("ticket_not_found",)})
 def list_signature_requests(ticket_id: str) -> SignatureRequestList:
     """List a ticket's signature requests, newest first (their links are never shown again)."""
-    return signatures.list_requests(g.company_id, ticket_id)
+    return signing.list_requests(g.company_id, ticket_id)
 
 
 @api_route(bp, "/tickets/<ticket_id>/signature-requests/<request_id>/revoke", method="POST",
@@ -58,16 +61,14 @@ def list_signature_requests(ticket_id: str) -> SignatureRequestList:
            errors={404: ("ticket_not_found", "signature_request_not_found")})
 def revoke_signature_request(ticket_id: str, request_id: str) -> SignatureRequest:
     """Stop a signing link from working; revoking again, or a used link, changes nothing."""
-    return signatures.revoke_request(g.company_id, ticket_id, request_id)
+    return signing.revoke_request(g.company_id, ticket_id, request_id)
 
 
 # ------------------------------------------------------------------ review page
 
 def _review_panel(ticket_id: str, **context) -> Response:
     """The ticket page after a signing form, with what the form did."""
-    from blueprints.tickets import _ticket_panel
-
-    return _ticket_panel(ticket_id, **context)
+    return ticket_panel(ticket_id, **context)
 
 
 @bp.post("/tickets/<ticket_id>/signature-requests")
@@ -80,7 +81,7 @@ def create_request_page(ticket_id: str) -> Response:
             "name": form.get("name", ""), "role": form.get("role") or None,
             "email": form.get("email") or None, "phone": form.get("phone") or None,
             "language": form.get("language") if form.get("language") in i18n.LANGUAGES else "en"})
-        created = signatures.create_request(current_user.company_id, ticket_id, body,
+        created = signing.create_request(current_user.company_id, ticket_id, body,
                                             actor=current_user.email)
     except ServiceError as error:
         if error.status == 404:
@@ -93,7 +94,7 @@ def create_request_page(ticket_id: str) -> Response:
 @login_required
 def revoke_request_page(ticket_id: str, request_id: str) -> Response:
     """Revoke a signing link from the ticket page."""
-    signatures.revoke_request(current_user.company_id, ticket_id, request_id)
+    signing.revoke_request(current_user.company_id, ticket_id, request_id)
     return _review_panel(ticket_id, message="The signing link no longer works.")
 
 
@@ -117,16 +118,16 @@ def _count(limit_name: str, scope: str) -> None:
     """Count this request against its token's limit (unknown tokens against their address)."""
     token = _token()
     try:
-        signatures.resolve(token)
-        key = signatures.limit_key(token)
-    except signatures.SigningLinkRefused as refused:
-        key = signatures.limit_key(token) if refused.request is not None \
+        signing.resolve(token)
+        key = signing.limit_key(token)
+    except signing.SigningLinkRefused as refused:
+        key = signing.limit_key(token) if refused.request is not None \
             else "sign-unknown:" + (request.remote_addr or "")
     count_or_refuse(current_app.config[limit_name], scope, key,
                     "too many tries with this link just now")
 
 
-def _gone_page(refused: signatures.SigningLinkRefused, status: int | None = None) -> Response:
+def _gone_page(refused: signing.SigningLinkRefused, status: int | None = None) -> Response:
     """The plain page for a link that cannot be used, saying why; a used one shows its signature
     (200 when opened again, 409 when sent to again), or that it was voided."""
     context = {"state": refused.state, "signed": None, "voided": None, "reference": None,
@@ -134,14 +135,14 @@ def _gone_page(refused: signatures.SigningLinkRefused, status: int | None = None
     if refused.request is not None:
         db.session.expire_all()
         record = db.session.get(SignatureRequestRecord, refused.request.id)
-        ticket = tickets.find_ticket(record.company_id, record.ticket_id)
+        ticket = find_ticket(record.company_id, record.ticket_id)
         context["reference"] = short_reference(ticket.id)
         if refused.state == "signed":
-            context["signed"], context["voided"] = signatures.signed_through(record, ticket)
+            context["signed"], context["voided"] = signing.signed_through(record, ticket)
             if context["voided"] is not None:
                 context["state"] = "voided"
             elif context["signed"] is not None:
-                context["signed_time"] = signatures.on_jobsite_clock(
+                context["signed_time"] = signing.on_jobsite_clock(
                     record, context["signed"]["signed_at"])
     if status is None:
         status = 200 if context["signed"] is not None and request.method == "GET" \
@@ -160,7 +161,7 @@ def _refused_page(state: str, error: ServiceError) -> Response:
     return response
 
 
-def _page(view: signatures.SigningView, *, values: dict | None = None,
+def _page(view: signing.SigningView, *, values: dict | None = None,
           errors: dict | None = None, status: int = 200) -> Response:
     """The signing page: the ticket as the signer sees it and the form to sign it."""
     request_record = view.request
@@ -168,7 +169,7 @@ def _page(view: signatures.SigningView, *, values: dict | None = None,
     return _signing_response(render_template(
         "signing/page.html", view=view, token=_token(), values=values, errors=errors or {},
         reference=short_reference(view.ticket.id),
-        expires=signatures.on_jobsite_clock(request_record, request_record.expires_at),
+        expires=signing.on_jobsite_clock(request_record, request_record.expires_at),
         script_messages=i18n.script_messages("signing.js")), status=status)
 
 
@@ -177,16 +178,16 @@ def signing_page(token: str) -> Response:
     """The ticket a signing link was sent for, and the pad to sign it, made for a phone."""
     try:
         _count("SIGNING_RATE_LIMIT", "signing")
-        record = signatures.resolve(token)
-        shown = signatures.view(record)
+        record = signing.resolve(token)
+        shown = signing.view(record)
         if shown.ticket.status == "written":
-            raise signatures.SigningLinkRefused("closed", record)
+            raise signing.SigningLinkRefused("closed", record)
         if shown.ticket.status == "rejected":
-            raise signatures.SigningLinkRefused("sent_back", record)
+            raise signing.SigningLinkRefused("sent_back", record)
         if shown.ticket.signature:
-            raise signatures.SigningLinkRefused("taken", record)
+            raise signing.SigningLinkRefused("taken", record)
         return _page(shown)
-    except signatures.SigningLinkRefused as refused:
+    except signing.SigningLinkRefused as refused:
         return _gone_page(refused)
     except ServiceError as error:
         if error.status == 429:
@@ -230,31 +231,31 @@ def sign(token: str) -> Response:
     form = request.form
     values = {name: form.get(name, "") for name in ("name", "role", "qualifier", "qualifier_reason")}
     try:
-        shown = signatures.view(signatures.resolve(token))
-        signatures.sign(token, _signing_input(form), form.get("content_sha256", ""),
+        shown = signing.view(signing.resolve(token))
+        signing.sign(token, _signing_input(form), form.get("content_sha256", ""),
                         ip_address=request.remote_addr,
                         user_agent=request.headers.get("User-Agent"))
-    except signatures.SigningLinkRefused as refused:
+    except signing.SigningLinkRefused as refused:
         return _gone_page(refused)
-    except signatures.TicketChanged:
-        return _page(signatures.view(shown.request), values=values, status=409,
+    except signing.TicketChanged:
+        return _page(signing.view(shown.request), values=values, status=409,
                      errors={"_form": gettext("The ticket changed while it was open. Read it "
                                               "again, then sign.")})
     except ValidationFailed as error:
         return _page(shown, values=values, errors=_form_errors(error), status=400)
     except ServiceError as error:
         if error.code == "ticket_already_signed":
-            return _gone_page(signatures.SigningLinkRefused("taken", shown.request))
+            return _gone_page(signing.SigningLinkRefused("taken", shown.request))
         if error.code == "ticket_written":
-            return _gone_page(signatures.SigningLinkRefused("closed", shown.request))
+            return _gone_page(signing.SigningLinkRefused("closed", shown.request))
         if error.code == "ticket_rejected":
-            return _gone_page(signatures.SigningLinkRefused("sent_back", shown.request))
+            return _gone_page(signing.SigningLinkRefused("sent_back", shown.request))
         if error.status in (429, 507):
             return _page(shown, values=values, status=error.status, errors={
                 "_form": gettext("The signature was not kept: the server is busy or full. "
                                  "Try again in a few minutes.")})
         raise
-    return _gone_page(signatures.SigningLinkRefused("signed", shown.request), status=200)
+    return _gone_page(signing.SigningLinkRefused("signed", shown.request), status=200)
 
 
 sign.before_body = _refuse_before_body
@@ -295,8 +296,8 @@ def _signing_input(form) -> SignatureIn:
 def _open_or_signed(token: str) -> SignatureRequestRecord:
     """The request of a link that is open or was used to sign; SigningLinkRefused otherwise."""
     try:
-        return signatures.resolve(token)
-    except signatures.SigningLinkRefused as refused:
+        return signing.resolve(token)
+    except signing.SigningLinkRefused as refused:
         if refused.state != "signed":
             raise
         return refused.request
@@ -307,9 +308,9 @@ def _evidence(token: str, photo_id: int, thumbnail: bool) -> Response:
     try:
         _count("SIGNING_PHOTO_RATE_LIMIT", "signing-photo")
         request_record = _open_or_signed(token)
-        data = tickets.photo_image(request_record.company_id, request_record.ticket_id,
+        data = evidence.photo_image(request_record.company_id, request_record.ticket_id,
                                    photo_id, thumbnail=thumbnail)
-    except signatures.SigningLinkRefused as refused:
+    except signing.SigningLinkRefused as refused:
         return Response(status=refused.status, headers=SIGNING_HEADERS)
     except ServiceError as error:
         return Response(status=error.status, headers={**SIGNING_HEADERS, **error.headers})
@@ -337,10 +338,10 @@ def signed_document(token: str) -> Response:
     try:
         _count("SIGNING_RATE_LIMIT", "signing-document")
         request_record = _open_or_signed(token)
-        ticket = tickets.find_ticket(request_record.company_id, request_record.ticket_id)
+        ticket = find_ticket(request_record.company_id, request_record.ticket_id)
         pdf = documents.render_ticket_document(
             ticket, amounts=signatures.amounts_shown(ticket.company_id))
-    except signatures.SigningLinkRefused as refused:
+    except signing.SigningLinkRefused as refused:
         return _gone_page(refused)
     except documents.DocumentBusy as busy:
         return _refused_page("document", busy)

@@ -20,7 +20,21 @@ from models.schemas import (
     TicketListQuery,
 )
 from models import utcnow
-from services import approval, authorizations, documents, export, projects, review, tickets
+from services import (
+    approval,
+    authorizations,
+    capture,
+    documents,
+    evidence,
+    export,
+    projects,
+    review_queue,
+    review_ticket,
+    ticket_queries,
+    ticket_shapes,
+    tickets,
+)
+from services.ticket_records import find_ticket
 from services.errors import ServiceError
 from services.validation import validate
 from services.web import is_htmx, render_page
@@ -38,8 +52,8 @@ PHOTO_BODY_TYPES = ("application/octet-stream",)
 @api_route(bp, "/tickets", tag="tickets", query=TicketListQuery, response=TicketList)
 def list_tickets(query: TicketListQuery) -> TicketList:
     """List tickets, newest first; filter by status and project."""
-    return tickets.list_tickets(g.company_id, status=query.status, project_id=query.project_id,
-                                limit=query.limit, offset=query.offset, q=query.q)
+    where = ticket_queries.ListFilter(status=query.status, project_id=query.project_id, q=query.q)
+    return ticket_queries.list_tickets(g.company_id, where, limit=query.limit, offset=query.offset)
 
 
 def _csv_answer(text: str) -> Response:
@@ -58,8 +72,8 @@ def export_tickets(query: TicketFilters) -> Response:
     Same filters as the list, every matching ticket newest first. A cell that a spreadsheet
     would run as a formula (starting with =, +, -, @) starts with an apostrophe instead.
     """
-    return _csv_answer(export.export_csv(g.company_id, status=query.status,
-                                         project_id=query.project_id, q=query.q))
+    return _csv_answer(export.export_csv(g.company_id, ticket_queries.ListFilter(
+        status=query.status, project_id=query.project_id, q=query.q)))
 
 
 @api_route(bp, "/tickets", method="POST", tag="tickets", body=TicketInput, response=Ticket,
@@ -79,16 +93,16 @@ def create_ticket(body: TicketInput) -> Ticket:
            errors={404: ("ticket_not_found",)})
 def get_ticket(ticket_id: str) -> Ticket:
     """Read one ticket with its routing."""
-    return tickets.get_ticket(g.company_id, ticket_id)
+    return ticket_shapes.get_ticket(g.company_id, ticket_id)
 
 
 @api_route(bp, "/tickets/<ticket_id>/photos", method="POST", tag="tickets", body=PhotosInput,
-           validator=tickets.validate_photos, response=Ticket,
+           validator=evidence.validate_photos, response=Ticket,
            errors=error_codes({404: ("ticket_not_found",), 409: ("ticket_written",)}, STORAGE_ERRORS),
            extra_responses=STORAGE_TEXT)
 def add_photos(ticket_id: str, body: PhotosInput) -> Ticket:
     """Attach 1 to 12 photos to a ticket that is not written yet."""
-    return tickets.add_photos(g.company_id, ticket_id, body.photos)
+    return evidence.add_photos(g.company_id, ticket_id, body.photos)
 
 
 @api_route(bp, "/tickets/<ticket_id>/photo-uploads/<key>", method="PUT", tag="tickets", response=Ticket,
@@ -104,11 +118,9 @@ def put_photo(ticket_id: str, key: str, query: PhotoUploadQuery) -> Ticket:
     photo, each safe to repeat. Send `photos_expected` with the ticket so it shows the photos
     as arriving until all are in.
     """
-    from services import capture
-
-    tickets.find_ticket(g.company_id, ticket_id)  # an unknown ticket is a 404 whatever the body
+    find_ticket(g.company_id, ticket_id)  # an unknown ticket is a 404 whatever the body
     photo = capture.photo_from_upload(request.get_data(), query.model_dump(exclude_none=True))
-    return tickets.put_photo(g.company_id, ticket_id, capture.part_key(key), photo)[0]
+    return evidence.put_photo(g.company_id, ticket_id, capture.part_key(key), photo)[0]
 
 
 @api_route(bp, "/tickets/<ticket_id>/approve", method="POST", tag="tickets", body=ApproveInput,
@@ -192,14 +204,14 @@ SIGNATURE_ERRORS = {404: ("ticket_not_found", "signature_not_found")}
            errors=PHOTO_ERRORS)
 def get_photo(ticket_id: str, photo_id: int) -> Response:
     """Download a photo of a ticket (JPEG, at most 2048 px on the long edge)."""
-    return _evidence(tickets.photo_image(g.company_id, ticket_id, photo_id), "image/jpeg")
+    return _evidence(evidence.photo_image(g.company_id, ticket_id, photo_id), "image/jpeg")
 
 
 @api_route(bp, "/tickets/<ticket_id>/photos/<int:photo_id>/thumbnail", tag="tickets",
            media_type="image/jpeg", errors=PHOTO_ERRORS)
 def get_photo_thumbnail(ticket_id: str, photo_id: int) -> Response:
     """Download a photo's 320 px thumbnail (JPEG)."""
-    return _evidence(tickets.photo_image(g.company_id, ticket_id, photo_id, thumbnail=True),
+    return _evidence(evidence.photo_image(g.company_id, ticket_id, photo_id, thumbnail=True),
                      "image/jpeg")
 
 
@@ -207,14 +219,14 @@ def get_photo_thumbnail(ticket_id: str, photo_id: int) -> Response:
            errors=SIGNATURE_ERRORS)
 def get_signature(ticket_id: str) -> Response:
     """Download the drawn signature of a ticket (PNG)."""
-    return _evidence(tickets.signature_file(g.company_id, ticket_id), "image/png")
+    return _evidence(evidence.signature_file(g.company_id, ticket_id), "image/png")
 
 
 @api_route(bp, "/tickets/<ticket_id>/signature/thumbnail", tag="tickets", media_type="image/png",
            errors=SIGNATURE_ERRORS)
 def get_signature_thumbnail(ticket_id: str) -> Response:
     """Download the signature's 320 px thumbnail (PNG)."""
-    return _evidence(tickets.signature_file(g.company_id, ticket_id, thumbnail=True), "image/png")
+    return _evidence(evidence.signature_file(g.company_id, ticket_id, thumbnail=True), "image/png")
 
 
 def _document(data: bytes, ticket_id: str) -> Response:
@@ -248,17 +260,17 @@ def get_document(ticket_id: str) -> Response:
 
 # ------------------------------------------------------------------ pages
 
-def _ticket_panel(ticket_id: str, *, error: ServiceError | None = None, message: str | None = None,
-                  chosen: review.FormChoices | None = None, status: int = 200,
+def ticket_panel(ticket_id: str, *, error: ServiceError | None = None, message: str | None = None,
+                  chosen: review_ticket.FormChoices | None = None, status: int = 200,
                   new_request=None, sign_error: ServiceError | None = None) -> Response:
     """The ticket page, or its main panel for htmx, with the approve-form choices posted kept."""
-    chosen = chosen or review.FormChoices.from_form(request.values)
-    page = review.ticket_page(current_user.company_id, ticket_id, error=error, message=message,
+    chosen = chosen or review_ticket.FormChoices.from_form(request.values)
+    page = review_ticket.ticket_page(current_user.company_id, ticket_id, error=error, message=message,
                               chosen=chosen)
     page.reject_open = error is not None and error.code == "reason_required"
     response = render_page("review/ticket.html", "review/_ticket.html", page=page,
-                           came_from=chosen.came_from, reject_reasons=review.REJECT_REASONS,
-                           **review.signing_context(current_user.company_id, ticket_id,
+                           came_from=chosen.came_from, reject_reasons=review_ticket.REJECT_REASONS,
+                           **review_ticket.signing_context(current_user.company_id, ticket_id,
                                                     new_request=new_request, error=sign_error))
     response.status_code = status
     return response
@@ -268,19 +280,19 @@ def _ticket_panel(ticket_id: str, *, error: ServiceError | None = None, message:
 @login_required
 def queue_page() -> Response:
     """The review queue: filters, sort and page from the URL, 'Needs review' by default."""
-    data = review.queue(current_user.company_id, review.QueueView.from_args(request.args))
+    data = review_queue.queue(current_user.company_id, review_queue.QueueView.from_args(request.args))
     return render_page("review/queue.html", "review/_queue_rows.html", queue=data,
-                       tabs=review.STATUS_TABS, sorts=review.SORT_CHOICES)
+                       tabs=review_queue.STATUS_TABS, sorts=review_queue.SORT_CHOICES)
 
 
 def _queue_after_bulk(*, confirm=None, results=None, selected=()) -> Response:
     """The queue it was sent from, with the bulk confirmation or the bulk results on top."""
-    view = review.QueueView.from_query_string(request.form.get("from"))
-    data = review.queue(current_user.company_id, view)
+    view = review_queue.QueueView.from_query_string(request.form.get("from"))
+    data = review_queue.queue(current_user.company_id, view)
     return render_page("review/queue.html", "review/_queue_rows.html", queue=data,
-                       tabs=review.STATUS_TABS, sorts=review.SORT_CHOICES, bulk_confirm=confirm,
+                       tabs=review_queue.STATUS_TABS, sorts=review_queue.SORT_CHOICES, bulk_confirm=confirm,
                        bulk_results=results, selected=set(selected),
-                       bulk_total=review.bulk_total(confirm or results or []))
+                       bulk_total=review_queue.bulk_total(confirm or results or []))
 
 
 @bp.post("/queue/bulk")
@@ -288,7 +300,7 @@ def _queue_after_bulk(*, confirm=None, results=None, selected=()) -> Response:
 def bulk_confirm_page() -> Response:
     """Step one of a bulk approval: the selected tickets, their count and total, to confirm."""
     ids = request.form.getlist("ids")
-    return _queue_after_bulk(confirm=review.bulk_selection(current_user.company_id, ids),
+    return _queue_after_bulk(confirm=review_queue.bulk_selection(current_user.company_id, ids),
                              selected=ids)
 
 
@@ -296,7 +308,7 @@ def bulk_confirm_page() -> Response:
 @login_required
 def bulk_approve_page() -> Response:
     """Step two: write each confirmed ticket once and show what happened to each."""
-    results = review.bulk_approve(current_user.company_id, request.form.getlist("ids"),
+    results = review_queue.bulk_approve(current_user.company_id, request.form.getlist("ids"),
                                   actor=current_user.email)
     return _queue_after_bulk(results=results)
 
@@ -305,8 +317,8 @@ def bulk_approve_page() -> Response:
 @login_required
 def queue_export() -> Response:
     """The queue's tickets, as currently filtered, as a CSV download."""
-    view = review.QueueView.from_args(request.args)
-    return _csv_answer(export.export_csv(current_user.company_id, where=view.list_filter()))
+    view = review_queue.QueueView.from_args(request.args)
+    return _csv_answer(export.export_csv(current_user.company_id, view.list_filter()))
 
 
 @bp.get("/tickets/<ticket_id>")
@@ -314,8 +326,8 @@ def queue_export() -> Response:
 def ticket_page(ticket_id: str) -> Response:
     """One ticket with everything a reviewer needs to approve it."""
     written = request.args.get("written")
-    note = review.next_ticket_note(current_user.company_id, written) if written else None
-    return _ticket_panel(ticket_id, message=note)
+    note = review_ticket.next_ticket_note(current_user.company_id, written) if written else None
+    return ticket_panel(ticket_id, message=note)
 
 
 @bp.post("/tickets/<ticket_id>/approve")
@@ -323,19 +335,19 @@ def ticket_page(ticket_id: str) -> Response:
 def approve_page(ticket_id: str) -> Response:
     """Approve from the page: the same service and rules as the API, with the page's routes."""
     form = request.form.to_dict()
-    view = review.QueueView.from_query_string(form.get("from"))
-    following = review.next_ticket(current_user.company_id, view, ticket_id) \
+    view = review_queue.QueueView.from_query_string(form.get("from"))
+    following = review_queue.next_ticket(current_user.company_id, view, ticket_id) \
         if form.get("next") else None
     try:
-        result = review.approve_from_form(current_user.company_id, ticket_id, form,
+        result = review_ticket.approve_from_form(current_user.company_id, ticket_id, form,
                                           actor=current_user.email)
     except ServiceError as error:
         if error.status == 404:
             raise
-        return _ticket_panel(ticket_id, error=error, status=422)
+        return ticket_panel(ticket_id, error=error, status=422)
     if form.get("next"):
         return _go_to_next(following, view, ticket_id)
-    return _ticket_panel(ticket_id, message=review.written_note(result, already=result.already))
+    return ticket_panel(ticket_id, message=review_ticket.written_note(result, already=result.already))
 
 
 def _go_to_next(following: str | None, view, done_id: str) -> Response:
@@ -359,8 +371,8 @@ def _decide(ticket_id: str, decide, done: str) -> Response:
     except ServiceError as error:
         if error.status == 404:
             raise
-        return _ticket_panel(ticket_id, error=error, status=422)
-    return _ticket_panel(ticket_id, message=done)
+        return ticket_panel(ticket_id, error=error, status=422)
+    return ticket_panel(ticket_id, message=done)
 
 
 @bp.post("/tickets/<ticket_id>/reject")
@@ -368,7 +380,7 @@ def _decide(ticket_id: str, decide, done: str) -> Response:
 def reject_page(ticket_id: str) -> Response:
     """Reject from the page with a reason the crew will see."""
     form = request.form.to_dict()
-    return _decide(ticket_id, lambda company_id, ticket_id, actor: review.reject_from_form(
+    return _decide(ticket_id, lambda company_id, ticket_id, actor: review_ticket.reject_from_form(
         company_id, ticket_id, form, actor),
         "Rejected and sent back to the crew with your reason. Nothing was written to Procore.")
 
@@ -385,7 +397,7 @@ def restore_page(ticket_id: str) -> Response:
 def create_budget_code_page(ticket_id: str) -> Response:
     """Create the budget code a line lacks, through the same service as the budget-codes endpoint."""
     form = request.form.to_dict()
-    ticket = tickets.find_ticket(current_user.company_id, ticket_id)
+    ticket = find_ticket(current_user.company_id, ticket_id)
     try:
         body = validate(BudgetCodeInput, {"cost_code_item_id": form.get("cost_code_item_id"),
                                           "cost_type": form.get("cost_type") or "other"})
@@ -394,12 +406,12 @@ def create_budget_code_page(ticket_id: str) -> Response:
     except ServiceError as error:
         if error.status == 404 and error.code == "ticket_not_found":
             raise
-        return _ticket_panel(ticket_id, error=error, status=422)
-    chosen = review.FormChoices.from_form(request.values)
+        return ticket_panel(ticket_id, error=error, status=422)
+    chosen = review_ticket.FormChoices.from_form(request.values)
     line = form.get("line", "")
     if not line.isdigit():
-        return _ticket_panel(ticket_id, message=f"Budget code {made.code} is ready.", chosen=chosen)
-    return _ticket_panel(ticket_id, message=f"Budget code {made.code} is ready; it is selected "
+        return ticket_panel(ticket_id, message=f"Budget code {made.code} is ready.", chosen=chosen)
+    return ticket_panel(ticket_id, message=f"Budget code {made.code} is ready; it is selected "
                                            f"for line {int(line) + 1}.",
                          chosen=chosen.picking(int(line), made.id))
 
@@ -408,7 +420,7 @@ def create_budget_code_page(ticket_id: str) -> Response:
 @login_required
 def authorization_page(ticket_id: str) -> Response:
     """Count the ticket against a directive or change-order request, through the API's service."""
-    ticket = tickets.find_ticket(current_user.company_id, ticket_id)
+    ticket = find_ticket(current_user.company_id, ticket_id)
     chosen = request.form.get("authorization_id") or None
     try:
         body = validate(TicketAuthorizationInput, {"authorization_id": int(chosen) if chosen and
@@ -417,8 +429,8 @@ def authorization_page(ticket_id: str) -> Response:
     except ServiceError as error:
         if error.status == 404:
             raise
-        return _ticket_panel(ticket_id, error=error, status=422)
-    return _ticket_panel(ticket_id, message="Saved." if body.authorization_id else
+        return ticket_panel(ticket_id, error=error, status=422)
+    return ticket_panel(ticket_id, message="Saved." if body.authorization_id else
                          "It counts against no directive or change-order request now.")
 
 
@@ -431,8 +443,8 @@ def reprice_page(ticket_id: str) -> Response:
     except ServiceError as error:
         if error.status == 404:
             raise
-        return _ticket_panel(ticket_id, error=error, status=422)
-    return _ticket_panel(ticket_id, message="Priced again from the rate sheet and markups in force.")
+        return ticket_panel(ticket_id, error=error, status=422)
+    return ticket_panel(ticket_id, message="Priced again from the rate sheet and markups in force.")
 
 
 def _image(data: bytes, media_type: str) -> Response:
@@ -446,14 +458,14 @@ def _image(data: bytes, media_type: str) -> Response:
 @login_required
 def photo_page(ticket_id: str, position: int) -> Response:
     """A photo at full size."""
-    return _image(tickets.photo_file(current_user.company_id, ticket_id, position), "image/jpeg")
+    return _image(evidence.photo_file(current_user.company_id, ticket_id, position), "image/jpeg")
 
 
 @bp.get("/tickets/<ticket_id>/photos/<int:position>/thumb.jpg")
 @login_required
 def photo_thumb_page(ticket_id: str, position: int) -> Response:
     """A photo's thumbnail."""
-    return _image(tickets.photo_file(current_user.company_id, ticket_id, position, thumbnail=True),
+    return _image(evidence.photo_file(current_user.company_id, ticket_id, position, thumbnail=True),
                   "image/jpeg")
 
 
@@ -468,4 +480,4 @@ def document_page(ticket_id: str) -> Response:
 @login_required
 def signature_page(ticket_id: str) -> Response:
     """The signature image."""
-    return _image(tickets.signature_file(current_user.company_id, ticket_id), "image/png")
+    return _image(evidence.signature_file(current_user.company_id, ticket_id), "image/png")

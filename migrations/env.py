@@ -121,22 +121,9 @@ def run_migrations_online():
                 context.run_migrations()
             if connection.in_transaction():
                 connection.commit()
-            with connection.begin():
-                _keep_count_triggers(connection)
         finally:
             if driver is not None:
                 driver.execute("PRAGMA foreign_keys=ON")
-
-
-def _keep_count_triggers(connection):
-    """Put back the ticket-counting triggers (migration 0009 on) that a rebuild of the tickets
-    table by a batch migration dropped, and count again."""
-    from alembic.migration import MigrationContext
-    from models.counts import ensure_count_triggers
-
-    heads = MigrationContext.configure(connection).get_current_heads()
-    if any(head.isdigit() and int(head) >= 9 for head in heads):
-        ensure_count_triggers(connection)
 
 
 if context.is_offline_mode():

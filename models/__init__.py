@@ -5,10 +5,10 @@ from models.link import CaptureLink
 from models.pricing import Authorization, ProjectMarkups, RateSheet
 from models.project_system import KnownProject, ProjectSystemConnection
 from models.signing import SignatureRequest
-from models.ticket import Decision, StagedPhoto, Ticket, TicketCount, TicketPhoto
+from models.ticket import Decision, StagedPhoto, Ticket, TicketPhoto, short_reference
 from models.usage import StorageUsage
 
 __all__ = ["ApiKey", "Authorization", "Base", "CaptureLink", "Company", "Decision", "KnownProject",
            "ProjectMarkups", "ProjectSystemConnection", "RateSheet", "Reviewer", "SignatureRequest",
            "StagedPhoto",
-           "StorageUsage", "Ticket", "TicketCount", "TicketPhoto", "UTCDateTime", "db", "utcnow"]
+           "StorageUsage", "Ticket", "TicketPhoto", "short_reference", "UTCDateTime", "db", "utcnow"]

@@ -787,9 +787,11 @@ class TicketSummary(Shape):
     approved_at: dt.datetime | None
     external: External | None
     routing_pending: bool = Field(description=(
-        "True while no line has been routed on the project's real budget codes: the ticket "
-        "was stored while they could not be read. Its lines need review until a read, with "
-        "the project system answering, works the routing out; that read clears the mark."))
+        "True when the routing shown is not worked out on the project's budget codes, because "
+        "they have not been read yet (a ticket's answer to its create never waits on the "
+        "project system) or cannot be read now; its lines need review until a read works the "
+        "routing out. In a list: whether the server holds no codes of the ticket's project "
+        "yet. Always false on a written ticket. Reading a ticket never changes it."))
     authorization_ref: str | None = Field(default=None, description=(
         "The GC directive or change-order request the ticket names."))
 

@@ -5,13 +5,17 @@ import datetime as dt
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import (JSON, Boolean, Date, ForeignKey, Index, Integer, String, Text,
-                        UniqueConstraint, false)
+from sqlalchemy import JSON, Date, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from models.base import Money, db, utcnow
 
 STATUSES = ("submitted", "written", "rejected")
+
+
+def short_reference(ticket_id: str) -> str:
+    """The reference a crew reads out over the phone: T- and the id's first 8 characters."""
+    return "T-" + ticket_id.replace("-", "")[:8].upper()
 
 
 class Ticket(db.Model):
@@ -64,9 +68,6 @@ class Ticket(db.Model):
     approved_by: Mapped[str | None] = mapped_column(String(300))
     approved_at: Mapped[dt.datetime | None]
     external: Mapped[dict[str, Any] | None] = mapped_column(JSON)
-    # Stored while the project system could not be read: no line has been routed on real
-    # codes yet. Cleared by the first read that routes the ticket.
-    routing_pending: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     # The routing the record was written with (RoutingLine shapes), overrides included.
     written_routing: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, deferred=True)
     # An approval in progress: who holds the ticket and since when (expires after a TTL).
@@ -75,26 +76,16 @@ class Ticket(db.Model):
     # Destinations earlier approval attempts wrote to, or may have: a retry looks there first.
     approval_destinations: Mapped[list[str] | None] = mapped_column(JSON, deferred=True)
 
+    @property
+    def reference(self) -> str:
+        """The ticket's short reference, T-1A2B3C4D."""
+        return short_reference(self.id)
+
     # Loaded with the ticket where a whole ticket is read (find_ticket); lists leave them out.
     photos: Mapped[list[TicketPhoto]] = relationship(
         back_populates="ticket", order_by="TicketPhoto.position")
     decisions: Mapped[list[Decision]] = relationship(
         back_populates="ticket", order_by="Decision.id")
-
-
-class TicketCount(db.Model):
-    """How many of a company's tickets are in one project and status.
-
-    Moved by triggers on the tickets table (migration 0009) with every insert, delete and
-    change of company, project or status, whoever writes it.
-    """
-
-    __tablename__ = "ticket_counts"
-
-    company_id: Mapped[int] = mapped_column(ForeignKey("companies.id"), primary_key=True)
-    project_id: Mapped[str] = mapped_column(String(40), primary_key=True)
-    status: Mapped[str] = mapped_column(String(16), primary_key=True)
-    tickets: Mapped[int] = mapped_column(Integer, default=0)
 
 
 class TicketPhoto(db.Model):

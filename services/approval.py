@@ -21,16 +21,12 @@ import dataclasses
 import datetime as dt
 import logging
 import math
-import re
 import threading
 import uuid
 from collections.abc import Iterator
-from decimal import ROUND_HALF_UP, Decimal
 from zoneinfo import ZoneInfo
 
 from flask import current_app
-from sqlalchemy import select
-from sqlalchemy.orm import Session
 
 from models import Ticket as TicketRecord
 from models import db, utcnow
@@ -43,7 +39,6 @@ from services.project_system import (
     Attachment,
     BudgetCode,
     ChangeEventDraft,
-    ChangeEventLine,
     ManpowerDraft,
     ProjectSystem,
     ProjectSystemError,
@@ -53,31 +48,28 @@ from services.project_system import (
     ToolDisabled,
     WriteUnconfirmed,
 )
-from services.project_system.zones import jobsite_time, local_date
 from services.projects import Catalog
 from services.routing import Route, article
-from services.tickets import (
-    append_decision,
-    find_ticket,
-    get_ticket,
-    photo_store,
-    routing_lines,
+from services.approval_records import (
+    CHANGE_EVENT,
+    DAILY_LOG,
+    DAILY_LOG_NOTE,
+    change_event_draft,
+    content_type,
+    log_date,
+    manpower_draft,
+    origin_id,
+    photo_filename,
 )
+from services.evidence import photo_store
+from services.ticket_records import append_decision, find_ticket, locked
+from services.ticket_shapes import get_ticket, routing_lines
 
 log = logging.getLogger(__name__)
 
-CHANGE_EVENT = "change_event"
-DAILY_LOG = "daily_log"
-TITLE_DESCRIPTION_CHARS = 80
-MAX_NOTES_CHARS = 8000
 RETRY_AFTER_MAX_S = 5
 # Records are looked up from a little before the ticket was captured: no attempt is older.
 LOOKUP_MARGIN = dt.timedelta(minutes=1)
-HOURLY_KINDS = ("labor", "equipment")
-CENT = Decimal("0.01")
-DAILY_LOG_NOTE = ("This daily log entry is a dated record of the work, not a financial record: "
-                  "it bills nothing, and the ticket's photos and signature are not on it; its "
-                  "notes link to the signed ticket document, which has them.")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,11 +109,6 @@ class Plan:
     manpower: ManpowerDraft
     files: tuple[tuple[str, str, str], ...]
     document: Document
-
-
-def origin_id(ticket_id: str) -> str:
-    """The origin id set on every record written for a ticket."""
-    return f"ewt-ticket-{ticket_id}"
 
 
 # ----------------------------------------------------------------- approve
@@ -228,12 +215,6 @@ def _check_lines(routes: list[Route], options: ApproveInput) -> None:
                        code="lines_need_review", details=refused)
 
 
-def _lock(session: Session, ticket_id: str) -> TicketRecord:
-    """Re-read a ticket inside a write transaction, fresh from the database and row-locked."""
-    return session.scalars(select(TicketRecord).where(TicketRecord.id == ticket_id)
-                           .with_for_update().execution_options(populate_existing=True)).one()
-
-
 def _claim_expires(ticket: TicketRecord) -> dt.datetime | None:
     """When the approval claim on a ticket runs out, or None when it has none."""
     if ticket.approval_claim_id is None or ticket.approval_claimed_at is None:
@@ -262,7 +243,7 @@ def _claim(ticket_id: str, allow_rejected: bool, destination: str) -> Claim | No
     """Take the ticket for this approval; None when it turned out to be written already."""
     now = utcnow()
     with write_transaction() as session:
-        ticket = _lock(session, ticket_id)
+        ticket = locked(session, ticket_id)
         if ticket.status == "written":
             return None
         _refuse_rejected(ticket, allow_rejected)
@@ -278,7 +259,7 @@ def _claim(ticket_id: str, allow_rejected: bool, destination: str) -> Claim | No
 def _renew(ticket_id: str, claim_id: str) -> bool:
     """Move this approval's claim forward to now; False once the claim is no longer ours."""
     with write_transaction() as session:
-        ticket = _lock(session, ticket_id)
+        ticket = locked(session, ticket_id)
         if ticket.approval_claim_id != claim_id:
             return False
         ticket.approval_claimed_at = utcnow()
@@ -314,7 +295,7 @@ def _keeping_claim(ticket_id: str, claim_id: str) -> Iterator[None]:
 def _release(ticket_id: str, claim_id: str) -> None:
     """Give the ticket back after a failed write, if this approval still holds it."""
     with write_transaction() as session:
-        ticket = _lock(session, ticket_id)
+        ticket = locked(session, ticket_id)
         if ticket.approval_claim_id == claim_id:
             ticket.approval_claim_id = None
             ticket.approval_claimed_at = None
@@ -324,13 +305,13 @@ def _plan(ticket: TicketRecord, routes: list[Route], zone: ZoneInfo, actor: str,
           destination: str) -> Plan:
     """Both drafts, the attachment list and the document of a ticket as approved, from its
     loaded state; dates in `zone`."""
-    files = [(_photo_filename(photo.position, photo.name, photo.image_key), photo.image_key,
-              _content_type(photo.image_key)) for photo in ticket.photos]
+    files = [(photo_filename(photo.position, photo.name, photo.image_key), photo.image_key,
+              content_type(photo.image_key)) for photo in ticket.photos]
     if ticket.signature:
         key = ticket.signature["image_key"]
-        files.append((f"signature.{key.rsplit('.', 1)[1]}", key, _content_type(key)))
+        files.append((f"signature.{key.rsplit('.', 1)[1]}", key, content_type(key)))
     return Plan(project_id=int(ticket.project_id), origin_id=origin_id(ticket.id),
-                created_after=ticket.captured_at - LOOKUP_MARGIN, log_date=_log_date(ticket, zone),
+                created_after=ticket.captured_at - LOOKUP_MARGIN, log_date=log_date(ticket, zone),
                 change_event=change_event_draft(ticket, routes, zone),
                 manpower=manpower_draft(ticket, zone),
                 files=tuple(files),
@@ -396,10 +377,10 @@ def _attach_missing(client: ProjectSystem, plan: Plan, record: RemoteRecord) -> 
     not list yet (each under a name that is the same on every attempt)."""
     present = set(record.attachment_filenames)
     store = photo_store()
-    for filename, key, content_type in plan.files:
+    for filename, key, media_type in plan.files:
         if filename not in present:
             client.attach_file(plan.project_id, record.id,
-                               Attachment(filename=filename, content_type=content_type,
+                               Attachment(filename=filename, content_type=media_type,
                                           data=store.open(key)))
     if plan.document.filename not in present:
         client.attach_file(plan.project_id, record.id,
@@ -413,7 +394,7 @@ def _finish(company_id: int, ticket_id: str, destination: str, record: RemoteRec
     """Mark the ticket written with its record, unless someone else already did."""
     now = utcnow()
     with write_transaction() as session:
-        ticket = _lock(session, ticket_id)
+        ticket = locked(session, ticket_id)
         # The record exists whoever holds the claim now, so the ticket must say so.
         already = ticket.status == "written"
         if not already:
@@ -432,7 +413,7 @@ def _finish(company_id: int, ticket_id: str, destination: str, record: RemoteRec
             ticket.approved_at = now
             ticket.approval_claim_id = None
             ticket.approval_claimed_at = None
-            append_decision(session, ticket, "approved", actor)
+            append_decision(ticket, "approved", actor)
     return _written_result(company_id, ticket_id, already=already)
 
 
@@ -442,111 +423,19 @@ def _written_result(company_id: int, ticket_id: str, *, already: bool) -> Approv
     return ApprovalResult(**get_ticket(company_id, ticket_id).model_dump(), already=already)
 
 
-# ----------------------------------------------------------------- what is written
-
-def _one_line(text: str, limit: int) -> str:
-    """Text on one line, cut to ``limit`` characters with an ellipsis."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[:limit - 1].rstrip() + "…"
-
-
-def _photo_filename(position: int, name: str, image_key: str) -> str:
-    """A stable attachment name such as 'photo-01-trench.jpg', so retries can skip it."""
-    stem = re.sub(r"[^A-Za-z0-9_-]+", "-", name.rsplit(".", 1)[0]).strip("-_")[:40]
-    if re.fullmatch(r"photo-\d+", stem):
-        stem = ""  # the name given when the phone sent none says nothing new
-    extension = image_key.rsplit(".", 1)[1]
-    return f"photo-{position + 1:02d}-{stem}.{extension}" if stem else \
-        f"photo-{position + 1:02d}.{extension}"
-
-
-def _content_type(image_key: str) -> str:
-    """The content type of a stored image from its key."""
-    return "image/png" if image_key.endswith(".png") else "image/jpeg"
-
-
-def _log_date(ticket: TicketRecord, zone: ZoneInfo) -> dt.date:
-    """The daily log date of a ticket: the day the crew says the work was done, else the
-    jobsite's date (in the project's zone) when it was captured."""
-    return ticket.worked_on or local_date(ticket.captured_at, zone)
-
-
-def _context_lines(ticket: TicketRecord, zone: ZoneInfo) -> list[str]:
-    """Why, who and when, as lines of text for the record."""
-    lines = [f"Reason (out of scope): {ticket.reason}", f"Directed by: {ticket.directed_by}",
-             (f"Captured by: {ticket.captured_by or 'not given'} on "
-              f"{jobsite_time(ticket.captured_at, zone)} (via {ticket.captured_via})")]
-    if ticket.signature:
-        signer = ", ".join(part for part in (ticket.signature.get("name"),
-                                             ticket.signature.get("role")) if part)
-        lines.append(f"Signed by: {signer or 'unnamed'}")
-    return lines
-
-
-def change_event_draft(ticket: TicketRecord, routes: list[Route],
-                       zone: ZoneInfo) -> ChangeEventDraft:
-    """The change event for a ticket: one line item per routed line."""
-    title = (f"Extra work: {_one_line(ticket.description, TITLE_DESCRIPTION_CHARS)} "
-             f"(#{ticket.id[:8]})")
-    description = "\n".join([ticket.description, "", *_context_lines(ticket, zone),
-                             f"Claimed total: {ticket.total}", f"Extra-work ticket {ticket.id}"])
-    lines = tuple(ChangeEventLine(
-        description=route.description,
-        budget_code_id=route.budget_code.id if route.budget_code else None,
-        cost_type=route.cost_type, quantity=route.quantity, unit_cost=route.unit_cost,
-        amount=route.amount, unit_of_measure=_unit_of_measure(route))
-        for route in routes)
-    return ChangeEventDraft(origin_id=origin_id(ticket.id), title=title,
-                            description=description, lines=lines)
-
-
-def _unit_of_measure(route: Route) -> str | None:
-    """Hours for labor and equipment, days for equipment priced at the sheet's daily rate."""
-    if route.kind not in HOURLY_KINDS:
-        return None
-    return "day" if (route.pricing or {}).get("per") == "day" else "hr"
-
-
-def manpower_draft(ticket: TicketRecord, zone: ZoneInfo) -> ManpowerDraft:
-    """The daily log manpower entry for a ticket: its labor as workers and hours per worker."""
-    labor = [line for line in ticket.lines if line["kind"] == "labor"]
-    workers = sum((Decimal(line["workers"]) for line in labor), Decimal(0))
-    worker_hours = sum((Decimal(line["workers"]) * Decimal(line["hours"]) for line in labor),
-                       Decimal(0))
-    num_workers = max(1, math.ceil(workers))
-    num_hours = (worker_hours / num_workers).quantize(CENT, ROUND_HALF_UP) if labor \
-        else Decimal("0.00")
-    work = [f"- {line['kind']}: " + (f"{line['trade']}, {line['workers']} × {line['hours']} h"
-                                     if line["kind"] == "labor" else line["description"])
-            for line in ticket.lines]
-    notes = "\n".join([f"Extra work (ticket {ticket.id}): {ticket.description}",
-                       f"Signed ticket document (PDF, with the photos and signature): "
-                       f"{documents.document_url(ticket.id)}",
-                       *_context_lines(ticket, zone), *work,
-                       f"Claimed total {ticket.total}; this entry bills nothing."])
-    return ManpowerDraft(origin_id=origin_id(ticket.id), date=_log_date(ticket, zone),
-                         num_workers=num_workers, num_hours=num_hours,
-                         notes=_cut(notes, MAX_NOTES_CHARS))
-
-
-def _cut(text: str, limit: int) -> str:
-    """Text cut to ``limit`` characters with an ellipsis, line breaks kept."""
-    return text if len(text) <= limit else text[:limit - 1] + "…"
-
-
 # ----------------------------------------------------------------- reject and restore
 
 def reject(company_id: int, ticket_id: str, actor: str, reason: str | None = None) -> Ticket:
     """Close a submitted ticket without writing anything to the project system, with a reason."""
     ticket = find_ticket(company_id, ticket_id)
     with write_transaction() as session:
-        current = _lock(session, ticket.id)
+        current = locked(session, ticket.id)
         _refuse_written(current)
         if current.status == "rejected":
             raise Conflict("the ticket is already rejected", code="ticket_rejected")
         _refuse_claimed(current, utcnow())
         current.status = "rejected"
-        append_decision(session, current, "rejected", actor, (reason or "").strip()[:500] or None)
+        append_decision(current, "rejected", actor, (reason or "").strip()[:500] or None)
     db.session.expire_all()
     return get_ticket(company_id, ticket.id)
 
@@ -555,12 +444,12 @@ def restore(company_id: int, ticket_id: str, actor: str) -> Ticket:
     """Put a rejected ticket back to submitted; a submitted one is returned as is."""
     ticket = find_ticket(company_id, ticket_id)
     with write_transaction() as session:
-        current = _lock(session, ticket.id)
+        current = locked(session, ticket.id)
         _refuse_written(current)
         if current.status == "rejected":
             _refuse_claimed(current, utcnow())
             current.status = "submitted"
-            append_decision(session, current, "restored", actor)
+            append_decision(current, "restored", actor)
     db.session.expire_all()
     return get_ticket(company_id, ticket.id)
 

@@ -9,10 +9,9 @@ a time, or a huge one, must not hold the server's threads or memory:
   and `BODY_DEADLINE_S` (`BODY_UPLOAD_DEADLINE_S` for photo routes) in all, else 408;
 - at most `BODY_READ_SLOTS` anonymous requests (capture and signing links, sign-in, no
   valid API key) and `BODY_READ_SLOTS_SIGNED_IN` requests with a valid API key or a
-  signed-in session read a body at the same time, each from its own slots; the next anonymous
-  one is told 503 at once, the next signed-in one after waiting up to `BODY_READ_SLOT_WAIT_S`,
-  so threads are always left for pages, the API and /healthz, and anonymous clients cannot
-  take the slots of signed-in ones.
+  signed-in session read a body at the same time, each from its own slots; the next one is
+  told 503 at once, so threads are always left for pages, the API and /healthz, and
+  anonymous clients cannot take the slots of signed-in ones.
 
 Behind Caddy (deploy/Caddyfile) the proxy has already buffered the body, so here it
 arrives at once; under `make run` these deadlines are what cut a slow client off.
@@ -100,10 +99,7 @@ def read_body_first() -> Response | None:
     slots = _slot_semaphore("signed-in" if signed_in else "anonymous",
                             int(config["BODY_READ_SLOTS_SIGNED_IN" if signed_in
                                        else "BODY_READ_SLOTS"]))
-    # A program's burst waits a moment for a signed-in slot; an anonymous body never waits.
-    wait = float(config["BODY_READ_SLOT_WAIT_S"]) if signed_in else 0.0
-    acquired = slots.acquire(timeout=wait) if wait > 0 else slots.acquire(blocking=False)
-    if not acquired:
+    if not slots.acquire(blocking=False):
         raise BodyRefused("the server is busy; send again in a moment", status=503, code="busy",
                           headers={"Retry-After": "5"})
     try:

@@ -95,6 +95,11 @@ class TTLCache(Generic[T]):
         with self._lock:
             self._entries.pop(key, None)
 
+    def expire_all(self) -> None:
+        """Make every value stale now; each stays as the last one known until loaded again."""
+        with self._lock:
+            self._entries = {key: (0.0, value) for key, (_, value) in self._entries.items()}
+
     def clear(self) -> None:
         """Forget everything."""
         with self._lock:

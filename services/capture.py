@@ -11,7 +11,7 @@ from babel.numbers import format_decimal
 from flask_babel import get_locale, gettext, lazy_gettext
 from werkzeug.datastructures import FileStorage, MultiDict
 
-from models import Company, db, utcnow
+from models import Company, db, short_reference, utcnow
 from models.schemas import (
     CaptureSettings,
     DocumentSchema,
@@ -22,7 +22,8 @@ from models.schemas import (
     Ticket,
     TicketInput,
 )
-from services import links, projects, rates, signatures, tickets
+from services import evidence, links, projects, rates, signatures, signing, ticket_records, tickets
+from services.ticket_shapes import Wait, get_ticket
 from services.database import write_transaction
 from services.errors import NotFound, ValidationFailed, field_problem
 from services.validation import validate
@@ -71,11 +72,6 @@ def plain_message(message: str) -> str:
     return message
 
 
-def short_reference(ticket_id: str) -> str:
-    """The reference a crew can read out over the phone: T- and the id's first 8 characters."""
-    return "T-" + ticket_id.replace("-", "")[:8].upper()
-
-
 def submit(token: str, payload: dict[str, Any], via: str) -> tuple[Ticket, bool]:
     """Store a ticket from a capture link; a resend with the same client reference returns the first.
 
@@ -94,9 +90,9 @@ def submit(token: str, payload: dict[str, Any], via: str) -> tuple[Ticket, bool]
                                             link_token=link.token, project_checked=True)
     if data.client_ref and isinstance(keys, list):
         # Photos uploaded while the ticket was being written, those the phone still lists.
-        tickets.attach_staged(link.company_id, ticket.id, link.token, data.client_ref,
-                              [str(key) for key in keys[:12]])
-        ticket = tickets.get_ticket(link.company_id, ticket.id)
+        evidence.attach_staged(link.company_id, ticket.id, link.token, data.client_ref,
+                               [str(key) for key in keys[:12]])
+        ticket = get_ticket(link.company_id, ticket.id, Wait.NO)
     return ticket, created
 
 
@@ -111,7 +107,7 @@ def phone_tickets(token: str, client_refs: list[str]) -> list[dict[str, Any]]:
     """
     link = links.resolve_token(token)
     found = []
-    records = tickets.phone_tickets(link.company_id, link.token, client_refs)
+    records = ticket_records.phone_tickets(link.company_id, link.token, client_refs)
     awaiting = signatures.awaiting_since(link.company_id, [t.id for t in records if not t.signature])
     for ticket in records:
         rejected = [d for d in ticket.decisions if d.action == "rejected"]
@@ -134,7 +130,7 @@ def request_signature(token: str, payload: dict[str, Any]) -> SignatureRequestCr
     it to him"); only tickets of this link, known by the phone's own reference."""
     link = links.resolve_token(token)
     client_ref = payload.get("client_ref")
-    found = tickets.phone_tickets(link.company_id, link.token,
+    found = ticket_records.phone_tickets(link.company_id, link.token,
                                   [client_ref] if isinstance(client_ref, str) else [])
     if not found:
         raise NotFound("no ticket sent from this link under that reference",
@@ -142,7 +138,7 @@ def request_signature(token: str, payload: dict[str, Any]) -> SignatureRequestCr
     data = validate(SignatureRequestInput, {key: payload.get(key) for key in
                                             ("name", "role", "email", "phone", "language")
                                             if payload.get(key) is not None})
-    return signatures.create_request(link.company_id, found[0].id, data,
+    return signing.create_request(link.company_id, found[0].id, data,
                                      actor=f"crew ({link.label})" if link.label else "crew",
                                      link_token=link.token)
 
@@ -153,7 +149,7 @@ _PART_KEY = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 def _ticket_for_ref(token: str, client_ref: str) -> tuple[Any, str]:
     """The link and the id of the ticket the phone sent under client_ref through it."""
     link = links.resolve_token(token)
-    ticket_id = tickets.link_ticket_id(link.company_id, link.token, client_ref) \
+    ticket_id = ticket_records.link_ticket_id(link.company_id, link.token, client_ref) \
         if _PART_KEY.fullmatch(client_ref) else None
     if ticket_id is None:
         raise NotFound("no ticket with this reference yet; send its text first",
@@ -185,7 +181,8 @@ def photo_from_upload(raw: bytes, args: Any) -> PhotoIn:
 def put_photo(token: str, client_ref: str, key: str, raw: bytes, args: Any) -> tuple[Ticket, bool]:
     """One photo of a ticket sent through a capture link, idempotent by the photo's key."""
     link, ticket_id = _ticket_for_ref(token, client_ref)
-    return tickets.put_photo(link.company_id, ticket_id, part_key(key), photo_from_upload(raw, args))
+    return evidence.put_photo(link.company_id, ticket_id, part_key(key),
+                              photo_from_upload(raw, args), Wait.NO)
 
 
 def stage_photo(token: str, client_ref: str, key: str, raw: bytes, args: Any) -> dict[str, Any]:
@@ -195,11 +192,11 @@ def stage_photo(token: str, client_ref: str, key: str, raw: bytes, args: Any) ->
         raise NotFound("no such ticket reference", code="not_found")
     key = part_key(key)
     photo = photo_from_upload(raw, args)
-    ticket_id = tickets.link_ticket_id(link.company_id, link.token, client_ref)
+    ticket_id = ticket_records.link_ticket_id(link.company_id, link.token, client_ref)
     if ticket_id is not None:  # the text overtook it: the photo goes straight onto the ticket
-        created = tickets.put_photo(link.company_id, ticket_id, key, photo)[1]
+        created = evidence.put_photo(link.company_id, ticket_id, key, photo, Wait.NO)[1]
     else:
-        created = tickets.stage_photo(link.company_id, link.token, client_ref, key, photo)
+        created = evidence.stage_photo(link.company_id, link.token, client_ref, key, photo)
     return {"kept": True, "created": created}
 
 
@@ -211,7 +208,7 @@ def put_signature(token: str, client_ref: str, raw: bytes, args: Any) -> tuple[T
         "signed_at": args.get("signed_at") or None, "qualifier": args.get("qualifier") or None,
         "qualifier_reason": args.get("qualifier_reason") or None,
         "image": "data:image/png;base64," + base64.b64encode(raw).decode("ascii")})
-    return tickets.put_signature(link.company_id, ticket_id, signature)
+    return evidence.put_signature(link.company_id, ticket_id, signature, Wait.NO)
 
 
 class _Rows(dict):
@@ -313,5 +310,5 @@ def cost_code_choices(company_id: int, project_id: str) -> list[tuple[str, str]]
 def classification_choices(company_id: int, project_id: str) -> list[str]:
     """The labor classifications of the rate sheet in force today on the jobsite, for the pick list."""
     sheet = rates.sheet_in_force(company_id, project_id,
-                                 tickets.jobsite_date(company_id, project_id, utcnow()))
+                                 projects.jobsite_date(company_id, project_id, utcnow()))
     return [item["classification"] for item in sheet.labor] if sheet is not None else []

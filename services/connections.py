@@ -11,6 +11,7 @@ from flask import current_app
 from sqlalchemy import select
 
 from models import Company, ProjectSystemConnection, db, utcnow
+from sandbox.seed import create_demo_company
 from services import health
 from services.database import write_transaction
 from services.errors import (Conflict, NotFound, ProjectSystemRefused, ServiceError, ValidationFailed,
@@ -209,8 +210,6 @@ def save_connection(company_id: int, *, environment: str, client_id: str, client
 
 def connect_embedded_sandbox(company_id: int, name: str) -> dict:
     """Create a fresh company in the embedded sandbox and connect this company to it."""
-    from sandbox.seed import create_demo_company
-
     seeded = create_demo_company(current_app.config["SANDBOX_DB_PATH"], name=name)
     save_connection(company_id, environment=EMBEDDED, client_id=seeded["client_id"],
                     client_secret=seeded["client_secret"], remote_company_id=seeded["company_id"])

@@ -4,18 +4,15 @@ SQLite: WAL so readers never block the writer, foreign keys enforced, a busy
 timeout, and BEGIN IMMEDIATE for write transactions so that two writers queue
 on the lock at BEGIN instead of failing with "database is locked" when a read
 transaction tries to upgrade. Read-only requests keep using deferred BEGIN, so
-they run concurrently under WAL. Within one process, writers also take turns on a plain
-lock, so the next one starts the moment the lock is free instead of when SQLite's busy
-handler next wakes it (it sleeps in steps of up to 100 ms).
+they run concurrently under WAL.
 """
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Iterator
 from contextvars import ContextVar
 
-from flask import Flask, current_app
+from flask import Flask
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
@@ -23,7 +20,6 @@ from sqlalchemy.orm import Session
 from models import db
 
 _write_intent: ContextVar[bool] = ContextVar("write_intent", default=False)
-WRITERS = "sqlite_writers"  # the app's lock its SQLite writers take turns on
 
 
 def normalise_database_url(url: str) -> str:
@@ -42,7 +38,6 @@ def configure_engine(app: Flask) -> None:
         return
     _install_sqlite_hooks(engine, app.config["SQLITE_SYNCHRONOUS"],
                           int(app.config["SQLITE_BUSY_TIMEOUT_MS"]))
-    app.extensions[WRITERS] = threading.Lock()
 
 
 def _install_sqlite_hooks(engine: Engine, synchronous: str, busy_ms: int) -> None:
@@ -78,29 +73,9 @@ def write_transaction() -> Iterator[Session]:
         return
     if session.in_transaction():
         session.commit()
-    with _writers_turn():
-        token = _write_intent.set(True)
-        try:
-            with session.begin():
-                yield session
-        finally:
-            _write_intent.reset(token)
-
-
-@contextlib.contextmanager
-def _writers_turn() -> Iterator[None]:
-    """Wait for this process's other SQLite writers to finish (no wait on PostgreSQL).
-
-    After the busy timeout the writer goes ahead anyway, and SQLite decides as it would
-    without the lock.
-    """
-    lock = current_app.extensions.get(WRITERS)
-    if lock is None:
-        yield
-        return
-    held = lock.acquire(timeout=current_app.config["SQLITE_BUSY_TIMEOUT_MS"] / 1000)
+    token = _write_intent.set(True)
     try:
-        yield
+        with session.begin():
+            yield session
     finally:
-        if held:
-            lock.release()
+        _write_intent.reset(token)

@@ -1,7 +1,7 @@
 """The signed ticket document: one PDF with the claim, its photos, its signature and its history.
 
 It is rendered from the service's own template (templates/documents/ticket.html) over the
-ticket's output shape, read through the review page's helpers (times on the jobsite's clock,
+ticket as people read it (services/ticket_view.py: its facts, times on the jobsite's clock,
 quantities with their units, subtotals), so the document shows what a reviewer sees. The
 PDF itself is made in the image pool (services/image_pool.py): at most IMAGE_WORKERS at once,
 under a CPU limit, and at most DOCUMENT_SLOTS requests of a process wait for one, each for a
@@ -15,26 +15,25 @@ from typing import Any
 
 from flask import current_app, render_template
 
-from models import Company, db, utcnow
+from models import Company, db, short_reference, utcnow
 from models import Ticket as TicketRecord
-from models.schemas import RoutingLine, Ticket
-from services import image_pool, pdf_render, projects, review, signatures, tickets
-from services.capture import short_reference
+from models.schemas import RoutingLine
+from services import image_pool, pdf_render, projects, signatures
 from services.errors import ServiceError
 from services.links import public_base_url
 from services.photos import ImageRejected
+from services.plain_words import QUALIFIER_LABELS
 from services.project_system.zones import UTC
+from services.ticket_records import find_ticket
+from services.ticket_shapes import Routing, Wait, shape_ticket
+from services.ticket_view import KIND_LABELS, TicketView
 
 MEDIA_TYPE = "application/pdf"
 SIGNED_VIA_LABELS = {"crew_phone": "on the crew's phone", "signing_link": "from a signing link",
                      "api": "sent by a connected program"}
-KIND_LABELS = {"labor": "Labor", "equipment": "Equipment", "materials": "Materials",
-               "markup": "Markup"}
 HOUR_TYPES = {"ot": "overtime", "dt": "double time"}
 STATUS_LABELS = {"submitted": "Needs review", "written": "Written to Procore",
                  "rejected": "Rejected"}
-CAPTURED_VIA = {"link": "a capture link", "qr": "a QR code", "sms": "a text message",
-                "api": "a connected program"}
 
 
 class DocumentBusy(ServiceError):
@@ -59,9 +58,8 @@ def document_url(ticket_id: str) -> str:
 def ticket_document(company_id: int, ticket_id: str) -> bytes:
     """The document of one of a company's tickets, routed as GET /v1/tickets/{id} routes it;
     another company's ticket is not found."""
-    shaped = tickets.get_ticket(company_id, ticket_id)
-    record = tickets.find_ticket(company_id, ticket_id)
-    return render_pdf(document_html(record, shaped=shaped), wait_s=_config("DOCUMENT_WAIT_S"))
+    record = find_ticket(company_id, ticket_id)
+    return render_pdf(document_html(record, wait=Wait.YES), wait_s=_config("DOCUMENT_WAIT_S"))
 
 
 def render_ticket_document(ticket: TicketRecord, *, amounts: bool = True) -> bytes:
@@ -79,28 +77,24 @@ def render_ticket_document(ticket: TicketRecord, *, amounts: bool = True) -> byt
 def approval_html(ticket: TicketRecord, routing: list[RoutingLine], actor: str,
                   destination: str) -> str:
     """The document's HTML as approved: the routing being written and the approval itself."""
-    return document_html(ticket, routing=routing, approval={
+    return document_html(ticket, routing=Routing(routing, [], pending=False), approval={
         "by": actor, "at": utcnow(), "destination": destination})
 
 
 # ------------------------------------------------------------------ context
 
-def document_html(ticket: TicketRecord, *, shaped: Ticket | None = None,
-                  routing: list[RoutingLine] | None = None,
+def document_html(ticket: TicketRecord, *, wait: Wait = Wait.NO, routing: Routing | None = None,
                   approval: dict[str, Any] | None = None, amounts: bool = True) -> str:
-    """The document of a ticket as HTML, from its shape (`shaped`, else shaped here with
-    `routing`, else with the routing known without the project system)."""
-    if shaped is None:
-        shaped = tickets.shape_without_waiting(ticket) if routing is None else \
-            tickets.shape_ticket(ticket, routing)
-    zone = projects.cached_time_zone(ticket.company_id, ticket.project_id) or UTC
-    page = review.TicketPage(
-        ticket=shaped, change_events=None, captured_at_text="", zone=zone,
+    """The document of a ticket as HTML, with the routing it shows (waiting on the project
+    system as `wait` allows) or the `routing` being written."""
+    view = TicketView(
+        ticket=shape_ticket(ticket, wait, routing=routing),
         project_name=projects.known_project_name(ticket.company_id, ticket.project_id)
-        or f"Project {ticket.project_id}")
+        or f"Project {ticket.project_id}",
+        zone=projects.cached_time_zone(ticket.company_id, ticket.project_id) or UTC)
     company = db.session.get(Company, ticket.company_id)
     context = document_context(
-        page, company_name=company.name if company else "",
+        view, company_name=company.name if company else "",
         image_keys={photo.id: photo.image_key for photo in ticket.photos},
         stored_signature=ticket.signature or {}, approval=approval,
         content_digest=signatures.content_digest(ticket), amounts=amounts)
@@ -128,7 +122,7 @@ def _number(value: Any) -> str:
     return f"{Decimal(str(value)).normalize():f}"
 
 
-def _line_rows(page: review.TicketPage) -> tuple[list[dict], list[dict]]:
+def _line_rows(page: TicketView) -> tuple[list[dict], list[dict]]:
     """The cost lines and the markup lines of the document, each with every figure it shows."""
     t = page.ticket
     stored = [*t.labor, *t.equipment, *t.materials, *t.markups]
@@ -160,10 +154,10 @@ def _qualifier(signature: Any, stored: dict[str, Any]) -> tuple[str | None, str 
     reason = _get(signature, "qualifier_reason") or stored.get("qualifier_reason")
     if not code:
         return None, reason
-    return review.QUALIFIER_LABELS.get(code, code), reason
+    return QUALIFIER_LABELS.get(code, code), reason
 
 
-def _signature_context(page: review.TicketPage, stored: dict[str, Any],
+def _signature_context(page: TicketView, stored: dict[str, Any],
                        digest: str | None) -> dict[str, Any] | None:
     """The signature as the document shows it, with its image's store key."""
     signature = page.ticket.signature
@@ -188,7 +182,7 @@ def _signature_context(page: review.TicketPage, stored: dict[str, Any],
     }
 
 
-def _voided_entry(page: review.TicketPage, entry: Any) -> dict[str, Any]:
+def _voided_entry(page: TicketView, entry: Any) -> dict[str, Any]:
     """One earlier signature that a later change voided."""
     qualifier, reason = _qualifier(entry, {})
     return {"name": _get(entry, "name") or "an unnamed signer", "role": _get(entry, "role"),
@@ -199,11 +193,11 @@ def _voided_entry(page: review.TicketPage, entry: Any) -> dict[str, Any]:
             "content_sha256": _get(entry, "content_sha256")}
 
 
-def _history(page: review.TicketPage, approval: dict[str, Any] | None) -> list[dict[str, str]]:
+def _history(page: TicketView, approval: dict[str, Any] | None) -> list[dict[str, str]]:
     """The ticket's history: recorded, each decision, and the approval being written."""
     t = page.ticket
     recorded = f"by {t.captured_by}" if t.captured_by else "by the crew"
-    entries = [{"what": f"Recorded {recorded} via {CAPTURED_VIA.get(t.captured_via, t.captured_via)}",
+    entries = [{"what": f"Recorded {recorded} via {page.came_in}",
                 "when": page.clock(t.captured_at), "reason": None}]
     entries += [{"what": f"{d.action.capitalize()} by {d.by or 'unknown'}", "when": page.clock(d.at),
                  "reason": d.reason} for d in t.decisions]
@@ -215,10 +209,10 @@ def _history(page: review.TicketPage, approval: dict[str, Any] | None) -> list[d
     return entries
 
 
-def document_context(page: review.TicketPage, *, company_name: str, image_keys: dict[int, str],
+def document_context(page: TicketView, *, company_name: str, image_keys: dict[int, str],
                      stored_signature: dict[str, Any], approval: dict[str, Any] | None = None,
                      content_digest: str | None = None, amounts: bool = True) -> dict[str, Any]:
-    """Everything the document template shows, from the ticket's shape on a review page."""
+    """Everything the document template shows, from the ticket as people read it."""
     t = page.ticket
     costs, markups = _line_rows(page)
     photos = [{"number": index, "name": photo.name, "caption": page.photo_caption(photo),
@@ -232,11 +226,9 @@ def document_context(page: review.TicketPage, *, company_name: str, image_keys: 
         STATUS_LABELS.get(t.status, t.status),
         "record": (f"{'Change event' if external.destination == 'change_event' else 'Daily log entry'}"
                    f"{' #' + external.number if external.number else ''}") if external else None,
-        "description": t.description, "reason": t.reason, "directed_by": t.directed_by,
-        "recorded_by": t.captured_by, "recorded_at": page.clock(t.captured_at),
-        "worked_on": t.worked_on.isoformat() if t.worked_on else None,
-        "authorization": f"{t.nte.reference}{' — ' + t.nte.title if t.nte.title else ''}"
-        if t.nte else None,
+        "description": t.description, "facts": page.facts,
+        "recorded_at": page.clock(t.captured_at),
+        "authorization": f"{t.nte.reference} — {t.nte.title}" if t.nte and t.nte.title else None,
         "lines": costs, "markups": markups, "amounts": amounts,
         "subtotals": [(label, _money(amount)) for _kind, label, amount in page.subtotals],
         "total": _money(t.total), "photos": photos,

@@ -91,6 +91,7 @@ def create_link_for_known_project(company_id: int, project_id: str, project_name
     link = CaptureLink(company_id=company_id, project_id=project_id, project_name=project_name,
                        label=label or None, token=secrets.token_urlsafe(24))
     with write_transaction() as session:
+        projects.remember_project(session, company_id, project_id, project_name)
         session.add(link)
     return _shape(link, 0)
 

@@ -19,7 +19,7 @@ from sqlalchemy import delete, func, select
 
 from models import StagedPhoto, Ticket, TicketPhoto, db, utcnow
 from services.database import write_transaction
-from services.tickets import photo_store
+from services.evidence import photo_store
 
 MIN_AGE_FLOOR_S = 3600
 

@@ -2,20 +2,23 @@
 
 The crew records quantities; the office's sheet prices them. A line sent with its own rate
 keeps it, and is flagged when the sheet says otherwise. Amounts are rounded to cents per line
-by the caller (services.tickets.price_lines).
+by `price_lines`, and the total is
+the sum of the rounded line amounts, so a ticket always adds up.
 """
 from __future__ import annotations
 
 import math
 import re
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from models import RateSheet
-from models.schemas import HOUR_TYPE_NAMES, EquipmentLineIn, LaborLineIn, MaterialLineIn
+from models.schemas import HOUR_TYPE_NAMES, EquipmentLineIn, LaborLineIn, MaterialLineIn, TicketInput
+from services import markups
 
 HUNDRED = Decimal(100)
+CENT = Decimal("0.01")
 HOURS_A_DAY = 8
 
 
@@ -148,3 +151,98 @@ def materials(sheet: RateSheet | None, line: MaterialLineIn, label: str
     price = priced.rate * (HUNDRED + markup) / HUNDRED
     note = f"{priced.pricing['note']}, plus the sheet's {_text(markup)} % material markup"
     return Priced(priced.rate, {**priced.pricing, "note": note}, priced.warning), price
+
+
+# ------------------------------------------------------------------ a ticket's lines
+
+def _cents(value: Decimal) -> Decimal:
+    """Round to cents, half up, the way an invoice does."""
+    return value.quantize(CENT, rounding=ROUND_HALF_UP)
+
+
+def price_lines(data: TicketInput, sheet: RateSheet | None = None,
+                project_markups: list[dict[str, Any]] = ()
+                ) -> tuple[list[dict[str, Any]], Decimal, list[str]]:
+    """Turn validated input into stored lines with amounts, the total, and warnings.
+
+    A line without a rate is priced from `sheet` (the rate sheet in force on the work day);
+    each line records which rate was used and from which sheet under `pricing`. The project's
+    markups follow the cost lines as lines of their own, in their order.
+    """
+    lines: list[dict[str, Any]] = []
+    warnings: list[str] = []
+    for i, worked in enumerate(data.labor):
+        priced = labor(sheet, worked, f"labor[{i}] ({worked.trade})")
+        rate = priced.rate
+        amount = _cents(worked.workers * worked.hours * rate) if rate is not None else Decimal(0)
+        if rate is None and sheet is None:
+            warnings.append(f"labor[{i}] ({worked.trade}) has no rate, so its amount is 0")
+        elif priced.warning:
+            warnings.append(priced.warning)
+        lines.append({"kind": "labor", "trade": worked.trade, "hours": _text(worked.hours),
+                      "workers": _text(worked.workers), "rate": _text(rate),
+                      "costCode": worked.costCode or None, "amount": _text(_cents(amount)),
+                      "classification": worked.classification or None,
+                      "hour_type": worked.hour_type, "pricing": priced.pricing})
+    for i, item in enumerate(data.equipment):
+        priced = equipment(sheet, item, f"equipment[{i}] ({item.description})")
+        rate = priced.rate
+        amount = _cents(item.hours * rate) if rate is not None else Decimal(0)
+        if priced.pricing.get("per") == "day":
+            amount = _cents(Decimal(priced.pricing["days"]) * Decimal(priced.pricing["day_rate"]))
+        if rate is None and sheet is None:
+            warnings.append(f"equipment[{i}] ({item.description}) has no rate, so its amount is 0")
+        elif priced.warning:
+            warnings.append(priced.warning)
+        lines.append({"kind": "equipment", "description": item.description,
+                      "hours": _text(item.hours), "rate": _text(rate),
+                      "costCode": item.costCode or None, "amount": _text(_cents(amount)),
+                      "pricing": priced.pricing})
+    for i, item in enumerate(data.materials):
+        priced, price = materials(sheet, item, f"materials[{i}] ({item.description})")
+        cost = priced.rate
+        unit = price if price is not None else cost
+        amount = _cents(item.quantity * unit) if unit is not None else Decimal(0)
+        if cost is None and sheet is None:
+            warnings.append(f"materials[{i}] ({item.description}) has no unit cost, so its amount is 0")
+        elif priced.warning:
+            warnings.append(priced.warning)
+        lines.append({"kind": "materials", "description": item.description,
+                      "quantity": _text(item.quantity), "unitCost": _text(cost),
+                      "costCode": item.costCode or None, "amount": _text(_cents(amount)),
+                      "unit_price": _text(price), "pricing": priced.pricing})
+    if not lines:
+        warnings.append("the ticket has no labor, equipment or material lines")
+    lines += markups.apply(list(project_markups), lines)
+    total = _cents(sum((Decimal(line["amount"]) for line in lines), Decimal(0)))
+    return lines, total, warnings
+
+
+# Warnings price_lines writes; a new pricing replaces them and keeps the others.
+PRICING_WARNINGS = ("labor[", "equipment[", "materials[", "the ticket has no labor")
+
+
+def input_lines(lines: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """A ticket's stored cost lines as input again: quantities as recorded, and only the rates
+    the crew or caller sent (a line priced before pricing was recorded counts as sent)."""
+    def sent(line: dict[str, Any], field: str) -> Any:
+        source = (line.get("pricing") or {}).get("source", "explicit")
+        return line.get(field) if source == "explicit" else None
+
+    kinds: dict[str, list[dict[str, Any]]] = {"labor": [], "equipment": [], "materials": []}
+    for line in lines:
+        if line["kind"] == "labor":
+            kinds["labor"].append({"trade": line["trade"], "hours": line["hours"],
+                                   "workers": line["workers"], "rate": sent(line, "rate"),
+                                   "costCode": line.get("costCode"),
+                                   "classification": line.get("classification"),
+                                   "hour_type": line.get("hour_type") or "st"})
+        elif line["kind"] == "equipment":
+            kinds["equipment"].append({"description": line["description"], "hours": line["hours"],
+                                       "rate": sent(line, "rate"), "costCode": line.get("costCode")})
+        elif line["kind"] == "materials":
+            kinds["materials"].append({"description": line["description"],
+                                       "quantity": line["quantity"],
+                                       "unitCost": sent(line, "unitCost"),
+                                       "costCode": line.get("costCode")})
+    return kinds

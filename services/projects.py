@@ -1,14 +1,29 @@
-"""Projects, cost codes, budget codes and capability, read from the project system."""
+"""Projects, cost codes, budget codes and capability, read from the project system.
+
+Every answer goes through one cache per app: fresh for its TTL, then kept as the last answer
+known. API calls and approvals wait for the project system. Pages read `briefly`: they wait
+at most PAGE_WAIT_S and otherwise show the last answer known (the read goes on and fills the
+cache when it ends), and after a failure they keep to what is known for PAGE_RETRY_S before
+asking again; `away_since` says since when the project system has not answered them.
+"""
 from __future__ import annotations
 
+import datetime as dt
 import functools
-from dataclasses import dataclass
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from typing import TypeVar
 from zoneinfo import ZoneInfo
 
 from flask import current_app
-from sqlalchemy import delete, func, select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
 
+from models import KnownProject, db, utcnow
 from models.schemas import (
     BudgetCodeOut,
     BudgetCodeRef,
@@ -17,20 +32,26 @@ from models.schemas import (
     Project,
 )
 from services.cache import TTLCache
-from models import KnownProject, db
 from services.connections import ProjectSystemBusy, client_for, project_system_errors
-from services.database import write_transaction
-from services.errors import NotFound, ProjectSystemRefused
+from services.errors import NotFound, ProjectSystemRefused, ServiceError
 from services.project_system import BudgetCode, CostCode, CostType, RemoteProject
-from services.project_system.zones import project_zone
+from services.project_system.zones import UTC, local_date, project_zone
 from services.routing import Router
 
+T = TypeVar("T")
+
+# How long a page waits for the project system before answering with what it last knew, and
+# how long after a failure pages keep to what they know before asking again.
+PAGE_WAIT_S = 1.2
+PAGE_RETRY_S = 30
+PAGE_READ_THREADS = 16
 
 
-def _cache(name: str) -> TTLCache:
-    """This app's cache of one kind; each app (and so each test) has its own."""
-    caches = current_app.extensions.setdefault("project_system_caches", {})
-    return caches.setdefault(name, TTLCache())
+class Unknown(ServiceError):
+    """The project system is away and nothing was known before."""
+
+    status = 503
+    code = "project_system_unavailable"
 
 
 @dataclass(frozen=True)
@@ -62,87 +83,179 @@ class Catalog:
         return next((c for c in self.cost_codes if c.id == cost_code_id), None)
 
 
-def remote_projects(company_id: int) -> list[RemoteProject]:
-    """The company's projects, cached briefly; each answer is also kept as the last known list."""
+# ------------------------------------------------------------------ the one cache
+
+@dataclass
+class _Away:
+    """Since when pages have found each company's project system away, and when it last failed."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    since: dict[int, dt.datetime] = field(default_factory=dict)
+    failed_at: dict[int, float] = field(default_factory=dict)
+
+    def gone(self, company_id: int) -> None:
+        with self.lock:
+            self.since.setdefault(company_id, utcnow())
+            self.failed_at[company_id] = time.monotonic()
+
+    def back(self, company_id: int) -> None:
+        with self.lock:
+            self.since.pop(company_id, None)
+            self.failed_at.pop(company_id, None)
+
+    def resting(self, company_id: int) -> bool:
+        """Whether it failed recently enough that pages do not ask it again yet."""
+        with self.lock:
+            failed = self.failed_at.get(company_id)
+        return failed is not None and time.monotonic() - failed < PAGE_RETRY_S
+
+
+_setup_lock = threading.Lock()
+
+
+def _state(name: str, make: Callable[[], T]) -> T:
+    """One piece of this app's project-system state (each app, so each test, has its own)."""
+    with _setup_lock:
+        return current_app.extensions.setdefault(name, make())
+
+
+def _cache(name: str) -> TTLCache:
+    """This app's cache of one kind of answer."""
+    caches = _state("project_system_caches", dict)
+    with _setup_lock:
+        return caches.setdefault(name, TTLCache())
+
+
+def _read(company_id: int, cache_name: str, key: tuple, ttl_s: float, load: Callable[[], T],
+          briefly: bool) -> T:
+    """One cached answer: waited for, or (`briefly`) the last one known when it is slow to come."""
+    cache = _cache(cache_name)
+    if not briefly:
+        try:
+            return cache.get_or_load(key, ttl_s, load,
+                                     wait_s=float(current_app.config["PROJECT_SYSTEM_SLOT_WAIT_S"]))
+        except TimeoutError:
+            raise ProjectSystemBusy("the project system is slow for this company right now; try "
+                                    "again in a moment", headers={"Retry-After": "5"}) from None
+    fresh = cache.peek(key)
+    if fresh is not None:
+        return fresh
+    away = _state("project_system_away", _Away)
+    if not away.resting(company_id):
+        future = _in_background(lambda: cache.get_or_load(key, ttl_s, load))
+        future.add_done_callback(lambda done: away.back(company_id)
+                                 if done.exception() is None else None)
+        try:
+            return future.result(timeout=PAGE_WAIT_S)
+        except FutureTimeout:
+            away.gone(company_id)
+        except ServiceError as error:
+            if error.status < 500:
+                raise
+            away.gone(company_id)
+    known = cache.peek(key, stale=True)
+    if known is not None:
+        return known
+    raise Unknown("the project system cannot be reached and nothing is known about this yet")
+
+
+def _in_background(load: Callable[[], T]) -> Future:
+    """Run a read on this app's pool of read threads, with the app context."""
+    app = current_app._get_current_object()
+    pool = _state("project_system_reads", lambda: ThreadPoolExecutor(
+        PAGE_READ_THREADS, thread_name_prefix="project-system-read"))
+
+    def run() -> T:
+        with app.app_context():
+            return load()
+    return pool.submit(run)
+
+
+def away_since(company_id: int) -> dt.datetime | None:
+    """Since when pages have found the project system away, or None while it answers them."""
+    away = _state("project_system_away", _Away)
+    with away.lock:
+        return away.since.get(company_id)
+
+
+def clear_caches() -> None:
+    """Forget every cached answer, last known ones included (the connect command uses this)."""
+    with _setup_lock:
+        current_app.extensions.pop("project_system_caches", None)
+
+
+def expire_caches() -> None:
+    """Make every cached answer stale, kept as the last one known (as after its TTL)."""
+    for cache in list(_state("project_system_caches", dict).values()):
+        cache.expire_all()
+
+
+# ------------------------------------------------------------------ projects
+
+def remote_projects(company_id: int, *, briefly: bool = False) -> list[RemoteProject]:
+    """The company's projects, cached for PROJECT_CACHE_S."""
     def load() -> list[RemoteProject]:
         with project_system_errors(company_id):
-            found = client_for(company_id).list_projects()
-        _remember_projects(company_id, found)
-        return found
-    return _shared_load("projects", ("projects", company_id), current_app.config["PROJECT_CACHE_S"], load)
+            return client_for(company_id).list_projects()
+    return _read(company_id, "projects", ("projects", company_id),
+                 current_app.config["PROJECT_CACHE_S"], load, briefly)
 
 
-def _shared_load(cache: str, key, ttl_s: float, load):
-    """A cached answer, loaded by one caller at a time; others wait only briefly for it."""
+def require_project(company_id: int, project_id: str, *, briefly: bool = False) -> RemoteProject:
+    """Return the project if it is on this company, else 404 project_not_found."""
+    wanted = str(project_id).strip()
+    for project in remote_projects(company_id, briefly=briefly):
+        if str(project.id) == wanted:
+            return project
+    raise NotFound("no such project on this company", code="project_not_found")
+
+
+def project_names(company_id: int) -> dict[str, str]:
+    """Project names by id as a page reads them (the last known while away), or nothing."""
     try:
-        return _cache(cache).get_or_load(key, ttl_s, load,
-                                         wait_s=float(current_app.config["PROJECT_SYSTEM_SLOT_WAIT_S"]))
-    except TimeoutError:
-        raise ProjectSystemBusy("the project system is slow for this company right now; try again "
-                                "in a moment", headers={"Retry-After": "5"}) from None
+        return {str(p.id): p.display_name or p.name
+                for p in remote_projects(company_id, briefly=True)}
+    except ServiceError:
+        return {}
 
 
-def _remember_projects(company_id: int, found: list[RemoteProject]) -> None:
-    """Keep the project list the project system just gave (written only when it changed)."""
-    listed = {str(project.id): project.name[:300] for project in found}
-    stored = dict(db.session.execute(select(KnownProject.project_id, KnownProject.name)
-                                     .where(KnownProject.company_id == company_id)).all())
-    if stored == listed:
-        return
-    try:
-        with write_transaction() as session:
-            session.execute(delete(KnownProject).where(KnownProject.company_id == company_id))
-            session.add_all([KnownProject(company_id=company_id, project_id=project_id, name=name)
-                             for project_id, name in listed.items()])
-    except IntegrityError:  # another process stored the same answer at the same moment
-        pass
+def remember_project(session: Session, company_id: int, project_id: str, name: str) -> None:
+    """Keep a project that a ticket or a link was made on, so it is known while the project
+    system is away (inside the caller's write transaction)."""
+    known = session.get(KnownProject, (company_id, str(project_id)))
+    if known is None:
+        session.add(KnownProject(company_id=company_id, project_id=str(project_id),
+                                 name=name[:300]))
+    elif known.name != name[:300]:
+        known.name = name[:300]
 
 
-def project_for_new_ticket(company_id: int, project_id: str) -> str:
-    """The project id of a new ticket, checked without waiting on the project system.
+def project_for_new_ticket(company_id: int, project_id: str) -> tuple[str, str | None]:
+    """The project of a new ticket, checked without waiting on the project system: its id, and
+    its name when it was read from the project system (None when known already).
 
-    The project list in the cache answers if it is fresh; else a project the project
-    system listed before (the last known list) is accepted as it is. Only a project never
-    seen is looked up, and then, with the project system away, it is not found (404), or
-    the project system's error (502) if this company never had a list at all.
+    The project list in the cache answers if it is fresh; else a project a ticket or a link
+    was made on before is accepted as it is. Only another project is looked up, and then,
+    with the project system away, it is not found (404), or the project system's error (502)
+    if this company never had a ticket or a link at all.
     """
     wanted = str(project_id).strip()
     listed = _cache("projects").peek(("projects", company_id))
-    if listed is not None:
-        if any(str(project.id) == wanted for project in listed):
-            return wanted
-        raise NotFound("no such project on this company", code="project_not_found")
-    known = db.session.scalar(select(func.count()).select_from(KnownProject)
-                              .where(KnownProject.company_id == company_id,
-                                     KnownProject.project_id == wanted))
-    if known:
-        return wanted
+    if listed is None and db.session.get(KnownProject, (company_id, wanted)) is not None:
+        return wanted, None
     try:
-        return str(require_project(company_id, wanted).id)
+        found = next((project for project in listed if str(project.id) == wanted), None) \
+            if listed is not None else require_project(company_id, wanted)
     except ProjectSystemRefused:
         ever = db.session.scalar(select(func.count()).select_from(KnownProject)
                                  .where(KnownProject.company_id == company_id))
         if ever:
-            raise NotFound("no such project among those the project system last listed for "
-                           "this company (it cannot be reached just now)",
-                           code="project_not_found")
+            raise NotFound("no such project among those this company has used (the project "
+                           "system cannot be reached just now)", code="project_not_found")
         raise
-
-
-def cached_catalog(company_id: int, project_id: str) -> Catalog | None:
-    """A project's codes if this process read them before (even a while ago), without a call."""
-    if not str(project_id).isdecimal():
-        return None
-    return _cache("catalogs").peek(("catalog", company_id, int(project_id)), stale=True)
-
-
-def require_project(company_id: int, project_id: str) -> RemoteProject:
-    """Return the project if it is on this company, else 404 project_not_found."""
-    wanted = str(project_id).strip()
-    for project in remote_projects(company_id):
-        if str(project.id) == wanted:
-            return project
-    raise NotFound("no such project on this company", code="project_not_found")
+    if found is None:
+        raise NotFound("no such project on this company", code="project_not_found")
+    return str(found.id), found.display_name or found.name
 
 
 def time_zone(company_id: int, project_id: str) -> ZoneInfo:
@@ -150,11 +263,33 @@ def time_zone(company_id: int, project_id: str) -> ZoneInfo:
     return project_zone(require_project(company_id, project_id).time_zone)
 
 
+def page_time_zone(company_id: int, project_id: str) -> ZoneInfo:
+    """A project's time zone as a page reads it (the last known while away); UTC when unknown."""
+    try:
+        return time_zone_of(require_project(company_id, project_id, briefly=True))
+    except ServiceError:
+        return UTC
+
+
+def time_zone_of(project: RemoteProject) -> ZoneInfo:
+    """The zone a project names, UTC when none."""
+    return project_zone(project.time_zone)
+
+
 def cached_time_zone(company_id: int, project_id: str) -> ZoneInfo | None:
     """The project's time zone as last read from the project system, without calling it."""
     known = _cache("projects").peek(("projects", company_id), stale=True) or []
     project = next((p for p in known if str(p.id) == str(project_id).strip()), None)
     return project_zone(project.time_zone) if project is not None else None
+
+
+def jobsite_date(company_id: int, project_id: str, moment: dt.datetime) -> dt.date:
+    """The date of a moment on the jobsite's clock, from the project's zone as last read.
+
+    The project system is not called, so a crew's ticket never waits on it; UTC when the
+    project's zone has not been read in this process.
+    """
+    return local_date(moment, cached_time_zone(company_id, project_id) or UTC)
 
 
 def known_project_name(company_id: int, project_id: str) -> str | None:
@@ -173,17 +308,28 @@ def list_projects(company_id: int) -> list[Project]:
                     project_number=p.project_number) for p in remote_projects(company_id)]
 
 
-def catalog(company_id: int, project_id: str) -> Catalog:
-    """Cost codes, cost types and budget codes of a project, cached briefly."""
-    project = require_project(company_id, project_id)
+# ------------------------------------------------------------------ codes and capability
 
+def _project_key(project_id: str) -> str:
+    """A project id as cache keys hold it."""
+    return str(project_id).strip()
+
+
+def catalog(company_id: int, project_id: str, *, briefly: bool = False) -> Catalog:
+    """Cost codes, cost types and budget codes of a project, cached for CATALOG_CACHE_S."""
     def load() -> Catalog:
+        project = require_project(company_id, project_id)
         with project_system_errors(company_id):
             cost_codes, cost_types, budget_codes = client_for(company_id).read_catalog(project.id)
         return Catalog(cost_codes=tuple(cost_codes), cost_types=tuple(cost_types),
                        budget_codes=tuple(budget_codes))
-    return _shared_load("catalogs", ("catalog", company_id, project.id),
-                        current_app.config["CATALOG_CACHE_S"], load)
+    return _read(company_id, "catalogs", ("catalog", company_id, _project_key(project_id)),
+                 current_app.config["CATALOG_CACHE_S"], load, briefly)
+
+
+def cached_catalog(company_id: int, project_id: str) -> Catalog | None:
+    """A project's codes if this process read them before (even a while ago), without a call."""
+    return _cache("catalogs").peek(("catalog", company_id, _project_key(project_id)), stale=True)
 
 
 def search_cost_codes(company_id: int, project_id: str, q: str | None) -> list[CostCodeItem]:
@@ -214,7 +360,7 @@ def create_budget_code(company_id: int, project_id: str, cost_code_item_id: int,
         return _budget_code_out(existing, created=False)
     with project_system_errors(company_id, "write"):
         made = client_for(company_id).create_budget_code(project.id, cost_code_item_id, cost_type)
-    _cache("catalogs").invalidate(("catalog", company_id, project.id))
+    _cache("catalogs").invalidate(("catalog", company_id, _project_key(project_id)))
     return _budget_code_out(made, created=True)
 
 
@@ -225,15 +371,22 @@ def _budget_code_out(code: BudgetCode, *, created: bool) -> BudgetCodeOut:
                          created=created)
 
 
-def change_events_enabled(company_id: int, project_id: str) -> bool:
+def change_events_enabled(company_id: int, project_id: str, *, briefly: bool = False) -> bool:
     """Whether the project has the change-event tool, cached for CAPABILITY_CACHE_S."""
-    project = require_project(company_id, project_id)
-
     def load() -> bool:
+        project = require_project(company_id, project_id)
         with project_system_errors(company_id):
             return client_for(company_id).change_events_enabled(project.id)
-    return _shared_load("capabilities", ("capability", company_id, project.id),
-                        current_app.config["CAPABILITY_CACHE_S"], load)
+    return _read(company_id, "capabilities", ("capability", company_id, _project_key(project_id)),
+                 current_app.config["CAPABILITY_CACHE_S"], load, briefly)
+
+
+def page_change_events(company_id: int, project_id: str) -> bool | None:
+    """Whether a project takes change events, as a page reads it; None when not known."""
+    try:
+        return change_events_enabled(company_id, project_id, briefly=True)
+    except ServiceError:
+        return None
 
 
 def capability(company_id: int, project_id: str) -> Capability:
@@ -241,8 +394,3 @@ def capability(company_id: int, project_id: str) -> Capability:
     enabled = change_events_enabled(company_id, project_id)
     return Capability(change_events=enabled, daily_log=True,
                       destination="change_event" if enabled else None)
-
-
-def clear_caches() -> None:
-    """Forget every cached project-system answer (tests and the connect command use this)."""
-    current_app.extensions.pop("project_system_caches", None)

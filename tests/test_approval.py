@@ -140,7 +140,7 @@ def test_approve_writes_a_change_event_with_lines_photos_and_signature(client, a
     assert names == ["photo-01-trench-east.jpg", "photo-02.jpg", "signature.png",
                      f"ticket-T-{ticket['id'][:8].upper()}.pdf"]
     with app.app_context():
-        from services.tickets import photo_store
+        from services.evidence import photo_store
         signature_key = db.session.get(Ticket, ticket["id"]).signature["image_key"]
         assert event["attachments"][2]["size"] == len(photo_store().open(signature_key))
     page = requests.get(external["url"], timeout=10)

@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from models import Ticket, db
-from services.capture import short_reference
+from models import Ticket, db, short_reference
 from tests.images import data_url, noise_jpeg, png_bytes
 from tests.test_approval import act, actor, create, origin_rows, remote
 from tests.test_review_pages import sign_in

@@ -7,7 +7,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from services.capture import short_reference
+from models import short_reference
 from tests.pile import SUBS, seed_pile
 from tests.test_review_pages import sign_in
 

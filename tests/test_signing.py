@@ -10,9 +10,8 @@ from zoneinfo import ZoneInfo
 import pytest
 import time_machine
 
-from models import SignatureRequest, Ticket, db
-from services import signatures
-from services.capture import short_reference
+from models import SignatureRequest, Ticket, db, short_reference
+from services import signatures, signing
 from tests.images import data_url, jpeg_bytes, png_bytes
 from tests.mailbox import smtp_server
 from tests.test_approval import create
@@ -72,7 +71,7 @@ def test_a_signer_signs_from_the_link_with_no_account(app, client, acme):
     assert len(token) == 43
     # The token itself is nowhere in the database: only its digest.
     (record,) = requests_of(app, ticket["id"])
-    assert record.token_digest == signatures.token_digest(token) and token not in record.token_salt
+    assert record.token_digest == signing.token_digest(token) and token not in record.token_salt
     # The list never shows the link again.
     listed = client.get(f"/v1/tickets/{ticket['id']}/signature-requests", headers=acme.headers).json
     assert "url" not in listed["data"][0] and listed["data"][0]["state"] == "open"
@@ -340,7 +339,7 @@ def test_no_reminder_for_a_signed_or_revoked_request(app, client, acme, runner):
 
 
 def test_the_review_page_sends_lists_and_cancels_links_and_the_queue_filters_on_them(app, client, acme):
-    from services.capture import short_reference
+    from models import short_reference
     from tests.test_review_pages import sign_in
 
     waiting, other = create(client, acme), create(client, acme, description="Hauled debris")

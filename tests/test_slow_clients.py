@@ -221,10 +221,9 @@ def test_slow_anonymous_bodies_leave_the_signed_in_their_slots(app, acme, sandbo
 
 
 
-def test_a_signed_in_body_waits_a_moment_for_its_slot_and_an_anonymous_one_never(
-        app, client, acme, monkeypatch):
-    """A program sending several bodies at once queues briefly for a slot instead of being
-    told busy; an anonymous body is refused at once (it might be one of many slow ones)."""
+def test_no_body_waits_for_a_slot_when_its_pool_is_full(app, client, acme, monkeypatch):
+    """A keyed body and an anonymous one are both told busy at once when their pools are full:
+    no request thread sits waiting for a slot."""
     from services import bodies
 
     asked = []
@@ -240,4 +239,5 @@ def test_a_signed_in_body_waits_a_moment_for_its_slot_and_an_anonymous_one_never
     keyed = client.post("/v1/links", headers=acme.headers, json={"project_id": "1"})
     anonymous = client.post("/login", data={"email": "x"})
     assert keyed.status_code == 503 and anonymous.status_code == 503
-    assert asked == [(True, app.config["BODY_READ_SLOT_WAIT_S"]), (False, None)]
+    assert keyed.json["error"]["code"] == "busy" and keyed.headers["Retry-After"] == "5"
+    assert asked == [(False, None), (False, None)]

@@ -311,8 +311,8 @@ def test_routing_reads_use_the_cache(client, acme, app, sandbox_server):
 
 
 def test_list_totals_follow_creates_and_status_changes(client, acme, rival, app):
-    """The kept counts behind `total` and the queue agree with the tickets after every change."""
-    from services.tickets import status_counts
+    """The list's `total` and the queue's counts per status agree with the tickets after every change."""
+    from services.ticket_queries import ListFilter, list_status_counts
 
     with_tool, without_tool = acme.project(True)["id"], acme.project(False)["id"]
     ids = [client.post("/v1/tickets", headers=acme.headers,
@@ -340,10 +340,10 @@ def test_list_totals_follow_creates_and_status_changes(client, acme, rival, app)
         counted = {status: db.session.query(Ticket).filter_by(company_id=acme.company_id,
                                                               status=status).count()
                    for status in ("submitted", "written", "rejected")}
-        assert status_counts(acme.company_id) == counted == {"submitted": 3, "written": 1,
-                                                             "rejected": 1}
-        assert status_counts(acme.company_id, with_tool) == {"submitted": 1, "written": 1,
-                                                             "rejected": 1}
+        assert list_status_counts(acme.company_id, ListFilter()) == counted == {
+            "submitted": 3, "written": 1, "rejected": 1}
+        assert list_status_counts(acme.company_id, ListFilter(project_id=with_tool)) == {
+            "submitted": 1, "written": 1, "rejected": 1}
 
 
 def test_ticket_reads_even_when_the_project_system_is_not_connected(client, acme, app):
@@ -468,7 +468,8 @@ def test_creating_never_waits_on_the_project_system(client, acme, app, monkeypat
     assert read["routing_pending"] is False and read["warnings"] == []
     assert (read["routing"][0]["budget_code"], read["routing"][0]["exact"]) == ("02-200.L", True)
     listed = client.get("/v1/tickets", headers=acme.headers).json["data"]
-    assert [t["routing_pending"] for t in listed] == [True, False]
+    # Once the project's codes are read, every ticket of the project is routed on them.
+    assert [t["routing_pending"] for t in listed] == [False, False]
     assert count_rows(app, Ticket) == 2
 
 

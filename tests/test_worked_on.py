@@ -5,17 +5,17 @@ import datetime as dt
 from types import SimpleNamespace
 from zoneinfo import ZoneInfo
 
-from services import approval
+from services import approval_records
 
 
 def test_a_friday_ticket_sent_on_monday_is_logged_on_friday():
     monday_evening = dt.datetime(2026, 11, 24, 1, 30, tzinfo=dt.timezone.utc)  # Monday 17:30 in LA
     zone = ZoneInfo("America/Los_Angeles")
     friday = SimpleNamespace(captured_at=monday_evening, worked_on=dt.date(2026, 11, 20))
-    assert approval._log_date(friday, zone) == dt.date(2026, 11, 20)
+    assert approval_records.log_date(friday, zone) == dt.date(2026, 11, 20)
     # Without a day given, the jobsite's date when it was captured (not UTC's Tuesday).
     unsaid = SimpleNamespace(captured_at=monday_evening, worked_on=None)
-    assert approval._log_date(unsaid, zone) == dt.date(2026, 11, 23)
+    assert approval_records.log_date(unsaid, zone) == dt.date(2026, 11, 23)
 
 
 def test_the_api_takes_and_shows_worked_on(client, acme):

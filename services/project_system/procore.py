@@ -3,6 +3,9 @@
 Reads are retried with capped exponential backoff; writes are sent exactly once (apart from
 a repeat after a 401, which Procore answers before doing anything). After a failed or
 unanswered write, callers look the record up by origin id before writing again.
+
+It is one thing, the client of one REST API, kept whole so that every request it makes can
+be read against Procore's published contract in one place.
 """
 from __future__ import annotations
 

@@ -1,0 +1,341 @@
+"""The review queue: its view (filters, sort and page in the URL), its rows, bulk approval and
+the ticket that comes next."""
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import urllib.parse
+from dataclasses import dataclass
+from decimal import Decimal
+
+from sqlalchemy.orm import undefer
+
+from models import Ticket as TicketRecord
+from models import utcnow
+from models.schemas import ApproveInput, NteStatus
+from models.ticket import STATUSES
+from services import approval, authorizations, links, projects, signatures, ticket_queries
+from services.errors import ServiceError
+from services.plain_words import age_text, held_back, plain_error
+from services.project_system.zones import on_clock
+from services.ticket_records import find_ticket
+from services.ticket_shapes import Wait, routing_of
+
+
+STATUS_TABS = (("submitted", "Needs review"), ("written", "Written"), ("rejected", "Rejected"))
+
+
+SORT_CHOICES = (("oldest", "Oldest first"), ("newest", "Newest first"),
+                ("amount", "Largest amount"), ("project", "Project"), ("sub", "Sub or crew"))
+
+
+PAGE_SIZE = 25
+
+
+def _date(text: str | None) -> dt.date | None:
+    """A yyyy-mm-dd date from a query string, or None when absent or not a date."""
+    try:
+        return dt.date.fromisoformat((text or "").strip()[:10]) if text else None
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class QueueView:
+    """What a queue page shows: filters, sort and page, all kept in its URL."""
+
+    status: str | None = "submitted"
+    project_id: str | None = None
+    sub: str | None = None
+    q: str | None = None
+    to_check: bool = False
+    unsigned: bool = False
+    awaiting_signature: bool = False
+    date_from: dt.date | None = None
+    date_to: dt.date | None = None
+    sort: str = "newest"
+    page: int = 1
+
+    @classmethod
+    def from_args(cls, args) -> QueueView:
+        """The view a query string asks for; anything unusable falls back to the default."""
+        status = args.get("status", "submitted")
+        page = args.get("page", "1")
+        sort = args.get("sort", "newest")
+        project_id = (args.get("project_id") or "").strip()
+        return cls(
+            status=None if status == "all" else (status if status in STATUSES else "submitted"),
+            project_id=project_id[:40] if project_id.isdigit() else None,
+            sub=(args.get("sub") or "").strip()[:120] or None,
+            q=(args.get("q") or "").strip()[:100] or None,
+            to_check=args.get("to_check") in ("1", "on", "true"),
+            unsigned=args.get("unsigned") in ("1", "on", "true"),
+            awaiting_signature=args.get("awaiting_signature") in ("1", "on", "true"),
+            date_from=_date(args.get("from")), date_to=_date(args.get("to")),
+            sort=sort if sort in ticket_queries.SORTS else "newest",
+            page=max(1, min(int(page), 100_000)) if page.isdigit() else 1)
+
+    def params(self, **changes) -> dict[str, str]:
+        """The query string of this view with some changes, leaving out what is the default."""
+        view = dataclasses.replace(self, **changes)
+        params = {"status": view.status or "all", "project_id": view.project_id, "sub": view.sub,
+                  "q": view.q, "to_check": "1" if view.to_check else None,
+                  "unsigned": "1" if view.unsigned else None,
+                  "awaiting_signature": "1" if view.awaiting_signature else None,
+                  "from": view.date_from.isoformat() if view.date_from else None,
+                  "to": view.date_to.isoformat() if view.date_to else None,
+                  "sort": view.sort if view.sort != "newest" else None,
+                  "page": str(view.page) if view.page > 1 else None}
+        return {key: value for key, value in params.items() if value}
+
+    @property
+    def query_string(self) -> str:
+        """This view as a query string, to come back to it from a ticket."""
+        return urllib.parse.urlencode(self.params())
+
+    @classmethod
+    def from_query_string(cls, text: str | None) -> QueueView:
+        """The view a ticket page was opened from (its `from` argument)."""
+        return cls.from_args(dict(urllib.parse.parse_qsl((text or "")[:1000])))
+
+    def list_filter(self) -> ticket_queries.ListFilter:
+        """The ticket list filter of this view; dates count whole days, the end date included."""
+        def midnight(day: dt.date) -> dt.datetime:
+            return dt.datetime.combine(day, dt.time(), tzinfo=dt.timezone.utc)
+        return ticket_queries.ListFilter(
+            status=self.status, project_id=self.project_id, q=self.q, sub=self.sub,
+            unsigned=self.unsigned, awaiting_signature=self.awaiting_signature,
+            to_check=self.to_check,
+            captured_from=midnight(self.date_from) if self.date_from else None,
+            captured_before=midnight(self.date_to + dt.timedelta(days=1)) if self.date_to else None)
+
+    @property
+    def more_filters(self) -> bool:
+        """Whether any filter behind 'More filters' is set, so that section opens."""
+        return bool(self.to_check or self.unsigned or self.awaiting_signature or self.date_from
+                    or self.date_to)
+
+
+@dataclass(frozen=True)
+class QueueRow:
+    """One ticket as a row of the queue."""
+
+    id: str
+    reference: str
+    status: str
+    project_name: str
+    description: str
+    directed_by: str
+    sub: str | None
+    recorded_by: str | None
+    age: str
+    age_bucket: str
+    total: Decimal
+    needs_review: int | None
+    photo_count: int
+    signed: bool
+    # What the signer held back, in plain words ('scope disputed'); None when nothing was.
+    signed_with: str | None = None
+    change_events: bool | None = None
+    nte: NteStatus | None = None
+    # When the oldest open signing link of an unsigned ticket was sent, on the jobsite's clock
+    # ('2026-06-03 20:30 PDT'); None when none is open.
+    awaiting_since: str | None = None
+
+    @property
+    def clean(self) -> bool:
+        """Ready to write in bulk: every line on a confirmed code, signed without reserve,
+        change events on."""
+        return self.status == "submitted" and self.needs_review == 0 and self.signed \
+            and self.signed_with is None and self.change_events is True
+
+
+@dataclass(frozen=True)
+class AgeBucket:
+    """How many tickets of the current filter are of one age, and their dollar total."""
+
+    key: str
+    label: str
+    count: int
+    total: Decimal
+
+
+@dataclass(frozen=True)
+class Queue:
+    """A page of the queue with its view, per-status counts, age buckets and choices."""
+
+    rows: list[QueueRow]
+    counts: dict[str, int]
+    total: int
+    view: QueueView
+    projects: list[tuple[str, str]]
+    subs: list[str]
+    buckets: list[AgeBucket]
+    page_size: int = PAGE_SIZE
+    procore_down_since: dt.datetime | None = None
+
+    @property
+    def pages(self) -> int:
+        """How many pages the current filter has (at least one)."""
+        return max(1, -(-self.total // self.page_size))
+
+    @property
+    def first_shown(self) -> int:
+        """The position of the page's first row among all matches (1-based; 0 when none)."""
+        return (self.view.page - 1) * self.page_size + 1 if self.rows else 0
+
+    @property
+    def last_shown(self) -> int:
+        """The position of the page's last row among all matches."""
+        return self.first_shown + len(self.rows) - 1 if self.rows else 0
+
+    @property
+    def down_for(self) -> str:
+        """How long Procore has been away, as the queue shows ages."""
+        return age_text(self.procore_down_since) if self.procore_down_since else ""
+
+    # Shorthands the templates use.
+    @property
+    def status(self) -> str | None:
+        return self.view.status
+
+
+def queue(company_id: int, view: QueueView | None = None, *, now: dt.datetime | None = None
+          ) -> Queue:
+    """A page of the review queue: 'Needs review' newest first unless the view says otherwise.
+
+    Everything read from the project system waits only briefly and else shows what was last
+    known, so the queue opens while it is away, with a banner saying since when.
+    """
+    view = view or QueueView()
+    now = now or utcnow()
+    names = projects.project_names(company_id)
+    where = view.list_filter()
+
+    def page(view: QueueView) -> tuple[list[TicketRecord], int]:
+        return ticket_queries.list_ticket_records(
+            company_id, where=where, sort=view.sort, project_names=names, limit=PAGE_SIZE,
+            offset=(view.page - 1) * PAGE_SIZE, wait=Wait.BRIEFLY,
+            load=(undefer(TicketRecord.written_routing),))
+    records, total = page(view)
+    if not records and total and view.page > 1:  # past the end: show the last page instead
+        view = dataclasses.replace(view, page=max(1, -(-total // PAGE_SIZE)))
+        records, total = page(view)
+    labels = links.labels_by_token(company_id, {r.link_token for r in records if r.link_token})
+    awaiting = signatures.awaiting_since(company_id, [r.id for r in records if not r.signature])
+    shown = {r.project_id for r in records}
+    change_events = {project_id: projects.page_change_events(company_id, project_id)
+                     for project_id in shown}
+    zones = {project_id: projects.page_time_zone(company_id, project_id) for project_id in shown}
+    rows = []
+    for record in records:
+        rows.append(QueueRow(
+            id=record.id, reference=record.reference, status=record.status,
+            project_name=names.get(record.project_id, record.project_id),
+            description=record.description, directed_by=record.directed_by,
+            sub=labels.get(record.link_token or ""), recorded_by=record.captured_by,
+            age=age_text(record.captured_at, now),
+            age_bucket=ticket_queries.age_bucket(record.captured_at, now), total=record.total,
+            needs_review=routing_of(record, Wait.BRIEFLY).to_check,
+            photo_count=record.photo_count, signed=bool(record.signature),
+            signed_with=held_back(record.signature),
+            change_events=change_events[record.project_id],
+            nte=authorizations.status_of(company_id, record.authorization_id),
+            awaiting_since=on_clock(awaiting[record.id], zones[record.project_id])
+            if record.id in awaiting else None))
+    totals = ticket_queries.age_totals(company_id, where, now, wait=Wait.BRIEFLY)
+    buckets = [AgeBucket(key=key, label=label, count=totals[key][0], total=totals[key][1])
+               for key, label, _days in ticket_queries.AGE_BUCKETS]
+    return Queue(rows=rows, counts=ticket_queries.list_status_counts(company_id, where,
+                                                                     wait=Wait.BRIEFLY),
+                 total=total, view=view, projects=sorted(names.items(), key=lambda item: item[1]),
+                 subs=links.labels(company_id), buckets=buckets,
+                 procore_down_since=projects.away_since(company_id))
+
+
+def next_ticket(company_id: int, view: QueueView, current_id: str) -> str | None:
+    """The ticket after `current_id` in a queue view (its filters and sort), for 'Approve and next'.
+
+    Read before the approval, while the current ticket is still in a 'Needs review' view;
+    when it is not in the view at all, the view's first other ticket.
+    """
+    records, _total = ticket_queries.list_ticket_records(
+        company_id, where=view.list_filter(), sort=view.sort,
+        project_names=projects.project_names(company_id), limit=ticket_queries.MAX_CHECKED,
+        wait=Wait.BRIEFLY)
+    ids = [record.id for record in records]
+    if current_id in ids:
+        later = ids[ids.index(current_id) + 1:]
+        return later[0] if later else None
+    return next((i for i in ids if i != current_id), None)
+
+
+# ------------------------------------------------------------------ bulk approval
+
+MAX_BULK = 100
+
+
+@dataclass(frozen=True)
+class BulkItem:
+    """One ticket of a bulk approval: before (to confirm) or after (with its outcome)."""
+
+    id: str
+    reference: str
+    description: str
+    total: Decimal
+    outcome: str | None = None  # written, already, refused
+    message: str | None = None
+
+
+def _selected(company_id: int, ids: list[str]) -> list:
+    """The company's tickets among the ids, each once, in the order given (at most 100)."""
+    wanted = list(dict.fromkeys(i for i in ids if i))[:MAX_BULK]
+    found = []
+    for ticket_id in wanted:
+        try:
+            found.append(find_ticket(company_id, ticket_id))
+        except ServiceError:
+            continue  # another company's or a missing ticket: not offered, not written
+    return found
+
+
+def bulk_selection(company_id: int, ids: list[str]) -> list[BulkItem]:
+    """The tickets a bulk approval would write, to confirm their count and total."""
+    return [BulkItem(id=t.id, reference=t.reference, description=t.description,
+                     total=t.total) for t in _selected(company_id, ids)]
+
+
+def bulk_approve(company_id: int, ids: list[str], actor: str) -> list[BulkItem]:
+    """Approve each ticket once through the one approval service, each with its own outcome.
+
+    Only lines on a confirmed budget code go through (as `require_exact`): a ticket with a
+    line to check is refused with the reason and the others are still written.
+    """
+    results = []
+    away = None
+    for ticket in _selected(company_id, ids):
+        item = BulkItem(id=ticket.id, reference=ticket.reference,
+                        description=ticket.description, total=ticket.total)
+        if away is not None:  # Procore was just found away: do not wait on it again per ticket
+            results.append(dataclasses.replace(item, outcome="refused", message=away))
+            continue
+        try:
+            result = approval.approve(company_id, ticket.id, ApproveInput(require_exact=True),
+                                      actor=actor)
+        except ServiceError as error:
+            plain = plain_error(error)
+            results.append(dataclasses.replace(
+                item, outcome="refused", message=" ".join([plain.message, *plain.points])))
+            if error.code in ("project_system_unavailable", "project_system_write_unconfirmed",
+                              "project_system_auth_failed"):
+                away = plain.message
+            continue
+        results.append(dataclasses.replace(
+            item, outcome="already" if result.already else "written",
+            message="It was already in Procore." if result.already else "Written to Procore."))
+    return results
+
+
+def bulk_total(items: list[BulkItem]) -> Decimal:
+    """The dollar total of some tickets."""
+    return sum((item.total for item in items), Decimal("0.00"))

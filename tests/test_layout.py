@@ -1,0 +1,109 @@
+"""The house's shape: no import cycles among the project's modules, no import inside a function
+to dodge one, and no service or blueprint module grown past 500 lines."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("app.py", "blueprints", "models", "services", "sandbox")
+# Imports a function may make itself: libraries only some processes need.
+LAZY_LIBRARIES = {"weasyprint", "jsonschema"}
+MAX_LINES = 500
+
+
+def modules() -> dict[str, Path]:
+    """Every Python module of the project, by its dotted name."""
+    found = {}
+    for package in PACKAGES:
+        paths = [ROOT / package] if package.endswith(".py") else (ROOT / package).rglob("*.py")
+        for path in paths:
+            name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+            found[name.removesuffix(".__init__")] = path
+    return found
+
+
+def imported(node: ast.AST, module: str, is_package: bool) -> list[str]:
+    """The dotted names an import statement may load."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    base = node.module or ""
+    if node.level:
+        parts = module.split(".")[: len(module.split(".")) - node.level + int(is_package)]
+        base = ".".join([*parts, base] if base else parts)
+    return [base, *(f"{base}.{alias.name}" for alias in node.names)]
+
+
+def import_graph() -> tuple[dict[str, set[str]], list[str]]:
+    """Which project modules each module imports, and every import made inside a function."""
+    found = modules()
+    graph: dict[str, set[str]] = {name: set() for name in found}
+    inside: list[str] = []
+    for name, path in found.items():
+        tree = ast.parse(path.read_text())
+        for function in ast.walk(tree):
+            if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for node in ast.walk(function):
+                    if isinstance(node, (ast.Import, ast.ImportFrom)):
+                        targets = imported(node, name, path.name == "__init__.py")
+                        if targets[0].split(".")[0] not in LAZY_LIBRARIES:
+                            inside.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                graph[name] |= {t for t in imported(node, name, path.name == "__init__.py")
+                                if t in found and t != name}
+    return graph, inside
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in graph[node]:
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in graph:
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_cycles_and_no_imports_inside_functions():
+    graph, inside = import_graph()
+    assert {"services.tickets", "services.ticket_shapes", "blueprints.tickets"} <= set(graph)
+    assert cycles(graph) == []
+    assert inside == []
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_service_or_blueprint_module_is_over_500_lines_unless_it_is_one_thing():
+    long = []
+    for folder in ("services", "blueprints"):
+        for path in (ROOT / folder).rglob("*.py"):
+            text = path.read_text()
+            docstring = ast.get_docstring(ast.parse(text)) or ""
+            if text.count("\n") > MAX_LINES and "one thing" not in docstring:
+                long.append(f"{path.relative_to(ROOT)}: {text.count(chr(10))} lines")
+    assert long == []

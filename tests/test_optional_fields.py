@@ -1,0 +1,50 @@
+"""Every optional text field a ticket is sent and shown with reaches the CSV and the document.
+
+The fields are read off the models, so a field added to the input and the output shapes but
+left out of the CSV's columns or the document's facts fails here.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import types
+import typing
+
+import pytest
+
+from models.schemas import TicketInput, TicketSummary
+from tests.test_documents import pdf_text
+
+pytestmark = pytest.mark.live
+
+
+def optional_text_fields() -> list[str]:
+    """The input's optional text fields that the output shape shows too."""
+    def optional_text(annotation) -> bool:
+        return (typing.get_origin(annotation) in (typing.Union, types.UnionType)
+                and set(typing.get_args(annotation)) == {str, type(None)})
+    return [name for name, field in TicketInput.model_fields.items()
+            if name in TicketSummary.model_fields and optional_text(field.annotation)]
+
+
+def test_the_csv_and_the_document_carry_every_optional_text_field(client, acme, tmp_path):
+    fields = optional_text_fields()
+    assert {"captured_by", "authorization_ref"} <= set(fields)
+    values = {name: f"{name.replace('_', ' ')} Qz7" for name in fields}
+    body = {"project_id": acme.project()["id"], "description": "Cut the slab", "reason": "Gas",
+            "directed_by": "Sam", **values,
+            "labor": [{"trade": "Laborer", "hours": 2, "rate": 50, "costCode": "02-200"}]}
+    made = client.post("/v1/tickets", headers=acme.headers, json=body)
+    assert made.status_code == 200, made.json
+    assert {name: made.json[name] for name in fields} == values  # sent and shown
+
+    exported = client.get("/v1/tickets/export.csv", headers=acme.headers).get_data(as_text=True)
+    (row,) = csv.DictReader(io.StringIO(exported))
+    for name, value in values.items():
+        assert value in row.values(), f"the CSV has no column for {name}"
+
+    document = client.get(f"/v1/tickets/{made.json['id']}/document.pdf", headers=acme.headers)
+    assert document.status_code == 200
+    text = " ".join(pdf_text(document.data, tmp_path).split())
+    for name, value in values.items():
+        assert value in text, f"the document does not show {name}"
