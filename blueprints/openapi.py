@@ -1,9 +1,10 @@
-"""GET /v1/openapi.json: the OpenAPI 3.1 document, generated from the route declarations."""
+"""GET /v1/openapi.json: the OpenAPI 3.1 document, generated from the route declarations;
+GET /v1/docs: the same document rendered for people."""
 from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, current_app, jsonify
+from flask import Blueprint, Response, current_app, jsonify, render_template
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
@@ -484,3 +485,32 @@ def get_openapi_document():
         document = current_app.extensions["openapi_document"] = build_openapi_document()
     return jsonify(document)
 
+
+# Redoc, vendored with its licence in static/vendor/ (no CDN), renders /v1/docs in the browser.
+REDOC_SCRIPT = "vendor/redoc-2.5.4.standalone.js"
+
+# The pages' policy (services/web.py), widened for this page only by what Redoc needs: it
+# injects its styles as inline <style> elements and runs its search index in a worker made
+# from a blob: address. Scripts still come from this server alone, and nothing is fetched
+# from anywhere else (the logo Redoc's menu would load from its maker's CDN is blocked).
+DOCS_CONTENT_SECURITY_POLICY = "; ".join([
+    "default-src 'self'",
+    "script-src 'self'",
+    "style-src 'self' 'unsafe-inline'",
+    "img-src 'self' data:",
+    "connect-src 'self'",
+    "worker-src blob:",
+    "object-src 'none'",
+    "base-uri 'self'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+])
+
+
+@bp.get("/v1/docs")
+def api_docs() -> Response:
+    """The API reference for people: /v1/openapi.json rendered by the vendored Redoc."""
+    response = Response(render_template("api_docs.html", REDOC_SCRIPT=REDOC_SCRIPT),
+                        mimetype="text/html")
+    response.headers["Content-Security-Policy"] = DOCS_CONTENT_SECURITY_POLICY
+    return response
