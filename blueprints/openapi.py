@@ -49,8 +49,9 @@ Decisions where the contract left the shape open:
 * **Keys.** `ewt_` followed by 43 URL-safe characters (256 random bits). Send
   `Authorization: Bearer <key>` or `X-API-Key: <key>`. Only a SHA-256 digest and a
   12-character display prefix are stored, so a lost key cannot be recovered: revoke it and
-  make a new one (on the keys page, or `flask --app app keys`). `last_used_at` is updated
-  at most once a minute per key. Cookies are neither read nor set under `/v1`: a signed-in
+  make a new one (on the keys page, or `flask --app app keys`). Every request reads its key
+  from the database, so a revoked key stops at once. `last_used_at` is updated at most once
+  a minute per key. Cookies are neither read nor set under `/v1`: a signed-in
   reviewer's browser session is no key.
 * **Errors.** Always `{"error": {"code", "message", "details"}}` with a stable `code`; each
   documented error response lists the codes it can carry (also as `x-error-codes`).
@@ -227,7 +228,8 @@ showed (work, reason, directed-by, work day, each line's kind, description, work
 quantity and unit, and the amounts and total when shown). If the ticket changed while the page
 was open, signing is refused and the page shows it again. When a repricing or a corrected
 version changes what the signer was shown, the signature stops counting (see Photos and
-signature).
+signature). A link opened while its ticket is rejected signs nothing; once the ticket is
+restored or corrected, the same link works again.
 
 **Delivery.** With mail settings (`MAIL_SERVER`), a request with an e-mail address is e-mailed
 at once; the answer to `POST` always carries the link (`url`) and an `sms:` link to text it

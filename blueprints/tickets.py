@@ -60,8 +60,12 @@ def _csv_answer(text: str) -> Response:
 def export_tickets(query: TicketFilters) -> Response:
     """Export the ticket log as CSV: one row per line, with the ticket's fields, amounts and budget codes.
 
-    Same filters as the list, every matching ticket newest first. A cell that a spreadsheet
-    would run as a formula (starting with =, +, -, @) starts with an apostrophe instead.
+    Same filters as the list, every matching ticket newest first. The first row names the
+    columns: the ticket's fields, then the line's (index, kind, description, cost code,
+    quantity, unit cost, amount, cost type, budget code, whether it is exact or needs review,
+    and why). A ticket without lines has one row, its line cells empty. A cell that a
+    spreadsheet would run as a formula (starting with =, +, -, @) starts with an apostrophe
+    instead.
     """
     return _csv_answer(export.export_csv(g.company_id, status=query.status,
                                          project_id=query.project_id, q=query.q))
