@@ -27,34 +27,53 @@ CAPTURE_SECURITY_HEADERS = {
 
 @api_route(bp, "/links", tag="links", response=LinkList)
 def list_links() -> LinkList:
-    """List the company's capture links with how many tickets came through each."""
+    """List the company's capture links with how many tickets came through each.
+
+    Revoked links are listed too, with `revoked_at`. Each carries its token, its three
+    addresses (`urls`), its QR code and poster addresses and an `sms:` link.
+    """
     return LinkList(data=links.list_links(g.company_id))
 
 
 @api_route(bp, "/links", method="POST", tag="links", body=LinkInput, response=Link,
            errors=error_codes({404: ("project_not_found",)}, PROJECT_SYSTEM_ERRORS))
 def create_link(body: LinkInput) -> Link:
-    """Create a capture link for a project; the token in it is a credential."""
+    """Create a capture link for a project; the token in it is a credential.
+
+    Anyone holding the link can send tickets for the project until it is revoked. `label`
+    says who or where it is for, and names the sub in the review queue.
+    """
     return links.create_link(g.company_id, body.project_id, body.label)
 
 
 @api_route(bp, "/links/<token>/revoke", method="POST", tag="links", response=Link,
            errors={404: ("link_not_found",)})
 def revoke_link(token: str) -> Link:
-    """Stop a link from working; revoking again is harmless."""
+    """Stop a link from working; revoking again is harmless.
+
+    Its page then answers 410 and takes no more tickets; tickets already sent through it
+    stay as they are. The answer is the link with `revoked_at` set.
+    """
     return links.revoke_link(g.company_id, token)
 
 
-@api_route(bp, "/capture-settings", tag="links", response=CaptureSettings)
+@api_route(bp, "/capture-settings", tag="capture-settings", response=CaptureSettings)
 def get_capture_settings() -> CaptureSettings:
-    """How the capture form asks crews for tickets (whether crews enter prices and cost codes)."""
+    """How the capture form asks crews for tickets (whether crews enter prices and cost codes).
+
+    `crew_enters_prices` is false when the office prices and codes the tickets.
+    """
     return capture.capture_settings(g.company_id)
 
 
-@api_route(bp, "/capture-settings", method="PUT", tag="links", body=CaptureSettingsInput,
+@api_route(bp, "/capture-settings", method="PUT", tag="capture-settings", body=CaptureSettingsInput,
            response=CaptureSettings)
 def put_capture_settings(body: CaptureSettingsInput) -> CaptureSettings:
-    """Change how the capture form asks crews for tickets."""
+    """Change how the capture form asks crews for tickets.
+
+    With `crew_enters_prices` false, crews' forms show no rates, unit costs or cost codes and
+    signing links show no amounts.
+    """
     return capture.set_capture_settings(g.company_id, body.crew_enters_prices)
 
 

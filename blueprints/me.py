@@ -12,5 +12,9 @@ bp = Blueprint("me", __name__)
 
 @api_route(bp, "/me", tag="account", response=Me)
 def get_me() -> Me:
-    """Tell which company and key the request is authenticated as."""
+    """Tell which company and key the request is authenticated as.
+
+    Answers from the database alone, never asking the project system: a cheap check that a
+    key works.
+    """
     return companies.describe_caller(g.api_key)

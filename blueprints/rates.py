@@ -34,7 +34,7 @@ SAVE_NOTE = ("A sheet with the same effective date as an existing one (of the sa
              "of the company default) replaces it; tickets keep the prices they were given.")
 
 
-@api_route(bp, "/rate-sheets", tag="rates", response=RateSheetList)
+@api_route(bp, "/rate-sheets", tag="rate-sheets", response=RateSheetList)
 def list_company_sheets() -> RateSheetList:
     """List the company's default rate sheets, newest effective date first.
 
@@ -43,7 +43,7 @@ def list_company_sheets() -> RateSheetList:
     return RateSheetList(data=rates.list_sheets(g.company_id, None))
 
 
-@api_route(bp, "/rate-sheets", method="POST", tag="rates", body=RateSheetInput, response=RateSheet)
+@api_route(bp, "/rate-sheets", method="POST", tag="rate-sheets", body=RateSheetInput, response=RateSheet)
 def save_company_sheet(body: RateSheetInput) -> RateSheet:
     """Save a company default rate sheet.
 
@@ -53,7 +53,7 @@ def save_company_sheet(body: RateSheetInput) -> RateSheet:
     return rates.save_sheet(g.company_id, None, body)
 
 
-@api_route(bp, "/rate-sheets/csv", method="POST", tag="rates", body=RateSheetCsvInput,
+@api_route(bp, "/rate-sheets/csv", method="POST", tag="rate-sheets", body=RateSheetCsvInput,
            response=RateSheet)
 def import_company_sheet(body: RateSheetCsvInput) -> RateSheet:
     """Import a company default rate sheet from CSV; a bad row refuses the whole sheet.
@@ -63,14 +63,18 @@ def import_company_sheet(body: RateSheetCsvInput) -> RateSheet:
     return rates.save_sheet(g.company_id, None, rates.parse_csv(body))
 
 
-@api_route(bp, "/projects/<project_id>/rate-sheets", tag="rates", response=RateSheetList,
+@api_route(bp, "/projects/<project_id>/rate-sheets", tag="rate-sheets", response=RateSheetList,
            errors=PROJECT_ERRORS)
 def list_project_sheets(project_id: str) -> RateSheetList:
-    """List a project's rate sheets, newest effective date first."""
+    """List a project's rate sheets, newest effective date first.
+
+    A ticket on the project is priced from the latest of these in force on its work day, else
+    from the company's default sheets.
+    """
     return RateSheetList(data=rates.list_sheets(g.company_id, project_id))
 
 
-@api_route(bp, "/projects/<project_id>/rate-sheets", method="POST", tag="rates",
+@api_route(bp, "/projects/<project_id>/rate-sheets", method="POST", tag="rate-sheets",
            body=RateSheetInput, response=RateSheet, errors=PROJECT_ERRORS)
 def save_project_sheet(project_id: str, body: RateSheetInput) -> RateSheet:
     """Save a rate sheet of a project.
@@ -81,7 +85,7 @@ def save_project_sheet(project_id: str, body: RateSheetInput) -> RateSheet:
     return rates.save_sheet(g.company_id, project_id, body)
 
 
-@api_route(bp, "/projects/<project_id>/rate-sheets/csv", method="POST", tag="rates",
+@api_route(bp, "/projects/<project_id>/rate-sheets/csv", method="POST", tag="rate-sheets",
            body=RateSheetCsvInput, response=RateSheet, errors=PROJECT_ERRORS)
 def import_project_sheet(project_id: str, body: RateSheetCsvInput) -> RateSheet:
     """Import a project's rate sheet from CSV; a bad row refuses the whole sheet.
@@ -91,22 +95,34 @@ def import_project_sheet(project_id: str, body: RateSheetCsvInput) -> RateSheet:
     return rates.save_sheet(g.company_id, project_id, rates.parse_csv(body))
 
 
-@api_route(bp, "/rate-sheets/<int:sheet_id>", tag="rates", response=RateSheet, errors=SHEET_ERRORS)
+@api_route(bp, "/rate-sheets/<int:sheet_id>", tag="rate-sheets", response=RateSheet, errors=SHEET_ERRORS)
 def get_sheet(sheet_id: int) -> RateSheet:
-    """Read one rate sheet."""
+    """Read one rate sheet.
+
+    Its labor classifications (straight-time, overtime and double-time rates), equipment
+    (hourly and daily rates), materials and material markup, in force from `effective_from`.
+    """
     return rates.get_sheet(g.company_id, sheet_id)
 
 
-@api_route(bp, "/rate-sheets/<int:sheet_id>/csv", tag="rates", response=RateSheetCsv, errors=SHEET_ERRORS)
+@api_route(bp, "/rate-sheets/<int:sheet_id>/csv", tag="rate-sheets", response=RateSheetCsv, errors=SHEET_ERRORS)
 def export_sheet(sheet_id: int) -> RateSheetCsv:
-    """Export one rate sheet as CSV text, in the import's columns."""
+    """Export one rate sheet as CSV text, in the import's columns.
+
+    The columns are `kind,item,st,ot,dt,hourly,daily,unit_cost,percent`. A cell a spreadsheet
+    would run as a formula (starting with =, +, - or @) starts with an apostrophe instead.
+    """
     return rates.sheet_csv(g.company_id, sheet_id)
 
 
-@api_route(bp, "/rate-sheets/<int:sheet_id>", method="DELETE", tag="rates", response=RateSheet,
+@api_route(bp, "/rate-sheets/<int:sheet_id>", method="DELETE", tag="rate-sheets", response=RateSheet,
            errors=SHEET_ERRORS)
 def delete_sheet(sheet_id: int) -> RateSheet:
-    """Delete a rate sheet; tickets it priced keep their prices."""
+    """Delete a rate sheet; tickets it priced keep their prices.
+
+    The answer is the sheet as it was. Tickets created afterwards are priced from the sheets
+    still in force.
+    """
     return rates.delete_sheet(g.company_id, sheet_id)
 
 
@@ -243,14 +259,19 @@ def export_page(sheet_id: int) -> Response:
 
 # ------------------------------------------------------------------ markups
 
-@api_route(bp, "/projects/<project_id>/markups", tag="rates", response=ProjectMarkupsOut,
+@api_route(bp, "/projects/<project_id>/markups", tag="markups", response=ProjectMarkupsOut,
            errors=PROJECT_ERRORS)
 def get_markups(project_id: str) -> ProjectMarkupsOut:
-    """Read a project's markups, in the order they apply."""
+    """Read a project's markups, in the order they apply.
+
+    Each with its kind, percentage, the line kinds it applies to, whether it compounds, and
+    the budget code its line item lands on (`budget_code` is null when the project no longer
+    has that code).
+    """
     return markups.get_markups(g.company_id, project_id)
 
 
-@api_route(bp, "/projects/<project_id>/markups", method="PUT", tag="rates", body=MarkupsInput,
+@api_route(bp, "/projects/<project_id>/markups", method="PUT", tag="markups", body=MarkupsInput,
            response=ProjectMarkupsOut, errors=PROJECT_ERRORS, extra_responses={
                400: "The body has problems, or a markup's `budget_code_id` is not a budget code "
                     "of the project (named in `details` as `markups[<i>].budget_code_id`).",
@@ -267,7 +288,7 @@ def save_markups(project_id: str, body: MarkupsInput) -> ProjectMarkupsOut:
 
 # ------------------------------------------------------------------ not-to-exceed
 
-@api_route(bp, "/projects/<project_id>/authorizations", tag="rates", response=AuthorizationList,
+@api_route(bp, "/projects/<project_id>/authorizations", tag="authorizations", response=AuthorizationList,
            errors=PROJECT_ERRORS)
 def list_authorizations(project_id: str) -> AuthorizationList:
     """List a project's not-to-exceed authorizations with their running totals.
@@ -278,32 +299,45 @@ def list_authorizations(project_id: str) -> AuthorizationList:
     return AuthorizationList(data=authorizations.list_for_project(g.company_id, project_id))
 
 
-@api_route(bp, "/projects/<project_id>/authorizations", method="POST", tag="rates",
+@api_route(bp, "/projects/<project_id>/authorizations", method="POST", tag="authorizations",
            body=AuthorizationInput, response=NteStatus,
            errors=error_codes(PROJECT_ERRORS, {409: ("authorization_exists",)}), extra_responses={
                409: "Code `authorization_exists`: the project has an authorization with this "
                     "reference (or `project_system_not_connected`).",
            })
 def create_authorization(project_id: str, body: AuthorizationInput) -> NteStatus:
-    """Record a GC directive or change-order request with its authorised (not-to-exceed) amount."""
+    """Record a GC directive or change-order request with its authorised (not-to-exceed) amount.
+
+    `reference` is the GC's number, unique per project; tickets name it in
+    `authorization_ref`. The answer is the authorization with its running total.
+    """
     return authorizations.create(g.company_id, project_id, body)
 
 
-@api_route(bp, "/authorizations/<int:authorization_id>", tag="rates", response=NteStatus,
+@api_route(bp, "/authorizations/<int:authorization_id>", tag="authorizations", response=NteStatus,
            errors={404: ("authorization_not_found",)})
 def get_authorization(authorization_id: int) -> NteStatus:
-    """Read one authorization with its running total."""
+    """Read one authorization with its running total.
+
+    The running total counts the tickets against it that are written or still awaiting
+    review; `level` is `warning` from 80 % and `over` past 100 %.
+    """
     return authorizations.status(authorizations.find(g.company_id, authorization_id))
 
 
-@api_route(bp, "/tickets/<ticket_id>/authorization", method="POST", tag="tickets",
+@api_route(bp, "/tickets/<ticket_id>/authorization", method="POST", tag="authorizations",
            body=TicketAuthorizationInput, response=Ticket,
            errors={404: ("ticket_not_found", "authorization_not_found"), 409: ("ticket_written",)},
            extra_responses={
                409: "Code `ticket_written`: a written ticket keeps its authorization.",
            })
 def link_ticket_authorization(ticket_id: str, body: TicketAuthorizationInput) -> Ticket:
-    """Count a ticket not yet written against one of its project's authorizations, or none."""
+    """Count a ticket not yet written against one of its project's authorizations, or none.
+
+    Send `authorization_id: null` to count it against none. An id that is not an
+    authorization of the ticket's project is a 400 naming `authorization_id`. The answer is
+    the ticket with its `nte`.
+    """
     ticket = find_ticket(g.company_id, ticket_id)
     authorizations.link_ticket(g.company_id, ticket, body.authorization_id)
     return ticket_shapes.get_ticket(g.company_id, ticket_id)

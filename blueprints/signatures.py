@@ -36,7 +36,7 @@ SIGNING_HEADERS = {"Referrer-Policy": "no-referrer", "Cache-Control": "no-store"
 
 # ------------------------------------------------------------------ /v1
 
-@api_route(bp, "/tickets/<ticket_id>/signature-requests", method="POST", tag="tickets",
+@api_route(bp, "/tickets/<ticket_id>/signature-requests", method="POST", tag="signature-requests",
            body=SignatureRequestInput, response=SignatureRequestCreated, errors=REQUEST_ERRORS)
 def create_signature_request(ticket_id: str, body: SignatureRequestInput) -> SignatureRequestCreated:
     """Send a ticket to the general contractor's person to sign from a link, with no account.
@@ -49,18 +49,26 @@ def create_signature_request(ticket_id: str, body: SignatureRequestInput) -> Sig
     return signing.create_request(g.company_id, ticket_id, body, actor=g.actor)
 
 
-@api_route(bp, "/tickets/<ticket_id>/signature-requests", tag="tickets",
+@api_route(bp, "/tickets/<ticket_id>/signature-requests", tag="signature-requests",
            response=SignatureRequestList, errors={404: ("ticket_not_found",)})
 def list_signature_requests(ticket_id: str) -> SignatureRequestList:
-    """List a ticket's signature requests, newest first (their links are never shown again)."""
+    """List a ticket's signature requests, newest first (their links are never shown again).
+
+    Each with its `state` (`open`, `signed`, `revoked`, `expired`), who asked, when it was
+    e-mailed, the reminders sent and when the next one is due.
+    """
     return signing.list_requests(g.company_id, ticket_id)
 
 
 @api_route(bp, "/tickets/<ticket_id>/signature-requests/<request_id>/revoke", method="POST",
-           tag="tickets", response=SignatureRequest,
+           tag="signature-requests", response=SignatureRequest,
            errors={404: ("ticket_not_found", "signature_request_not_found")})
 def revoke_signature_request(ticket_id: str, request_id: str) -> SignatureRequest:
-    """Stop a signing link from working; revoking again, or a used link, changes nothing."""
+    """Stop a signing link from working; revoking again, or a used link, changes nothing.
+
+    The link's page then says it no longer works and signs nothing. A signature already made
+    through it stays.
+    """
     return signing.revoke_request(g.company_id, ticket_id, request_id)
 
 

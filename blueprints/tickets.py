@@ -51,7 +51,12 @@ PHOTO_BODY_TYPES = ("application/octet-stream",)
 
 @api_route(bp, "/tickets", tag="tickets", query=TicketListQuery, response=TicketList)
 def list_tickets(query: TicketListQuery) -> TicketList:
-    """List tickets, newest first; filter by status and project."""
+    """List tickets, newest first; filter by status and project.
+
+    Sorted by capture time, then id. `q` searches the description, reason, directed-by and
+    recorded-by (case-insensitive), or finds a T-reference. Each item is a `TicketSummary`;
+    `total` counts every matching ticket, whatever `limit` and `offset` are.
+    """
     where = ticket_queries.ListFilter(status=query.status, project_id=query.project_id, q=query.q)
     return ticket_queries.list_tickets(g.company_id, where, limit=query.limit, offset=query.offset)
 
@@ -69,8 +74,15 @@ def _csv_answer(text: str) -> Response:
 def export_tickets(query: TicketFilters) -> Response:
     """Export the ticket log as CSV: one row per line, with the ticket's fields, amounts and budget codes.
 
-    Same filters as the list, every matching ticket newest first. A cell that a spreadsheet
-    would run as a formula (starting with =, +, -, @) starts with an apostrophe instead.
+    Same filters as the list, every matching ticket newest first. The first row names the
+    columns: the ticket's fields, then the line's (index, kind, description, cost code,
+    quantity, unit cost, amount, cost type, budget code, whether it is exact or needs review,
+    and why), then the day of the work and the directive or change order named; new columns
+    are only ever added at the end. A ticket without lines has one row, its line cells empty.
+    Lines not yet written are routed on the project's budget codes, or on the last ones read
+    when the project system is slow or away (as the review queue does), so an export never
+    waits long on it. A cell that a spreadsheet would run as a formula (starting with =, +,
+    -, @) starts with an apostrophe instead.
     """
     return _csv_answer(export.export_csv(g.company_id, ticket_queries.ListFilter(
         status=query.status, project_id=query.project_id, q=query.q)))
@@ -92,20 +104,30 @@ def create_ticket(body: TicketInput) -> Ticket:
 @api_route(bp, "/tickets/<ticket_id>", tag="tickets", response=Ticket,
            errors={404: ("ticket_not_found",)})
 def get_ticket(ticket_id: str) -> Ticket:
-    """Read one ticket with its routing."""
+    """Read one ticket with its routing.
+
+    Everything the list shows, plus its lines, photos, signature and voided signatures,
+    decisions, not-to-exceed status and `routing`: the budget code each line lands on and why.
+    A written ticket shows the routing it was written with.
+    """
     return ticket_shapes.get_ticket(g.company_id, ticket_id)
 
 
-@api_route(bp, "/tickets/<ticket_id>/photos", method="POST", tag="tickets", body=PhotosInput,
+@api_route(bp, "/tickets/<ticket_id>/photos", method="POST", tag="evidence", body=PhotosInput,
            validator=evidence.validate_photos, response=Ticket,
            errors=error_codes({404: ("ticket_not_found",), 409: ("ticket_written",)}, STORAGE_ERRORS),
            extra_responses=STORAGE_TEXT)
 def add_photos(ticket_id: str, body: PhotosInput) -> Ticket:
-    """Attach 1 to 12 photos to a ticket that is not written yet."""
+    """Attach 1 to 12 photos to a ticket that is not written yet.
+
+    Each photo as a data URL or bare base64, checked like a ticket's own. Every photo is
+    checked before any is stored; `details` names each bad one as `photos[<i>]`. A ticket
+    holds at most 12 photos in all.
+    """
     return evidence.add_photos(g.company_id, ticket_id, body.photos)
 
 
-@api_route(bp, "/tickets/<ticket_id>/photo-uploads/<key>", method="PUT", tag="tickets", response=Ticket,
+@api_route(bp, "/tickets/<ticket_id>/photo-uploads/<key>", method="PUT", tag="evidence", response=Ticket,
            query=PhotoUploadQuery, binary_body=PHOTO_BODY_TYPES,
            errors=error_codes({400: ("validation_failed",), 404: ("ticket_not_found", "not_found"),
                                408: ("upload_cut_off",), 409: ("ticket_written",)}, STORAGE_ERRORS),
@@ -123,7 +145,7 @@ def put_photo(ticket_id: str, key: str, query: PhotoUploadQuery) -> Ticket:
     return evidence.put_photo(g.company_id, ticket_id, capture.part_key(key), photo)[0]
 
 
-@api_route(bp, "/tickets/<ticket_id>/approve", method="POST", tag="tickets", body=ApproveInput,
+@api_route(bp, "/tickets/<ticket_id>/approve", method="POST", tag="approval", body=ApproveInput,
            response=ApprovalResult, body_required=False,
            errors=error_codes({404: ("ticket_not_found", "project_not_found"),
                                409: ("ticket_rejected", "lines_need_review", "no_change_events",
@@ -158,11 +180,16 @@ def put_photo(ticket_id: str, key: str, query: PhotoUploadQuery) -> Ticket:
                     "made in time (see Retry-After); nothing was written.",
            })
 def approve_ticket(ticket_id: str, body: ApproveInput) -> ApprovalResult:
-    """Write the ticket into the project system once; a repeat answers already: true."""
+    """Write the ticket into the project system once; a repeat answers already: true.
+
+    Files it as a change event (or, when `destination` is `daily_log`, a daily log entry) with
+    its photos, signature and signed ticket document attached. A program approving without a
+    person should send `require_exact: true` and never `allow_unrouted`.
+    """
     return approval.approve(g.company_id, ticket_id, body, actor=g.actor)
 
 
-@api_route(bp, "/tickets/<ticket_id>/reject", method="POST", tag="tickets", body=RejectInput,
+@api_route(bp, "/tickets/<ticket_id>/reject", method="POST", tag="approval", body=RejectInput,
            response=Ticket, body_required=False,
            errors={404: ("ticket_not_found",),
                    409: ("ticket_rejected", "ticket_written", "approval_in_progress")},
@@ -178,14 +205,18 @@ def reject_ticket(ticket_id: str, body: RejectInput) -> Ticket:
     return approval.reject(g.company_id, ticket_id, actor=g.actor, reason=body.reason)
 
 
-@api_route(bp, "/tickets/<ticket_id>/restore", method="POST", tag="tickets", response=Ticket,
+@api_route(bp, "/tickets/<ticket_id>/restore", method="POST", tag="approval", response=Ticket,
            errors={404: ("ticket_not_found",), 409: ("ticket_written", "approval_in_progress")},
            extra_responses={
                409: "`ticket_written` (already in the project system), "
                     "`approval_in_progress` (an approval of the rejected ticket is writing it).",
            })
 def restore_ticket(ticket_id: str) -> Ticket:
-    """Put a rejected ticket back to submitted; idempotent on a submitted one."""
+    """Put a rejected ticket back to submitted; idempotent on a submitted one.
+
+    The ticket goes back to the review queue and can be approved again; the rejection stays
+    in its `decisions`.
+    """
     return approval.restore(g.company_id, ticket_id, actor=g.actor)
 
 
@@ -200,32 +231,48 @@ PHOTO_ERRORS = {404: ("ticket_not_found", "photo_not_found")}
 SIGNATURE_ERRORS = {404: ("ticket_not_found", "signature_not_found")}
 
 
-@api_route(bp, "/tickets/<ticket_id>/photos/<int:photo_id>", tag="tickets", media_type="image/jpeg",
+@api_route(bp, "/tickets/<ticket_id>/photos/<int:photo_id>", tag="evidence", media_type="image/jpeg",
            errors=PHOTO_ERRORS)
 def get_photo(ticket_id: str, photo_id: int) -> Response:
-    """Download a photo of a ticket (JPEG, at most 2048 px on the long edge)."""
+    """Download a photo of a ticket (JPEG, at most 2048 px on the long edge).
+
+    The photo as stored: upright, without EXIF or GPS. `Accept: application/octet-stream`
+    gets the same bytes under that type.
+    """
     return _evidence(evidence.photo_image(g.company_id, ticket_id, photo_id), "image/jpeg")
 
 
-@api_route(bp, "/tickets/<ticket_id>/photos/<int:photo_id>/thumbnail", tag="tickets",
+@api_route(bp, "/tickets/<ticket_id>/photos/<int:photo_id>/thumbnail", tag="evidence",
            media_type="image/jpeg", errors=PHOTO_ERRORS)
 def get_photo_thumbnail(ticket_id: str, photo_id: int) -> Response:
-    """Download a photo's 320 px thumbnail (JPEG)."""
+    """Download a photo's 320 px thumbnail (JPEG).
+
+    320 px on the long edge. `Accept: application/octet-stream` gets the same bytes under
+    that type.
+    """
     return _evidence(evidence.photo_image(g.company_id, ticket_id, photo_id, thumbnail=True),
                      "image/jpeg")
 
 
-@api_route(bp, "/tickets/<ticket_id>/signature", tag="tickets", media_type="image/png",
+@api_route(bp, "/tickets/<ticket_id>/signature", tag="evidence", media_type="image/png",
            errors=SIGNATURE_ERRORS)
 def get_signature(ticket_id: str) -> Response:
-    """Download the drawn signature of a ticket (PNG)."""
+    """Download the drawn signature of a ticket (PNG).
+
+    The image of the signature that counts; a ticket without one (or whose signature was
+    voided) is a 404 `signature_not_found`. `Accept: application/octet-stream` gets the same
+    bytes under that type.
+    """
     return _evidence(evidence.signature_file(g.company_id, ticket_id), "image/png")
 
 
-@api_route(bp, "/tickets/<ticket_id>/signature/thumbnail", tag="tickets", media_type="image/png",
+@api_route(bp, "/tickets/<ticket_id>/signature/thumbnail", tag="evidence", media_type="image/png",
            errors=SIGNATURE_ERRORS)
 def get_signature_thumbnail(ticket_id: str) -> Response:
-    """Download the signature's 320 px thumbnail (PNG)."""
+    """Download the signature's 320 px thumbnail (PNG).
+
+    `Accept: application/octet-stream` gets the same bytes under that type.
+    """
     return _evidence(evidence.signature_file(g.company_id, ticket_id, thumbnail=True), "image/png")
 
 

@@ -2,7 +2,7 @@
 
 openapi-python-client (from the test extras) generates a Python client from the live document
 into a temporary folder; the flow below uses only that client's typed models and functions.
-The document is also linted with Redocly CLI (tools/, installed by `make tools`).
+The document is also linted with Redocly CLI and Spectral (tools/, installed by `make tools`).
 """
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ pytestmark = pytest.mark.live
 ROOT = Path(__file__).resolve().parent.parent
 GENERATOR = Path(sys.executable).parent / "openapi-python-client"
 REDOCLY = ROOT / "tools" / "node_modules" / ".bin" / "redocly"
+SPECTRAL = ROOT / "tools" / "node_modules" / ".bin" / "spectral"
 PACKAGE = "ewt_generated_client"
 
 
@@ -62,7 +63,8 @@ def api(generated, name: str):
     return importlib.import_module(f"{PACKAGE}.api.{name}")
 
 
-def test_redocly_lint_finds_no_error_and_no_unused_component(app, tmp_path):
+def test_redocly_lint_finds_nothing(app, tmp_path):
+    """No error and no warning (tools/redocly.yaml makes an unused component an error)."""
     assert REDOCLY.exists(), "run `make tools` first (make test does)"
     document = write_document(app, tmp_path)
     result = subprocess.run(
@@ -73,7 +75,22 @@ def test_redocly_lint_finds_no_error_and_no_unused_component(app, tmp_path):
     report = json.loads(result.stdout[result.stdout.index("{"):])
     problems = [(p["ruleId"], p["severity"], p["message"]) for p in report["problems"]]
     assert result.returncode == 0, problems
-    assert not [p for p in problems if p[1] == "error" or p[0] == "no-unused-components"]
+    assert problems == []
+
+
+def test_spectral_lint_finds_nothing(app, tmp_path):
+    """Stoplight's OpenAPI ruleset (tools/spectral.yaml): no error, warning, hint or note."""
+    assert SPECTRAL.exists(), "run `make tools` first (make test does)"
+    document = write_document(app, tmp_path)
+    result = subprocess.run(
+        [str(SPECTRAL), "lint", "--ruleset", str(ROOT / "tools" / "spectral.yaml"),
+         "--format", "json", "--fail-severity", "hint", "--quiet", str(document)],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert result.stdout.lstrip().startswith("["), result.stdout + result.stderr
+    problems = [(p["code"], p["severity"], p["message"], ".".join(map(str, p["path"])))
+                for p in json.loads(result.stdout)]
+    assert problems == []
+    assert result.returncode == 0, result.stderr
 
 
 def test_generated_client_drives_the_whole_flow(app, acme, generated):
@@ -127,10 +144,10 @@ def test_generated_client_drives_the_whole_flow(app, acme, generated):
     assert ticket.photos[0].taken_at == taken
 
     # The evidence a reviewer judges, through the same client and key.
-    photo = api(generated, "tickets.tickets_get_photo").sync(ticket.id, ticket.photos[0].id,
+    photo = api(generated, "evidence.tickets_get_photo").sync(ticket.id, ticket.photos[0].id,
                                                              client=client)
     assert photo.payload.read()[:2] == b"\xff\xd8"
-    thumb = api(generated, "tickets.tickets_get_signature_thumbnail").sync(ticket.id, client=client)
+    thumb = api(generated, "evidence.tickets_get_signature_thumbnail").sync(ticket.id, client=client)
     assert thumb.payload.read()[:8] == b"\x89PNG\r\n\x1a\n"
     assert ticket.photos[0].url.endswith(f"/v1/tickets/{ticket.id}/photos/{ticket.photos[0].id}")
     # Made without reading the project's codes; the first read routes it.
@@ -156,18 +173,18 @@ def test_generated_client_drives_the_whole_flow(app, acme, generated):
     assert read.routing[1].budget_code == "01-500.O" and read.routing[1].needs_review
 
     # Attach a photo, then approve with a person's route and require_exact.
-    with_photo = api(generated, "tickets.tickets_add_photos").sync(
+    with_photo = api(generated, "evidence.tickets_add_photos").sync(
         ticket.id, client=client,
         body=m.PhotosInput(photos=[m.PhotoIn(data_url=data_url(jpeg_bytes(color=(1, 2, 3))))]))
     assert isinstance(with_photo, m.Ticket) and with_photo.photo_count == 2
-    refused = api(generated, "tickets.tickets_approve_ticket").sync(
+    refused = api(generated, "approval.tickets_approve_ticket").sync(
         ticket.id, client=client, body=m.ApproveInput(require_exact=True))
     assert isinstance(refused, m.ErrorBody) and refused.error.code == "lines_need_review"
     assert [(d.line, d.reason) for d in refused.error.details] == \
         [(1, "not on a confirmed budget code (exact: false)")]
     assert all(isinstance(d, m.LineRefusal) for d in refused.error.details)
     labor = by_type[m.CostType.LABOR]
-    approved = api(generated, "tickets.tickets_approve_ticket").sync(
+    approved = api(generated, "approval.tickets_approve_ticket").sync(
         ticket.id, client=client,
         body=m.ApproveInput(require_exact=True,
                             routes=m.ApproveInputRoutes.from_dict({"1": labor.id})))
@@ -176,32 +193,32 @@ def test_generated_client_drives_the_whole_flow(app, acme, generated):
     assert approved.external.destination == m.Destination.CHANGE_EVENT
     assert isinstance(approved.external.written_at, dt.datetime)
     assert approved.routing[1].budget_code_id == labor.id and approved.routing[1].exact
-    again = api(generated, "tickets.tickets_approve_ticket").sync(
+    again = api(generated, "approval.tickets_approve_ticket").sync(
         ticket.id, client=client, body=m.ApproveInput())
     assert again.already is True
 
     # Reject and restore the second ticket.
-    rejected = api(generated, "tickets.tickets_reject_ticket").sync(second.id, client=client)
+    rejected = api(generated, "approval.tickets_reject_ticket").sync(second.id, client=client)
     assert isinstance(rejected, m.Ticket) and rejected.status == m.TicketStatus.REJECTED
-    restored = api(generated, "tickets.tickets_restore_ticket").sync(second.id, client=client)
+    restored = api(generated, "approval.tickets_restore_ticket").sync(second.id, client=client)
     assert restored.status == m.TicketStatus.SUBMITTED
     assert [d.action.value for d in restored.decisions] == ["rejected", "restored"]
 
     # Sent to be signed from a link: the link is in the answer only, then listed and revoked.
-    asked = api(generated, "tickets.signatures_create_signature_request").sync(
+    asked = api(generated, "signature_requests.signatures_create_signature_request").sync(
         second.id, client=client,
         body=m.SignatureRequestInput(name="Sam Ortiz", role="GC superintendent",
                                      phone="+1 555 123 4567"))
     assert isinstance(asked, m.SignatureRequestCreated), asked
     assert asked.state == m.SignatureRequestState.OPEN and "/s/" in asked.url
-    listed = api(generated, "tickets.signatures_list_signature_requests").sync(second.id, client=client)
+    listed = api(generated, "signature_requests.signatures_list_signature_requests").sync(second.id, client=client)
     assert isinstance(listed, m.SignatureRequestList) and [r.id for r in listed.data] == [asked.id]
     assert not hasattr(listed.data[0], "url")
-    cancelled = api(generated, "tickets.signatures_revoke_signature_request").sync(
+    cancelled = api(generated, "signature_requests.signatures_revoke_signature_request").sync(
         second.id, str(asked.id), client=client)
     assert isinstance(cancelled, m.SignatureRequest)
     assert cancelled.state == m.SignatureRequestState.REVOKED
-    signed_already = api(generated, "tickets.signatures_create_signature_request").sync(
+    signed_already = api(generated, "signature_requests.signatures_create_signature_request").sync(
         ticket.id, client=client, body=m.SignatureRequestInput(name="Sam", email="sam@gc.example"))
     assert isinstance(signed_already, m.ErrorBody)
     assert signed_already.error.code in ("ticket_written", "ticket_already_signed")
@@ -231,7 +248,7 @@ def test_generated_client_drives_the_whole_flow(app, acme, generated):
     missing = api(generated, "tickets.tickets_get_ticket").sync(
         "00000000-0000-4000-8000-000000000000", client=client)
     assert isinstance(missing, m.ErrorBody) and missing.error.code == "ticket_not_found"
-    written = api(generated, "tickets.tickets_reject_ticket").sync(ticket.id, client=client)
+    written = api(generated, "approval.tickets_reject_ticket").sync(ticket.id, client=client)
     assert isinstance(written, m.ErrorBody) and written.error.code == "ticket_written"
     app.config["API_RATE_LIMIT"] = "1 per minute"
     assert api(generated, "account.me_get_me").sync_detailed(client=client).status_code == 200
@@ -252,7 +269,7 @@ def test_generated_client_uploads_a_photo_as_its_bytes(app, acme, generated):
         project_id=acme.project()["id"], description="Moved the trench",
         reason="Gas line", directed_by="Sam", photos_expected=1))
     taken = dt.datetime(2026, 5, 4, 7, 30, tzinfo=dt.timezone.utc)
-    sent = api(generated, "tickets.tickets_put_photo").sync(
+    sent = api(generated, "evidence.tickets_put_photo").sync(
         ticket.id, "front", client=client, body=types.File(payload=jpeg_bytes()),
         name="front.jpg", taken_at=taken, lat=37.77, lng=-122.42)
     assert isinstance(sent, m.Ticket), sent

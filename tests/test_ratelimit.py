@@ -37,15 +37,17 @@ def test_bucket_is_per_key_and_shared_across_routes(app, client, tenant):
         assert client.get("/v1/me", headers=tenant.headers).status_code == 200
         assert client.get("/v1/me", headers=tenant.headers).status_code == 429
         assert client.get("/v1/me", headers=second.headers).status_code == 200
-        # The API description needs no key and is not counted.
+        # The API description (and its page for people) needs no key and is not counted.
         assert client.get("/v1/openapi.json", headers=tenant.headers).status_code == 200
+        assert client.get("/v1/docs", headers=tenant.headers).status_code == 200
 
 
 def test_limit_applies_to_other_authenticated_routes(app, client, tenant):
     app.config["API_RATE_LIMIT"] = "2 per minute"
     other_routes = [rule.rule for rule in app.url_map.iter_rules()
                     if rule.rule.startswith("/v1/") and "GET" in rule.methods
-                    and "<" not in rule.rule and rule.rule not in ("/v1/me", "/v1/openapi.json")]
+                    and "<" not in rule.rule
+                    and rule.rule not in ("/v1/me", "/v1/openapi.json", "/v1/docs")]
     with time_machine.travel(START, tick=False):
         assert client.get("/v1/me", headers=tenant.headers).status_code == 200
         assert client.get("/v1/me", headers=tenant.headers).status_code == 200
