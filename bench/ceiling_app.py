@@ -1,8 +1,11 @@
-"""The ceiling: a bare Flask app that answers each benchmarked route with JSON of the same size.
+"""The ceiling: a bare Flask app that answers each benchmarked request with a body of the same size.
 
 It is served by gunicorn with the same settings as bin/serve (one worker, eight threads),
 so the ratio service ÷ ceiling shows what the service's own work costs.
-Body sizes come from BENCH_CEILING_SIZES, a JSON object such as {"me": 98, "list": 41000}.
+The answers come from BENCH_CEILING_ANSWERS, a JSON object mapping "METHOD /path?query" to
+the service's answer for it, such as {"GET /v1/me": {"status": 200, "type":
+"application/json", "bytes": 98}}: JSON answers are serialised from a padded object on
+every request, pages are sent as text of that many bytes.
 It also serves the minimal capture page used as the browser ceiling.
 """
 from __future__ import annotations
@@ -27,37 +30,28 @@ def padded(size: int) -> dict[str, str]:
 
 
 def create_ceiling_app() -> Flask:
-    """Build the bare app: one route per benchmarked endpoint, each returning a padded object."""
+    """Build the bare app: one catch-all route answering each known request with its padding."""
     app = Flask(__name__)
     app.json.compact = True
     app.json.sort_keys = False
-    sizes = json.loads(os.environ.get("BENCH_CEILING_SIZES") or "{}")
-    bodies = {name: padded(int(size)) for name, size in sizes.items()}
+    answers = json.loads(os.environ.get("BENCH_CEILING_ANSWERS") or "{}")
+    bodies = {request_line: (answer["status"], answer["type"],
+                             padded(answer["bytes"]) if "json" in answer["type"]
+                             else "x" * answer["bytes"])
+              for request_line, answer in answers.items()}
 
-    def answer(name: str, status: int = 200) -> tuple[Response, int]:
-        """Serialise the padded body for one endpoint."""
-        return jsonify(bodies.get(name, {})), status
-
-    @app.get("/v1/me")
-    def me() -> tuple[Response, int]:
-        """Stands in for GET /v1/me."""
-        return answer("me")
-
-    @app.get("/v1/tickets")
-    def list_tickets() -> tuple[Response, int]:
-        """Stands in for GET /v1/tickets?limit=50."""
-        return answer("list")
-
-    @app.post("/v1/tickets")
-    def create_ticket() -> tuple[Response, int]:
-        """Stands in for POST /v1/tickets: reads the body, answers 201 the size of a ticket."""
+    @app.route("/<path:path>", methods=["GET", "POST"])
+    def answer(path: str) -> Response | tuple[Response, int]:
+        """Stands in for whichever benchmarked request this is; reads a body if one was sent."""
         request.get_data()
-        return answer("create", 201)
-
-    @app.get("/v1/tickets/<ticket_id>")
-    def get_ticket(ticket_id: str) -> tuple[Response, int]:
-        """Stands in for GET /v1/tickets/{id}."""
-        return answer("get")
+        query = request.query_string.decode()
+        known = bodies.get(f"{request.method} {request.path}" + (f"?{query}" if query else ""))
+        if known is None:
+            return Response("not a benchmarked request", status=404)
+        status, content_type, body = known
+        if isinstance(body, dict):
+            return jsonify(body), status
+        return Response(body, status=status, content_type=content_type)
 
     @app.get("/minimal")
     def minimal_page() -> Response:

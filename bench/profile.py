@@ -1,13 +1,13 @@
-"""Profile one endpoint of the live service under wrk load with py-spy (where a floor's time goes).
+"""Profile one benchmarked request of the live service with py-spy (where its time goes).
 
-    .venv/bin/python -m bench.profile list          # or: me, get, create
-    .venv/bin/python -m bench.profile list --tickets 100000
+    .venv/bin/python -m bench.profile list          # or any request of report.ROUTES
+    .venv/bin/python -m bench.profile queue --tickets 100000
 
-Starts the service as `make run` does, seeds tickets, runs wrk while py-spy samples the
-gunicorn worker (only threads holding the GIL, so waiting threads do not count), then
-prints the heaviest frames, inclusive, and keeps the collapsed stacks in
-bench/out/profile-<endpoint>.txt for a flame graph. py-spy needs ptrace rights (root,
-or kernel.yama.ptrace_scope=0).
+Starts the service as `make run` does, seeds tickets, sends the request at a steady rate
+(as `make bench` does) while py-spy samples the gunicorn worker (only threads holding the
+GIL, so idle and waiting threads do not count), then prints the heaviest frames,
+inclusive, and keeps the collapsed stacks in bench/out/profile-<request>.txt for a flame
+graph. py-spy needs ptrace rights (root, or kernel.yama.ptrace_scope=0).
 """
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ import tempfile
 import threading
 from pathlib import Path
 
-from bench import seed
-from bench.run import OUT, demo_company, in_process_app
-from bench.servers import VENV_BIN, start_service, wrk
+from bench import report, seed
+from bench.run import OUT, Requests, demo_company, in_process_app, sign_in
+from bench.servers import VENV_BIN, start_service
 
 
 def top_frames(collapsed: Path, count: int = 40) -> list[tuple[float, str]]:
@@ -39,12 +39,13 @@ def top_frames(collapsed: Path, count: int = 40) -> list[tuple[float, str]]:
 
 
 def main() -> int:
-    """Start the service, load one endpoint, sample it, print where the time goes."""
+    """Start the service, send one request at a steady rate, sample it, say where the time goes."""
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("endpoint", choices=("me", "list", "get", "create"))
+    parser.add_argument("request", choices=report.ROUTES)
     parser.add_argument("--tickets", type=int, default=1_000)
-    parser.add_argument("--seconds", type=int, default=10)
+    parser.add_argument("--seconds", type=int, default=30)
+    parser.add_argument("--rate", type=float, default=20.0, help="requests per second")
     args = parser.parse_args()
     OUT.mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="ewt-profile-") as workdir:
@@ -56,22 +57,20 @@ def main() -> int:
             template = seed.make_template(service.url, key, project)
             seed.seed_tickets(in_process_app(service), int(company["company_id"]), template,
                               args.tickets)
-            path = {"me": "/v1/me", "list": "/v1/tickets?limit=50",
-                    "get": f"/v1/tickets/{template}", "create": "/v1/tickets"}[args.endpoint]
-            script = "post_ticket.lua" if args.endpoint == "create" else "get.lua"
-            out = OUT / f"profile-{args.endpoint}.txt"
-            worker = service.worker_pid()
+            reviewer = company["reviewer"]
+            sent = Requests(key, sign_in(service.url, reviewer["email"], reviewer["password"]),
+                            project, template)
+            out = OUT / f"profile-{args.request}.txt"
             sampler = threading.Thread(target=subprocess.run, args=([
-                str(VENV_BIN / "py-spy"), "record", "--pid", str(worker), "--gil",
-                "--nonblocking", "--rate", "250", "--duration", str(args.seconds - 2),
+                str(VENV_BIN / "py-spy"), "record", "--pid", str(service.worker_pid()), "--gil",
+                "--nonblocking", "--rate", "250", "--duration", str(args.seconds),
                 "--format", "raw", "--output", str(out)],), kwargs={"capture_output": True})
             sampler.start()
-            result = wrk(service.url + path, script, {"BENCH_KEY": key, "BENCH_PROJECT": project},
-                         seconds=args.seconds, warmup_s=0, worker_pid=worker)
+            result = sent.paced(service, args.request, args)
             sampler.join()
         finally:
             service.stop()
-    print(f"{args.endpoint}: {result.rps:.0f} req/s, p50 {result.p50_ms:.1f} ms, "
+    print(f"{args.request}: {result.rps:.0f} req/s, p50 {result.p50_ms:.1f} ms, "
           f"p99 {result.p99_ms:.1f} ms; stacks in {out}")
     for percent, frame in top_frames(out):
         print(f"{percent:5.1f}%  {frame}")

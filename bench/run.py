@@ -1,7 +1,6 @@
 """Run every benchmark and write bench/RESULTS.md (and the raw figures to bench/out/).
 
     .venv/bin/python -m bench.run                # what `make bench` runs
-    .venv/bin/python -m bench.run --rounds 3     # steadier ratios: 3 wrk pairs each, median kept
     .venv/bin/python -m bench.run --seconds 3    # a quick look, written to bench/out/RESULTS.md
 
 Each figure is measured beside its ceiling in the same run; see RESULTS.md for the list.
@@ -14,6 +13,7 @@ import datetime as dt
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -28,19 +28,17 @@ from bench.servers import (
     ROOT,
     LoadResult,
     Served,
+    answer_of,
     paced,
     rss_mb,
     start_ceiling,
     start_service,
-    wrk,
+    wait_until_idle,
 )
 from tests.images import camera_jpeg
 
 OUT = BENCH / "out"
-READS = ("me", "list", "get")
-ENDPOINTS = (*READS, "create")
-DEFAULTS = {"seconds": 10, "rounds": 1, "rate": 20.0, "connections": 16, "small": 1_000,
-            "big": 100_000}
+DEFAULTS = {"seconds": 10, "rate": 20.0, "small": 1_000, "big": 100_000}
 
 
 def log(message: str) -> None:
@@ -64,12 +62,10 @@ def machine() -> dict:
                            text=True, capture_output=True).stdout.strip()
     chromium = subprocess.run([browser.CHROMIUM, "--version"], text=True,
                               capture_output=True).stdout.strip()
-    wrk_version = subprocess.run(["wrk", "-v"], text=True, capture_output=True)
     return {"cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(mem_kb / 1024 / 1024, 1),
             "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "commit": commit + (" (with uncommitted changes)" if dirty else ""),
-            "python": platform.python_version(), "chromium": chromium,
-            "wrk": (wrk_version.stdout + wrk_version.stderr).split("Copyright")[0].strip()}
+            "python": platform.python_version(), "chromium": chromium}
 
 
 def demo_company(service) -> dict:
@@ -93,12 +89,23 @@ def in_process_app(service):
     return app
 
 
-def body_size(url: str, key: str, method: str = "GET", body: dict | None = None) -> int:
-    """The size of one answer's JSON body, checking it succeeded."""
-    answer = requests.request(method, url, json=body, timeout=30,
-                              headers={"Authorization": f"Bearer {key}"})
-    answer.raise_for_status()
-    return len(answer.content)
+def sign_in(base_url: str, email: str, password: str) -> dict[str, str]:
+    """Sign a reviewer in through the login form; return the headers its browser then sends.
+
+    The sign-in is bound to the browser's address and User-Agent, so pages are asked for
+    with the same User-Agent as the form was sent with.
+    """
+    session = requests.Session()
+    session.headers["User-Agent"] = "Mozilla/5.0 (bench) reviewer"
+    form = session.get(f"{base_url}/login", timeout=30)
+    form.raise_for_status()
+    token = re.search(r'name="csrf_token" value="([^"]+)"', form.text).group(1)
+    answer = session.post(f"{base_url}/login", timeout=30, allow_redirects=False,
+                          data={"csrf_token": token, "email": email, "password": password})
+    if answer.status_code != 302:
+        raise RuntimeError(f"signing in answered {answer.status_code}, not a redirect")
+    return {"User-Agent": session.headers["User-Agent"], "Accept-Encoding": "gzip, deflate, br",
+            "Cookie": "; ".join(f"{cookie.name}={cookie.value}" for cookie in session.cookies)}
 
 
 def main() -> int:
@@ -106,13 +113,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=int, default=DEFAULTS["seconds"],
-                        help="length of each paced run and each wrk run")
-    parser.add_argument("--rounds", type=int, default=DEFAULTS["rounds"],
-                        help="ceiling-then-service wrk pairs per figure (the median ratio is kept)")
+                        help="length of each paced run")
     parser.add_argument("--rate", type=float, default=DEFAULTS["rate"],
                         help="requests per second of the paced runs")
-    parser.add_argument("--connections", type=int, default=DEFAULTS["connections"],
-                        help="connections of the wrk runs")
     parser.add_argument("--small", type=int, default=DEFAULTS["small"],
                         help="tickets for the first latency runs")
     parser.add_argument("--big", type=int, default=DEFAULTS["big"],
@@ -143,75 +146,73 @@ def main() -> int:
     (OUT / "results.json").write_text(text)
     if args.save_baseline:
         (BENCH / "baseline.json").write_text(text)
-    # Only a full run (the defaults, or longer runs and more rounds) replaces bench/RESULTS.md;
-    # a quick look goes to bench/out/.
-    full = (all(getattr(args, name) == DEFAULTS[name]
-                for name in ("rate", "connections", "small", "big"))
-            and args.seconds >= DEFAULTS["seconds"] and args.rounds >= DEFAULTS["rounds"])
+    # Only a full run (the defaults, or longer runs) replaces bench/RESULTS.md; a quick look
+    # goes to bench/out/.
+    full = (all(getattr(args, name) == DEFAULTS[name] for name in ("rate", "small", "big"))
+            and args.seconds >= DEFAULTS["seconds"])
     target = BENCH / "RESULTS.md" if full else OUT / "RESULTS.md"
     report.write(json.loads(text), target)
     log(f"wrote {target}")
     return 0
 
 
-def _check(result: LoadResult, server: str, what: str) -> None:
-    """Refuse figures from a run that had errors: they would measure failures."""
-    if not result.ok:
-        raise RuntimeError(f"{server} {what}: the load run saw errors {result.errors}")
+class Requests:
+    """The benchmarked requests (report.ROUTES), sent alike to the service and to the ceiling.
 
+    API calls carry the company's key; pages carry what a signed-in reviewer's browser sends
+    (see sign_in).
+    """
 
-class Api:
-    """The four benchmarked requests, sent alike to the service and to the ceiling."""
+    def __init__(self, key: str, signed_in: dict[str, str], project_id: str,
+                 ticket_id: str) -> None:
+        api = {"Authorization": f"Bearer {key}"}
+        create = json.dumps(approve.ticket_body(project_id)).encode()
+        self.sent: dict[str, tuple[str, str, dict[str, str], bytes | None]] = {
+            "me": ("GET", "/v1/me", api, None),
+            "list": ("GET", "/v1/tickets?limit=50", api, None),
+            "list_filtered": ("GET", "/v1/tickets?limit=50&status=submitted&project_id="
+                              + project_id, api, None),
+            "get": ("GET", f"/v1/tickets/{ticket_id}", api, None),
+            "queue": ("GET", "/queue", signed_in, None),
+            "queue_filtered": ("GET", f"/queue?status=all&project_id={project_id}", signed_in,
+                               None),
+            "create": ("POST", "/v1/tickets", {**api, "Content-Type": "application/json"}, create),
+        }
+        assert tuple(self.sent) == report.ROUTES
 
-    def __init__(self, key: str, project_id: str, ticket_id: str) -> None:
-        self.key, self.project_id = key, project_id
-        self.paths = {"me": "/v1/me", "list": "/v1/tickets?limit=50",
-                      "get": f"/v1/tickets/{ticket_id}", "create": "/v1/tickets"}
-        self.create_body = json.dumps(approve.ticket_body(project_id)).encode()
+    def answers(self, service: Served, names: list[str]) -> dict[str, dict]:
+        """The service's answer to each named request, by "METHOD /path?query", for the ceiling."""
+        found = {}
+        for name in names:
+            method, path, headers, body = self.sent[name]
+            answer = answer_of(service.url + path, method=method, headers=headers, body=body)
+            if not 200 <= answer["status"] < 300:
+                raise RuntimeError(f"{report.LABELS[name]} answered {answer['status']}")
+            found[f"{method} {path}"] = answer
+        return found
 
     def paced(self, server: Served, name: str, args) -> LoadResult:
         """One paced (open-loop) run of a request on a server."""
-        headers = {"Authorization": f"Bearer {self.key}"}
-        body = None
-        if name == "create":
-            headers["Content-Type"] = "application/json"
-            body = self.create_body
+        method, path, headers, body = self.sent[name]
         log(f"paced {args.rate:g} req/s {server.name} {report.LABELS[name]}")
-        result = paced(server.url + self.paths[name], method="POST" if body else "GET",
-                       headers=headers, body=body, rate=args.rate, seconds=args.seconds,
-                       worker_pid=server.worker_pid())
-        _check(result, server.name, f"paced {name}")
+        worker = server.worker_pid()
+        result = paced(server.url + path, method=method, headers=headers, body=body,
+                       rate=args.rate, seconds=args.seconds, worker_pid=worker)
+        # Figures from a run with failed answers would measure failures. An answer too slow
+        # to wait for is a figure (the slowness) and is reported beside it.
+        if any(count for kind, count in result.errors.items() if kind != "timeout"):
+            raise RuntimeError(f"{server.name} paced {name}: the run saw errors {result.errors}")
+        if result.errors["timeout"]:
+            log(f"{result.errors['timeout']} of {result.requests} timed out; waiting for the "
+                "worker to finish what is queued")
+        wait_until_idle(worker)
         return result
 
-    def closed(self, server: Served, name: str, args) -> LoadResult:
-        """One wrk (closed-loop) run of a request on a server."""
-        log(f"wrk {args.connections} connections {server.name} {report.LABELS[name]}")
-        script = "post_ticket.lua" if name == "create" else "get.lua"
-        result = wrk(server.url + self.paths[name], script,
-                     {"BENCH_KEY": self.key, "BENCH_PROJECT": self.project_id},
-                     seconds=args.seconds, connections=args.connections,
-                     worker_pid=server.worker_pid())
-        _check(result, server.name, f"wrk {name}")
-        return result
 
-    def pairs(self, ceiling: Served, service: Served, name: str, args) -> dict:
-        """`rounds` wrk pairs, ceiling then service back to back; the pair with the median ratio."""
-        runs = [{"ceiling": self.closed(ceiling, name, args),
-                 "service": self.closed(service, name, args)} for _ in range(args.rounds)]
-        ratios = [run["service"].rps / run["ceiling"].rps for run in runs]
-        middle = sorted(range(len(runs)), key=lambda i: ratios[i])[(len(runs) - 1) // 2]
-        return {**runs[middle], "ratios": ratios}
-
-
-def latency_runs(api: Api, ceiling: Served, service: Served, app, company_id: int,
-                 args) -> dict:
-    """Paced and wrk runs of each request at the current ticket count, reads before creates."""
-    tickets = seed.ticket_count(app, company_id)
-    runs: dict = {"tickets": tickets, "paced": {}, "closed": {}}
-    for name in ENDPOINTS:
-        runs["paced"][name] = api.paced(service, name, args)
-        runs["closed"][name] = api.pairs(ceiling, service, name, args)
-    return runs
+def latency_runs(sent: Requests, service: Served, app, company_id: int, args) -> dict:
+    """A paced run of each request at the current ticket count, reads before creates."""
+    return {"tickets": seed.ticket_count(app, company_id),
+            "paced": {name: sent.paced(service, name, args) for name in report.ROUTES}}
 
 
 def run_sections(workdir: Path, service, camera: bytes, args, results: dict,
@@ -224,30 +225,32 @@ def run_sections(workdir: Path, service, camera: bytes, args, results: dict,
     app = in_process_app(service)
 
     template_id = seed.make_template(service.url, key, project_id)
-    sizes = {"create": body_size(service.url + "/v1/tickets", key, "POST",
-                                 approve.ticket_body(project_id))}
+    reviewer = company["reviewer"]
+    sent = Requests(key, sign_in(service.url, reviewer["email"], reviewer["password"]),
+                    project_id, template_id)
+    answers = sent.answers(service, ["create"])  # before seeding, so the count is as seeded
     log(f"seeding up to {args.small} tickets, copies of {template_id}")
     seed.seed_tickets(app, company_id, template_id, args.small)
-    api = Api(key, project_id, template_id)
-    sizes.update({name: body_size(service.url + api.paths[name], key) for name in READS})
-    ceiling = start_ceiling(workdir, sizes)
+    answers.update(sent.answers(service, [name for name in report.ROUTES if name != "create"]))
+    ceiling = start_ceiling(workdir, answers)
     started.append(ceiling)
-    results["sizes"] = sizes
+    results["sizes"] = {name: answers[f"{method} {path}"]["bytes"]
+                        for name, (method, path, _, _) in sent.sent.items()}
 
-    results["latency"] = {"ceiling_paced": {name: api.paced(ceiling, name, args)
-                                            for name in ENDPOINTS}}
-    results["latency"]["small"] = latency_runs(api, ceiling, service, app, company_id, args)
+    results["latency"] = {"ceiling_paced": {name: sent.paced(ceiling, name, args)
+                                            for name in report.ROUTES}}
+    results["latency"]["small"] = latency_runs(sent, service, app, company_id, args)
 
     log(f"seeding up to {args.big} tickets")
     start = time.monotonic()
     added = seed.seed_tickets(app, company_id, template_id, args.big)
     results["latency"]["seed"] = {"seconds": time.monotonic() - start, "added": added}
     log(f"seeded {added} in {results['latency']['seed']['seconds']:.1f} s")
-    results["latency"]["big"] = latency_runs(api, ceiling, service, app, company_id, args)
+    results["latency"]["big"] = latency_runs(sent, service, app, company_id, args)
 
     results["memory"] = {"service_mb": rss_mb(service.worker_pid()),
                          "ceiling_mb": rss_mb(ceiling.worker_pid())}
-    log(f"memory after load: {results['memory']}")
+    log(f"memory after the paced runs: {results['memory']}")
 
     from playwright.sync_api import sync_playwright
     with sync_playwright() as playwright:

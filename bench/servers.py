@@ -1,4 +1,4 @@
-"""Start and stop the servers under test, find their workers, and load them (wrk, paced)."""
+"""Start and stop the servers under test, find their workers, and load them at a steady rate."""
 from __future__ import annotations
 
 import http.client
@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
 VENV_BIN = Path(sys.executable).parent
 GUNICORN_THREADS = 8  # what `make run` (bin/serve) uses
+TIMEOUT_S = 10.0  # a paced request not answered by then counts as timed out (its wait still counts)
 
 
 def free_port() -> int:
@@ -172,11 +173,14 @@ def start_service(workdir: Path) -> Served:
     return served
 
 
-def start_ceiling(workdir: Path, sizes: dict[str, int]) -> Served:
-    """Start the bare ceiling app under gunicorn with bin/serve's settings (no access log)."""
+def start_ceiling(workdir: Path, answers: dict[str, dict]) -> Served:
+    """Start the bare ceiling app under gunicorn with bin/serve's settings (no access log).
+
+    `answers` maps "METHOD /path?query" to the status, content type and size of the service's
+    answer (see bench/ceiling_app.py).
+    """
     port = free_port()
-    env = dict(os.environ, BENCH_CEILING_SIZES=json.dumps(sizes),
-               BENCH_CEILING_DB=str(workdir / "ceiling.sqlite3"))
+    env = dict(os.environ, BENCH_CEILING_ANSWERS=json.dumps(answers))
     log_path = workdir / "ceiling.log"
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
@@ -189,8 +193,31 @@ def start_ceiling(workdir: Path, sizes: dict[str, int]) -> Served:
     return served
 
 
-def wait_until_idle(pid: int, timeout_s: float = 30.0) -> None:
-    """Wait until a worker has finished the requests wrk left queued (under 5 % CPU for 0.3 s)."""
+def answer_of(url: str, *, method: str = "GET", headers: dict[str, str] | None = None,
+              body: bytes | None = None) -> dict:
+    """One request's answer as it crossed the wire: status, content type and body bytes.
+
+    The body is counted as sent (compressed, when the request accepted that), so the
+    ceiling can answer the same number of bytes.
+    """
+    hostport, _, path = url.split("://", 1)[1].partition("/")
+    host, _, port = hostport.partition(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=60)
+    try:
+        connection.request(method, "/" + path, body=body, headers=dict(headers or {}))
+        answer = connection.getresponse()
+        return {"status": answer.status, "type": answer.getheader("Content-Type", ""),
+                "bytes": len(answer.read())}
+    finally:
+        connection.close()
+
+
+def wait_until_idle(pid: int, timeout_s: float = 300.0) -> None:
+    """Wait until a worker has finished what it was given (under 5 % CPU for 0.3 s).
+
+    A run slower than its rate leaves requests queued behind it; the next run starts after
+    them, not on top of them.
+    """
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         before = cpu_seconds(pid)
@@ -201,7 +228,7 @@ def wait_until_idle(pid: int, timeout_s: float = 30.0) -> None:
 
 @dataclass(frozen=True)
 class LoadResult:
-    """One load run's figures (wrk's closed loop or the paced open loop)."""
+    """One paced load run's figures."""
 
     url: str
     seconds: float
@@ -218,32 +245,6 @@ class LoadResult:
     def ok(self) -> bool:
         """No socket errors and no error statuses."""
         return not any(self.errors.values())
-
-
-def wrk(url: str, script: str, env: dict[str, str], *, seconds: int = 10, connections: int = 16,
-        warmup_s: int = 2, worker_pid: int | None = None) -> LoadResult:
-    """Run wrk (one thread, `connections` connections) after a short warm-up; parse its report."""
-    full_env = dict(os.environ, BENCH_LUA_DIR=str(BENCH / "lua"), **env)
-    script_path = str(BENCH / "lua" / script)
-    if warmup_s:
-        subprocess.run(["wrk", "-t1", f"-c{connections}", f"-d{warmup_s}s", "-s", script_path, url],
-                       env=full_env, capture_output=True, check=True, timeout=warmup_s + 60)
-    cpu_before = cpu_seconds(worker_pid) if worker_pid else None
-    done = subprocess.run(["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency",
-                           "--timeout", "10s", "-s", script_path, url],
-                          env=full_env, capture_output=True, text=True, check=True,
-                          timeout=seconds + 60)
-    cpu = cpu_seconds(worker_pid) - cpu_before if worker_pid else None
-    if worker_pid:
-        wait_until_idle(worker_pid)
-    line = next(l for l in done.stdout.splitlines() if l.startswith("BENCH_JSON "))
-    data = json.loads(line[len("BENCH_JSON "):])
-    duration = data["duration_us"] / 1e6
-    lat = data["latency_us"]
-    return LoadResult(url=url, seconds=duration, requests=data["requests"],
-                      rps=data["requests"] / duration, p50_ms=lat["p50"] / 1000,
-                      p90_ms=lat["p90"] / 1000, p99_ms=lat["p99"] / 1000,
-                      max_ms=lat["max"] / 1000, errors=data["errors"], worker_cpu_s=cpu)
 
 
 def _percentile(sorted_ms: list[float], percent: float) -> float:
@@ -276,7 +277,7 @@ class _PacedClient:
             connection = None
         if connection is None:
             connection = local.connection = http.client.HTTPConnection(
-                self.host, self.port, timeout=10)
+                self.host, self.port, timeout=TIMEOUT_S)
         try:
             connection.request(self.method, self.path, body=self.body, headers=self.headers)
             answer = connection.getresponse()
@@ -315,7 +316,7 @@ def paced(url: str, *, method: str = "GET", headers: dict[str, str] | None = Non
             latencies.append(took_ms)
             if isinstance(status, str):
                 errors[status] += 1
-            elif status >= 400:
+            elif not 200 <= status < 300:  # a redirect to the sign-in page is a failure too
                 errors["status"] += 1
 
     def run(pool: ThreadPoolExecutor, count: int, record: bool) -> float:
