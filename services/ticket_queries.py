@@ -7,7 +7,8 @@ import re
 from dataclasses import dataclass, replace
 from decimal import Decimal
 
-from sqlalchemy import Numeric, String, case, cast, func, or_, select
+from sqlalchemy import (BigInteger, Float, Numeric, String, case, cast, func, literal, or_, select,
+                        union_all)
 from sqlalchemy.orm import defer
 
 from models import CaptureLink, db, utcnow
@@ -175,18 +176,27 @@ def age_bucket(captured_at: dt.datetime, now: dt.datetime) -> str:
 
 def age_totals(company_id: int, where: ListFilter, now: dt.datetime | None = None,
                wait: Wait = Wait.YES) -> dict[str, tuple[int, Decimal]]:
-    """How many tickets of a filtered list fall in each age bucket, and their dollar total."""
+    """How many tickets of a filtered list fall in each age bucket, and their dollar total.
+
+    The database counts and sums each bucket's range of capture times from the list's index
+    alone (the index carries the total), in whole cents so every cent is kept.
+    """
     now = now or utcnow()
     conditions = _list_conditions(company_id, where)
     if where.to_check:
         conditions.append(TicketRecord.id.in_(_ids_to_check(conditions, NEWEST_FIRST, wait)))
-    totals = {key: (0, Decimal("0.00")) for key, _label, _days in AGE_BUCKETS}
-    for captured_at, total in db.session.execute(
-            select(TicketRecord.captured_at, TicketRecord.total).where(*conditions)):
-        key = age_bucket(captured_at, now)
-        count, money = totals[key]
-        totals[key] = (count + 1, money + total)
-    return totals
+    cents = cast(func.round(cast(TicketRecord.total, Float) * 100), BigInteger)
+    buckets, newer_than = [], None
+    for key, _label, days in AGE_BUCKETS:
+        older_than = now - dt.timedelta(days=days) if days is not None else None
+        within = [condition for condition in (
+            TicketRecord.captured_at > older_than if older_than else None,
+            TicketRecord.captured_at <= newer_than if newer_than else None) if condition is not None]
+        buckets.append(select(literal(key), func.count(), func.coalesce(func.sum(cents), 0))
+                       .where(*conditions, *within))
+        newer_than = older_than
+    return {key: (int(count), Decimal(int(summed)) / 100)
+            for key, count, summed in db.session.execute(union_all(*buckets))}
 
 
 def list_status_counts(company_id: int, where: ListFilter, wait: Wait = Wait.YES

@@ -1,4 +1,4 @@
-"""retire the kept ticket counts and the stored routing-pending mark
+"""retire the kept ticket counts and the stored routing-pending mark; list indexes carry the total
 
 Revision ID: 0021
 Revises: 0020
@@ -7,6 +7,8 @@ Create Date: 2026-11-27 22:00:00
 A list counts its rows (a few milliseconds over 100,000 tickets), so the counts kept by
 triggers go, with their triggers. Whether a ticket's routing is pending is worked out when
 it is read (the project's codes are not known yet), so reading a ticket never writes it.
+The list's indexes end with the total, so the queue's counts and sums per status and age read
+an index alone.
 """
 from alembic import op
 import sqlalchemy as sa
@@ -18,6 +20,13 @@ branch_labels = None
 depends_on = None
 
 TRIGGERS = ("tickets_counted_insert", "tickets_counted_delete", "tickets_counted_update")
+INDEXES = {
+    "ix_tickets_company_captured": ["company_id", "captured_at", "id"],
+    "ix_tickets_company_status_captured": ["company_id", "status", "captured_at", "id"],
+    "ix_tickets_company_project_captured": ["company_id", "project_id", "captured_at", "id"],
+    "ix_tickets_company_project_status_captured": ["company_id", "project_id", "status",
+                                                   "captured_at", "id"],
+}
 
 
 def upgrade():
@@ -30,13 +39,20 @@ def upgrade():
     op.drop_table('ticket_counts')
     with op.batch_alter_table('tickets', schema=None) as batch_op:
         batch_op.drop_column('routing_pending')
+        for name, columns in INDEXES.items():
+            batch_op.drop_index(name)
+            batch_op.create_index(name, [*columns, 'total'], unique=False)
 
 
 def downgrade():
-    """Bring back the column (nothing pending) and the counts, counted from the tickets."""
+    """Bring back the column (nothing pending), the indexes without the total, and the counts,
+    counted from the tickets."""
     with op.batch_alter_table('tickets', schema=None) as batch_op:
         batch_op.add_column(sa.Column('routing_pending', sa.Boolean(), nullable=False,
                                       server_default=sa.false()))
+        for name, columns in INDEXES.items():
+            batch_op.drop_index(name)
+            batch_op.create_index(name, columns, unique=False)
     op.create_table(
         'ticket_counts',
         sa.Column('company_id', sa.Integer(), nullable=False),
