@@ -40,12 +40,19 @@ def ticket_count(app: Flask, company_id: int) -> int:
     return count
 
 
+def seeded_status(i: int) -> str:
+    """The status of the i-th seeded ticket: of every 100, 95 written, 4 sent back and 1 still
+    awaiting review (at 100,000 tickets, a queue of 1,000), spread over every age."""
+    return "submitted" if i % 100 == 0 else ("rejected" if i % 100 < 5 else "written")
+
+
 def seed_tickets(app: Flask, company_id: int, template_id: str, target: int,
                  chunk: int = 5000) -> int:
     """Add copies of the template ticket until the company has `target`; return how many were added.
 
     Copies are captured 20 s apart before the oldest ticket there is, so the newest page
-    holds the run's own tickets when it has them.
+    holds the run's own tickets when it has them. Like a firm's history, most are written
+    (`seeded_status`).
     """
     from models import Ticket, db
 
@@ -68,7 +75,8 @@ def seed_tickets(app: Flask, company_id: int, template_id: str, target: int,
             db.session.add_all(
                 Ticket(**{**values, "id": str(uuid.uuid4()),
                           "captured_at": start - dt.timedelta(seconds=20 * i),
-                          "description": f"{WORK[i % len(WORK)]} (seeded {i})"})
+                          "description": f"{WORK[i % len(WORK)]} (seeded {i})",
+                          "status": seeded_status(i)})
                 for i in batch)
             db.session.commit()
             db.session.expunge_all()

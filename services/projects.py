@@ -1,10 +1,11 @@
 """Projects, cost codes, budget codes and capability, read from the project system.
 
 Every answer goes through one cache per app: fresh for its TTL, then kept as the last answer
-known. API calls and approvals wait for the project system. Pages read `briefly`: they wait
-at most PAGE_WAIT_S and otherwise show the last answer known (the read goes on and fills the
-cache when it ends), and after a failure they keep to what is known for PAGE_RETRY_S before
-asking again; `away_since` says since when the project system has not answered them.
+known. API calls and approvals wait for the project system. Pages read `briefly`: an answer
+known, even stale, is shown at once while a fresh one loads in the background for the next
+page; with nothing known they wait at most PAGE_WAIT_S. After a failure pages keep to what is
+known for PAGE_RETRY_S before asking again; `away_since` says since when the project system
+has not answered them.
 """
 from __future__ import annotations
 
@@ -128,7 +129,7 @@ def _cache(name: str) -> TTLCache:
 
 def _read(company_id: int, cache_name: str, key: tuple, ttl_s: float, load: Callable[[], T],
           briefly: bool) -> T:
-    """One cached answer: waited for, or (`briefly`) the last one known when it is slow to come."""
+    """One cached answer: waited for, or (`briefly`) the last one known while a fresh one loads."""
     cache = _cache(cache_name)
     if not briefly:
         try:
@@ -141,10 +142,12 @@ def _read(company_id: int, cache_name: str, key: tuple, ttl_s: float, load: Call
     if fresh is not None:
         return fresh
     away = _state("project_system_away", _Away)
+    known = cache.peek(key, stale=True)
     if not away.resting(company_id):
         future = _in_background(lambda: cache.get_or_load(key, ttl_s, load))
-        future.add_done_callback(lambda done: away.back(company_id)
-                                 if done.exception() is None else None)
+        future.add_done_callback(lambda done: _note_outcome(away, company_id, done))
+        if known is not None:
+            return known  # the page shows what it knew; the fresh answer is for the next one
         try:
             return future.result(timeout=PAGE_WAIT_S)
         except FutureTimeout:
@@ -153,10 +156,19 @@ def _read(company_id: int, cache_name: str, key: tuple, ttl_s: float, load: Call
             if error.status < 500:
                 raise
             away.gone(company_id)
-    known = cache.peek(key, stale=True)
     if known is not None:
         return known
     raise Unknown("the project system cannot be reached and nothing is known about this yet")
+
+
+def _note_outcome(away: _Away, company_id: int, done: Future) -> None:
+    """After a page's read: the project system answered, or it is away (a refusal about the
+    request itself, such as a project not found, says nothing about that)."""
+    error = done.exception()
+    if error is None:
+        away.back(company_id)
+    elif not isinstance(error, ServiceError) or error.status >= 500:
+        away.gone(company_id)
 
 
 def _in_background(load: Callable[[], T]) -> Future:
