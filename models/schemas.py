@@ -503,14 +503,31 @@ def _id_text(value: Any) -> Any:
 ProjectId = Annotated[str, BeforeValidator(_id_text), required_text(40)]
 
 
-class TicketInput(InputShape):
+class TicketText(Shape):
+    """The optional text a ticket is sent with and shown with, each field declared once here
+    for the new ticket (TicketInput) and its answers (TicketSummary, Ticket).
+
+    An answer carries every field, defaults included, so the document lists each field of a
+    ticket's answer as required.
+    """
+
+    model_config = ConfigDict(json_schema_serialization_defaults_required=True)
+
+    captured_by: str | None = Field(default=None, max_length=200, description=(
+        "Who recorded the ticket, as they gave their name."))
+    authorization_ref: str | None = Field(default=None, max_length=60, description=(
+        "Reference of the GC directive or change-order request the work was done under, e.g. "
+        "'CD-014'. When the project lists it (see /projects/{id}/authorizations) the ticket "
+        "counts against its not-to-exceed amount; otherwise it is kept and flagged."))
+
+
+class TicketInput(InputShape, TicketText):
     """A new ticket, as the API and the capture form both submit it."""
 
     project_id: ProjectId
     description: str = required_text(4000, description="What was done.")
     reason: str = required_text(2000, description="Why it is out of scope.")
     directed_by: str = required_text(200, description="Who authorized it.")
-    captured_by: str | None = Field(default=None, max_length=200)
     labor: list[LaborLineIn] = Field(default_factory=list, max_length=50)
     equipment: list[EquipmentLineIn] = Field(default_factory=list, max_length=50)
     materials: list[MaterialLineIn] = Field(default_factory=list, max_length=100)
@@ -523,10 +540,6 @@ class TicketInput(InputShape):
     worked_on: OptionalIsoDate = Field(default=None, description=(
         "ISO date the work was done; defaults to the capture date on the jobsite's clock. "
         "Picks the rate sheet in force and dates the daily log entry."))
-    authorization_ref: str | None = Field(default=None, max_length=60, description=(
-        "Reference of the GC directive or change-order request the work was done under, e.g. "
-        "'CD-014'. When the project lists it (see /projects/{id}/authorizations) the ticket "
-        "counts against its not-to-exceed amount; otherwise it is kept and flagged."))
     client_ref: str | None = Field(
         default=None, pattern=r"^[A-Za-z0-9_-]{8,64}$",
         description="Your own id for this ticket (8 to 64 letters, digits, '-', '_'). Sending "
@@ -758,7 +771,7 @@ class NteStatus(Shape):
     message: str = Field(description="The same in words, as the pages show it.")
 
 
-class TicketSummary(Shape):
+class TicketSummary(TicketText):
     """A ticket as a list shows it: what finds and sorts it, its total and its state.
 
     Lines, photos, the signature, the decision history and the routing are on the ticket
@@ -773,7 +786,6 @@ class TicketSummary(Shape):
     directed_by: str
     captured_at: dt.datetime
     captured_via: CaptureChannel
-    captured_by: str | None
     worked_on: dt.date | None = Field(default=None, description="The day the work was done.")
     total: JsonNumber
     photo_count: int
@@ -792,8 +804,6 @@ class TicketSummary(Shape):
         "project system) or cannot be read now; its lines need review until a read works the "
         "routing out. In a list: whether the server holds no codes of the ticket's project "
         "yet. Always false on a written ticket. Reading a ticket never changes it."))
-    authorization_ref: str | None = Field(default=None, description=(
-        "The GC directive or change-order request the ticket names."))
 
 
 class Ticket(TicketSummary):
