@@ -12,7 +12,7 @@ from flask_wtf.csrf import CSRFProtect
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from blueprints import (auth, health, home, keys, links, me, openapi, projects, rates, reviewers,
-                        signatures, tickets)
+                        signatures, ticket_pages)
 from blueprints.cli import register_commands
 from blueprints.errors import register_error_handlers
 from models import db
@@ -236,8 +236,8 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     app.after_request(add_security_headers)
     configure_logging(app)
 
-    for blueprint in (home.bp, health.bp, auth.bp, me.bp, openapi.bp, projects.bp, tickets.bp, links.bp,
-                      keys.bp, reviewers.bp, rates.bp, signatures.bp):
+    for blueprint in (home.bp, health.bp, auth.bp, me.bp, openapi.bp, projects.bp, ticket_pages.bp,
+                      links.bp, keys.bp, reviewers.bp, rates.bp, signatures.bp):
         app.register_blueprint(blueprint)
     register_error_handlers(app)
     register_commands(app)

@@ -18,7 +18,7 @@ from models.schemas import (
     SignatureRequestInput,
     SignatureRequestList,
 )
-from blueprints.tickets import ticket_panel
+from blueprints.ticket_pages import ticket_panel
 from models import short_reference
 from services import documents, evidence, i18n, signatures, signing
 from services.capture import plain_message

@@ -1,19 +1,16 @@
-"""Tickets: the /v1 routes and the review pages (queue, ticket), on the same services."""
+"""Tickets: the blueprint and its /v1 routes; its review pages are in blueprints/ticket_pages.py."""
 from __future__ import annotations
 
-from flask import Blueprint, Response, g, redirect, request, url_for
-from flask_login import current_user, login_required
+from flask import Blueprint, Response, g, request
 
 from blueprints.api import PROJECT_SYSTEM_ERRORS, api_route, error_codes
 from models.schemas import (
     ApprovalResult,
     ApproveInput,
-    BudgetCodeInput,
     PhotoUploadQuery,
     PhotosInput,
     RejectInput,
     Ticket,
-    TicketAuthorizationInput,
     TicketFilters,
     TicketInput,
     TicketList,
@@ -22,22 +19,15 @@ from models.schemas import (
 from models import utcnow
 from services import (
     approval,
-    authorizations,
     capture,
     documents,
     evidence,
     export,
-    projects,
-    review_queue,
-    review_ticket,
     ticket_queries,
     ticket_shapes,
     tickets,
 )
 from services.ticket_records import find_ticket
-from services.errors import ServiceError
-from services.validation import validate
-from services.web import is_htmx, render_page
 
 bp = Blueprint("tickets", __name__)
 STORAGE_ERRORS = {507: ("storage_quota_exceeded", "storage_full")}
@@ -61,7 +51,7 @@ def list_tickets(query: TicketListQuery) -> TicketList:
     return ticket_queries.list_tickets(g.company_id, where, limit=query.limit, offset=query.offset)
 
 
-def _csv_answer(text: str) -> Response:
+def csv_answer(text: str) -> Response:
     """The ticket log as a CSV download named by today's date."""
     response = Response(text, mimetype="text/csv")
     response.headers["Content-Disposition"] = \
@@ -84,7 +74,7 @@ def export_tickets(query: TicketFilters) -> Response:
     waits long on it. A cell that a spreadsheet would run as a formula (starting with =, +,
     -, @) starts with an apostrophe instead.
     """
-    return _csv_answer(export.export_csv(g.company_id, ticket_queries.ListFilter(
+    return csv_answer(export.export_csv(g.company_id, ticket_queries.ListFilter(
         status=query.status, project_id=query.project_id, q=query.q)))
 
 
@@ -224,7 +214,7 @@ def _evidence(data: bytes, media_type: str) -> Response:
     """An image of a ticket's evidence, as its own type unless the caller asks for plain bytes."""
     chosen = request.accept_mimetypes.best_match([media_type, "application/octet-stream"],
                                                  default=media_type)
-    return _image(data, chosen or media_type)
+    return image_answer(data, chosen or media_type)
 
 
 PHOTO_ERRORS = {404: ("ticket_not_found", "photo_not_found")}
@@ -239,7 +229,7 @@ def get_photo(ticket_id: str, photo_id: int) -> Response:
     The photo as stored: upright, without EXIF or GPS. `Accept: application/octet-stream`
     gets the same bytes under that type.
     """
-    return _evidence(evidence.photo_image(g.company_id, ticket_id, photo_id), "image/jpeg")
+    return _evidence(evidence.photoimage_answer(g.company_id, ticket_id, photo_id), "image/jpeg")
 
 
 @api_route(bp, "/tickets/<ticket_id>/photos/<int:photo_id>/thumbnail", tag="evidence",
@@ -250,7 +240,7 @@ def get_photo_thumbnail(ticket_id: str, photo_id: int) -> Response:
     320 px on the long edge. `Accept: application/octet-stream` gets the same bytes under
     that type.
     """
-    return _evidence(evidence.photo_image(g.company_id, ticket_id, photo_id, thumbnail=True),
+    return _evidence(evidence.photoimage_answer(g.company_id, ticket_id, photo_id, thumbnail=True),
                      "image/jpeg")
 
 
@@ -276,7 +266,7 @@ def get_signature_thumbnail(ticket_id: str) -> Response:
     return _evidence(evidence.signature_file(g.company_id, ticket_id, thumbnail=True), "image/png")
 
 
-def _document(data: bytes, ticket_id: str) -> Response:
+def document_answer(data: bytes, ticket_id: str) -> Response:
     """The signed ticket document as a PDF download named by the ticket's reference (plain
     bytes for a client that asks for them, as generated clients do)."""
     chosen = request.accept_mimetypes.best_match([documents.MEDIA_TYPE, "application/octet-stream"],
@@ -292,7 +282,7 @@ def _document(data: bytes, ticket_id: str) -> Response:
            errors={404: ("ticket_not_found",), 503: ("document_busy",)},
            extra_responses={503: "The document could not be made in time (see Retry-After); "
                                  "nothing was changed."})
-def get_document(ticket_id: str) -> Response:
+def getdocument_answer(ticket_id: str) -> Response:
     """Download the signed ticket document (PDF) of a ticket.
 
     Company and project, the work, why it is extra and who directed it, every line with its
@@ -302,229 +292,14 @@ def get_document(ticket_id: str) -> Response:
     with, or else its routing now (as in GET /v1/tickets/{id}). The document attached to the
     change event at approval is the one of the approved ticket.
     """
-    return _document(documents.ticket_document(g.company_id, ticket_id), ticket_id)
+    return document_answer(documents.ticketdocument_answer(g.company_id, ticket_id), ticket_id)
 
 
 # ------------------------------------------------------------------ pages
 
-def ticket_panel(ticket_id: str, *, error: ServiceError | None = None, message: str | None = None,
-                  chosen: review_ticket.FormChoices | None = None, status: int = 200,
-                  new_request=None, sign_error: ServiceError | None = None) -> Response:
-    """The ticket page, or its main panel for htmx, with the approve-form choices posted kept."""
-    chosen = chosen or review_ticket.FormChoices.from_form(request.values)
-    page = review_ticket.ticket_page(current_user.company_id, ticket_id, error=error, message=message,
-                              chosen=chosen)
-    page.reject_open = error is not None and error.code == "reason_required"
-    response = render_page("review/ticket.html", "review/_ticket.html", page=page,
-                           came_from=chosen.came_from, reject_reasons=review_ticket.REJECT_REASONS,
-                           **review_ticket.signing_context(current_user.company_id, ticket_id,
-                                                    new_request=new_request, error=sign_error))
-    response.status_code = status
-    return response
 
-
-@bp.get("/queue")
-@login_required
-def queue_page() -> Response:
-    """The review queue: filters, sort and page from the URL, 'Needs review' by default."""
-    data = review_queue.queue(current_user.company_id, review_queue.QueueView.from_args(request.args))
-    return render_page("review/queue.html", "review/_queue_rows.html", queue=data,
-                       tabs=review_queue.STATUS_TABS, sorts=review_queue.SORT_CHOICES)
-
-
-def _queue_after_bulk(*, confirm=None, results=None, selected=()) -> Response:
-    """The queue it was sent from, with the bulk confirmation or the bulk results on top."""
-    view = review_queue.QueueView.from_query_string(request.form.get("from"))
-    data = review_queue.queue(current_user.company_id, view)
-    return render_page("review/queue.html", "review/_queue_rows.html", queue=data,
-                       tabs=review_queue.STATUS_TABS, sorts=review_queue.SORT_CHOICES, bulk_confirm=confirm,
-                       bulk_results=results, selected=set(selected),
-                       bulk_total=review_queue.bulk_total(confirm or results or []))
-
-
-@bp.post("/queue/bulk")
-@login_required
-def bulk_confirm_page() -> Response:
-    """Step one of a bulk approval: the selected tickets, their count and total, to confirm."""
-    ids = request.form.getlist("ids")
-    return _queue_after_bulk(confirm=review_queue.bulk_selection(current_user.company_id, ids),
-                             selected=ids)
-
-
-@bp.post("/queue/bulk/approve")
-@login_required
-def bulk_approve_page() -> Response:
-    """Step two: write each confirmed ticket once and show what happened to each."""
-    results = review_queue.bulk_approve(current_user.company_id, request.form.getlist("ids"),
-                                  actor=current_user.email)
-    return _queue_after_bulk(results=results)
-
-
-@bp.get("/queue/export.csv")
-@login_required
-def queue_export() -> Response:
-    """The queue's tickets, as currently filtered, as a CSV download."""
-    view = review_queue.QueueView.from_args(request.args)
-    return _csv_answer(export.export_csv(current_user.company_id, view.list_filter()))
-
-
-@bp.get("/tickets/<ticket_id>")
-@login_required
-def ticket_page(ticket_id: str) -> Response:
-    """One ticket with everything a reviewer needs to approve it."""
-    written = request.args.get("written")
-    note = review_ticket.next_ticket_note(current_user.company_id, written) if written else None
-    return ticket_panel(ticket_id, message=note)
-
-
-@bp.post("/tickets/<ticket_id>/approve")
-@login_required
-def approve_page(ticket_id: str) -> Response:
-    """Approve from the page: the same service and rules as the API, with the page's routes."""
-    form = request.form.to_dict()
-    view = review_queue.QueueView.from_query_string(form.get("from"))
-    following = review_queue.next_ticket(current_user.company_id, view, ticket_id) \
-        if form.get("next") else None
-    try:
-        result = review_ticket.approve_from_form(current_user.company_id, ticket_id, form,
-                                          actor=current_user.email)
-    except ServiceError as error:
-        if error.status == 404:
-            raise
-        return ticket_panel(ticket_id, error=error, status=422)
-    if form.get("next"):
-        return _go_to_next(following, view, ticket_id)
-    return ticket_panel(ticket_id, message=review_ticket.written_note(result, already=result.already))
-
-
-def _go_to_next(following: str | None, view, done_id: str) -> Response:
-    """After 'Approve and next': the next ticket of the queue, or the queue when none is left."""
-    params = {"from": view.query_string} if view.query_string else {}
-    if following is None:
-        target = url_for("tickets.queue_page", **view.params())
-    else:
-        target = url_for("tickets.ticket_page", ticket_id=following, written=done_id, **params)
-    if is_htmx():
-        response = Response(status=204)
-        response.headers["HX-Redirect"] = target
-        return response
-    return redirect(target, code=303)
-
-
-def _decide(ticket_id: str, decide, done: str) -> Response:
-    """Run reject or restore for the signed-in reviewer and show the ticket again."""
-    try:
-        decide(current_user.company_id, ticket_id, actor=current_user.email)
-    except ServiceError as error:
-        if error.status == 404:
-            raise
-        return ticket_panel(ticket_id, error=error, status=422)
-    return ticket_panel(ticket_id, message=done)
-
-
-@bp.post("/tickets/<ticket_id>/reject")
-@login_required
-def reject_page(ticket_id: str) -> Response:
-    """Reject from the page with a reason the crew will see."""
-    form = request.form.to_dict()
-    return _decide(ticket_id, lambda company_id, ticket_id, actor: review_ticket.reject_from_form(
-        company_id, ticket_id, form, actor),
-        "Rejected and sent back to the crew with your reason. Nothing was written to Procore.")
-
-
-@bp.post("/tickets/<ticket_id>/restore")
-@login_required
-def restore_page(ticket_id: str) -> Response:
-    """Restore a rejected ticket to the queue from the page."""
-    return _decide(ticket_id, approval.restore, "Restored to the queue.")
-
-
-@bp.post("/tickets/<ticket_id>/budget-codes")
-@login_required
-def create_budget_code_page(ticket_id: str) -> Response:
-    """Create the budget code a line lacks, through the same service as the budget-codes endpoint."""
-    form = request.form.to_dict()
-    ticket = find_ticket(current_user.company_id, ticket_id)
-    try:
-        body = validate(BudgetCodeInput, {"cost_code_item_id": form.get("cost_code_item_id"),
-                                          "cost_type": form.get("cost_type") or "other"})
-        made = projects.create_budget_code(current_user.company_id, ticket.project_id,
-                                           body.cost_code_item_id, body.cost_type)
-    except ServiceError as error:
-        if error.status == 404 and error.code == "ticket_not_found":
-            raise
-        return ticket_panel(ticket_id, error=error, status=422)
-    chosen = review_ticket.FormChoices.from_form(request.values)
-    line = form.get("line", "")
-    if not line.isdigit():
-        return ticket_panel(ticket_id, message=f"Budget code {made.code} is ready.", chosen=chosen)
-    return ticket_panel(ticket_id, message=f"Budget code {made.code} is ready; it is selected "
-                                           f"for line {int(line) + 1}.",
-                         chosen=chosen.picking(int(line), made.id))
-
-
-@bp.post("/tickets/<ticket_id>/authorization")
-@login_required
-def authorization_page(ticket_id: str) -> Response:
-    """Count the ticket against a directive or change-order request, through the API's service."""
-    ticket = find_ticket(current_user.company_id, ticket_id)
-    chosen = request.form.get("authorization_id") or None
-    try:
-        body = validate(TicketAuthorizationInput, {"authorization_id": int(chosen) if chosen and
-                                                   chosen.isdecimal() and len(chosen) < 18 else chosen})
-        authorizations.link_ticket(current_user.company_id, ticket, body.authorization_id)
-    except ServiceError as error:
-        if error.status == 404:
-            raise
-        return ticket_panel(ticket_id, error=error, status=422)
-    return ticket_panel(ticket_id, message="Saved." if body.authorization_id else
-                         "It counts against no directive or change-order request now.")
-
-
-@bp.post("/tickets/<ticket_id>/reprice")
-@login_required
-def reprice_page(ticket_id: str) -> Response:
-    """Price the ticket again from the rate sheet and markups in force now."""
-    try:
-        tickets.reprice_ticket(current_user.company_id, ticket_id)
-    except ServiceError as error:
-        if error.status == 404:
-            raise
-        return ticket_panel(ticket_id, error=error, status=422)
-    return ticket_panel(ticket_id, message="Priced again from the rate sheet and markups in force.")
-
-
-def _image(data: bytes, media_type: str) -> Response:
+def image_answer(data: bytes, media_type: str) -> Response:
     """An image answer that browsers cache privately."""
     response = Response(data, mimetype=media_type)
     response.headers["Cache-Control"] = "private, max-age=3600"
     return response
-
-
-@bp.get("/tickets/<ticket_id>/photos/<int:position>.jpg")
-@login_required
-def photo_page(ticket_id: str, position: int) -> Response:
-    """A photo at full size."""
-    return _image(evidence.photo_file(current_user.company_id, ticket_id, position), "image/jpeg")
-
-
-@bp.get("/tickets/<ticket_id>/photos/<int:position>/thumb.jpg")
-@login_required
-def photo_thumb_page(ticket_id: str, position: int) -> Response:
-    """A photo's thumbnail."""
-    return _image(evidence.photo_file(current_user.company_id, ticket_id, position, thumbnail=True),
-                  "image/jpeg")
-
-
-@bp.get("/tickets/<ticket_id>/document.pdf")
-@login_required
-def document_page(ticket_id: str) -> Response:
-    """The signed ticket document (PDF), for a signed-in reviewer of the ticket's company."""
-    return _document(documents.ticket_document(current_user.company_id, ticket_id), ticket_id)
-
-
-@bp.get("/tickets/<ticket_id>/signature.png")
-@login_required
-def signature_page(ticket_id: str) -> Response:
-    """The signature image."""
-    return _image(evidence.signature_file(current_user.company_id, ticket_id), "image/png")

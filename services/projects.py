@@ -171,11 +171,17 @@ def _note_outcome(away: _Away, company_id: int, done: Future) -> None:
         away.gone(company_id)
 
 
+_pool: list[ThreadPoolExecutor] = []
+
+
 def _in_background(load: Callable[[], T]) -> Future:
-    """Run a read on this app's pool of read threads, with the app context."""
+    """Run a read on the process's pool of read threads (made on first use), in the app's context."""
     app = current_app._get_current_object()
-    pool = _state("project_system_reads", lambda: ThreadPoolExecutor(
-        PAGE_READ_THREADS, thread_name_prefix="project-system-read"))
+    with _setup_lock:
+        if not _pool:
+            _pool.append(ThreadPoolExecutor(PAGE_READ_THREADS,
+                                            thread_name_prefix="project-system-read"))
+        pool = _pool[0]
 
     def run() -> T:
         with app.app_context():

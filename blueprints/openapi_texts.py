@@ -1,0 +1,277 @@
+"""The words of the OpenAPI document: its description, a description per tag (resource), and
+the texts every error status and binary body shares. blueprints/openapi.py builds the document."""
+from __future__ import annotations
+
+ERROR_TEXT = {
+    400: "The request has problems; `details` lists every one of them.",
+    401: "Missing, malformed, unknown or revoked API key.",
+    404: "No such resource on this company (another company's resources look the same).",
+    408: "The body did not arrive in time (too long between two parts, or in all); send it again.",
+    409: "The resource's state forbids this request.",
+    413: "The body is larger than the configured limit.",
+    415: "The body is not application/json.",
+    429: "More than the allowed requests per minute on this key; see Retry-After.",
+    502: "The project system refused or could not take the call; its message is passed on.",
+    503: "The server (`busy`) or the project system is busy; nothing was done. Send again "
+         "after the seconds in Retry-After.",
+}
+
+BINARY_BODY_TEXT = ("The image itself (JPEG, PNG or WebP), not base64; any Content-Type is taken "
+                    "(image/jpeg, image/png, image/webp too): the bytes are checked.")
+
+API_DESCRIPTION = """\
+Record claims of out-of-scope construction work and write approved ones into the
+project system (Procore) as change events or daily-log entries, exactly once.
+
+This document is served at `/v1/openapi.json` (no key needed) and rendered for people at
+[/v1/docs](/v1/docs). It is generated from the same Pydantic models that validate requests,
+so it cannot fall behind them: bodies are documented as they are validated, answers as they
+are serialised, and each shape is one named component.
+
+Creating tickets may be automated. Approving should be done by a person; a program that
+approves should send `require_exact: true` and never `allow_unrouted`.
+
+Decisions where the contract left the shape open:
+
+* **Keys.** `ewt_` followed by 43 URL-safe characters (256 random bits). Send
+  `Authorization: Bearer <key>` or `X-API-Key: <key>`. Only a SHA-256 digest and a
+  12-character display prefix are stored, so a lost key cannot be recovered: revoke it and
+  make a new one (on the keys page, or `flask --app app keys`). Every request reads its key
+  from the database, so a revoked key stops at once. `last_used_at` is updated at most once
+  a minute per key. Cookies are neither read nor set under `/v1`: a signed-in
+  reviewer's browser session is no key.
+* **Errors.** Always `{"error": {"code", "message", "details"}}` with a stable `code`; each
+  documented error response lists the codes it can carry (also as `x-error-codes`).
+  Validation errors (400, `validation_failed`) list every problem at once in `details` as
+  `{"field", "message"}` (`FieldProblem`), with fields written like `labor[2].hours`,
+  `photos[2]`, `signature.image`. 401 codes are `api_key_missing`, `api_key_malformed`,
+  `api_key_invalid` and `api_key_revoked`; a 405 names the allowed methods in `Allow`.
+* **Another company's resources** answer exactly like missing ones: same status, same body.
+* **Lists** are objects with a `data` array; `GET /tickets` adds `total`, `limit` and
+  `offset`.
+* **Rate limit.** One shared bucket of 120 requests per minute per key (by default) across all `/v1`
+  routes; every answer of a keyed route (successes and errors) carries `RateLimit-Limit`,
+  `RateLimit-Remaining` (after this request) and `RateLimit-Reset` (Unix time in seconds),
+  and 429 (`rate_limited`) adds `Retry-After` in seconds.
+* **Bodies.** JSON bodies are `application/json` objects (415 otherwise). By default the
+  routes that take photos accept up to 34 MiB (room for 12 photos of up to 2 MiB each in
+  base64), every other route 256 KiB; past that 413 `payload_too_large`. A body must keep arriving and be in
+  within its deadline (408). A JSON body with too many objects or values, or nested more than
+  8 deep, is 400; so is a NUL character in any text, a query string included. A request
+  refused this way stores nothing.
+* **Times** (`taken_at`, `signed_at`, `captured_at`, ...) are date-times going in and coming
+  out; the dates a person reads (a work day, a daily log's date) are on the jobsite's clock:
+  the project's time zone as Procore names it, else UTC.
+* **Amounts** are exact decimals rounded to cents (half up); `total` is the sum of the rounded
+  line amounts.
+* **The project system.** A company not yet connected to one gets 409
+  `project_system_not_connected` from the routes that need it. When it refuses or cannot be
+  reached the answer is 502 with its own message; when it is busy, or asks for a pause too long
+  to wait out within the call (Procore's hourly limit), 503 `project_system_busy` with its
+  wait in `Retry-After`. Nothing was changed in either case.
+"""
+
+# The document's sections, one per resource, in the order a reader meets them: each
+# operation names one with `api_route(tag=...)`. Name, heading, and the reference text that
+# opens the section (Markdown).
+TAGS: dict[str, tuple[str, str]] = {
+    "account": ("Account", """\
+Which company and key a request is authenticated as. Keys are made and revoked by a
+signed-in reviewer on the keys page, or with `flask --app app keys`."""),
+    "projects": ("Projects", """\
+The company's projects, cost codes and budget codes, read from its project system.
+Project ids are strings of the project system's numbers. The project list and "has the
+change-event tool" are remembered for 60 seconds, a project's codes for 30
+(`PROJECT_CACHE_S`, `CAPABILITY_CACHE_S`, `CATALOG_CACHE_S`)."""),
+    "tickets": ("Tickets", """\
+A ticket is one claim of extra work: what was done, why it is extra, who directed it, its
+labor, equipment and material lines, photos and a signature.
+
+**A list finds tickets; the ticket holds them whole.** Each item of `GET /tickets` is a
+`TicketSummary`: id, status, project, work, reason, who directed and recorded it, capture
+time and channel, work day, `total`, `photo_count`, `signed`, `awaiting_signature_since`,
+approval, the written record (`external`), `routing_pending` and `authorization_ref`. Lines,
+photos, the signature, the decision history, the not-to-exceed status and the routing are on
+`GET /tickets/{ticket_id}` (a `Ticket`, which has every summary field too), the one read a
+program needs before approving anyway.
+
+**Limits** (all in the schema): description 4000 characters, reason 2000, names 200; at most
+50 labor, 50 equipment and 100 material lines; hours 0 to 1000, workers 0 to 500, rates and
+unit costs 0 to 100,000, quantities 0 to 1,000,000. Numbers must be finite, may be sent as
+JSON numbers or numeric strings, and are kept to 6 decimal places (rounded half up). Strings
+are trimmed, and a required string of only whitespace counts as missing.
+
+**Amounts.** Labor is workers × hours × rate (workers default to 1), equipment hours × rate,
+materials quantity × unit cost, each rounded to cents. A line without a rate or unit cost is
+priced from the rate sheet in force (see Rate sheets), else has amount 0 and a warning.
+Project markups follow the cost lines as lines of their own. Prices are fixed when the ticket
+is created; `POST /tickets/{ticket_id}/reprice` prices a ticket not yet written again.
+
+**`client_ref`** (optional, 8 to 64 letters, digits, `-`, `_`): your own id for the ticket;
+sending it again returns the first ticket instead of making a second. The capture page uses
+it for every ticket. `worked_on` (`YYYY-MM-DD`) is the day the work was done; it picks the
+rate sheet and dates a daily log entry (default: the jobsite's date when the ticket arrived).
+
+**Routing.** Lines are numbered labor, then equipment, then materials, from 0; the cost type
+comes from the kind of line. A line whose cost code has a budget code of its type is routed
+and exact. If the cost code lacks that type, its `other` code is used (routed, not exact,
+needs review), else the line is unrouted. With no or an unknown cost code, the trade (labor)
+or description is matched against cost code names (routed, not exact, needs review).
+Otherwise the line is unrouted. Every line says why in `reason`. A written ticket keeps the
+routing it was written with.
+
+**Creating never waits on the project system.** A ticket's project is checked against the
+project list last read (kept in the database); only a project never seen is looked up, and is
+a 404 while the project system is away (502 when the company never had a list). A ticket whose
+project's codes are not at hand is stored with `routing_pending: true`, every line
+`needs_review` with the reason "routing is pending", until its routing can be worked out on
+the real codes; routing is never guessed without them.
+
+**Storage.** A ticket or photos past a daily storage quota (per link, per company, for the
+server; counted in the database, so a restart does not reset them) are refused with 507
+`storage_quota_exceeded` and `Retry-After`; when storing would leave too little free disk,
+or the disk fills while writing, with 507 `storage_full`. Nothing is stored."""),
+    "evidence": ("Photos and signature", """\
+A ticket's evidence: its photos and the signature drawn on the crew's phone or on a
+signing link.
+
+**Photos** are sent as a data URL or bare base64 (`photos` of a ticket, or
+`POST /tickets/{ticket_id}/photos`), or as the image itself
+(`PUT /tickets/{ticket_id}/photo-uploads/{key}`, safe to repeat: for senders on a weak
+signal). Each is a JPEG, PNG or WebP of at most 2 MiB, 16 megapixels and 4096 px on the
+longest side (a JPEG of at most 24 scans); anything else (not an image, truncated, invalid
+base64, a decompression bomb, one that takes too long or too much memory to read) is a 400
+naming the photo, and nothing is stored. Accepted photos are re-encoded as JPEG without EXIF
+or GPS, turned upright, capped at 2048 px on the long edge, with a 320 px thumbnail;
+`taken_at` and `coords` (`{"lat", "lng", "accuracy_m"}`) are kept as fields. At most 12
+photos per ticket; a written ticket takes no more (409 `ticket_written`). Send
+`photos_expected` with a ticket whose photos follow one by one, so it shows them as arriving.
+
+**The signature** is kept only with an image (checked like a photo and stored as PNG, with a
+320 px thumbnail); without one it is dropped with a warning. `qualifier` is what the signer
+says the signature vouches for: `verified` ("Time and materials verified"),
+`verified_scope_disputed` ("Time and materials verified; scope disputed") or `not_verified`
+("Not verified", which needs a `qualifier_reason`). A qualifier sent as free text is kept as
+the `qualifier_reason` with no choice. The stored signature also carries `content_sha256`
+(see Signing links), `signed_via` (`crew_phone`, `signing_link` or `api`), and for link
+signatures the signer's `ip_address` and `user_agent`. A later change to what the signer was
+shown voids it: `signature` becomes null and it moves to `voided_signatures` (oldest first,
+each with `voided_at` and `void_reason`).
+
+**Reading them back.** Each photo on a ticket carries `id`, `url` and `thumbnail_url`, and the
+signature `id` (the SHA-256 of its image), `url` and `thumbnail_url`. They need the same key as
+every `/v1` call. A caller that sends `Accept: application/octet-stream` gets the same bytes
+under that type."""),
+    "approval": ("Approval", """\
+Approve writes a ticket into the project system; reject closes it without writing; restore
+undoes a rejection. Each decision is kept in the ticket's `decisions`, which only ever grows;
+`approved_by` and each decision's `by` are the reviewer's e-mail, or
+`key:<key name> (<key prefix>)` for an API key.
+
+**States.** `reject` on a rejected ticket is 409 `ticket_rejected`, on a written one 409
+`ticket_written`. `restore` on a submitted ticket changes nothing; on a written one it is 409
+`ticket_written`. A line with no budget code (unless `allow_unrouted`), or with
+`require_exact` a line not on a confirmed code, refuses the approval with 409
+`lines_need_review`, `details` listing `{line, reason, description}` for each; nothing is
+written. `routes` keys must be line indexes of the ticket and values budget code ids of its
+project (else 400 naming `routes.<key>`); a routed line counts as exact, and a line routed to
+a budget code of another cost type is written as asked but is not exact.
+
+**What is written.** A change event gets one line item per line on its budget code (markups
+too), a title and description built from the ticket, and the photos, the signature and the
+signed ticket document (`ticket-T-XXXXXXXX.pdf`, of the ticket as approved) attached, each
+under a name that is the same on every attempt, so a retry attaches only what is missing. A
+daily log entry is a manpower entry with the workers and hours per worker; its notes link to
+the ticket's document on the review pages, and `external.note` says it is a dated record that
+bills nothing. It is dated on the jobsite's calendar: the capture time read in the project's
+time zone, so a crew's 8 pm ticket in California lands on that day's log.
+
+**Exactly once.** Every record carries the origin id `ewt-ticket-<ticket id>`. Approve claims
+the ticket in the database, then, with no transaction open, looks for a record with that
+origin id before creating one, so a write whose answer was lost is found and reused on the
+next try. A second approval while one is writing gets 409 `approval_in_progress` with
+`Retry-After`; a claim left by a crashed process expires after `APPROVAL_CLAIM_TTL_S` (120 s).
+When the project system refuses, the answer is 502 with its message and the ticket stays
+approvable. When a write was sent and not settled (no answer, a server error, or the record
+made but a file not attached) the code is `project_system_write_unconfirmed`: approving again
+finds the record and completes it. Approving a written ticket again answers it with
+`already: true`."""),
+    "signature-requests": ("Signing links", """\
+The general contractor's person signs a ticket from a link, with no account.
+
+**The link** is `/s/{token}`: 256 bits, an HMAC of a random salt under the service's secret
+key; the database keeps only the salt and the token's SHA-256, so a copy of the database opens
+nothing. It works for `SIGNATURE_LINK_DAYS` (7), signs once, and can be revoked. Its page,
+made for a phone, in English or Spanish, shows the company, the jobsite, the work, why it is
+extra, who directed it, each line with its workers, hours and quantities, and the photos, and
+asks for the typed name and role, one of the three qualifiers and the drawn signature. Amounts
+are shown only when the company's crews enter prices (see Capture settings); otherwise the
+signer verifies time and materials and sees no money. `/s/{token}/document.pdf` gives the
+signer a copy of the ticket document, without money in that case too.
+
+**What is recorded:** the drawing, name, role, qualifier and reason, the time, the signer's
+address and browser, and `content_sha256`, the SHA-256 of the canonical JSON of what the page
+showed (work, reason, directed-by, work day, each line's kind, description, workers, hours,
+quantity and unit, and the amounts and total when shown). If the ticket changed while the page
+was open, signing is refused and the page shows it again. When a repricing or a corrected
+version changes what the signer was shown, the signature stops counting (see Photos and
+signature). A link opened while its ticket is rejected signs nothing; once the ticket is
+restored or corrected, the same link works again.
+
+**Delivery.** With mail settings (`MAIL_SERVER`), a request with an e-mail address is e-mailed
+at once; the answer to `POST` always carries the link (`url`) and an `sms:` link to text it
+(`sms_href`), and no later answer shows it again. Open requests with an address get reminders
+by e-mail at 7:00 on the jobsite's clock, the first at least four hours after the request, then
+each following morning, at most three, never after the link expires.
+
+409 `ticket_already_signed` when the ticket has a signature that counts, `ticket_written` once
+it is written, `ticket_rejected` while it is rejected."""),
+    "links": ("Capture links", """\
+A capture link lets a crew send tickets for one project from a phone, with no account: the
+token in its address (192 random bits) is the credential. It comes as a plain link
+(`/c/{token}`), a QR code for the site trailer (`/c/{token}/q`) and a text-message link
+(`/c/{token}/s`); the ticket records which one was opened. The capture page and its
+submissions are public and sit outside `/v1`; a revoked link answers 410 and an unknown one
+404, with a page that says so, and stores nothing. A link reaches only the tickets sent
+through it. Tickets sent through links and through the API are the same tickets."""),
+    "capture-settings": ("Capture settings", """\
+How the company's capture form asks crews for tickets. With `crew_enters_prices` off, crews see
+no rates, unit costs or cost codes (the office prices and codes the tickets), and a signing link
+shows no amounts."""),
+    "rate-sheets": ("Rate sheets", """\
+Rates agreed with the general contractor, per project or as the company's default, each in
+force from `effective_from`: labor classifications with straight-time, overtime and
+double-time rates; equipment per hour and optionally per day; materials at cost plus one
+material markup percentage. Saving a sheet with the date of an existing one (same project,
+or the company default) replaces it.
+
+**Pricing.** A ticket's `worked_on` picks the project's latest sheet in force, else the company
+default's. A labor line names a `classification` (the trade is tried when it is missing) and
+an `hour_type` (`st`, `ot`, `dt`; default `st`). A line without a rate gets the sheet's;
+equipment is charged by the day (hours over 8, rounded up) when the daily rate is lower;
+materials get the sheet's markup on their cost (`unit_price`). A rate sent with the line is
+kept, and flagged (`pricing.differs`, a warning) when the sheet says otherwise; a
+classification or item the sheet lacks stays at 0 and is flagged for the office. Every line
+carries `pricing`: source, sheet, item, hour type and a sentence.
+
+**CSV.** Import and export use the columns `kind,item,st,ot,dt,hourly,daily,unit_cost,percent`
+(kinds `labor`, `equipment`, `material`, `material_markup`). An import goes through the same
+validator as the JSON body: any bad row refuses the whole sheet, `details` naming `row <n>`
+(the header is row 1). Export cells starting with `=`, `+`, `-` or `@` get a leading `'`."""),
+    "markups": ("Markups", """\
+A project's markups: overhead, profit, bond, insurance and tax, each a percentage of the
+amounts of the line kinds it names, applied in the listed order; a compounding markup also
+takes the markups before it into its base. Each is rounded to cents and becomes its own line
+(`markups` on the ticket, `kind: markup` in `routing`, after the cost lines) and its own
+change-event line item on the budget code the PM picked, routed like any line (a code that
+disappeared makes the line need review). Tickets keep the markups they were created with."""),
+    "authorizations": ("Not-to-exceed", """\
+A GC directive or change-order request with an authorised amount. A ticket names it with
+`authorization_ref` (an unknown reference is kept and flagged), or the PM links it. `nte` on
+the ticket is the running total of the written and open tickets against it: `warning` from
+80 %, `over` past 100 %. Approving a ticket that takes the written total past the amount
+answers 409 `nte_exceeded` and writes nothing, unless `confirm_over_nte: true`. Two approvals
+against the same authorization at the same instant are not serialised against each other."""),
+    "openapi": ("This document", """\
+The OpenAPI 3.1 description of this API, the one rendered here. It needs no key."""),
+}

@@ -1,0 +1,243 @@
+"""The review pages of tickets: the queue, bulk approval, and one ticket with its actions.
+
+They are routes of the tickets blueprint (blueprints/tickets.py holds its /v1 routes), on the
+same services as the API; `bp` here is that blueprint with its pages, as the app registers it.
+"""
+from __future__ import annotations
+
+from flask import Response, redirect, request, url_for
+from flask_login import current_user, login_required
+
+from blueprints.tickets import bp, csv_answer, document_answer, image_answer
+from models.schemas import BudgetCodeInput, TicketAuthorizationInput
+from services import (
+    approval,
+    authorizations,
+    documents,
+    evidence,
+    export,
+    projects,
+    review_queue,
+    review_ticket,
+    tickets,
+)
+from services.errors import ServiceError
+from services.ticket_records import find_ticket
+from services.validation import validate
+from services.web import is_htmx, render_page
+
+
+def ticket_panel(ticket_id: str, *, error: ServiceError | None = None, message: str | None = None,
+                  chosen: review_ticket.FormChoices | None = None, status: int = 200,
+                  new_request=None, sign_error: ServiceError | None = None) -> Response:
+    """The ticket page, or its main panel for htmx, with the approve-form choices posted kept."""
+    chosen = chosen or review_ticket.FormChoices.from_form(request.values)
+    page = review_ticket.ticket_page(current_user.company_id, ticket_id, error=error, message=message,
+                              chosen=chosen)
+    page.reject_open = error is not None and error.code == "reason_required"
+    response = render_page("review/ticket.html", "review/_ticket.html", page=page,
+                           came_from=chosen.came_from, reject_reasons=review_ticket.REJECT_REASONS,
+                           **review_ticket.signing_context(current_user.company_id, ticket_id,
+                                                    new_request=new_request, error=sign_error))
+    response.status_code = status
+    return response
+
+
+@bp.get("/queue")
+@login_required
+def queue_page() -> Response:
+    """The review queue: filters, sort and page from the URL, 'Needs review' by default."""
+    data = review_queue.queue(current_user.company_id, review_queue.QueueView.from_args(request.args))
+    return render_page("review/queue.html", "review/_queue_rows.html", queue=data,
+                       tabs=review_queue.STATUS_TABS, sorts=review_queue.SORT_CHOICES)
+
+
+def _queue_after_bulk(*, confirm=None, results=None, selected=()) -> Response:
+    """The queue it was sent from, with the bulk confirmation or the bulk results on top."""
+    view = review_queue.QueueView.from_query_string(request.form.get("from"))
+    data = review_queue.queue(current_user.company_id, view)
+    return render_page("review/queue.html", "review/_queue_rows.html", queue=data,
+                       tabs=review_queue.STATUS_TABS, sorts=review_queue.SORT_CHOICES, bulk_confirm=confirm,
+                       bulk_results=results, selected=set(selected),
+                       bulk_total=review_queue.bulk_total(confirm or results or []))
+
+
+@bp.post("/queue/bulk")
+@login_required
+def bulk_confirm_page() -> Response:
+    """Step one of a bulk approval: the selected tickets, their count and total, to confirm."""
+    ids = request.form.getlist("ids")
+    return _queue_after_bulk(confirm=review_queue.bulk_selection(current_user.company_id, ids),
+                             selected=ids)
+
+
+@bp.post("/queue/bulk/approve")
+@login_required
+def bulk_approve_page() -> Response:
+    """Step two: write each confirmed ticket once and show what happened to each."""
+    results = review_queue.bulk_approve(current_user.company_id, request.form.getlist("ids"),
+                                  actor=current_user.email)
+    return _queue_after_bulk(results=results)
+
+
+@bp.get("/queue/export.csv")
+@login_required
+def queue_export() -> Response:
+    """The queue's tickets, as currently filtered, as a CSV download."""
+    view = review_queue.QueueView.from_args(request.args)
+    return csv_answer(export.export_csv(current_user.company_id, view.list_filter()))
+
+
+@bp.get("/tickets/<ticket_id>")
+@login_required
+def ticket_page(ticket_id: str) -> Response:
+    """One ticket with everything a reviewer needs to approve it."""
+    written = request.args.get("written")
+    note = review_ticket.next_ticket_note(current_user.company_id, written) if written else None
+    return ticket_panel(ticket_id, message=note)
+
+
+@bp.post("/tickets/<ticket_id>/approve")
+@login_required
+def approve_page(ticket_id: str) -> Response:
+    """Approve from the page: the same service and rules as the API, with the page's routes."""
+    form = request.form.to_dict()
+    view = review_queue.QueueView.from_query_string(form.get("from"))
+    following = review_queue.next_ticket(current_user.company_id, view, ticket_id) \
+        if form.get("next") else None
+    try:
+        result = review_ticket.approve_from_form(current_user.company_id, ticket_id, form,
+                                          actor=current_user.email)
+    except ServiceError as error:
+        if error.status == 404:
+            raise
+        return ticket_panel(ticket_id, error=error, status=422)
+    if form.get("next"):
+        return _go_to_next(following, view, ticket_id)
+    return ticket_panel(ticket_id, message=review_ticket.written_note(result, already=result.already))
+
+
+def _go_to_next(following: str | None, view, done_id: str) -> Response:
+    """After 'Approve and next': the next ticket of the queue, or the queue when none is left."""
+    params = {"from": view.query_string} if view.query_string else {}
+    if following is None:
+        target = url_for("tickets.queue_page", **view.params())
+    else:
+        target = url_for("tickets.ticket_page", ticket_id=following, written=done_id, **params)
+    if is_htmx():
+        response = Response(status=204)
+        response.headers["HX-Redirect"] = target
+        return response
+    return redirect(target, code=303)
+
+
+def _decide(ticket_id: str, decide, done: str) -> Response:
+    """Run reject or restore for the signed-in reviewer and show the ticket again."""
+    try:
+        decide(current_user.company_id, ticket_id, actor=current_user.email)
+    except ServiceError as error:
+        if error.status == 404:
+            raise
+        return ticket_panel(ticket_id, error=error, status=422)
+    return ticket_panel(ticket_id, message=done)
+
+
+@bp.post("/tickets/<ticket_id>/reject")
+@login_required
+def reject_page(ticket_id: str) -> Response:
+    """Reject from the page with a reason the crew will see."""
+    form = request.form.to_dict()
+    return _decide(ticket_id, lambda company_id, ticket_id, actor: review_ticket.reject_from_form(
+        company_id, ticket_id, form, actor),
+        "Rejected and sent back to the crew with your reason. Nothing was written to Procore.")
+
+
+@bp.post("/tickets/<ticket_id>/restore")
+@login_required
+def restore_page(ticket_id: str) -> Response:
+    """Restore a rejected ticket to the queue from the page."""
+    return _decide(ticket_id, approval.restore, "Restored to the queue.")
+
+
+@bp.post("/tickets/<ticket_id>/budget-codes")
+@login_required
+def create_budget_code_page(ticket_id: str) -> Response:
+    """Create the budget code a line lacks, through the same service as the budget-codes endpoint."""
+    form = request.form.to_dict()
+    ticket = find_ticket(current_user.company_id, ticket_id)
+    try:
+        body = validate(BudgetCodeInput, {"cost_code_item_id": form.get("cost_code_item_id"),
+                                          "cost_type": form.get("cost_type") or "other"})
+        made = projects.create_budget_code(current_user.company_id, ticket.project_id,
+                                           body.cost_code_item_id, body.cost_type)
+    except ServiceError as error:
+        if error.status == 404 and error.code == "ticket_not_found":
+            raise
+        return ticket_panel(ticket_id, error=error, status=422)
+    chosen = review_ticket.FormChoices.from_form(request.values)
+    line = form.get("line", "")
+    if not line.isdigit():
+        return ticket_panel(ticket_id, message=f"Budget code {made.code} is ready.", chosen=chosen)
+    return ticket_panel(ticket_id, message=f"Budget code {made.code} is ready; it is selected "
+                                           f"for line {int(line) + 1}.",
+                         chosen=chosen.picking(int(line), made.id))
+
+
+@bp.post("/tickets/<ticket_id>/authorization")
+@login_required
+def authorization_page(ticket_id: str) -> Response:
+    """Count the ticket against a directive or change-order request, through the API's service."""
+    ticket = find_ticket(current_user.company_id, ticket_id)
+    chosen = request.form.get("authorization_id") or None
+    try:
+        body = validate(TicketAuthorizationInput, {"authorization_id": int(chosen) if chosen and
+                                                   chosen.isdecimal() and len(chosen) < 18 else chosen})
+        authorizations.link_ticket(current_user.company_id, ticket, body.authorization_id)
+    except ServiceError as error:
+        if error.status == 404:
+            raise
+        return ticket_panel(ticket_id, error=error, status=422)
+    return ticket_panel(ticket_id, message="Saved." if body.authorization_id else
+                         "It counts against no directive or change-order request now.")
+
+
+@bp.post("/tickets/<ticket_id>/reprice")
+@login_required
+def reprice_page(ticket_id: str) -> Response:
+    """Price the ticket again from the rate sheet and markups in force now."""
+    try:
+        tickets.reprice_ticket(current_user.company_id, ticket_id)
+    except ServiceError as error:
+        if error.status == 404:
+            raise
+        return ticket_panel(ticket_id, error=error, status=422)
+    return ticket_panel(ticket_id, message="Priced again from the rate sheet and markups in force.")
+
+
+@bp.get("/tickets/<ticket_id>/photos/<int:position>.jpg")
+@login_required
+def photo_page(ticket_id: str, position: int) -> Response:
+    """A photo at full size."""
+    return image_answer(evidence.photo_file(current_user.company_id, ticket_id, position), "image/jpeg")
+
+
+@bp.get("/tickets/<ticket_id>/photos/<int:position>/thumb.jpg")
+@login_required
+def photo_thumb_page(ticket_id: str, position: int) -> Response:
+    """A photo's thumbnail."""
+    return image_answer(evidence.photo_file(current_user.company_id, ticket_id, position, thumbnail=True),
+                  "image/jpeg")
+
+
+@bp.get("/tickets/<ticket_id>/document.pdf")
+@login_required
+def document_page(ticket_id: str) -> Response:
+    """The signed ticket document (PDF), for a signed-in reviewer of the ticket's company."""
+    return document_answer(documents.ticketdocument_answer(current_user.company_id, ticket_id), ticket_id)
+
+
+@bp.get("/tickets/<ticket_id>/signature.png")
+@login_required
+def signature_page(ticket_id: str) -> Response:
+    """The signature image."""
+    return image_answer(evidence.signature_file(current_user.company_id, ticket_id), "image/png")
