@@ -408,7 +408,6 @@ def _finish(company_id: int, ticket_id: str, destination: str, record: RemoteRec
             }
             ticket.written_routing = [line.model_dump(mode="json")
                                       for line in routing_lines(routes)]
-            ticket.routing_pending = False
             ticket.approved_by = actor
             ticket.approved_at = now
             ticket.approval_claim_id = None
