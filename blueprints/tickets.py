@@ -229,7 +229,7 @@ def get_photo(ticket_id: str, photo_id: int) -> Response:
     The photo as stored: upright, without EXIF or GPS. `Accept: application/octet-stream`
     gets the same bytes under that type.
     """
-    return _evidence(evidence.photoimage_answer(g.company_id, ticket_id, photo_id), "image/jpeg")
+    return _evidence(evidence.photo_image(g.company_id, ticket_id, photo_id), "image/jpeg")
 
 
 @api_route(bp, "/tickets/<ticket_id>/photos/<int:photo_id>/thumbnail", tag="evidence",
@@ -240,7 +240,7 @@ def get_photo_thumbnail(ticket_id: str, photo_id: int) -> Response:
     320 px on the long edge. `Accept: application/octet-stream` gets the same bytes under
     that type.
     """
-    return _evidence(evidence.photoimage_answer(g.company_id, ticket_id, photo_id, thumbnail=True),
+    return _evidence(evidence.photo_image(g.company_id, ticket_id, photo_id, thumbnail=True),
                      "image/jpeg")
 
 
