@@ -218,22 +218,24 @@ def reprice_page(ticket_id: str) -> Response:
 @login_required
 def photo_page(ticket_id: str, position: int) -> Response:
     """A photo at full size."""
-    return image_answer(evidence.photo_file(current_user.company_id, ticket_id, position), "image/jpeg")
+    return image_answer(evidence.photo_file(current_user.company_id, ticket_id, position),
+                        "image/jpeg")
 
 
 @bp.get("/tickets/<ticket_id>/photos/<int:position>/thumb.jpg")
 @login_required
 def photo_thumb_page(ticket_id: str, position: int) -> Response:
     """A photo's thumbnail."""
-    return image_answer(evidence.photo_file(current_user.company_id, ticket_id, position, thumbnail=True),
-                  "image/jpeg")
+    return image_answer(evidence.photo_file(current_user.company_id, ticket_id, position,
+                                            thumbnail=True), "image/jpeg")
 
 
 @bp.get("/tickets/<ticket_id>/document.pdf")
 @login_required
 def document_page(ticket_id: str) -> Response:
     """The signed ticket document (PDF), for a signed-in reviewer of the ticket's company."""
-    return document_answer(documents.ticketdocument_answer(current_user.company_id, ticket_id), ticket_id)
+    return document_answer(documents.ticket_document(current_user.company_id, ticket_id),
+                           ticket_id)
 
 
 @bp.get("/tickets/<ticket_id>/signature.png")

@@ -282,7 +282,7 @@ def document_answer(data: bytes, ticket_id: str) -> Response:
            errors={404: ("ticket_not_found",), 503: ("document_busy",)},
            extra_responses={503: "The document could not be made in time (see Retry-After); "
                                  "nothing was changed."})
-def getdocument_answer(ticket_id: str) -> Response:
+def get_document(ticket_id: str) -> Response:
     """Download the signed ticket document (PDF) of a ticket.
 
     Company and project, the work, why it is extra and who directed it, every line with its
@@ -292,7 +292,7 @@ def getdocument_answer(ticket_id: str) -> Response:
     with, or else its routing now (as in GET /v1/tickets/{id}). The document attached to the
     change event at approval is the one of the approved ticket.
     """
-    return document_answer(documents.ticketdocument_answer(g.company_id, ticket_id), ticket_id)
+    return document_answer(documents.ticket_document(g.company_id, ticket_id), ticket_id)
 
 
 # ------------------------------------------------------------------ pages
