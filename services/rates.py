@@ -135,8 +135,12 @@ def parse_csv(data: RateSheetCsvInput) -> RateSheetInput:
 
     Problems are named by row number as a spreadsheet shows it (the header is row 1).
     """
-    reader = csv.reader(io.StringIO(data.csv.lstrip("\ufeff")))
-    rows = list(reader)
+    # newline="" leaves line ends to the csv module, which takes \r, \n and \r\n alike.
+    try:
+        rows = list(csv.reader(io.StringIO(data.csv.lstrip("\ufeff"), newline="")))
+    except csv.Error as error:
+        raise ValidationFailed("the CSV cannot be read", details=[
+            field_problem("csv", f"the CSV cannot be read: {error}")]) from None
     if not rows:
         raise ValidationFailed("the CSV is empty", details=[field_problem("csv", "the CSV is empty")])
     header = [cell.strip().casefold() for cell in rows[0]]

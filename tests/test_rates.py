@@ -182,3 +182,14 @@ def test_a_sheet_is_deleted_from_the_page_and_tickets_keep_their_prices(app, cli
     gone = client.delete(f"/v1/rate-sheets/{api['id']}", headers=acme.headers)
     assert gone.status_code == 200 and gone.json["id"] == api["id"]
     assert client.get(f"/v1/rate-sheets/{api['id']}", headers=acme.headers).status_code == 404
+
+
+def test_a_csv_with_lone_carriage_returns_is_read_or_refused_never_a_500(client, acme):
+    """Old Mac line ends (a bare \\r) read as line ends; text no CSV reader can take is a 400."""
+    mac = GOOD_CSV.replace("\r\n", "\r")
+    read = client.post("/v1/rate-sheets/csv", headers=acme.headers,
+                       json={"name": "Mac", "effective_from": "2026-02-01", "csv": mac})
+    assert read.status_code == 200, read.json
+    odd = client.post("/v1/rate-sheets/csv", headers=acme.headers,
+                      json={"name": "Odd", "effective_from": "2026-02-01", "csv": "\x81\r\x82"})
+    assert odd.status_code == 400 and odd.json["error"]["code"] == "validation_failed"
