@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import io
 
 from PIL import Image, ImageDraw, ImageFilter
@@ -26,8 +27,10 @@ def data_url(raw: bytes, media_type: str = "image/jpeg") -> str:
     return f"data:{media_type};base64,{base64.b64encode(raw).decode()}"
 
 
+@functools.lru_cache(maxsize=2)
 def camera_jpeg(width: int = 4000, height: int = 3000) -> bytes:
-    """A photo-like 12-megapixel JPEG: gradients, shapes and a little grain (browser tests, bench)."""
+    """A photo-like 12-megapixel JPEG: gradients, shapes and a little grain (browser tests, bench).
+    Made once per size and run (about a second of CPU each time); the bytes are never changed."""
     image = Image.linear_gradient("L").resize((width, height)).convert("RGB")
     draw = ImageDraw.Draw(image)
     for i in range(12):

@@ -376,7 +376,7 @@ def test_concurrent_approvals_write_one_change_event(app, acme, client, sandbox_
     ticket = create(client, acme, photos=[{"name": "a.jpg", "data_url": data_url(jpeg_bytes())}],
                     signature={"name": "Sam", "image": data_url(png_bytes(), "image/png")})
     server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True)
     thread.start()
     url = f"http://127.0.0.1:{server.server_port}/v1/tickets/{ticket['id']}/approve"
     start = threading.Barrier(10)

@@ -286,8 +286,21 @@ PUT_IN_CACHE = """async ([path, text]) => {
 }"""
 
 
+def serve_worker_with_patience(app, tmp_path, patience_ms: int) -> None:
+    """Serve a copy of static/ whose service worker waits patience_ms (not 4 s) for the network
+    before it looks for a kept copy, so a test can be slower than its patience quickly."""
+    folder = tmp_path / "static-patience"
+    shutil.copytree(app.static_folder, folder)
+    worker = (folder / "capture-sw.js").read_text()
+    assert "var NETWORK_WAIT_MS = 4000;" in worker
+    (folder / "capture-sw.js").write_text(
+        worker.replace("var NETWORK_WAIT_MS = 4000;", f"var NETWORK_WAIT_MS = {patience_ms};"))
+    app.static_folder = str(folder)
+
+
 def test_a_new_release_never_meets_an_older_copy_of_its_script(client, acme, live_server, phone,
                                                               app, tmp_path):
+    serve_worker_with_patience(app, tmp_path, 500)
     link = create_link(client, acme)
     page = open_capture(phone, link["url"])
     wait_until_kept(page)
@@ -306,13 +319,13 @@ def test_a_new_release_never_meets_an_older_copy_of_its_script(client, acme, liv
     with app.test_request_context():
         address = url_for("static", filename="capture.js")
     assert "?v=" in address and address not in page.evaluate(KEPT_ADDRESSES)
-    # On one bar the new page comes in time and its script does not (it takes longer than the
-    # worker's 4 s patience): the worker waits for it rather than run the copy it has.
+    # On one bar the new page comes in time and its script does not (it takes a second longer
+    # than the worker's patience): the worker waits for it rather than run the copy it has.
     serve_static = app.view_functions["static"]
 
     def slow_script(filename: str):
         if filename == "capture.js":
-            time.sleep(5)
+            time.sleep(1.5)
         return serve_static(filename=filename)
     app.view_functions["static"] = slow_script
     try:
@@ -1024,14 +1037,17 @@ def test_the_office_can_keep_prices_and_cost_codes_off_the_crews_form(client, ac
         assert ticket.lines[0]["trade"] == "Laborer" and ticket.lines[0].get("rate") is None
 
 
-def site_photo(index: int) -> bytes:
-    """A small, plain site photo (the phone re-encodes it to a few tens of kilobytes)."""
+def site_photo(index: int, width: int = 1200, height: int = 900) -> bytes:
+    """A small, plain site photo (the phone re-encodes a 1200 x 900 one to a few tens of
+    kilobytes, a 640 x 480 one to about 9 KB)."""
     from PIL import ImageDraw
 
-    image = Image.linear_gradient("L").resize((1200, 900)).convert("RGB")
+    image = Image.linear_gradient("L").resize((width, height)).convert("RGB")
     draw = ImageDraw.Draw(image)
-    draw.rectangle([80 + index * 40, 100, 500 + index * 30, 600], fill=(30 + index * 15, 90, 160))
-    draw.ellipse([600, 200 + index * 20, 1000, 700], fill=(150, 120 + index * 8, 60))
+    x, y = width / 1200, height / 900  # the same picture at any size
+    draw.rectangle([x * (80 + index * 40), y * 100, x * (500 + index * 30), y * 600],
+                   fill=(30 + index * 15, 90, 160))
+    draw.ellipse([x * 600, y * (200 + index * 20), x * 1000, y * 700], fill=(150, 120 + index * 8, 60))
     buffer = io.BytesIO()
     image.save(buffer, "JPEG", quality=90)
     return buffer.getvalue()
@@ -1089,10 +1105,10 @@ def throttle(phone, page, up_kbps: int, down_kbps: int, latency_ms: int):
     return cdp
 
 
-def add_site_photos(page, count: int) -> None:
+def add_site_photos(page, count: int, width: int = 1200, height: int = 900) -> None:
     page.set_input_files("#photo-gallery", files=[
-        {"name": f"site-{i + 1}.jpg", "mimeType": "image/jpeg", "buffer": site_photo(i)}
-        for i in range(count)])
+        {"name": f"site-{i + 1}.jpg", "mimeType": "image/jpeg",
+         "buffer": site_photo(i, width, height)} for i in range(count)])
     page.wait_for_function(f"() => document.querySelectorAll('#photo-list img').length === {count}",
                            timeout=60_000)
 
@@ -1102,7 +1118,9 @@ def test_a_12_photo_ticket_goes_through_at_200_kbps_up(client, acme, live_server
     page = open_capture(phone, link["url"])
     uploads = Uploads(phone)
     throttle(phone, page, up_kbps=200, down_kbps=300, latency_ms=300)
-    add_site_photos(page, 12)
+    # VGA photos (about 9 KB each once the phone re-encodes them, against about 35 KB at
+    # 1200 x 900): each still takes over half a second on this link, with its 300 ms latency.
+    add_site_photos(page, 12, 640, 480)
     # The photos go ahead one by one while the crew keeps writing.
     page.wait_for_function("() => /Sending photo \\d+ of 12/.test("
                            "document.getElementById('queue-status').textContent)", timeout=60_000)

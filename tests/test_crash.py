@@ -102,6 +102,7 @@ def test_sigkill_mid_load_loses_nothing_and_duplicates_nothing(app, acme, sandbo
             # the signed ticket document is attached exactly once, whatever the kill cut short
             assert attachments(sandbox_server, event["id"]) == \
                 [f"ticket-T-{ticket_id[:8].upper()}.pdf"]
+            del answer  # its kept-alive connection would hold the stopping worker for 2 s
     finally:
         os.killpg(restarted.pid, signal.SIGTERM)
         restarted.wait(timeout=30)

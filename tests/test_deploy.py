@@ -374,6 +374,7 @@ def test_unit_commands_serve_and_back_up(tmp_path):
                 time.sleep(0.05)
         assert response is not None and response.status_code == 200
         assert "; Secure" in response.headers["Set-Cookie"]
+        del response  # its kept-alive connection would hold the stopping worker for 2 s
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)

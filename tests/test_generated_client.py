@@ -35,25 +35,33 @@ def write_document(app, folder: Path) -> Path:
     return path
 
 
+# The folder a client was generated into, by the document it was generated from: a test whose
+# app serves the same document imports that client instead of generating it again.
+GENERATED: dict[str, Path] = {}
+
+
 @pytest.fixture
 def generated(app, tmp_path):
     """Generate the client into a temporary folder and import it; forget it afterwards."""
     document = write_document(app, tmp_path)
-    config = tmp_path / "generator.yaml"
-    config.write_text(f"package_name_override: {PACKAGE}\npost_hooks: []\n")
-    result = subprocess.run(
-        [str(GENERATOR), "generate", "--path", str(document), "--meta", "none",
-         "--output-path", str(tmp_path / PACKAGE), "--config", str(config)],
-        capture_output=True, text=True, timeout=300, cwd=tmp_path)
-    output = result.stdout + result.stderr
-    assert result.returncode == 0, output
-    assert "warning" not in output.lower(), output
-    assert "duplicate" not in output.lower(), output
-    sys.path.insert(0, str(tmp_path))
+    folder = GENERATED.get(document.read_text())
+    if folder is None:
+        config = tmp_path / "generator.yaml"
+        config.write_text(f"package_name_override: {PACKAGE}\npost_hooks: []\n")
+        result = subprocess.run(
+            [str(GENERATOR), "generate", "--path", str(document), "--meta", "none",
+             "--output-path", str(tmp_path / PACKAGE), "--config", str(config)],
+            capture_output=True, text=True, timeout=300, cwd=tmp_path)
+        output = result.stdout + result.stderr
+        assert result.returncode == 0, output
+        assert "warning" not in output.lower(), output
+        assert "duplicate" not in output.lower(), output
+        folder = GENERATED[document.read_text()] = tmp_path
+    sys.path.insert(0, str(folder))
     try:
         yield importlib.import_module(PACKAGE)
     finally:
-        sys.path.remove(str(tmp_path))
+        sys.path.remove(str(folder))
         for name in [name for name in sys.modules if name.split(".")[0] == PACKAGE]:
             del sys.modules[name]
 

@@ -596,7 +596,9 @@ def test_spike_limit_on_an_attachment_write_waits_and_writes_once(procore_client
         sandbox_control.advance_clock(seconds)
 
     procore_client.sleep = sleep
-    sandbox_control.freeze_clock()
+    # The client's clock reads the frozen sandbox clock's time, so the wait it works out from
+    # X-Rate-Limit-Reset is the sandbox's (at most the 10 s window), however slow the setup was.
+    clock.now = sandbox_control.freeze_clock()
     sandbox_control.set_spike_limit(1)
     recorder = ExchangeRecorder()
     recorder.attach(procore_client)
@@ -653,7 +655,9 @@ def test_spike_limit_on_a_create_is_waited_out(procore_client, sandbox_company, 
         sandbox_control.advance_clock(seconds)
 
     procore_client.sleep = sleep
-    sandbox_control.freeze_clock()
+    # The client's clock reads the frozen sandbox clock's time, so the wait it works out from
+    # X-Rate-Limit-Reset is the sandbox's (at most the 10 s window), however slow the setup was.
+    clock.now = sandbox_control.freeze_clock()
     sandbox_control.set_spike_limit(1)
     procore_client.list_cost_types(project)  # the window's one call
     day = datetime.date(2026, 6, 7)

@@ -30,6 +30,8 @@ def test_capture_page_never_waits_on_a_hung_project_system(app, client, acme, sa
 
 def test_a_second_approval_of_a_company_waits_briefly_then_is_told_busy(app, client, acme, rival,
                                                                         monkeypatch):
+    # A 1 s wait for the company's write slot (5 s in production) shows the same wait, then busy.
+    app.config["PROJECT_SYSTEM_WRITE_SLOT_WAIT_S"] = 1.0
     first, second = create(client, acme), create(client, acme)
     theirs = create(client, rival)
     inside, release = threading.Event(), threading.Event()
@@ -111,7 +113,10 @@ def test_a_slow_write_keeps_its_claim_and_is_never_joined(app, client, acme, san
 def test_a_hung_project_system_does_not_slow_another_companys_me(app, acme, rival, sandbox_server,
                                                                  tmp_path):
     port = free_port()
-    server = start_server(app, sandbox_server, tmp_path, port, EWT_PROJECT_SYSTEM_READ_RETRIES="0")
+    # Acme's hung reads give up after 5 s (8 s in production): still long past the 2.5 s the
+    # other company may wait, should it ever queue behind them.
+    server = start_server(app, sandbox_server, tmp_path, port, EWT_PROJECT_SYSTEM_READ_RETRIES="0",
+                          EWT_PROJECT_SYSTEM_READ_TIMEOUT_S="5")
     base = f"http://127.0.0.1:{port}"
     try:
         control(sandbox_server, acme).fault(500, count=40, delay_s=10, methods=["GET"])

@@ -6,7 +6,7 @@ import pytest
 
 from models import Ticket, db
 from tests.images import data_url, jpeg_bytes
-from tests.test_accessibility import AXE, serious_violations
+from tests.test_accessibility import AXE, OpenRequests, serious_violations, settle
 from tests.test_capture_browser import (assert_no_english, create_link, fill_ticket, open_capture,
                                         sign, visible_text)
 from tests.test_approval import act, create
@@ -178,11 +178,12 @@ def test_signing_pages_have_no_serious_violations(app, client, acme, live_server
                         materials=[{"description": "Grava", "quantity": 3, "unitCost": 41.25}],
                         photos=[{"name": "losa.jpg", "data_url": data_url(jpeg_bytes())}])
         page = context.new_page()
+        requests = OpenRequests(page)
         found = {}
         for language in ("en", "es"):
             url = signing_url(client, acme, ticket["id"], language=language)
             page.goto(url)
-            page.wait_for_load_state("networkidle")
+            settle(page, requests)
             found[f"page {language}"] = serious_violations(page)
         assert_no_english(visible_text(page), "signing page")
         page.goto(live_server.url + "/s/" + "A" * 43)

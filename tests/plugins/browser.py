@@ -14,6 +14,8 @@ CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-q
                  "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
 
+SHUTDOWN_POLL_S = 0.01  # how often a served test app checks whether it was told to stop
+
 
 @dataclass(frozen=True)
 class LiveServer:
@@ -28,7 +30,9 @@ def live_server(app) -> Iterator[LiveServer]:
     """The test's app on a free loopback port, served by a threaded werkzeug server."""
     server = make_server("127.0.0.1", 0, app, threaded=True)
     app.config["PUBLIC_BASE_URL"] = f"http://127.0.0.1:{server.server_port}"
-    thread = threading.Thread(target=server.serve_forever, name="app-under-test", daemon=True)
+    # A short poll lets shutdown() return at once rather than after up to half a second.
+    thread = threading.Thread(target=server.serve_forever, args=(SHUTDOWN_POLL_S,),
+                              name="app-under-test", daemon=True)
     thread.start()
     try:
         yield LiveServer(url=app.config["PUBLIC_BASE_URL"], app=app)

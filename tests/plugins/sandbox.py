@@ -5,8 +5,10 @@ Load with ``pytest_plugins = ["tests.plugins.sandbox"]``.
 """
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
+from contextlib import closing
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,9 +106,13 @@ class SandboxControl:
         """Limit the company to ``per_10s`` calls per 10-second window (None switches it off)."""
         self._call("POST", "/spike_limit", {"per_10s": per_10s})
 
-    def freeze_clock(self) -> None:
-        """Stop the company's sandbox clock; only advance_clock moves it from now on."""
+    def freeze_clock(self) -> float:
+        """Stop the company's sandbox clock; only advance_clock moves it from now on. Returns the
+        time it stopped at (unix seconds), for a FakeClock that should read the same."""
         self._call("POST", "/clock", {"freeze": True})
+        with closing(sqlite3.connect(self.server.db_path)) as connection:
+            return float(connection.execute("SELECT clock_frozen_at FROM companies WHERE id = ?",
+                                            [self.company["company_id"]]).fetchone()[0])
 
     def advance_clock(self, seconds: float) -> None:
         """Move the company's sandbox clock forward, so rate windows roll over at once."""
