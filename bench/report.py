@@ -110,6 +110,25 @@ def figures(r: dict) -> list[dict]:
     ms = statistics.median(a["ms"] for a in warm)
     waited = statistics.median(a["project_system_ms"] for a in warm)
     rows.append(_fig("approve.ms", section, "Approval time", ms, "ms", waited, "—", None))
+    lr = r.get("learning")  # runs from before routing learned have none
+    if lr:
+        number += 1
+        section = f"{number}. Routing that learns (tests/routing_corpus.py; {lr['decisions']:,} decisions)"
+        share = 100 * lr["corpus"]["right"] / lr["corpus"]["lines"]
+        rows.append(_fig("learning.corpus", section,
+                         f"New lines on the PM's code ({lr['corpus']['right']} of "
+                         f"{lr['corpus']['lines']})", share, "%", None, "≥ 90 %", share >= 90))
+        rows.append(_fig("learning.route_ms", section,
+                         f"Routing a {lr['lines']}-line ticket from scratch (median; ceiling: "
+                         "no decisions)", lr["route_ms"], "ms", lr["bare_ms"], "≤ 50 ms",
+                         lr["route_ms"] <= 50))
+        rows.append(_fig("learning.route_slowest_ms", section,
+                         f"The same, slowest of {30} runs", lr["route_p99_ms"], "ms",
+                         lr["bare_ms"], "≤ 50 ms", lr["route_p99_ms"] <= 50))
+        rows.append(_fig("learning.build_ms", section, "Reading the decisions in (first use)",
+                         lr["build_ms"], "ms", None, "—", None))
+        rows.append(_fig("learning.index_mb", section, "Memory the decisions hold",
+                         lr["index_mb"], "MB", None, "≤ 20 MB", lr["index_mb"] <= 20))
     mem = r["memory"]
     number += 1
     section = f"{number}. Memory"

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import requests
 
-from bench import approve, browser, photos, report, seed
+from bench import approve, browser, learning, photos, report, seed
 from bench.servers import (
     BENCH,
     ROOT,
@@ -277,6 +277,10 @@ def run_sections(workdir: Path, service, camera: bytes, args, results: dict,
     results["approve"] = approve.measure_approvals(app, service.url, company_id, key, project_id,
                                                    compressed.output)
     results["memory"]["service_end_mb"] = rss_mb(service.worker_pid())
+
+    log("routing that learns: the corpus through the service, then 50,000 decisions")
+    results["learning"] = {"corpus": learning.corpus(service.url, key, company["projects"]),
+                           **learning.speed(app, company_id, project_id, template_id)}
 
 
 def _plain(value):

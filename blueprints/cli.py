@@ -8,12 +8,14 @@ import click
 from flask import Flask, current_app
 from flask.cli import AppGroup, with_appcontext
 
+from models import short_reference
 from services import (
     backup,
     companies,
     connections,
     demo,
     keys,
+    learning,
     mail,
     photo_sweep,
     projects,
@@ -150,12 +152,46 @@ def register_commands(app: Flask) -> None:
     app.cli.add_command(restore_command)
     app.cli.add_command(photos_cli)
     app.cli.add_command(reminders_cli)
+    app.cli.add_command(routing_cli)
 
 
 project_system_cli = AppGroup("project-system", help="Connect a company to Procore and check it.")
 companies_cli = AppGroup("companies", help="Create and list companies.")
 photos_cli = AppGroup("photos", help="Look after the stored photo and signature files.")
 reminders_cli = AppGroup("reminders", help="E-mail reminders of unsigned signing links.")
+routing_cli = AppGroup("routing", help="See, and undo, what routing learned from the PM's choices.")
+
+
+@routing_cli.command("explain")
+@click.option("--company", "company_id", type=int, required=True, help="Company id.")
+@click.option("--kind", type=click.Choice(["labor", "equipment", "materials"]), default="labor",
+              show_default=True, help="The kind of line.")
+@click.option("--sub", default=None, help="The sub or crew the line comes from.")
+@click.option("--description", default=None, help="The ticket's description.")
+@click.argument("words")
+def routing_explain_command(company_id: int, kind: str, sub: str | None,
+                            description: str | None, words: str) -> None:
+    """Say where a line saying WORDS would be routed, and the past decisions behind it."""
+    found = learning.explain(company_id, words, kind, sub, description)
+    if found.suggestion is None:
+        click.echo(f"{kind} line '{words}': no suggestion (nothing this company routed is alike)")
+    else:
+        s = found.suggestion
+        click.echo(f"{kind} line '{words}': cost code {s.cost_code}, {s.cost_type} "
+                   f"({s.budget_code} where it was chosen): {s.reason}")
+    for score, row in found.decisions:
+        click.echo(f"  #{row.id}  {score:3.0f}% alike  '{row.text}'"
+                   f"{' from ' + row.sub if row.sub else ''} -> {row.budget_code} "
+                   f"({row.how}, {row.decided_at:%Y-%m-%d}, ticket {short_reference(row.ticket_id)}, "
+                   f"project {row.project_id})")
+
+
+@routing_cli.command("forget")
+@click.option("--company", "company_id", type=int, required=True, help="Company id.")
+@click.argument("decision_ids", nargs=-1, type=int, required=True)
+def routing_forget_command(company_id: int, decision_ids: tuple[int, ...]) -> None:
+    """Forget past decisions by their number (as `routing explain` lists them)."""
+    click.echo(f"{learning.forget(company_id, list(decision_ids))} decision(s) forgotten")
 
 
 @reminders_cli.command("send")

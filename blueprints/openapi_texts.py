@@ -114,18 +114,24 @@ rate sheet and dates a daily log entry (default: the jobsite's date when the tic
 
 **Routing.** Lines are numbered labor, then equipment, then materials, from 0; the cost type
 comes from the kind of line. A line whose cost code has a budget code of its type is routed
-and exact. If the cost code lacks that type, its `other` code is used (routed, not exact,
-needs review), else the line is unrouted. With no or an unknown cost code, the trade (labor)
-or description is matched against cost code names (routed, not exact, needs review).
-Otherwise the line is unrouted. Every line says why in `reason`. A written ticket keeps the
-routing it was written with.
+and exact. Otherwise routing looks at where this company's approvals put the most similar
+lines before (their words in any order, misspelt, shortened or in Spanish, the same `sub`
+weighing more; a line routed to a new code twice in a row sets the new habit), at the cost
+code and cost type level, so another project's choice lands on this project's own budget
+code: such a line is routed, not exact, needs review, with `learned: true` and a `reason`
+such as "chosen 4 times for Summit Framing's 'Framer'". Only the crew's own codes kept and
+the codes a person picked or confirmed (approve `routes`) count as choices. Failing that, a
+cost code without that type lends its `other` code, or the trade or description is matched
+against cost code names (routed, not exact, needs review); else the line is unrouted. Every
+line says why in `reason`. A written ticket keeps the routing it was written with.
 
 **Creating never waits on the project system.** A ticket's project is checked against the
-project list last read (kept in the database); only a project never seen is looked up, and is
-a 404 while the project system is away (502 when the company never had a list). A ticket whose
-project's codes are not at hand is stored with `routing_pending: true`, every line
-`needs_review` with the reason "routing is pending", until its routing can be worked out on
-the real codes; routing is never guessed without them.
+project list read in the last minute, else against the projects the company made a link or a
+ticket on before; only another project is looked up, and is a 404 while the project system is
+away (502 when the company never made a link or a ticket). A ticket whose
+project's codes are not at hand answers with `routing_pending: true`, every line
+`needs_review` with the reason "routing is pending", until a read works its routing out on
+the real codes; routing is never guessed without them, and reading a ticket changes nothing.
 
 **Storage.** A ticket or photos past a daily storage quota (per link, per company, for the
 server; counted in the database, so a restart does not reset them) are refused with 507

@@ -75,8 +75,9 @@ def bulk_confirm_page() -> Response:
 @login_required
 def bulk_approve_page() -> Response:
     """Step two: write each confirmed ticket once and show what happened to each."""
-    results = review_queue.bulk_approve(current_user.company_id, request.form.getlist("ids"),
-                                  actor=current_user.email)
+    results = review_queue.bulk_approve(
+        current_user.company_id, request.form.getlist("ids"), actor=current_user.email,
+        confirmed=review_queue.confirmed_suggestions(request.form))
     return _queue_after_bulk(results=results)
 
 
@@ -157,6 +158,18 @@ def reject_page(ticket_id: str) -> Response:
 def restore_page(ticket_id: str) -> Response:
     """Restore a rejected ticket to the queue from the page."""
     return _decide(ticket_id, approval.restore, "Restored to the queue.")
+
+
+@bp.post("/tickets/<ticket_id>/suggestions")
+@login_required
+def confirm_suggestions_page(ticket_id: str) -> Response:
+    """Confirm every suggested budget code of the ticket on the form, to check and approve."""
+    before = review_ticket.FormChoices.from_form(request.values)
+    chosen = review_ticket.with_suggestions_confirmed(current_user.company_id, ticket_id, before)
+    count = len(chosen.confirmed) - len(before.confirmed)
+    return ticket_panel(ticket_id, chosen=chosen, message=(
+        f"{count} suggested budget code{'s are' if count != 1 else ' is'} confirmed. Check them, "
+        "then approve." if count else "There is no suggestion to confirm."))
 
 
 @bp.post("/tickets/<ticket_id>/budget-codes")

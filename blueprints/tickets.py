@@ -47,7 +47,8 @@ def list_tickets(query: TicketListQuery) -> TicketList:
     recorded-by (case-insensitive), or finds a T-reference. Each item is a `TicketSummary`;
     `total` counts every matching ticket, whatever `limit` and `offset` are.
     """
-    where = ticket_queries.ListFilter(status=query.status, project_id=query.project_id, q=query.q)
+    where = ticket_queries.ListFilter(status=query.status, project_id=query.project_id, q=query.q,
+                                      sub=query.sub)
     return ticket_queries.list_tickets(g.company_id, where, limit=query.limit, offset=query.offset)
 
 
@@ -75,7 +76,7 @@ def export_tickets(query: TicketFilters) -> Response:
     -, @) starts with an apostrophe instead.
     """
     return csv_answer(export.export_csv(g.company_id, ticket_queries.ListFilter(
-        status=query.status, project_id=query.project_id, q=query.q)))
+        status=query.status, project_id=query.project_id, q=query.q, sub=query.sub)))
 
 
 @api_route(bp, "/tickets", method="POST", tag="tickets", body=TicketInput, response=Ticket,

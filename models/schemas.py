@@ -519,6 +519,9 @@ class TicketText(Shape):
         "Reference of the GC directive or change-order request the work was done under, e.g. "
         "'CD-014'. When the project lists it (see /projects/{id}/authorizations) the ticket "
         "counts against its not-to-exceed amount; otherwise it is kept and flagged."))
+    sub: str | None = Field(default=None, max_length=120, description=(
+        "The subcontractor or crew that did the work. A ticket from a capture link takes the "
+        "link's label. Lists filter by it, and routing weighs a sub's own past lines more."))
 
 
 class TicketInput(InputShape, TicketText):
@@ -740,9 +743,15 @@ class RoutingLine(Shape):
     routed: bool
     exact: bool = Field(description="False means a fallback or a loose match was used.")
     needs_review: bool = Field(description="A person should look; approve refuses it unless allowed.")
-    reason: str = Field(description="Why the line landed where it did.")
+    reason: str = Field(description=(
+        "Why the line landed where it did, in words a person reads: the crew's cost code, a "
+        "suggestion from the company's past decisions ('chosen 4 times for Summit Framing's "
+        "\'Framer\''), a cost code's name, or who routed it."))
     pricing: LinePricing | None = Field(default=None, description=(
         "Which rate priced the line and from which rate sheet."))
+    learned: bool = Field(default=False, description=(
+        "The budget code is a suggestion from where this company put the most similar lines "
+        "before (see `reason`): routed, not exact, to be confirmed like any other check."))
 
 
 class AuthorizationKind(StrEnum):
@@ -846,6 +855,8 @@ class TicketFilters(InputShape):
                           description="Case-insensitive text to look for in the description, reason, "
                                       "directed-by or recorded-by, or a ticket reference "
                                       "(T- and up to 8 characters of the id).")
+    sub: str | None = Field(default=None, max_length=120, description=(
+        "A sub or crew, as tickets name it (exactly, ignoring case)."))
 
 
 class TicketListQuery(TicketFilters):

@@ -37,6 +37,7 @@ class Ticket(db.Model):
         Index("ix_tickets_company_project_status_captured", "company_id", "project_id", "status",
               "captured_at", "id", "total"),
         Index("ix_tickets_link_token", "link_token"),
+        Index("ix_tickets_company_sub", "company_id", "sub"),
         # A phone resending a queued ticket carries the same client reference: one ticket only.
         UniqueConstraint("company_id", "client_ref", name="uq_tickets_company_client_ref"),
     )
@@ -58,6 +59,8 @@ class Ticket(db.Model):
     authorization_id: Mapped[int | None] = mapped_column(Integer, index=True)
     captured_via: Mapped[str] = mapped_column(String(8))
     link_token: Mapped[str | None] = mapped_column(String(64))
+    # The subcontractor or crew: the capture link's label, or as an API caller named it.
+    sub: Mapped[str | None] = mapped_column(String(120))
     client_ref: Mapped[str | None] = mapped_column(String(64))
     total: Mapped[Decimal] = mapped_column(Money())
     lines: Mapped[list[dict[str, Any]]] = mapped_column(JSON)

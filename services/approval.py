@@ -31,7 +31,7 @@ from flask import current_app
 from models import Ticket as TicketRecord
 from models import db, utcnow
 from models.schemas import ApprovalResult, ApproveInput, Ticket
-from services import authorizations, documents, projects
+from services import authorizations, documents, learning, projects
 from services.connections import client_for, project_system_errors
 from services.database import write_transaction
 from services.errors import Conflict, ValidationFailed, field_problem
@@ -119,7 +119,8 @@ def approve(company_id: int, ticket_id: str, options: ApproveInput, actor: str) 
     if ticket.status == "written":
         return _written_result(company_id, ticket.id, already=True)
     _refuse_rejected(ticket, options.allow_rejected)
-    routes = _routes(ticket, projects.catalog(company_id, ticket.project_id), options.routes, actor)
+    codes = projects.catalog(company_id, ticket.project_id)
+    routes = _routes(ticket, codes, options.routes, actor)
     destination = _destination(company_id, ticket, options.destination)
     _check_lines(routes, options)
     authorizations.check_approval(ticket, options.confirm_over_nte)
@@ -139,7 +140,7 @@ def approve(company_id: int, ticket_id: str, options: ApproveInput, actor: str) 
     except Exception:
         _release(ticket.id, claim.id)
         raise
-    return _finish(company_id, ticket.id, destination, record, routes, actor)
+    return _finish(company_id, ticket.id, destination, record, routes, actor, codes)
 
 
 def _refuse_rejected(ticket: TicketRecord, allow_rejected: bool) -> None:
@@ -152,7 +153,7 @@ def _refuse_rejected(ticket: TicketRecord, allow_rejected: bool) -> None:
 def _routes(ticket: TicketRecord, codes: Catalog, overrides: dict[str, int],
             actor: str) -> list[Route]:
     """Route the ticket's lines and apply the caller's overrides; 400 for unusable ones."""
-    routes = codes.router.route_all(ticket.lines)
+    routes = codes.router.route_all(ticket.lines, learning.suggester(ticket))
     chosen: dict[int, BudgetCode] = {}
     problems: list[dict[str, str]] = []
     for key, code_id in overrides.items():
@@ -179,10 +180,10 @@ def _routed_by_person(route: Route, code: BudgetCode, actor: str) -> Route:
     """
     if code.cost_type == route.cost_type:
         return dataclasses.replace(route, budget_code=code, exact=True, needs_review=False,
-                                   reason=f"routed by {actor}")
+                                   reason=f"routed by {actor}", learned=False, picked=True)
     kind = code.cost_type or "unknown"
     return dataclasses.replace(
-        route, budget_code=code, exact=False, needs_review=True,
+        route, budget_code=code, exact=False, needs_review=True, learned=False, picked=True,
         reason=f"routed by {actor} to {code.flat_code}, {article(kind)} {kind} budget code, but "
                f"the line is {route.cost_type}")
 
@@ -390,8 +391,9 @@ def _attach_missing(client: ProjectSystem, plan: Plan, record: RemoteRecord) -> 
 
 
 def _finish(company_id: int, ticket_id: str, destination: str, record: RemoteRecord,
-            routes: list[Route], actor: str) -> ApprovalResult:
-    """Mark the ticket written with its record, unless someone else already did."""
+            routes: list[Route], actor: str, codes: Catalog) -> ApprovalResult:
+    """Mark the ticket written with its record, unless someone else already did, and keep
+    where its lines went as evidence for the next ones (services/learning.py)."""
     now = utcnow()
     with write_transaction() as session:
         ticket = locked(session, ticket_id)
@@ -413,7 +415,15 @@ def _finish(company_id: int, ticket_id: str, destination: str, record: RemoteRec
             ticket.approval_claim_id = None
             ticket.approval_claimed_at = None
             append_decision(ticket, "approved", actor)
+            learning.record(session, ticket, routes, lambda code: _cost_code_text(codes, code),
+                            lambda route: route.picked)
     return _written_result(company_id, ticket_id, already=already)
+
+
+def _cost_code_text(codes: Catalog, code: BudgetCode) -> str | None:
+    """The cost code a budget code is of, as the project names it."""
+    found = codes.cost_code_by_id(code.cost_code_id) if code.cost_code_id is not None else None
+    return found.code if found is not None else None
 
 
 def _written_result(company_id: int, ticket_id: str, *, already: bool) -> ApprovalResult:

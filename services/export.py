@@ -38,6 +38,7 @@ COLUMNS_FROM = (
     ("budget_code_id", "route.budget_code_id"), ("exact", "route.exact"),
     ("needs_review", "route.needs_review"), ("routing_reason", "route.reason"),
     ("worked_on", "ticket.worked_on"), ("authorization_ref", "ticket.authorization_ref"),
+    ("sub", "ticket.sub"),
 )
 COLUMNS = tuple(column for column, _source in COLUMNS_FROM)
 # A cell starting with one of these is a formula to Excel, LibreOffice or Google Sheets.

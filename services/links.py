@@ -121,14 +121,9 @@ def labels(company_id: int) -> list[str]:
         .group_by(CaptureLink.label).order_by(func.lower(CaptureLink.label))))
 
 
-def labels_by_token(company_id: int, tokens: set[str]) -> dict[str, str]:
-    """The label of each of these links that has one."""
-    if not tokens:
-        return {}
-    return {token: label for token, label in db.session.execute(
-        select(CaptureLink.token, CaptureLink.label).where(
-            CaptureLink.company_id == company_id, CaptureLink.token.in_(tokens),
-            CaptureLink.label.is_not(None)))}
+def label_of(token: str) -> str | None:
+    """The label (the sub or crew) of the link with this token, if it has one."""
+    return db.session.scalar(select(CaptureLink.label).where(CaptureLink.token == token))
 
 
 def _company_link(company_id: int, token: str) -> CaptureLink:

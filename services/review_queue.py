@@ -141,12 +141,22 @@ class QueueRow:
     # When the oldest open signing link of an unsigned ticket was sent, on the jobsite's clock
     # ('2026-06-03 20:30 PDT'); None when none is open.
     awaiting_since: str | None = None
+    # Of the lines to check, those whose budget code is a suggestion from past decisions.
+    suggested: int = 0
 
     @property
     def clean(self) -> bool:
         """Ready to write in bulk: every line on a confirmed code, signed without reserve,
         change events on."""
         return self.status == "submitted" and self.needs_review == 0 and self.signed \
+            and self.signed_with is None and self.change_events is True
+
+    @property
+    def ready(self) -> bool:
+        """Ready to write in bulk once the PM confirms its suggestions: clean but for lines whose
+        budget code is a suggestion from past decisions."""
+        return self.status == "submitted" and self.needs_review is not None \
+            and self.needs_review == self.suggested and self.signed \
             and self.signed_with is None and self.change_events is True
 
 
@@ -221,7 +231,6 @@ def queue(company_id: int, view: QueueView | None = None, *, now: dt.datetime | 
     if not records and total and view.page > 1:  # past the end: show the last page instead
         view = dataclasses.replace(view, page=max(1, -(-total // PAGE_SIZE)))
         records, total = page(view)
-    labels = links.labels_by_token(company_id, {r.link_token for r in records if r.link_token})
     awaiting = signatures.awaiting_since(company_id, [r.id for r in records if not r.signature])
     shown = {r.project_id for r in records}
     change_events = {project_id: projects.page_change_events(company_id, project_id)
@@ -229,14 +238,16 @@ def queue(company_id: int, view: QueueView | None = None, *, now: dt.datetime | 
     zones = {project_id: projects.page_time_zone(company_id, project_id) for project_id in shown}
     rows = []
     for record in records:
+        routing = routing_of(record, Wait.BRIEFLY)
         rows.append(QueueRow(
             id=record.id, reference=record.reference, status=record.status,
             project_name=names.get(record.project_id, record.project_id),
             description=record.description, directed_by=record.directed_by,
-            sub=labels.get(record.link_token or ""), recorded_by=record.captured_by,
+            sub=record.sub, recorded_by=record.captured_by,
             age=age_text(record.captured_at, now),
             age_bucket=ticket_queries.age_bucket(record.captured_at, now), total=record.total,
-            needs_review=routing_of(record, Wait.BRIEFLY).to_check,
+            needs_review=routing.to_check,
+            suggested=sum(1 for line in routing.lines if line.learned and line.needs_review),
             photo_count=record.photo_count, signed=bool(record.signature),
             signed_with=held_back(record.signature),
             change_events=change_events[record.project_id],
@@ -249,7 +260,7 @@ def queue(company_id: int, view: QueueView | None = None, *, now: dt.datetime | 
     return Queue(rows=rows, counts=ticket_queries.list_status_counts(company_id, where,
                                                                      wait=Wait.BRIEFLY),
                  total=total, view=view, projects=sorted(names.items(), key=lambda item: item[1]),
-                 subs=links.labels(company_id), buckets=buckets,
+                 subs=ticket_queries.subs(company_id, links.labels(company_id)), buckets=buckets,
                  procore_down_since=projects.away_since(company_id))
 
 
@@ -285,6 +296,20 @@ class BulkItem:
     total: Decimal
     outcome: str | None = None  # written, already, refused
     message: str | None = None
+    # Lines whose budget code is a suggestion, for the PM to confirm in one step: line index,
+    # what it says, the suggested budget code (its text and id) and why.
+    suggestions: tuple[Suggested, ...] = ()
+
+
+@dataclass(frozen=True)
+class Suggested:
+    """One suggested budget code of a bulk approval, to confirm."""
+
+    line: int
+    description: str
+    budget_code: str
+    budget_code_id: int
+    reason: str
 
 
 def _selected(company_id: int, ids: list[str]) -> list:
@@ -300,17 +325,30 @@ def _selected(company_id: int, ids: list[str]) -> list:
 
 
 def bulk_selection(company_id: int, ids: list[str]) -> list[BulkItem]:
-    """The tickets a bulk approval would write, to confirm their count and total."""
-    return [BulkItem(id=t.id, reference=t.reference, description=t.description,
-                     total=t.total) for t in _selected(company_id, ids)]
+    """The tickets a bulk approval would write, to confirm their count and total, each with the
+    suggested budget codes the PM may confirm in the same step."""
+    items = []
+    for ticket in _selected(company_id, ids):
+        routing = routing_of(ticket, Wait.BRIEFLY)
+        items.append(BulkItem(
+            id=ticket.id, reference=ticket.reference, description=ticket.description,
+            total=ticket.total, suggestions=tuple(
+                Suggested(line=r.line, description=r.description, budget_code=r.budget_code,
+                          budget_code_id=r.budget_code_id, reason=r.reason)
+                for r in routing.lines if r.learned and r.needs_review and r.budget_code_id)))
+    return items
 
 
-def bulk_approve(company_id: int, ids: list[str], actor: str) -> list[BulkItem]:
+def bulk_approve(company_id: int, ids: list[str], actor: str,
+                 confirmed: dict[str, dict[str, int]] | None = None) -> list[BulkItem]:
     """Approve each ticket once through the one approval service, each with its own outcome.
 
-    Only lines on a confirmed budget code go through (as `require_exact`): a ticket with a
-    line to check is refused with the reason and the others are still written.
+    Only lines on a confirmed budget code go through (as `require_exact`): the suggested codes
+    the PM confirmed in the same step (`confirmed`: ticket id -> line -> budget code id) are
+    sent as the ticket's `routes`; a ticket with another line to check is refused with the
+    reason and the others are still written.
     """
+    confirmed = confirmed or {}
     results = []
     away = None
     for ticket in _selected(company_id, ids):
@@ -320,8 +358,9 @@ def bulk_approve(company_id: int, ids: list[str], actor: str) -> list[BulkItem]:
             results.append(dataclasses.replace(item, outcome="refused", message=away))
             continue
         try:
-            result = approval.approve(company_id, ticket.id, ApproveInput(require_exact=True),
-                                      actor=actor)
+            result = approval.approve(
+                company_id, ticket.id,
+                ApproveInput(require_exact=True, routes=confirmed.get(ticket.id, {})), actor=actor)
         except ServiceError as error:
             plain = plain_error(error)
             results.append(dataclasses.replace(
@@ -339,3 +378,18 @@ def bulk_approve(company_id: int, ids: list[str], actor: str) -> list[BulkItem]:
 def bulk_total(items: list[BulkItem]) -> Decimal:
     """The dollar total of some tickets."""
     return sum((item.total for item in items), Decimal("0.00"))
+
+
+def confirmed_suggestions(form) -> dict[str, dict[str, int]]:
+    """The suggested codes a bulk approval's form confirms (`suggest[<ticket>][<line>]`), only
+    when its "confirm the suggestions" box is ticked."""
+    if form.get("confirm_suggestions") != "on":
+        return {}
+    found: dict[str, dict[str, int]] = {}
+    for key in form:
+        parts = key[len("suggest["):-1].split("][") if key.startswith("suggest[") \
+            and key.endswith("]") else []
+        value = form.get(key) or ""
+        if len(parts) == 2 and parts[1].isdecimal() and value.isdecimal() and len(value) < 19:
+            found.setdefault(parts[0][:40], {})[parts[1]] = int(value)
+    return found

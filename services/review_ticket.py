@@ -11,8 +11,9 @@ from flask import current_app
 
 from models import short_reference
 from models.schemas import ApproveInput, NteStatus, Ticket
-from services import approval, authorizations, mail, projects, signing
+from services import approval, authorizations, learning, mail, projects, signing
 from services.errors import Conflict, ServiceError, ValidationFailed
+from services.learned_words import fold, searchable
 from services.plain_words import (
     QUALIFIER_LABELS,
     PlainError,
@@ -21,6 +22,7 @@ from services.plain_words import (
     signing_refusal,
 )
 from services.project_system import BudgetCode
+from services.projects import Catalog
 from services.review_queue import QueueView
 from services.ticket_records import find_ticket, ticket_key
 from services.ticket_shapes import Wait, routing_of, shape_ticket
@@ -90,6 +92,16 @@ class TicketPage(TicketView):
     reject_open: bool = False
     procore_down_since: dt.datetime | None = None
     being_written: bool = False
+    # What the picker searches for each budget code id: its code and name, the company's own
+    # words for it (the lines routed there) and their Spanish and short forms.
+    search: dict[int, str] = field(default_factory=dict)
+
+    @property
+    def suggestions(self) -> list[int]:
+        """The lines whose budget code is a suggestion from past decisions, still to confirm."""
+        return [r.line for r in self.ticket.routing
+                if r.learned and r.needs_review and r.budget_code_id is not None
+                and r.line not in self.chosen.confirmed and r.line not in self.chosen.routes]
 
     @property
     def down_for(self) -> str:
@@ -148,6 +160,7 @@ def ticket_page(company_id: int, ticket_id: str, *, error: ServiceError | None =
         page.authorizations = []
     ordered = sorted(codes.budget_codes, key=lambda b: b.flat_code)
     by_code = {c.code.replace(" ", "").lower(): c for c in codes.cost_codes}
+    page.search = _search_words(company_id, codes)
     for route in ticket.routing:
         line = record.lines[route.line]
         cost_code = by_code.get((line.get("costCode") or "").replace(" ", "").lower())
@@ -162,6 +175,30 @@ def ticket_page(company_id: int, ticket_id: str, *, error: ServiceError | None =
             create_cost_code_id=cost_code.id if missing else None,
             create_cost_type=route.cost_type if missing else None)
     return page
+
+
+def _search_words(company_id: int, codes: Catalog) -> dict[int, str]:
+    """What the picker searches for each of a project's budget codes."""
+    learned = learning.words_by_code(company_id)
+    names = {c.id: c for c in codes.cost_codes}
+    found = {}
+    for code in codes.budget_codes:
+        cost_code = names.get(code.cost_code_id)
+        found[code.id] = searchable(" ".join([
+            code.flat_code, code.description or "", cost_code.name if cost_code else "",
+            learned.get(fold(cost_code.code), "") if cost_code else ""]))
+    return found
+
+
+def with_suggestions_confirmed(company_id: int, ticket_id: str, chosen: FormChoices) -> FormChoices:
+    """The form's choices with every suggested budget code confirmed, as the PM asked."""
+    routing = routing_of(find_ticket(company_id, ticket_id), Wait.BRIEFLY)
+    confirmed = dict(chosen.confirmed)
+    for line in routing.lines:
+        if line.learned and line.needs_review and line.budget_code_id is not None \
+                and line.line not in chosen.routes:
+            confirmed.setdefault(line.line, line.budget_code_id)
+    return dataclasses.replace(chosen, confirmed=confirmed)
 
 
 def _indexed(form: dict[str, str], name: str) -> dict[str, int | str]:

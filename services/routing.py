@@ -7,7 +7,7 @@ budget code of its own cost type; every fallback is flagged for a person.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -16,6 +16,9 @@ from services.project_system import BudgetCode, CostCode
 
 KIND_COST_TYPE = {"labor": "labor", "equipment": "equipment", "materials": "materials",
                   "markup": "other"}
+
+# What a line said -> the company's suggestion for it (services/learning.py), or None.
+Suggester = Callable[[str, str], Any]
 
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP_WORDS = {"and", "the", "of", "for", "with", "to", "in", "on", "a", "an", "at", "by", "per",
@@ -41,6 +44,10 @@ class Route:
     reason: str
     # Which rate priced the line and from which rate sheet (LinePricing), when recorded.
     pricing: dict[str, Any] | None = None
+    # The budget code is a suggestion from the company's past decisions (services/learning.py).
+    learned: bool = False
+    # A person pointed the line at its budget code (an approval's `routes`).
+    picked: bool = False
 
     @property
     def routed(self) -> bool:
@@ -74,6 +81,13 @@ def _normal_code(code: str) -> str:
 def _normal_words(text: str) -> str:
     """Text compared without case or repeated spaces."""
     return " ".join(text.split()).casefold()
+
+
+def said(line: dict[str, Any]) -> str:
+    """What a stored line said: labor its trade and classification, else its description."""
+    parts = [line.get("trade"), line.get("classification")] if line.get("kind") == "labor" \
+        else [line.get("description")]
+    return " ".join(dict.fromkeys(p.strip() for p in parts if isinstance(p, str) and p.strip()))
 
 
 def line_description(line: dict[str, Any]) -> str:
@@ -116,8 +130,10 @@ class Router:
         self.name_terms = {c.id: _terms(c.name) for c in self.cost_codes}
         self.by_id = {b.id: b for b in budget_codes}
 
-    def route(self, index: int, line: dict[str, Any]) -> Route:
-        """Route one stored line."""
+    def route(self, index: int, line: dict[str, Any], suggest: Suggester | None = None) -> Route:
+        """Route one stored line: on the crew's own cost code when it settles it, else where
+        `suggest` (the company's past decisions) puts lines like it, else by the cost code's
+        other budget code or the cost-code names."""
         if line["kind"] == "markup":
             return self._route_markup(index, line)
         cost_type = KIND_COST_TYPE[line["kind"]]
@@ -133,6 +149,10 @@ class Router:
                 return Route(**base, budget_code=exact_code, exact=True, needs_review=False,
                              reason=f"cost code {cost_code.code} has {article(cost_type)} "
                                     f"{cost_type} budget code")
+        learned = self._learned(base, line, suggest) if suggest is not None else None
+        if learned is not None:
+            return learned
+        if cost_code is not None:
             other = self.budget.get((cost_code.id, "other"))
             if other is not None:
                 return Route(**base, budget_code=other, exact=False, needs_review=True,
@@ -151,6 +171,23 @@ class Router:
         return Route(**base, budget_code=None, exact=False, needs_review=True,
                      reason=f"{prefix}nothing matched a cost code" if prefix
                      else "no cost code given and nothing matched a cost code name")
+
+    def _learned(self, base: dict[str, Any], line: dict[str, Any],
+                 suggest: Suggester) -> Route | None:
+        """The line on this project's budget code for the cost code and cost type the company's
+        PM chose for lines like it, if the project has that code."""
+        text = said(line)
+        found = suggest(line["kind"], text) if text else None
+        if found is None:
+            return None
+        budget = self.by_id.get(found.budget_code_id) if found.budget_code_id else None
+        if budget is None or budget.flat_code != found.budget_code:  # another project's
+            code = self.by_code.get(_normal_code(found.cost_code))
+            budget = self.budget.get((code.id, found.cost_type)) if code is not None else None
+        if budget is None:
+            return None
+        return Route(**base, budget_code=budget, exact=False, needs_review=True,
+                     reason=found.reason, learned=True)
 
     def _route_markup(self, index: int, line: dict[str, Any]) -> Route:
         """A markup lands on the budget code the project's settings picked for it, if it is there."""
@@ -180,9 +217,10 @@ class Router:
             return None
         return best[1], ", ".join(sorted(best[2]))
 
-    def route_all(self, lines: list[dict[str, Any]]) -> list[Route]:
+    def route_all(self, lines: list[dict[str, Any]], suggest: Suggester | None = None
+                  ) -> list[Route]:
         """Route every line of a ticket, in index order."""
-        return [self.route(i, line) for i, line in enumerate(lines)]
+        return [self.route(i, line, suggest) for i, line in enumerate(lines)]
 
 
 def unrouted(lines: list[dict[str, Any]], reason: str) -> list[Route]:

@@ -11,7 +11,7 @@ from sqlalchemy import (BigInteger, Float, Numeric, String, case, cast, func, li
                         union_all)
 from sqlalchemy.orm import defer
 
-from models import CaptureLink, db, utcnow
+from models import db, utcnow
 from models import Ticket as TicketRecord
 from models.ticket import STATUSES
 from models.schemas import TicketList
@@ -24,7 +24,7 @@ from services.ticket_shapes import Wait, routing_of, shape
 class ListFilter:
     """Which of a company's tickets a list shows; every field narrows it.
 
-    `sub` is a capture link's label (the sub or crew that link was made for); `to_check`
+    `sub` is the sub or crew a ticket names (a capture link's label for its tickets); `to_check`
     keeps tickets with a line whose budget code needs a check, which only the project's
     codes can tell, so it is applied after the database's own conditions.
     """
@@ -78,8 +78,7 @@ def _list_conditions(company_id: int, where: ListFilter) -> list:
     if where.q and where.q.strip():
         conditions.append(_search(where.q))
     if where.sub:
-        conditions.append(TicketRecord.link_token.in_(select(CaptureLink.token).where(
-            CaptureLink.company_id == company_id, CaptureLink.label == where.sub)))
+        conditions.append(func.lower(TicketRecord.sub) == where.sub.strip().lower())
     if where.unsigned:
         # a missing signature is stored as JSON null (or SQL NULL): either way, no signature
         conditions.append(or_(TicketRecord.signature.is_(None),
@@ -112,10 +111,8 @@ def _order(company_id: int, sort: str, project_names: dict[str, str] | None) -> 
             if names else TicketRecord.project_id
         return (by_name, *OLDEST_FIRST)
     if sort == "sub":
-        label = select(func.lower(CaptureLink.label)).where(
-            CaptureLink.company_id == company_id, CaptureLink.token == TicketRecord.link_token
-        ).limit(1).scalar_subquery()
-        return (label.is_(None), label, func.lower(func.coalesce(TicketRecord.captured_by, "")),
+        sub = func.lower(TicketRecord.sub)
+        return (sub.is_(None), sub, func.lower(func.coalesce(TicketRecord.captured_by, "")),
                 *OLDEST_FIRST)
     return NEWEST_FIRST
 
@@ -192,7 +189,8 @@ def age_totals(company_id: int, where: ListFilter, now: dt.datetime | None = Non
         within = [condition for condition in (
             TicketRecord.captured_at > older_than if older_than else None,
             TicketRecord.captured_at <= newer_than if newer_than else None) if condition is not None]
-        buckets.append(select(literal(key), func.count(), func.coalesce(func.sum(cents), 0))
+        buckets.append(select(cast(literal(key), String), func.count(),
+                              func.coalesce(func.sum(cents), 0))
                        .where(*conditions, *within))
         newer_than = older_than
     return {key: (int(count), Decimal(int(summed)) / 100)
@@ -224,3 +222,14 @@ def list_tickets(company_id: int, where: ListFilter, *, limit: int, offset: int)
     awaiting = signatures.awaiting_since(company_id, [r.id for r in records if not r.signature])
     return TicketList(data=[shape(record, awaiting_signature_since=awaiting.get(record.id))
                             for record in records], total=total, limit=limit, offset=offset)
+
+
+def subs(company_id: int, also: list[str] = ()) -> list[str]:
+    """Every sub or crew the company's tickets name, with `also` (capture links' labels), once
+    each whatever the case, in alphabetical order."""
+    named = db.session.scalars(select(TicketRecord.sub).where(
+        TicketRecord.company_id == company_id, TicketRecord.sub.is_not(None)).distinct())
+    found: dict[str, str] = {}
+    for name in [*also, *named]:
+        found.setdefault(name.casefold(), name)
+    return sorted(found.values(), key=str.casefold)

@@ -16,7 +16,7 @@ from sqlalchemy import inspect
 from models import Ticket as TicketRecord
 from models import TicketPhoto
 from models.schemas import RoutingLine, Ticket, TicketSummary
-from services import authorizations, projects, signatures
+from services import authorizations, learning, projects, signatures
 from services.errors import ServiceError
 from services.links import public_base_url
 from services.routing import Route, unrouted
@@ -57,6 +57,7 @@ def routing_of(ticket: TicketRecord, wait: Wait = Wait.YES) -> Routing:
     if ticket.status == "written" and ticket.written_routing:
         return Routing([RoutingLine.model_validate(line) for line in ticket.written_routing],
                        [], pending=False)
+    suggest = learning.suggester(ticket, read=wait is not Wait.NO)
     if wait is Wait.NO:
         codes = projects.cached_catalog(ticket.company_id, ticket.project_id)
     else:
@@ -73,7 +74,7 @@ def routing_of(ticket: TicketRecord, wait: Wait = Wait.YES) -> Routing:
     if codes is None:  # routed by the first read once the project's codes are known
         return Routing(routing_lines(unrouted(ticket.lines, PENDING_REASON)), [PENDING_WARNING],
                        pending=True)
-    return Routing(routing_lines(codes.router.route_all(ticket.lines)), [], pending=False)
+    return Routing(routing_lines(codes.router.route_all(ticket.lines, suggest)), [], pending=False)
 
 
 def routing_lines(routes: list[Route]) -> list[RoutingLine]:
@@ -83,7 +84,8 @@ def routing_lines(routes: list[Route]) -> list[RoutingLine]:
         quantity=r.quantity, unit_cost=r.unit_cost, amount=r.amount,
         budget_code=r.budget_code.flat_code if r.budget_code else None,
         budget_code_id=r.budget_code.id if r.budget_code else None, routed=r.routed,
-        exact=r.exact, needs_review=r.needs_review, reason=r.reason, pricing=r.pricing)
+        exact=r.exact, needs_review=r.needs_review, reason=r.reason, pricing=r.pricing,
+        learned=r.learned)
         for r in routes]
 
 

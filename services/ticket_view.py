@@ -16,6 +16,7 @@ from services.project_system.zones import UTC, on_clock
 # The ticket's facts, in the order the page and the document list them: (label, field of the
 # Ticket shape). A fact without a value is left out, so an optional field shows when given.
 FACTS = (
+    ("Sub or crew", "sub"),
     ("Why it is extra", "reason"),
     ("Directed by", "directed_by"),
     ("Recorded by", "captured_by"),

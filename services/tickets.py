@@ -15,7 +15,16 @@ from sqlalchemy.exc import IntegrityError
 from models import TicketPhoto, db, utcnow
 from models import Ticket as TicketRecord
 from models.schemas import Ticket, TicketInput
-from services import authorizations, evidence, markups, pricing, projects, rates, signatures
+from services import (
+    authorizations,
+    evidence,
+    links,
+    markups,
+    pricing,
+    projects,
+    rates,
+    signatures,
+)
 from services.database import write_transaction
 from services.errors import Conflict, NotFound, ValidationFailed
 from services.ticket_records import append_decision, find_ticket, id_for_client_ref, locked
@@ -104,6 +113,8 @@ def _prepared_content(company_id: int, project_id: str, data: TicketInput,
                        tickets=1 if link_token else 0)
     photo_rows = evidence.store_photos(checked_photos)
     values = {**_stored_as_sent(data), "total": total, "lines": lines, "warnings": warnings,
+              # A capture link names the sub or crew it was made for.
+              "sub": links.label_of(link_token) if link_token else data.sub,
               "signature": evidence.store_signature(data, checked_signature),
               "photo_count": len(photo_rows), "captured_at": captured_at,
               "worked_on": worked_on, "authorization_id": authorization_id}

@@ -49,7 +49,7 @@
   document.addEventListener("click", function (event) {
     if (!event.target.closest("[data-select-clean]")) { return; }
     document.querySelectorAll('#bulk-form input[name="ids"]').forEach(function (box) {
-      box.checked = box.getAttribute("data-clean") === "1";
+      box.checked = box.getAttribute("data-ready") === "1";
     });
     summarise();
   });
@@ -174,4 +174,49 @@
     if (more && MORE.some(function (name) { return params.has(name); })) { more.open = true; }
   }
   document.addEventListener("htmx:historyRestore", matchUrl);
+})();
+
+/* Ticket page: a budget-code picker narrowed by typing a code, a name or the crew's own words
+   ("22-", "plumb", "limpieza"); options that do not match are taken out of the list (phones and
+   tablets show hidden options anyway) and put back when the search is cleared. */
+(function () {
+  "use strict";
+  function fold(text) {
+    return (text || "").normalize("NFD").replace(/[\u0300-\u036f]/g, "").toLowerCase();
+  }
+  function picker(search) {
+    return search.parentElement.querySelector('select[name="routes[' + search.getAttribute("data-line") + ']"]');
+  }
+  function filter(search) {
+    var select = picker(search);
+    if (!select) { return; }
+    if (!select._all) {
+      select._all = Array.prototype.map.call(select.children, function (node) { return node.cloneNode(true); });
+    }
+    var words = fold(search.value).split(/\s+/).filter(Boolean);
+    var kept = select.value;
+    var matches = function (option) {
+      var text = fold(option.textContent + " " + (option.getAttribute("data-search") || ""));
+      return option.value === "" || words.every(function (word) { return text.indexOf(word) !== -1; });
+    };
+    while (select.firstChild) { select.removeChild(select.firstChild); }
+    select._all.forEach(function (node) {
+      var copy = node.cloneNode(true);
+      if (copy.tagName === "OPTGROUP") {
+        Array.prototype.slice.call(copy.children).forEach(function (option) {
+          if (!matches(option)) { copy.removeChild(option); }
+        });
+        if (copy.children.length) { select.appendChild(copy); }
+      } else if (matches(copy)) {
+        select.appendChild(copy);
+      }
+    });
+    select.value = kept;
+    if (select.value !== kept) { select.value = ""; }
+    var found = select.querySelectorAll('option:not([value=""])').length;
+    search.setAttribute("aria-description", found + (found === 1 ? " code matches" : " codes match"));
+  }
+  document.addEventListener("input", function (event) {
+    if (event.target.matches("input.code-search")) { filter(event.target); }
+  });
 })();

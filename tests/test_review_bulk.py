@@ -97,7 +97,7 @@ def test_bulk_approve_ten_clean_tickets_in_the_browser(app, acme, pile, live_ser
 def test_select_all_clean_on_this_page(app, acme, pile, live_server, tablet):
     page = tablet.new_page()
     browser_sign_in(page, live_server, app, acme)
-    page.click("text=Select all clean on this page")
+    page.click("text=Select all ready on this page")
     ticked = set(page.locator("input[name=ids]:checked").evaluate_all("els => els.map(e => e.value)"))
     on_page = set(page.locator("tr.queue-row").evaluate_all("rows => rows.map(r => r.dataset.ticket)"))
     assert ticked == {t.id for t in writable(acme, pile)} & on_page and ticked
