@@ -34,7 +34,7 @@ class ProjectSystemConnection(db.Model):
 
 
 class KnownProject(db.Model):
-    """A project the project system listed for a company the last time it answered.
+    """A project a company made a capture link or a ticket on, with its name at the time.
 
     Tickets are accepted for these while the project system cannot be reached: creating a
     ticket only records a claim, so it never waits on the project system.

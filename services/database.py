@@ -13,9 +13,11 @@ from collections.abc import Iterator
 from contextvars import ContextVar
 
 from flask import Flask
-from sqlalchemy import event
+from sqlalchemy import Table, event
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
+from sqlalchemy.sql.dml import Insert
 
 from models import db
 
@@ -79,3 +81,9 @@ def write_transaction() -> Iterator[Session]:
             yield session
     finally:
         _write_intent.reset(token)
+
+
+def insert_or_merge(session: Session, table: Table) -> Insert:
+    """An INSERT on this session's database that can take ON CONFLICT (SQLite or PostgreSQL)."""
+    insert = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}[session.get_bind().dialect.name]
+    return insert(table)

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import wait as futures_wait
 from dataclasses import dataclass, field
 from typing import TypeVar
 from zoneinfo import ZoneInfo
@@ -34,6 +35,7 @@ from models.schemas import (
 )
 from services.cache import TTLCache
 from services.connections import ProjectSystemBusy, client_for, project_system_errors
+from services.database import insert_or_merge
 from services.errors import NotFound, ProjectSystemRefused, ServiceError
 from services.project_system import BudgetCode, CostCode, CostType, RemoteProject
 from services.project_system.zones import UTC, local_date, project_zone
@@ -186,7 +188,25 @@ def _in_background(load: Callable[[], T]) -> Future:
     def run() -> T:
         with app.app_context():
             return load()
-    return pool.submit(run)
+    future = pool.submit(run)
+    under_way = _state("project_system_reads", set)
+    with _setup_lock:
+        under_way.add(future)
+    future.add_done_callback(lambda done: _forget_read(under_way, done))
+    return future
+
+
+def _forget_read(under_way: set, done: Future) -> None:
+    """Drop a finished background read from its app's set."""
+    with _setup_lock:
+        under_way.discard(done)
+
+
+def wait_for_background_reads(timeout_s: float) -> None:
+    """Wait up to `timeout_s` for this app's background reads (before its engine is let go)."""
+    with _setup_lock:
+        pending = list(current_app.extensions.get("project_system_reads", ()))
+    futures_wait(pending, timeout=timeout_s)
 
 
 def away_since(company_id: int) -> dt.datetime | None:
@@ -240,12 +260,12 @@ def project_names(company_id: int) -> dict[str, str]:
 def remember_project(session: Session, company_id: int, project_id: str, name: str) -> None:
     """Keep a project that a ticket or a link was made on, so it is known while the project
     system is away (inside the caller's write transaction)."""
-    known = session.get(KnownProject, (company_id, str(project_id)))
-    if known is None:
-        session.add(KnownProject(company_id=company_id, project_id=str(project_id),
-                                 name=name[:300]))
-    elif known.name != name[:300]:
-        known.name = name[:300]
+    table = KnownProject.__table__
+    statement = insert_or_merge(session, table).values(
+        company_id=company_id, project_id=str(project_id), name=name[:300], seen_at=utcnow())
+    session.execute(statement.on_conflict_do_update(
+        index_elements=[table.c.company_id, table.c.project_id],
+        set_={"name": statement.excluded.name}))
 
 
 def project_for_new_ticket(company_id: int, project_id: str) -> tuple[str, str | None]:

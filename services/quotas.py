@@ -12,16 +12,14 @@ stored:
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import os
 import shutil
 
 from flask import current_app
 from sqlalchemy import select
-from sqlalchemy.dialects import postgresql, sqlite
 
 from models import StorageUsage, utcnow
-from services.database import write_transaction
+from services.database import insert_or_merge, write_transaction
 from services.errors import ServiceError
 from services.links import token_digest
 
@@ -72,7 +70,7 @@ def reserve(company_id: int, link_token: str | None, incoming: int, *, tickets: 
                        config["CAPTURE_TICKETS_PER_DAY"]))
     retry = {"Retry-After": str(_tomorrow_in_seconds(now))}
     with write_transaction() as session:
-        statement = _upsert(session.get_bind().dialect.name)
+        statement = _add_usage(session)
         for scope, key, _, _ in scopes:
             session.execute(statement, {"scope": scope, "key": key, "day": day, "bytes": incoming,
                                         "tickets": tickets})
@@ -93,12 +91,10 @@ def _quota_message(scope: str) -> str:
     return f"{whose} has stored all the photos it may store today; send the ticket again tomorrow"
 
 
-@functools.cache
-def _upsert(dialect: str):
+def _add_usage(session):
     """Add to a day's usage row, creating it on the first use, in one statement."""
-    insert = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}[dialect]
     table = StorageUsage.__table__
-    statement = insert(table)
+    statement = insert_or_merge(session, table)
     return statement.on_conflict_do_update(
         index_elements=[table.c.scope, table.c.key, table.c.day],
         set_={"bytes": table.c.bytes + statement.excluded.bytes,

@@ -102,6 +102,10 @@ def app(tmp_path, migrated_template, sandbox_server) -> Flask:
     yield application
     with application.app_context():
         from models import db
+        from services import projects
+
+        # a page's read still under way would hand its connection back to a let-go pool
+        projects.wait_for_background_reads(30)
         db.engine.dispose()
 
 

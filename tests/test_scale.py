@@ -29,7 +29,12 @@ def start(app, sandbox_server, tmp_path, name: str) -> tuple[subprocess.Popen, s
     env = dict(os.environ, DATABASE_URL=app.config["SQLALCHEMY_DATABASE_URI"],
                EWT_INSTANCE_PATH=str(tmp_path / name), EWT_SANDBOX_URL=sandbox_server.url,
                EWT_RATELIMIT_STORAGE_URI=REDIS_URL,
-               EWT_SECRET_KEY="scale-test", EWT_PHOTO_DIR=app.config["PHOTO_DIR"])
+               EWT_SECRET_KEY="scale-test", EWT_PHOTO_DIR=app.config["PHOTO_DIR"],
+               # Eight fresh workers each read the codes cold from the sandbox, which answers
+               # from one process and is far slower under this load than Procore; a thread
+               # waiting on its neighbour's read past the 1 s default is told 503 busy, which
+               # is checked on its own in test_procore_isolation.
+               EWT_PROJECT_SYSTEM_SLOT_WAIT_S="30")
     with (tmp_path / f"{name}.log").open("w") as log:
         server = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "--workers", "4", "--threads", "2", "--bind",
@@ -90,6 +95,6 @@ def test_concurrent_approvals_across_servers_write_one_record(client, acme, two_
         thread.start()
     for thread in threads:
         thread.join(timeout=120)
-    assert {a.status_code for a in answers} <= {200, 409}
+    assert {a.status_code for a in answers} <= {200, 409}, [a.text for a in answers]
     assert sum(1 for a in answers if a.status_code == 200 and not a.json()["already"]) == 1
     assert len(origin_rows(sandbox_server, "change_events", ticket["id"])) == 1
