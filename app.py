@@ -65,6 +65,11 @@ def default_config(instance_path: str) -> dict[str, Any]:
         "PROJECT_SYSTEM_CONNECT_TIMEOUT_S": 3,
         "PROJECT_SYSTEM_READ_TIMEOUT_S": 8,
         "PROJECT_SYSTEM_WRITE_TIMEOUT_S": 60,
+        # An approval's reads and writes: a project system that sends nothing for this long
+        # counts as hung, so the PM hears within seconds (a write that went unanswered is found
+        # again by its origin id on the next approval, never written twice).
+        "PROJECT_SYSTEM_APPROVAL_WAIT_S": 2,
+        "PROJECT_SYSTEM_APPROVAL_WRITE_WAIT_S": 4,
         # Calls one company may have under way at once (approvals count as one write each);
         # a call waits this long for a slot, then is refused with 503 project_system_busy.
         "PROJECT_SYSTEM_READS_PER_COMPANY": 2,

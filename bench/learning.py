@@ -49,8 +49,9 @@ def _send(api, headers, sub, project_id, description, lines):
     return made.json(), [offsets[kind] + i for kind, i in places]
 
 
-def corpus(base_url: str, key: str, projects: list[dict]) -> dict:
-    """Replay the PM's habits, then send the new lines; how many land on the PM's code."""
+def replay_history(base_url: str, key: str, projects: list[dict]) -> dict[str, str]:
+    """Send and approve the corpus's past tickets on the PM's codes (what routing learns
+    from); the project ids standing for its projects "A" and "B"."""
     api, headers = f"{base_url}/v1", {"Authorization": f"Bearer {key}"}
     chosen = [p for p in projects if p["change_events"]][:2]
     letters = {"A": chosen[0]["id"], "B": chosen[1]["id"]}
@@ -67,6 +68,13 @@ def corpus(base_url: str, key: str, projects: list[dict]) -> dict:
                   for place, (kind, _, code) in zip(places, lines)}
         requests.post(f"{api}/tickets/{ticket['id']}/approve", headers=headers, timeout=120,
                       json={"destination": "daily_log", "routes": routes}).raise_for_status()
+    return letters
+
+
+def corpus(base_url: str, key: str, projects: list[dict]) -> dict:
+    """Replay the PM's habits, then send the new lines; how many land on the PM's code."""
+    api, headers = f"{base_url}/v1", {"Authorization": f"Bearer {key}"}
+    letters = replay_history(base_url, key, projects)
     right = 0
     for sub, letter, description, kind, said, want in NEW:
         ticket, [place] = _send(api, headers, sub, letters[letter], description, [(kind, said)])

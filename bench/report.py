@@ -129,6 +129,22 @@ def figures(r: dict) -> list[dict]:
                          lr["build_ms"], "ms", None, "—", None))
         rows.append(_fig("learning.index_mb", section, "Memory the decisions hold",
                          lr["index_mb"], "MB", None, "≤ 20 MB", lr["index_mb"] <= 20))
+    pm = r.get("pm")  # runs from before the PM's week was measured have none
+    if pm:
+        number += 1
+        section = (f"{number}. A PM's week on a tablet at 1024x768 ({pm['tickets']} tickets, "
+                   "routing with history; bench/pm_session.py)")
+        per = pm["taps"] / pm["tickets"]
+        rows.append(_fig("pm.taps", section, f"Taps per ticket ({pm['taps']} in all, "
+                         f"{pm['bulk_taps']} of them for the bulk approval)", per, "taps", None,
+                         "≤ 2.5", per <= 2.5))
+        rows.append(_fig("pm.waited_s", section, "Seconds waiting on the page per ticket",
+                         pm["waited_s"] / pm["tickets"], "s", None, "—", None))
+        rows.append(_fig("pm.written", section, "Tickets written to Procore", pm["written"],
+                         "tickets", None, f"= {pm['tickets']}", pm["written"] == pm["tickets"]))
+        rows.append(_fig("pm.hung_s", section, "Approve while Procore holds every call 30 s "
+                         "(ceiling: Procore refusing connections)", pm["hung_s"], "s",
+                         pm["refused_s"], "≤ 6 s", pm["hung_s"] <= 6))
     mem = r["memory"]
     number += 1
     section = f"{number}. Memory"

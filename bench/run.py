@@ -22,7 +22,7 @@ from pathlib import Path
 
 import requests
 
-from bench import approve, browser, learning, photos, report, seed
+from bench import approve, browser, learning, photos, pm_session, report, seed
 from bench.servers import (
     BENCH,
     ROOT,
@@ -281,6 +281,17 @@ def run_sections(workdir: Path, service, camera: bytes, args, results: dict,
     log("routing that learns: the corpus through the service, then 50,000 decisions")
     results["learning"] = {"corpus": learning.corpus(service.url, key, company["projects"]),
                            **learning.speed(app, company_id, project_id, template_id)}
+
+    log("a PM's week on a tablet, then an approval while Procore hangs")
+    week = demo_company(service)
+    with sync_playwright() as playwright:
+        chromium = browser.launch(playwright)
+        try:
+            results["pm"] = {**pm_session.session(chromium, service.url, week),
+                             **pm_session.hung(chromium, service.url, week)}
+        finally:
+            chromium.close()
+    log(f"the PM's week: {results['pm']}")
 
 
 def _plain(value):

@@ -176,10 +176,10 @@ undoes a rejection. Each decision is kept in the ticket's `decisions`, which onl
 
 **States.** `reject` on a rejected ticket is 409 `ticket_rejected`, on a written one 409
 `ticket_written`. `restore` on a submitted ticket changes nothing; on a written one it is 409
-`ticket_written`. A line with no budget code (unless `allow_unrouted`), or with
-`require_exact` a line not on a confirmed code, refuses the approval with 409
+`ticket_written`. For a change event, a line with no budget code (unless `allow_unrouted`),
+or with `require_exact` a line not on a confirmed code, refuses the approval with 409
 `lines_need_review`, `details` listing `{line, reason, description}` for each; nothing is
-written. `routes` keys must be line indexes of the ticket and values budget code ids of its
+written. A daily log entry carries no budget code, so its lines are not checked. `routes` keys must be line indexes of the ticket and values budget code ids of its
 project (else 400 naming `routes.<key>`); a routed line counts as exact, and a line routed to
 a budget code of another cost type is written as asked but is not exact.
 
@@ -191,6 +191,12 @@ daily log entry is a manpower entry with the workers and hours per worker; its n
 the ticket's document on the review pages, and `external.note` says it is a dated record that
 bills nothing. It is dated on the jobsite's calendar: the capture time read in the project's
 time zone, so a crew's 8 pm ticket in California lands on that day's log.
+
+**A hung project system.** What an approval reads (the project's codes, time zone and tools)
+comes from what the service last read when the project system is slow, and each of its calls
+waits at most `PROJECT_SYSTEM_APPROVAL_WAIT_S` (2 s; `PROJECT_SYSTEM_APPROVAL_WRITE_WAIT_S`, 4 s,
+for a write) for an answer: a hung project system is answered within seconds with a 502, the
+ticket still approvable.
 
 **Exactly once.** Every record carries the origin id `ewt-ticket-<ticket id>`. Approve claims
 the ticket in the database, then, with no transaction open, looks for a record with that

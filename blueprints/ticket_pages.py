@@ -5,7 +5,7 @@ same services as the API; `bp` here is that blueprint with its pages, as the app
 """
 from __future__ import annotations
 
-from flask import Response, redirect, request, url_for
+from flask import Response, redirect, render_template, request, url_for
 from flask_login import current_user, login_required
 
 from blueprints.tickets import bp, csv_answer, document_answer, image_answer
@@ -65,8 +65,13 @@ def _queue_after_bulk(*, confirm=None, results=None, selected=()) -> Response:
 @bp.post("/queue/bulk")
 @login_required
 def bulk_confirm_page() -> Response:
-    """Step one of a bulk approval: the selected tickets, their count and total, to confirm."""
-    ids = request.form.getlist("ids")
+    """Step one of a bulk approval: the selected tickets (or every ready one of the view, on
+    all its pages), their count and total and their suggested codes, to confirm."""
+    if request.form.get("all_ready"):
+        view = review_queue.QueueView.from_query_string(request.form.get("from"))
+        ids = review_queue.ready_in_view(current_user.company_id, view)
+    else:
+        ids = request.form.getlist("ids")
     return _queue_after_bulk(confirm=review_queue.bulk_selection(current_user.company_id, ids),
                              selected=ids)
 
@@ -81,12 +86,27 @@ def bulk_approve_page() -> Response:
     return _queue_after_bulk(results=results)
 
 
+@bp.post("/queue/bulk/approve-one")
+@login_required
+def bulk_approve_one_page() -> Response:
+    """One ticket of a bulk approval, for the page's progress: written or why not, as a line
+    of the results."""
+    [item] = review_queue.bulk_approve(
+        current_user.company_id, request.form.getlist("ids")[:1], actor=current_user.email,
+        confirmed=review_queue.confirmed_suggestions(request.form)) or [None]
+    if item is None:
+        return Response(status=204)  # another company's or a missing ticket: nothing to say
+    view = review_queue.QueueView.from_query_string(request.form.get("from"))
+    return Response(render_template("review/_bulk_result.html", item=item, view=view))
+
+
 @bp.get("/queue/export.csv")
 @login_required
 def queue_export() -> Response:
     """The queue's tickets, as currently filtered, as a CSV download."""
     view = review_queue.QueueView.from_args(request.args)
-    return csv_answer(export.export_csv(current_user.company_id, view.list_filter()))
+    return csv_answer(export.export_csv(current_user.company_id, view.list_filter(),
+                                        sort=view.sort))
 
 
 @bp.get("/tickets/<ticket_id>")

@@ -63,16 +63,17 @@ def csv_answer(text: str) -> Response:
 
 @api_route(bp, "/tickets/export.csv", tag="tickets", query=TicketFilters, media_type="text/csv")
 def export_tickets(query: TicketFilters) -> Response:
-    """Export the ticket log as CSV: one row per line, with the ticket's fields, amounts and budget codes.
+    """Export the ticket log as CSV for a spreadsheet: one row per line, with amounts and budget codes.
 
-    Same filters as the list, every matching ticket newest first. The first row names the
-    columns: the ticket's fields, then the line's (index, kind, description, cost code,
-    quantity, unit cost, amount, cost type, budget code, whether it is exact or needs review,
-    and why), then the day of the work and the directive or change order named; new columns
-    are only ever added at the end. A ticket without lines has one row, its line cells empty.
-    Lines not yet written are routed on the project's budget codes, or on the last ones read
-    when the project system is slow or away (as the review queue does), so an export never
-    waits long on it. A cell that a spreadsheet would run as a formula (starting with =, +,
+    Made for people (a program reads GET /v1/tickets and each ticket): UTF-8 with a byte-order
+    mark; the T-reference, the project's name, the sub, and times on the jobsite's clock
+    (`YYYY-MM-DD HH:MM`, with the zone in `time_zone`); no bare long ids. Same filters as the
+    list, newest first. The first row names the columns: the ticket's, then the line's
+    (number from 1, kind, description, cost code, quantity, unit cost, amount, cost type,
+    budget code, whether it is exact or needs review, and why). A ticket without lines has one
+    row, its line cells empty. Lines not yet written are routed as the review queue routes
+    them (on the last codes read when the project system is slow or away), so an export
+    never waits long on it. A cell a spreadsheet would run as a formula (starting with =, +,
     -, @) starts with an apostrophe instead.
     """
     return csv_answer(export.export_csv(g.company_id, ticket_queries.ListFilter(
@@ -150,9 +151,9 @@ def put_photo(ticket_id: str, key: str, query: PhotoUploadQuery) -> Ticket:
                     "code id of its project, named in `details` as `routes.<key>`.",
                409: "Nothing was written. `ticket_rejected` (the ticket is rejected and "
                     "`allow_rejected` is not true); `lines_need_review` (`details` lists each "
-                    "refused line as {line, reason, description}: a line without a budget code "
-                    "unless `allow_unrouted`, or under `require_exact` a line not on a confirmed "
-                    "code); `no_change_events` (the project has no change-event tool and no "
+                    "refused line as {line, reason, description}: for a change event, a line "
+                    "without a budget code unless `allow_unrouted`, or under `require_exact` a "
+                    "line not on a confirmed code; a daily log entry carries no codes); `no_change_events` (the project has no change-event tool and no "
                     "destination, or `change_event`, was named: name `daily_log`); "
                     "`approval_in_progress` (another approval is writing this ticket now; "
                     "retry after the seconds in Retry-After to see its outcome); "

@@ -884,11 +884,12 @@ class ApproveInput(InputShape):
 
     allow_unrouted: Flag = Field(default=False, description=(
         "Accept a blank budget code for lines that could not be routed. Never set this "
-        "automatically."))
+        "automatically. A daily log entry carries no budget codes, so it needs none."))
     allow_rejected: Flag = Field(default=False, description="Allow approving a rejected ticket.")
     require_exact: Flag = Field(default=False, description=(
         "Also refuse any line not on a confirmed budget code (`exact: false`); use it "
-        "whenever no person reviews the write."))
+        "whenever no person reviews the write. Not checked for a daily log entry, which "
+        "carries no budget codes."))
     routes: dict[str, BudgetCodeId] = Field(default_factory=dict, max_length=200, description=(
         "Per-line budget code override: keys are line indexes as strings (see `routing`), "
         "values budget code ids of the ticket's project. A line routed here counts as exact."))

@@ -47,6 +47,7 @@ from services.project_system import (
     RemoteRecord,
     ToolDisabled,
     WriteUnconfirmed,
+    hurried,
 )
 from services.projects import Catalog
 from services.routing import Route, article
@@ -119,12 +120,15 @@ def approve(company_id: int, ticket_id: str, options: ApproveInput, actor: str) 
     if ticket.status == "written":
         return _written_result(company_id, ticket.id, already=True)
     _refuse_rejected(ticket, options.allow_rejected)
-    codes = projects.catalog(company_id, ticket.project_id)
+    # What the approval reads is what the service keeps (the last known while the project
+    # system is slow), so only the write itself waits on it, and then not for long.
+    codes = projects.catalog(company_id, ticket.project_id, briefly=True)
     routes = _routes(ticket, codes, options.routes, actor)
     destination = _destination(company_id, ticket, options.destination)
-    _check_lines(routes, options)
+    if destination == CHANGE_EVENT:  # a daily log entry carries no budget code
+        _check_lines(routes, options)
     authorizations.check_approval(ticket, options.confirm_over_nte)
-    zone = projects.time_zone(company_id, ticket.project_id)
+    zone = projects.time_zone(company_id, ticket.project_id, briefly=True)
     client = client_for(company_id)
     claim = _claim(ticket.id, options.allow_rejected, destination)
     if claim is None:
@@ -135,12 +139,22 @@ def approve(company_id: int, ticket_id: str, options: ApproveInput, actor: str) 
             plan.document.pdf()
         # One write at a time per company (a slow project system holds one thread, not all),
         # and the claim renewed while the write lasts, so it is never joined by a second one.
-        with project_system_errors(company_id, "write"), _keeping_claim(ticket.id, claim.id):
+        with project_system_errors(company_id, "write"), _keeping_claim(ticket.id, claim.id), \
+                hurried(*_patience()):
             destination, record = _write(client, plan, destination, claim.earlier)
     except Exception:
         _release(ticket.id, claim.id)
         raise
     return _finish(company_id, ticket.id, destination, record, routes, actor, codes)
+
+
+def _patience() -> tuple[float, float, float]:
+    """How long an approval's calls wait to connect, and for each part of a read's or a
+    write's answer, before the project system counts as hung."""
+    config = current_app.config
+    read = float(config["PROJECT_SYSTEM_APPROVAL_WAIT_S"])
+    return (min(float(config["PROJECT_SYSTEM_CONNECT_TIMEOUT_S"]), read), read,
+            float(config["PROJECT_SYSTEM_APPROVAL_WRITE_WAIT_S"]))
 
 
 def _refuse_rejected(ticket: TicketRecord, allow_rejected: bool) -> None:
@@ -192,7 +206,7 @@ def _destination(company_id: int, ticket: TicketRecord, requested: str | None) -
     """Where to write: a daily log only when named, else a change event if the project has them."""
     if requested == DAILY_LOG:
         return DAILY_LOG
-    if projects.change_events_enabled(company_id, ticket.project_id):
+    if projects.change_events_enabled(company_id, ticket.project_id, briefly=True):
         return CHANGE_EVENT
     raise Conflict(f"project {ticket.project_id} has no change-event tool; approve with "
                    "destination 'daily_log' to file a dated daily log entry, which bills nothing",

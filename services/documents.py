@@ -230,6 +230,8 @@ def document_context(page: TicketView, *, company_name: str, image_keys: dict[in
         "recorded_at": page.clock(t.captured_at),
         "authorization": f"{t.nte.reference} — {t.nte.title}" if t.nte and t.nte.title else None,
         "lines": costs, "markups": markups, "amounts": amounts,
+        "markups_subtotal": _money(page.markups_subtotal) if page.markups_subtotal is not None
+        else None,
         "subtotals": [(label, _money(amount)) for _kind, label, amount in page.subtotals],
         "total": _money(t.total), "photos": photos,
         "signature": _signature_context(page, stored_signature, content_digest),

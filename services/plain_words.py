@@ -6,6 +6,7 @@ import datetime as dt
 import math
 import re
 from dataclasses import dataclass
+from decimal import Decimal
 
 from models import utcnow
 from services import signatures
@@ -62,11 +63,14 @@ PLAIN_LINE_REASONS = {
 
 @dataclass(frozen=True)
 class PlainError:
-    """A refusal as a PM reads it: one sentence, and a point per line it concerns."""
+    """A refusal as a PM reads it: one sentence, a point per line it concerns, and where on
+    the page to act (`where` names the control, `act` says what to do there)."""
 
     message: str
     points: list[str]
     lines: dict[int, str]
+    where: str | None = None
+    act: str | None = None
 
 
 def plain_error(error: ServiceError) -> PlainError:
@@ -80,14 +84,56 @@ def plain_error(error: ServiceError) -> PlainError:
         described = {d["line"]: d.get("description") or "" for d in error.details
                      if isinstance(d, dict) and "line" in d}
         points = [f"Line {line + 1} ({described[line]}) {reason}" for line, reason in lines.items()]
-        return PlainError(message=message, points=points, lines=lines)
+        first = min(lines) if lines else None
+        return PlainError(message=message, points=points, lines=lines,
+                          where=f"line-{first}" if first is not None else None,
+                          act=f"Go to line {first + 1}" if first is not None else None)
+    if error.code == "nte_exceeded" and isinstance(error.details, dict):
+        return _over_nte(error.details)
+    if error.code == "validation_failed" and isinstance(error.details, list):
+        lines = {int(d["field"].split(".", 1)[1]): "has a budget code that can no longer be used: "
+                 "pick another" for d in error.details if isinstance(d, dict)
+                 and str(d.get("field", "")).startswith("routes.")
+                 and str(d["field"]).split(".", 1)[1].isdecimal()}
+        if lines:
+            first = min(lines)
+            return PlainError(
+                message=f"{len(lines)} chosen budget code{'s' if len(lines) != 1 else ''} can no "
+                        "longer be used. Nothing was written.",
+                points=[f"Line {line + 1} {reason}" for line, reason in lines.items()],
+                lines=lines, where=f"line-{first}", act=f"Go to line {first + 1}")
     message = PLAIN_ERRORS.get(error.code)
+    where, act = PLAIN_PLACES.get(error.code, (None, None))
     if error.code == "project_system_busy":
         message = _busy_message(error.headers.get("Retry-After", ""))
     if message is None:
         message = ("Procore could not take this; nothing was written. Try again in a moment."
                    if error.status >= 500 else "That could not be done; nothing was changed.")
-    return PlainError(message=message, points=[], lines={})
+    return PlainError(message=message, points=[], lines={}, where=where, act=act)
+
+
+# Where on the ticket page a refusal is put right: the control, and what to do there.
+PLAIN_PLACES = {
+    "no_change_events": ("destination", "Choose daily log"),
+    "ticket_rejected": ("allow_rejected", "Tick \"Approve although this ticket was rejected\""),
+}
+
+
+def _over_nte(details: dict) -> PlainError:
+    """Past a not-to-exceed authorization: which one, by how much, and the box that allows it."""
+    def money(value) -> str:
+        try:
+            return f"${Decimal(str(value)):,.2f}"
+        except (ArithmeticError, ValueError):
+            return str(value)
+    reference = str(details.get("reference") or "its authorization")
+    return PlainError(
+        message=f"Writing this ticket takes {reference} to {money(details.get('after'))}, past its "
+                f"not-to-exceed amount of {money(details.get('authorized'))} "
+                f"({money(details.get('written'))} written before it). Nothing was written.",
+        points=[f"If the GC agreed to go past it, tick \"Approve even if this takes {reference} "
+                "past its not-to-exceed amount\" and approve again."],
+        lines={}, where="confirm_over_nte", act="Go to the not-to-exceed box")
 
 
 def _busy_message(retry_after: str) -> str:

@@ -51,9 +51,10 @@ PAGE_READ_THREADS = 16
 
 
 class Unknown(ServiceError):
-    """The project system is away and nothing was known before."""
+    """The project system is away and nothing was known before (the same 502 as a call that
+    could not reach it)."""
 
-    status = 503
+    status = 502
     code = "project_system_unavailable"
 
 
@@ -296,9 +297,9 @@ def project_for_new_ticket(company_id: int, project_id: str) -> tuple[str, str |
     return str(found.id), found.display_name or found.name
 
 
-def time_zone(company_id: int, project_id: str) -> ZoneInfo:
+def time_zone(company_id: int, project_id: str, *, briefly: bool = False) -> ZoneInfo:
     """The project's time zone, in which its working days are dated (UTC when it names none)."""
-    return project_zone(require_project(company_id, project_id).time_zone)
+    return project_zone(require_project(company_id, project_id, briefly=briefly).time_zone)
 
 
 def page_time_zone(company_id: int, project_id: str) -> ZoneInfo:

@@ -5,8 +5,10 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import urllib.parse
+from collections import Counter
 from dataclasses import dataclass
 from decimal import Decimal
+from zoneinfo import ZoneInfo
 
 from sqlalchemy.orm import undefer
 
@@ -17,11 +19,12 @@ from models.ticket import STATUSES
 from services import approval, authorizations, links, projects, signatures, ticket_queries
 from services.errors import ServiceError
 from services.plain_words import age_text, held_back, plain_error
-from services.project_system.zones import on_clock
+from services.project_system.zones import UTC, on_clock
 from services.ticket_records import find_ticket
 from services.ticket_shapes import Wait, routing_of
 
 
+AGES = tuple(key for key, _label, _days in ticket_queries.AGE_BUCKETS)
 STATUS_TABS = (("submitted", "Needs review"), ("written", "Written"), ("rejected", "Rejected"))
 
 
@@ -53,7 +56,8 @@ class QueueView:
     awaiting_signature: bool = False
     date_from: dt.date | None = None
     date_to: dt.date | None = None
-    sort: str = "newest"
+    age: str | None = None  # one of the age buckets' keys
+    sort: str = "oldest"  # the ticket closest to missing its billing window first
     page: int = 1
 
     @classmethod
@@ -61,7 +65,7 @@ class QueueView:
         """The view a query string asks for; anything unusable falls back to the default."""
         status = args.get("status", "submitted")
         page = args.get("page", "1")
-        sort = args.get("sort", "newest")
+        sort = args.get("sort", "oldest")
         project_id = (args.get("project_id") or "").strip()
         return cls(
             status=None if status == "all" else (status if status in STATUSES else "submitted"),
@@ -72,7 +76,8 @@ class QueueView:
             unsigned=args.get("unsigned") in ("1", "on", "true"),
             awaiting_signature=args.get("awaiting_signature") in ("1", "on", "true"),
             date_from=_date(args.get("from")), date_to=_date(args.get("to")),
-            sort=sort if sort in ticket_queries.SORTS else "newest",
+            age=args.get("age") if args.get("age") in AGES else None,
+            sort=sort if sort in ticket_queries.SORTS else "oldest",
             page=max(1, min(int(page), 100_000)) if page.isdigit() else 1)
 
     def params(self, **changes) -> dict[str, str]:
@@ -84,7 +89,8 @@ class QueueView:
                   "awaiting_signature": "1" if view.awaiting_signature else None,
                   "from": view.date_from.isoformat() if view.date_from else None,
                   "to": view.date_to.isoformat() if view.date_to else None,
-                  "sort": view.sort if view.sort != "newest" else None,
+                  "age": view.age,
+                  "sort": view.sort if view.sort != "oldest" else None,
                   "page": str(view.page) if view.page > 1 else None}
         return {key: value for key, value in params.items() if value}
 
@@ -98,16 +104,23 @@ class QueueView:
         """The view a ticket page was opened from (its `from` argument)."""
         return cls.from_args(dict(urllib.parse.parse_qsl((text or "")[:1000])))
 
-    def list_filter(self) -> ticket_queries.ListFilter:
-        """The ticket list filter of this view; dates count whole days, the end date included."""
+    def list_filter(self, now: dt.datetime | None = None, *, age: bool = True
+                    ) -> ticket_queries.ListFilter:
+        """The ticket list filter of this view; dates count whole days, the end date included,
+        and an age bucket (unless `age` is false) counts back from `now`."""
         def midnight(day: dt.date) -> dt.datetime:
             return dt.datetime.combine(day, dt.time(), tzinfo=dt.timezone.utc)
+        bounds = [midnight(self.date_from) if self.date_from else None,
+                  midnight(self.date_to + dt.timedelta(days=1)) if self.date_to else None]
+        if age and self.age:
+            younger, older = ticket_queries.age_range(self.age, now or utcnow())
+            bounds = [max(b for b in (bounds[0], older) if b is not None) if older else bounds[0],
+                      min(b for b in (bounds[1], younger) if b is not None) if younger
+                      else bounds[1]]
         return ticket_queries.ListFilter(
             status=self.status, project_id=self.project_id, q=self.q, sub=self.sub,
             unsigned=self.unsigned, awaiting_signature=self.awaiting_signature,
-            to_check=self.to_check,
-            captured_from=midnight(self.date_from) if self.date_from else None,
-            captured_before=midnight(self.date_to + dt.timedelta(days=1)) if self.date_to else None)
+            to_check=self.to_check, captured_from=bounds[0], captured_before=bounds[1])
 
     @property
     def more_filters(self) -> bool:
@@ -183,6 +196,12 @@ class Queue:
     buckets: list[AgeBucket]
     page_size: int = PAGE_SIZE
     procore_down_since: dt.datetime | None = None
+    # The jobsite clock the page's times are read on: the zone most of its rows' projects share.
+    zone: ZoneInfo = UTC
+
+    def clock(self, moment: dt.datetime | None) -> str:
+        """A time on the queue's jobsite clock: '2026-06-03 10:53 PST'."""
+        return on_clock(moment, self.zone) if moment else ""
 
     @property
     def pages(self) -> int:
@@ -220,7 +239,7 @@ def queue(company_id: int, view: QueueView | None = None, *, now: dt.datetime | 
     view = view or QueueView()
     now = now or utcnow()
     names = projects.project_names(company_id)
-    where = view.list_filter()
+    where = view.list_filter(now)
 
     def page(view: QueueView) -> tuple[list[TicketRecord], int]:
         return ticket_queries.list_ticket_records(
@@ -231,6 +250,23 @@ def queue(company_id: int, view: QueueView | None = None, *, now: dt.datetime | 
     if not records and total and view.page > 1:  # past the end: show the last page instead
         view = dataclasses.replace(view, page=max(1, -(-total // PAGE_SIZE)))
         records, total = page(view)
+    rows, zones = _rows(company_id, records, names, now)
+    totals = ticket_queries.age_totals(company_id, view.list_filter(now, age=False), now,
+                                       wait=Wait.BRIEFLY)
+    buckets = [AgeBucket(key=key, label=label, count=totals[key][0], total=totals[key][1])
+               for key, label, _days in ticket_queries.AGE_BUCKETS]
+    return Queue(rows=rows, counts=ticket_queries.list_status_counts(company_id, where,
+                                                                     wait=Wait.BRIEFLY),
+                 total=total, view=view, projects=sorted(names.items(), key=lambda item: item[1]),
+                 subs=ticket_queries.subs(company_id, links.labels(company_id)), buckets=buckets,
+                 procore_down_since=projects.away_since(company_id),
+                 zone=Counter(zones[r.project_id] for r in records).most_common(1)[0][0]
+                 if records else UTC)
+
+
+def _rows(company_id: int, records: list[TicketRecord], names: dict[str, str],
+          now: dt.datetime) -> tuple[list[QueueRow], dict[str, ZoneInfo]]:
+    """Tickets as rows of the queue, and the jobsite zone of each project among them."""
     awaiting = signatures.awaiting_since(company_id, [r.id for r in records if not r.signature])
     shown = {r.project_id for r in records}
     change_events = {project_id: projects.page_change_events(company_id, project_id)
@@ -254,14 +290,26 @@ def queue(company_id: int, view: QueueView | None = None, *, now: dt.datetime | 
             nte=authorizations.status_of(company_id, record.authorization_id),
             awaiting_since=on_clock(awaiting[record.id], zones[record.project_id])
             if record.id in awaiting else None))
-    totals = ticket_queries.age_totals(company_id, where, now, wait=Wait.BRIEFLY)
-    buckets = [AgeBucket(key=key, label=label, count=totals[key][0], total=totals[key][1])
-               for key, label, _days in ticket_queries.AGE_BUCKETS]
-    return Queue(rows=rows, counts=ticket_queries.list_status_counts(company_id, where,
-                                                                     wait=Wait.BRIEFLY),
-                 total=total, view=view, projects=sorted(names.items(), key=lambda item: item[1]),
-                 subs=ticket_queries.subs(company_id, links.labels(company_id)), buckets=buckets,
-                 procore_down_since=projects.away_since(company_id))
+    return rows, zones
+
+
+def ready_in_view(company_id: int, view: QueueView, now: dt.datetime | None = None
+                  ) -> list[str]:
+    """The tickets of a queue view, on every page, that bulk approval can write (clean, or
+    clean but for suggestions the PM confirms): at most MAX_BULK, in the view's order."""
+    now = now or utcnow()
+    names = projects.project_names(company_id)
+    records, _total = ticket_queries.list_ticket_records(
+        company_id, where=view.list_filter(now), sort=view.sort, project_names=names,
+        limit=ticket_queries.MAX_CHECKED, wait=Wait.BRIEFLY,
+        load=(undefer(TicketRecord.written_routing),))
+    ready = []
+    for chunk in range(0, len(records), PAGE_SIZE):
+        rows, _zones = _rows(company_id, records[chunk:chunk + PAGE_SIZE], names, now)
+        ready += [row.id for row in rows if row.clean or row.ready]
+        if len(ready) >= MAX_BULK:
+            break
+    return ready[:MAX_BULK]
 
 
 def next_ticket(company_id: int, view: QueueView, current_id: str) -> str | None:

@@ -239,7 +239,8 @@ def approve_from_form(company_id: int, ticket_id: str, form: dict[str, str], act
     routes = _indexed(form, "routes")
     for line, code_id in _indexed(form, "confirm").items():
         routes.setdefault(line, code_id)
-    _refuse_unchecked(company_id, ticket_id, routes, form.get("allow_unrouted") == "on")
+    if form.get("destination") != "daily_log":  # a daily log entry carries no budget code
+        _refuse_unchecked(company_id, ticket_id, routes, form.get("allow_unrouted") == "on")
     options = validate(ApproveInput, {
         "destination": form.get("destination") or None,
         "allow_unrouted": form.get("allow_unrouted") == "on",

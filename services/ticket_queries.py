@@ -162,6 +162,17 @@ AGE_BUCKETS = (("today", "Under a day", 1), ("days", "1-3 days", 3), ("week", "3
                ("old", "Over a week", None))
 
 
+def age_range(key: str, now: dt.datetime) -> tuple[dt.datetime | None, dt.datetime | None]:
+    """An age bucket as capture times: (captured before, captured from), None where open."""
+    younger = None
+    for bucket, _label, days in AGE_BUCKETS:
+        older = now - dt.timedelta(days=days) if days is not None else None
+        if bucket == key:
+            return younger, older
+        younger = older
+    raise ValueError(f"no age bucket {key!r}")
+
+
 def age_bucket(captured_at: dt.datetime, now: dt.datetime) -> str:
     """The key of the age bucket a ticket captured at `captured_at` falls in."""
     age = now - captured_at

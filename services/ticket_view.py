@@ -82,9 +82,14 @@ class TicketView:
             parts.append("place not given")
         return " · ".join(parts)
 
-    @staticmethod
-    def units(route: RoutingLine) -> tuple[str, str]:
-        """A line's quantity and rate with their units and currency."""
+    def units(self, route: RoutingLine) -> tuple[str, str]:
+        """A line's quantity and rate with their units and currency; a markup's percentage and
+        the amount it was taken of."""
+        if route.kind == "markup":
+            markup = self.markup_of(route)
+            if markup is None:
+                return "", ""
+            return f"{markup.percent.normalize():f} %", f"of ${markup.base:,.2f}"
         quantity = "" if route.quantity is None else f"{route.quantity.normalize():f}"
         rate = "" if route.unit_cost is None else f"${route.unit_cost:,.2f}"
         if route.kind == "labor":
@@ -92,6 +97,18 @@ class TicketView:
         if route.kind == "equipment":
             return (f"{quantity} h" if quantity else "", f"{rate}/h" if rate else "no rate")
         return (quantity, f"{rate} each" if rate else "no unit cost")
+
+    def markup_of(self, route: RoutingLine):
+        """The markup a markup line of the routing was made by (they follow the cost lines)."""
+        t = self.ticket
+        index = route.line - len(t.labor) - len(t.equipment) - len(t.materials)
+        return t.markups[index] if 0 <= index < len(t.markups) else None
+
+    @property
+    def markups_subtotal(self) -> Decimal | None:
+        """What the markups add, when there are any."""
+        amounts = [r.amount for r in self.ticket.routing if r.kind == "markup"]
+        return sum(amounts, Decimal("0.00")) if amounts else None
 
     @property
     def subtotals(self) -> list[tuple[str, str, Decimal]]:

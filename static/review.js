@@ -36,7 +36,7 @@
     var button = document.getElementById("bulk-approve");
     if (summary) {
       summary.textContent = boxes.length ? boxes.length + " selected · $" +
-        (cents / 100).toLocaleString("en-US", {minimumFractionDigits: 2, maximumFractionDigits: 2}) : "None selected";
+        (cents / 100).toLocaleString("en-US", {minimumFractionDigits: 2, maximumFractionDigits: 2}) : "";
     }
     if (button) {
       button.disabled = boxes.length === 0;
@@ -65,6 +65,8 @@
     var form = document.getElementById("approve-form");
     if (!form) { return; }
     var allowUnrouted = form.querySelector('input[name="allow_unrouted"]');
+    var dailyLog = form.elements.namedItem("destination");
+    dailyLog = dailyLog && dailyLog.value === "daily_log";  // a daily log entry carries no code
     var open = 0;
     document.querySelectorAll("tr[data-check]").forEach(function (row) {
       var line = row.getAttribute("data-line");
@@ -75,11 +77,14 @@
       row.classList.toggle("decided", !!decided);
       if (!decided) { open += 1; }
     });
-    form.querySelectorAll("button.approve").forEach(function (button) { button.disabled = open > 0; });
+    document.querySelectorAll('button.approve[form="approve-form"]').forEach(function (button) {
+      button.disabled = open > 0 && !dailyLog;
+    });
     var status = document.getElementById("check-status");
     if (status) {
-      status.textContent = open ? open + (open === 1 ? " line is" : " lines are") +
-        " marked to check: confirm each or pick a budget code before approving." : "";
+      status.textContent = dailyLog ? "A daily log entry carries no budget codes: nothing to check." :
+        open ? open + (open === 1 ? " line" : " lines") + " to check: confirm each or pick a budget code." :
+        "Every line has its budget code.";
     }
   }
   function warnType(select) {
@@ -219,4 +224,76 @@
   document.addEventListener("input", function (event) {
     if (event.target.matches("input.code-search")) { filter(event.target); }
   });
+})();
+
+/* Bulk approval with progress: the confirmed tickets are written one request at a time, a
+   bar counting them and each ticket's result showing as it lands; the results stay on the
+   page (the queue does not refresh over them). Without this script the form writes them all
+   in one request. */
+(function () {
+  "use strict";
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    if (form.id !== "bulk-write-form" || !window.fetch) { return; }
+    event.preventDefault();
+    event.stopPropagation();
+    var ids = Array.prototype.map.call(form.querySelectorAll('input[name="ids"]'), function (input) {
+      return input.value;
+    });
+    var box = form.closest(".bulk-confirm");
+    var results = document.createElement("div");
+    results.className = "bulk-results card";
+    results.setAttribute("role", "status");
+    results.innerHTML = '<h2 class="bulk-progress-title"></h2><progress max="' + ids.length +
+      '" value="0"></progress><ul class="bulk-list"></ul>';
+    box.replaceWith(results);
+    var title = results.querySelector("h2"), bar = results.querySelector("progress");
+    var list = results.querySelector("ul");
+    var done = 0, counted = {written: 0, already: 0, refused: 0};
+    function say() {
+      title.textContent = done < ids.length ?
+        "Writing " + (done + 1) + " of " + ids.length + " to Procore…" :
+        counted.written + " written, " + counted.already + " already in Procore, " +
+        counted.refused + " not written";
+    }
+    function finish() {
+      say();
+      var section = document.getElementById("queue-rows");
+      if (!window.htmx || !section) { return; }
+      // The rows again without the written tickets, the results kept above them.
+      htmx.ajax("GET", section.getAttribute("data-refresh-url"), {target: "#queue-rows", swap: "outerHTML"})
+        .then(function () {
+          var fresh = document.getElementById("queue-rows");
+          var rowsForm = fresh && fresh.querySelector("#bulk-form");
+          if (rowsForm) { rowsForm.parentNode.insertBefore(results, rowsForm); } else if (fresh) { fresh.appendChild(results); }
+        });
+    }
+    function one(index) {
+      if (index >= ids.length) { finish(); return; }
+      var data = new FormData();
+      data.append("csrf_token", form.querySelector('input[name="csrf_token"]').value);
+      data.append("from", form.querySelector('input[name="from"]').value);
+      data.append("ids", ids[index]);
+      form.querySelectorAll('input[name^="suggest[' + ids[index] + ']"]').forEach(function (input) {
+        data.append(input.name, input.value);
+      });
+      var confirm = form.querySelector('input[name="confirm_suggestions"]');
+      if (confirm && confirm.checked) { data.append("confirm_suggestions", "on"); }
+      fetch(form.getAttribute("data-one-url"), {method: "POST", body: data, credentials: "same-origin"})
+        .then(function (answer) { return answer.ok ? answer.text() : Promise.reject(answer.status); })
+        .then(function (html) {
+          list.insertAdjacentHTML("beforeend", html);
+          var item = list.lastElementChild, outcome = item && item.getAttribute("data-outcome");
+          if (outcome in counted) { counted[outcome] += 1; }
+        }, function () {
+          counted.refused += 1;
+          var item = document.createElement("li");
+          item.textContent = "A ticket could not be sent; it stays in the queue.";
+          list.appendChild(item);
+        })
+        .then(function () { done += 1; bar.value = done; say(); one(index + 1); });
+    }
+    say();
+    one(0);
+  }, true);
 })();

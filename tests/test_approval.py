@@ -322,12 +322,11 @@ def test_unrouted_line_is_refused_then_routed_by_a_person(client, acme, app, san
     ticket = create(client, acme, labor=[{"trade": "Zzyzx wrangler", "hours": 2, "rate": 10}],
                     equipment=[], materials=[])
     assert ticket["routing"][0]["budget_code"] is None
-    for body in ({}, {"destination": "daily_log"}):
-        refused = act(client, acme, ticket["id"], "approve", body)
-        assert refused.status_code == 409
-        assert refused.json["error"]["code"] == "lines_need_review"
-        assert refused.json["error"]["details"] == [
-            {"line": 0, "reason": "no budget code", "description": "Zzyzx wrangler — 1 × 2 h"}]
+    refused = act(client, acme, ticket["id"], "approve", {})
+    assert refused.status_code == 409
+    assert refused.json["error"]["code"] == "lines_need_review"
+    assert refused.json["error"]["details"] == [
+        {"line": 0, "reason": "no budget code", "description": "Zzyzx wrangler — 1 × 2 h"}]
     assert stored(app, ticket["id"]).status == "submitted"
     assert origin_rows(sandbox_server, "change_events", ticket["id"]) == []
     code = budget_code_id(client, acme, project["id"], "02-200.L")

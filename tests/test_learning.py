@@ -133,7 +133,7 @@ def test_a_correction_wins_after_two_and_require_exact_refuses_a_suggestion(clie
     ticket, [place] = send(client, acme, "Summit Framing", project_of(acme, "A"), "Framed",
                            [("labor", "Carpenter")])
     refused = client.post(f"/v1/tickets/{ticket['id']}/approve", headers=acme.headers,
-                          json={"require_exact": True, "destination": "daily_log"})
+                          json={"require_exact": True})
     assert refused.status_code == 409 and refused.json["error"]["code"] == "lines_need_review"
     assert refused.json["error"]["details"][0]["line"] == place
 

@@ -80,7 +80,7 @@ def test_choices_survive_every_action_on_the_ticket(client, acme, reviewer, live
     ticket = make_ticket(client, acme)
     page = tablet.new_page()
     sign_in(page, live_server, reviewer)
-    page.goto(f"{live_server.url}/tickets/{ticket['id']}?from=status%3Dsubmitted%26sort%3Doldest")
+    page.goto(f"{live_server.url}/tickets/{ticket['id']}?from=status%3Dsubmitted%26sort%3Dnewest")
     options = page.locator('select[name="routes[2]"] option').all_inner_texts()
     picked = next(o for o in options if o.startswith("02-200.L"))
     page.select_option('select[name="routes[2]"]', label=picked)
@@ -91,7 +91,7 @@ def test_choices_survive_every_action_on_the_ticket(client, acme, reviewer, live
         assert page.is_checked('input[name="destination"][value="daily_log"]')
         assert page.is_checked('input[name="allow_unrouted"]')
         assert page.locator('select[name="routes[2]"] option:checked').inner_text() == picked
-        assert page.input_value("#approve-form input[name=from]") == "status=submitted&sort=oldest"
+        assert page.input_value("#approve-form input[name=from]") == "status=submitted&sort=newest"
 
     page.click("text=Create labor budget code")
     page.wait_for_selector("text=01-500.L is ready")
@@ -192,7 +192,7 @@ def test_while_an_approval_is_on_its_way_the_page_says_so_and_takes_no_second_ta
     page.click("text=Approve and write")
     page.wait_for_function("() => document.querySelector('#writing-status').offsetParent !== null")
     assert "Writing to Procore" in page.inner_text("#writing-status")
-    assert page.locator("#approve-form .actions button:disabled").count() == 2
+    assert page.locator(".decision-bar button.approve:disabled").count() == 2
     page.locator("text=Approve and next").click(force=True)  # a second tap while it waits
     held[0].continue_()
     page.wait_for_selector("text=Written to Procore.")

@@ -84,8 +84,11 @@ def test_bulk_approve_ten_clean_tickets_in_the_browser(app, acme, pile, live_ser
     page.click("#bulk-approve")
     page.wait_for_selector(f"text=Write 10 tickets (${total:,.2f}) to Procore?")
     page.click("#bulk-write")
-    page.wait_for_selector(".bulk-results")
-    assert "10 written, 0 already in Procore, 0 not written" in page.inner_text(".bulk-results")
+    page.wait_for_selector(".bulk-results progress")  # a bar, and each result as it lands
+    page.wait_for_selector("text=10 written, 0 already in Procore, 0 not written")
+    page.wait_for_function("() => !document.querySelector('#queue-rows').contains("
+                           "document.querySelector('.bulk-confirm'))")
+    assert page.locator(".bulk-results li[data-outcome=written]").count() == 10
     for ticket in chosen:
         assert len(origin_rows(sandbox_server, "change_events", ticket.id)) == 1
     # The written tickets left 'Needs review'.
@@ -108,10 +111,10 @@ def test_approve_and_next_follows_the_queue_order(app, acme, pile, live_server, 
                                                   sandbox_server):
     page = tablet.new_page()
     browser_sign_in(page, live_server, app, acme)
-    page.click(".sorts >> text=Oldest first")
-    page.wait_for_url(re.compile(r".*sort=oldest.*"))
-    ordered = [t.id for t in reversed(pile)]
-    first = writable(acme, pile)[0]
+    page.click(".sorts >> text=Newest first")
+    page.wait_for_url(re.compile(r".*sort=newest.*"))
+    ordered = [t.id for t in pile]
+    first = writable(acme, pile)[-1]  # the newest
     following = ordered[ordered.index(first.id) + 1]
     page.click(f"tr[data-ticket='{first.id}'] td.description a")
     page.wait_for_selector("#ticket-panel")
@@ -120,4 +123,4 @@ def test_approve_and_next_follows_the_queue_order(app, acme, pile, live_server, 
     page.wait_for_selector("text=was written to Procore. This is the next ticket.")
     assert len(origin_rows(sandbox_server, "change_events", first.id)) == 1
     page.click("text=Back to the queue")
-    page.wait_for_url(re.compile(r".*sort=oldest.*"))
+    page.wait_for_url(re.compile(r".*sort=newest.*"))

@@ -13,7 +13,7 @@ from tests.test_review_pages import new_ticket, sign_in
 
 pytestmark = pytest.mark.live
 
-FROM = "status=submitted&sort=oldest"
+FROM = "status=submitted&sort=newest"
 
 
 class Controls(HTMLParser):
@@ -122,7 +122,7 @@ def test_every_form_on_the_ticket_sends_the_approve_choices(app, client, acme):
     ticket = new_ticket(client, acme)
     client.post(f"/v1/projects/{acme.project()['id']}/authorizations", headers=acme.headers,
                 json={"reference": "CD-014", "amount": 3000})
-    page = Controls(browser.get(f"/tickets/{ticket['id']}?from=status%3Dsubmitted%26sort%3Doldest")
+    page = Controls(browser.get(f"/tickets/{ticket['id']}?from=status%3Dsubmitted%26sort%3Dnewest")
                     .get_data(as_text=True))
     approve = next(f for f in page.forms if f.get("id") == "approve-form")
     # Every other form that redraws the ticket sends the approve form's choices, and the view.
@@ -155,7 +155,7 @@ def test_approve_and_next_names_blank_lines_on_the_next_ticket(app, client, acme
     del choices["routes[2]"]
     went = browser.post(f"/tickets/{ticket['id']}/approve",
                         {**choices, "destination": "change_event", "next": "1",
-                         "from": "status=submitted&sort=oldest"})
+                         "from": "status=submitted"})
     assert went.status_code == 303
     html = browser.get(went.headers["Location"]).get_data(as_text=True)
     assert "was written to Procore. This is the next ticket. 1 line ($10.00) was written with " \

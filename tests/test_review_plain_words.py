@@ -46,7 +46,7 @@ def test_the_only_destination_is_preselected_and_explained(app, client, acme):
     browser = sign_in(app, client, acme)
     ticket = new_ticket(client, acme, project_id=acme.project(False)["id"])
     page = browser.get(f"/tickets/{ticket['id']}").get_data(as_text=True)
-    assert re.search(r'value="daily_log" checked', page)
+    assert re.search(r'value="daily_log"[^>]* checked', page)
     assert "the only way to record this ticket there is a daily log entry" in page
     assert_plain(page)
     refused = browser.post(f"/tickets/{ticket['id']}/approve", {"destination": "",

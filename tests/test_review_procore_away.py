@@ -64,6 +64,12 @@ def test_queue_and_ticket_answer_quickly_from_what_was_known(app, client, acme, 
     html = response.get_data(as_text=True)
     assert response.status_code == 200 and took < BUDGET, took
     assert "Procore is unreachable since" in html and "02-200.L" in html
+    # One clock: the queue's banner reads the jobsite's, as a ticket page on that site does.
+    since = re.search(r"unreachable since ([^(]+) \(", browser.get("/queue").get_data(
+        as_text=True)).group(1)
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2} [A-Z]{3,4}", since) and "UTC" not in since
+    assert any(f"unreachable since {since} (" in browser.get(f"/tickets/{t.id}").get_data(
+        as_text=True) for t in pile[:3])
     # The filter that needs the codes still answers in time.
     response, took = timed(browser, "/queue?to_check=1")
     assert took < BUDGET and f"of {sum(1 for t in pile if not t.clean)} ticket(s)" in \

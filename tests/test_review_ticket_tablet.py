@@ -103,7 +103,7 @@ def test_a_check_line_blocks_approve_until_confirmed(app, client, acme, live_ser
     page.goto(f"{live_server.url}/tickets/{ticket['id']}")
     approve = page.locator("button.approve").first
     assert approve.is_disabled()
-    assert "2 lines are marked to check" in page.inner_text("#check-status")
+    assert "2 lines to check" in page.inner_text("#check-status")
     page.check('input[name="confirm[1]"]')
     assert approve.is_disabled()
     labels = page.locator('select[name="routes[2]"] option').all_inner_texts()

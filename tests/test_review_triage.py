@@ -39,9 +39,9 @@ def test_every_ticket_is_reachable_through_the_pager(app, client, acme, pile):
     browser = sign_in(app, client, acme)
     ids, html = rows(browser)
     assert len(ids) == 25 and "1-25 of 60 ticket(s) · page 1 of 3" in html
-    assert every_row(browser, "status=submitted") == [t.id for t in pile]  # newest first
+    assert every_row(browser, "status=submitted") == [t.id for t in reversed(pile)]  # oldest first
     last, html = rows(browser, "page=3")
-    assert pile[-1].id in last and "51-60 of 60" in html
+    assert pile[0].id in last and "51-60 of 60" in html
     # Past the end shows the last page rather than nothing.
     assert rows(browser, "page=99")[0] == last
 
@@ -84,7 +84,7 @@ def test_date_range_counts_whole_days(app, client, acme, pile):
     with app.app_context():
         captured = {t.id: t.captured_at for t in db.session.query(Ticket)}
     day = captured[pile[30].id].date()
-    expected = [t.id for t in pile if captured[t.id].date() == day]
+    expected = [t.id for t in reversed(pile) if captured[t.id].date() == day]
     assert every_row(browser, f"from={day}&to={day}") == expected and expected
 
 
@@ -95,7 +95,7 @@ def test_search_covers_reference_reason_and_people(app, client, acme, pile):
     assert rows(browser, f"q={short_reference(target.id).lower()[2:]}")[0] == [target.id]
     assert rows(browser, "q=reason+17")[0] == [target.id]
     directed = every_row(browser, "q=super+3")
-    assert directed == [t.id for i, t in enumerate(pile) if i % 5 == 3]
+    assert directed == [t.id for i, t in reversed(list(enumerate(pile))) if i % 5 == 3]
     recorded = every_row(browser, "q=foreman+bolt")
     assert set(recorded) == {t.id for t in pile if t.sub == "Bolt Electric"}
 
@@ -113,14 +113,14 @@ def test_age_buckets_total_the_current_filter(app, client, acme, pile):
 
 def test_ticket_links_carry_the_view_and_come_back_to_it(app, client, acme, pile):
     browser = sign_in(app, client, acme)
-    query = f"project_id={pile[0].project_id}&unsigned=1&sort=oldest"
+    query = f"project_id={pile[0].project_id}&unsigned=1&sort=newest"
     _, html = rows(browser, query)
     link = re.search(r'href="(/tickets/[^"]+)"', html).group(1).replace("&amp;", "&")
     page = browser.get(link).get_data(as_text=True)
     back = re.search(r'class="back" href="([^"]+)"', page).group(1).replace("&amp;", "&")
     assert parse_qs(urlparse(back).query) == {"status": ["submitted"],
                                               "project_id": [pile[0].project_id],
-                                              "unsigned": ["1"], "sort": ["oldest"]}
+                                              "unsigned": ["1"], "sort": ["newest"]}
 
 
 # ------------------------------------------------------------------ in the browser
@@ -152,14 +152,15 @@ def test_portrait_tablet_shows_eight_rows_and_the_oldest_is_one_tap_away(
     assert fully_visible >= 8
     assert page.evaluate("document.documentElement.scrollWidth") <= 768  # nothing off to the side
     assert "of 60 ticket(s)" in page.inner_text(".pager")
-    page.click(".sorts >> text=Oldest first")
-    page.wait_for_url(re.compile(r".*sort=oldest.*"))
+    assert first_ticket(page) == pile[-1].id  # the queue opens on the oldest
+    page.click(".sorts >> text=Newest first")
+    page.wait_for_url(re.compile(r".*sort=newest.*"))
     page.wait_for_function("id => document.querySelector('tr.queue-row').dataset.ticket === id",
-                           arg=pile[-1].id)
-    # The newest is on the last page of the oldest-first order.
+                           arg=pile[0].id)
+    # The oldest is on the last page of the newest-first order.
     page.click(".pager >> text=Last")
     page.wait_for_url(re.compile(r".*page=3.*"))
-    page.wait_for_selector(f"tr[data-ticket='{pile[0].id}']")
+    page.wait_for_selector(f"tr[data-ticket='{pile[-1].id}']")
 
 
 @pytest.mark.browser
@@ -172,9 +173,9 @@ def test_filters_and_sort_survive_opening_a_ticket(app, acme, pile, live_server,
     page.click("summary:has-text('More filters')")
     page.check('input[name="unsigned"]')
     page.wait_for_url(re.compile(r".*unsigned=1.*"))
-    page.click(".sorts >> text=Oldest first")
-    page.wait_for_url(re.compile(r".*sort=oldest.*"))
-    expected = [t.id for t in reversed(pile) if t.project_id == project.project_id and not t.signed]
+    page.click(".sorts >> text=Newest first")
+    page.wait_for_url(re.compile(r".*sort=newest.*"))
+    expected = [t.id for t in pile if t.project_id == project.project_id and not t.signed]
     page.wait_for_function("n => document.querySelectorAll('tr.queue-row').length === n",
                            arg=len(expected))
     assert [r.get_attribute("data-ticket") for r in page.locator("tr.queue-row").all()] == expected

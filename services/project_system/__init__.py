@@ -17,7 +17,7 @@ from services.project_system.base import (
     ToolDisabled,
     WriteUnconfirmed,
 )
-from services.project_system.procore import ProcoreClient
+from services.project_system.procore import ProcoreClient, hurried
 
 __all__ = [
     "Attachment",
@@ -37,4 +37,5 @@ __all__ = [
     "RemoteRecord",
     "ToolDisabled",
     "WriteUnconfirmed",
+    "hurried",
 ]

@@ -9,12 +9,14 @@ be read against Procore's published contract in one place.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import logging
 import random
 import time
 from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from decimal import Decimal
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -41,6 +43,9 @@ from services.project_system.base import (
 log = logging.getLogger(__name__)
 
 MAX_WAIT_S = 60.0
+# While set (`hurried`), every call waits at most (connect, read, write) seconds and is not
+# sent again after a transport error: the caller would rather say so than keep a person waiting.
+_HURRIED: ContextVar[tuple[float, float, float] | None] = ContextVar("hurried", default=None)
 # The longest pause a 429 may ask for and still be waited out within the call; a longer one
 # (Procore's hourly limit) is refused at once with the time to wait.
 RATE_LIMIT_WAIT_S = 10.0
@@ -61,6 +66,17 @@ _HOUR_WORDS = {"hr", "hrs", "hour", "hours", "h"}
 UOM_CACHE_S = 3600
 # A manpower entry is "approved" or "pending"; the list answers approved ones by default.
 MANPOWER_STATUSES = ("approved", "pending")
+
+
+@contextlib.contextmanager
+def hurried(connect_s: float, read_s: float, write_s: float) -> Iterator[None]:
+    """Calls made in the block wait at most `connect_s` to connect and `read_s` (`write_s` for
+    a write) for each part of an answer, and are not sent again after a transport error."""
+    token = _HURRIED.set((connect_s, read_s, write_s))
+    try:
+        yield
+    finally:
+        _HURRIED.reset(token)
 
 
 class ProcoreClient:
@@ -128,18 +144,22 @@ class ProcoreClient:
         """Send one request; all are retried on a short 429, safe ones also on transport errors
         and 5xx. A 429 asking for a longer pause raises ProjectSystemRateLimited at once."""
         path = urlsplit(url).path
+        hurried = _HURRIED.get()
+        if hurried is not None:
+            timeout: Any = (hurried[0], hurried[1] if retry else hurried[2])
+        else:
+            timeout = self.timeout if retry else self.write_timeout
         attempt = 0
         while True:
             self.calls.append((method, path))
             try:
-                response = self._session.request(method, url,
-                                                 timeout=self.timeout if retry else self.write_timeout,
+                response = self._session.request(method, url, timeout=timeout,
                                                  allow_redirects=False, stream=True, **kwargs)
                 body = self._read(response)
                 if self.observer is not None:
                     self.observer(response, body)
             except _TRANSPORT_ERRORS as exc:
-                if retry and attempt < self.max_read_retries:
+                if retry and hurried is None and attempt < self.max_read_retries:
                     delay = self._backoff(attempt)
                     log.info("Retrying %s %s in %.1f s after %s", method, path, delay,
                              type(exc).__name__)
