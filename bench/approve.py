@@ -142,6 +142,51 @@ def approve_in_process(app, company_id: int, key: str, ticket_id: str) -> Approv
                     attachments=body["photo_count"] + (1 if body.get("signature") else 0) + 1)
 
 
+def make_photo_ticket(base_url: str, key: str, project_id: str, photo: bytes, photos: int) -> str:
+    """Create a ticket with `photos` photos (each a little different) and a signature."""
+    shots = []
+    for n in range(photos):
+        image = Image.open(io.BytesIO(photo))
+        image.putpixel((n, n), (n * 40, 0, 0))  # a different file each: nothing de-duplicated
+        out = io.BytesIO()
+        image.save(out, "JPEG", quality=90)
+        shots.append({"name": f"shot-{n + 1}.jpg", "data_url": data_url(out.getvalue(),
+                                                                        "image/jpeg")})
+    body = {**ticket_body(project_id), "photos": shots,
+            "signature": {"name": "Sam Ortiz", "image": data_url(signature_png(), "image/png")}}
+    answer = requests.post(f"{base_url}/v1/tickets", json=body, timeout=60,
+                           headers={"Authorization": f"Bearer {key}"})
+    answer.raise_for_status()
+    return str(answer.json()["id"])
+
+
+def measure_distant(app, base_url: str, company_id: int, key: str, project_id: str,
+                    photo: bytes, latency_ms: float = 150) -> dict:
+    """An approval with three photos, a signature and the document while every Procore call
+    takes `latency_ms` longer: the files sent side by side, and one at a time for the ceiling."""
+    from services.connections import client_for
+    from services.project_system import procore
+
+    with app.app_context():
+        client = client_for(company_id)
+    ids = [make_photo_ticket(base_url, key, project_id, photo, 3) for _ in range(3)]
+    approve_in_process(app, company_id, key, ids[0])  # caches filled, as on a working day
+    client._request("POST", "/_sandbox/latency", json_body={"ms": latency_ms})
+    try:
+        side_by_side = approve_in_process(app, company_id, key, ids[1])
+        threads = procore.UPLOAD_THREADS
+        procore.UPLOAD_THREADS = 1
+        try:
+            one_at_a_time = approve_in_process(app, company_id, key, ids[2])
+        finally:
+            procore.UPLOAD_THREADS = threads
+    finally:
+        client._request("POST", "/_sandbox/latency", json_body={"ms": None})
+    return {"latency_ms": latency_ms, "attachments": side_by_side.attachments,
+            "ms": side_by_side.ms, "calls": len(side_by_side.calls),
+            "sequential_ms": one_at_a_time.ms}
+
+
 def approve_live(base_url: str, key: str, ticket_id: str) -> float:
     """Approve one ticket through the live service over HTTP; return the wall time in ms."""
     start = time.perf_counter()

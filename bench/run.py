@@ -276,6 +276,9 @@ def run_sections(workdir: Path, service, camera: bytes, args, results: dict,
     log("approvals against the sandbox")
     results["approve"] = approve.measure_approvals(app, service.url, company_id, key, project_id,
                                                    compressed.output)
+    log("an approval with three photos while each Procore call takes 150 ms")
+    results["approve_distant"] = approve.measure_distant(app, service.url, company_id, key,
+                                                         project_id, compressed.output)
     results["memory"]["service_end_mb"] = rss_mb(service.worker_pid())
 
     log("routing that learns: the corpus through the service, then 50,000 decisions")

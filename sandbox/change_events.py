@@ -404,7 +404,8 @@ def update_change_event(event_id: int) -> Response:
 
 @bp.patch("/v1.1/change_events/<int:event_id>")
 def update_change_event_v11(event_id: int) -> Response:
-    """v1.1 update: change_event is required; attachments_by_uuid adds completed uploads."""
+    """v1.1 update: change_event is required; attachments_by_uuid adds completed uploads (or,
+    in the company's "replace" mode, replaces the event's files with them)."""
     project = company_project(int_arg("project_id", required=True))
     require_tool(project, "change_events")
     body = request.get_json(silent=True)
@@ -424,7 +425,12 @@ def update_change_event_v11(event_id: int) -> Response:
         changes["title"] = title
     if description is not None:
         changes["description"] = description
+    replace = "attachments_by_uuid" in event_fields and db.table("companies").get(
+        g.company_id).get("attachments_mode") == "replace"
     with write_transaction(db):
+        if replace:  # the list is the event's whole set of files
+            db.execute("DELETE FROM attachments WHERE owner_kind = 'change_event' AND "
+                       "owner_id = ?", [event["id"]])
         store_uploads(db, "change_event", event["id"], uploads)
         db.table("change_events").update(event["id"], changes)
     return jsonify(change_event_v11(db, _event(db, project["id"], event_id)))

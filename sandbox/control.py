@@ -1,5 +1,5 @@
 """The /_sandbox control endpoints (faults, token revocation, hourly and 10-second limits, the
-company's clock, tool switches) and fault use.
+company's clock, tool switches, how attachments are added, added latency) and fault use.
 
 Fault state lives in the database, so every thread and process serving the file agrees on
 how many faults are left.
@@ -122,6 +122,38 @@ def set_spike_limit() -> Response:
     with write_transaction(db):
         db.execute("UPDATE companies SET spike_limit = ? WHERE id = ?", [per_window, company_id])
     return jsonify({"per_10s": per_window})
+
+
+MAX_LATENCY_MS = 5000
+ATTACHMENT_MODES = ("add", "replace")
+
+
+@bp.post("/latency")
+def set_latency() -> Response:
+    """Make every REST call of the company take `ms` longer (null or 0: no added latency)."""
+    company_id = bearer_company()
+    ms = json_body().get("ms")
+    if ms is not None and (not isinstance(ms, int | float) or isinstance(ms, bool)
+                           or not 0 <= ms <= MAX_LATENCY_MS):
+        raise ApiError(422, "Invalid latency", {"ms": [f"must be 0 to {MAX_LATENCY_MS}"]})
+    db = get_db()
+    with write_transaction(db):
+        db.execute("UPDATE companies SET latency_ms = ? WHERE id = ?", [ms, company_id])
+    return jsonify({"ms": ms})
+
+
+@bp.post("/attachments")
+def set_attachments_mode() -> Response:
+    """Whether a change event's `attachments_by_uuid` adds to its files ("add", the default) or
+    replaces them ("replace"): Procore's documents do not say which it does."""
+    company_id = bearer_company()
+    mode = json_body().get("mode")
+    if mode not in ATTACHMENT_MODES:
+        raise ApiError(422, "Invalid attachments mode", {"mode": ["must be add or replace"]})
+    db = get_db()
+    with write_transaction(db):
+        db.execute("UPDATE companies SET attachments_mode = ? WHERE id = ?", [mode, company_id])
+    return jsonify({"mode": mode})
 
 
 @bp.post("/clock")

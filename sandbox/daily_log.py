@@ -25,7 +25,7 @@ bp = Blueprint("sandbox_daily_log", __name__, url_prefix="/rest/v1.0/projects/<i
 bp.before_request(guard)
 
 MAX_NOTES = 10_000
-STATUSES = ("approved", "pending")
+STATUSES = ("approved", "pending", "all")
 
 
 def manpower_json(db: sqlite_utils.Database, row: dict[str, Any]) -> dict[str, Any]:
@@ -126,8 +126,8 @@ def list_manpower_logs(project_id: int) -> Response:
     if status not in STATUSES:
         raise ApiError(400, f"filters[status] must be one of {', '.join(STATUSES)}")
     sql = ("SELECT * FROM manpower_logs WHERE project_id = ? AND date BETWEEN ? AND ? AND "
-           "coalesce(status, 'approved') = ?")
-    params: list[Any] = [project["id"], start, end, status]
+           "(? = 'all' OR coalesce(status, 'approved') = ?)")
+    params: list[Any] = [project["id"], start, end, status, status]
     if request.args.get("filters[search]", "").strip():
         # What Procore searches is undocumented; here it is vendor and trade, never notes,
         # and the sandbox's entries carry neither.

@@ -1,11 +1,12 @@
 """Procore REST endpoints for companies' projects, tools, cost codes, cost types and WBS codes.
 
 ``guard`` runs before every /rest call of every sandbox blueprint: bearer token,
-Procore-Company-Id header, hourly rate limit, then any injected fault.
+Procore-Company-Id header, added latency, hourly rate limit, then any injected fault.
 """
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import sqlite_utils
@@ -27,10 +28,14 @@ _VERBS = {"GET": "view", "POST": "create", "PATCH": "update", "DELETE": "delete"
 
 
 def guard() -> Response | None:
-    """Authenticate, check the company header, count the call and apply a pending fault."""
+    """Authenticate, check the company header, wait out the company's added latency, count the
+    call and apply a pending fault."""
     company_id = bearer_company()
     check_company_header(company_id)
     g.company_id = company_id
+    latency_ms = get_db().table("companies").get(company_id).get("latency_ms")
+    if latency_ms:  # the switch for a distant Procore: each call takes this much longer
+        time.sleep(latency_ms / 1000)
     limited = count_request(company_id)
     if limited is not None:
         return limited

@@ -388,20 +388,33 @@ def _create(client: ProjectSystem, plan: Plan, destination: str) -> RemoteRecord
 
 
 def _attach_missing(client: ProjectSystem, plan: Plan, record: RemoteRecord) -> None:
-    """Attach the photos, the signature and the signed ticket document the change event does
-    not list yet (each under a name that is the same on every attempt)."""
-    present = set(record.attachment_filenames)
+    """Put on the change event, in one request, the photos, signature and signed document it
+    does not list yet (each under a name that is the same on every attempt); read it back,
+    and if an earlier file went missing (the project system replaced rather than added), send
+    the whole set once more. Done only when every file is there."""
+    wanted = [filename for filename, _key, _type in plan.files] + [plan.document.filename]
+    missing = [name for name in wanted if name not in record.attachment_filenames]
+    if not missing:
+        return
+    kept = client.attach_files(plan.project_id, record.id, _attachments(plan, missing))
+    if all(name in kept.attachment_filenames for name in wanted):
+        return
+    kept = client.attach_files(plan.project_id, record.id, _attachments(plan, wanted))
+    lost = [name for name in wanted if name not in kept.attachment_filenames]
+    if lost:
+        raise ProjectSystemError(f"the change event does not keep its files ({', '.join(lost)} "
+                                 "missing after they were attached)")
+
+
+def _attachments(plan: Plan, names: list[str]) -> list[Attachment]:
+    """The named files of a plan, read from storage (the document rendered)."""
     store = photo_store()
-    for filename, key, media_type in plan.files:
-        if filename not in present:
-            client.attach_file(plan.project_id, record.id,
-                               Attachment(filename=filename, content_type=media_type,
-                                          data=store.open(key)))
-    if plan.document.filename not in present:
-        client.attach_file(plan.project_id, record.id,
-                           Attachment(filename=plan.document.filename,
-                                      content_type=documents.MEDIA_TYPE,
-                                      data=plan.document.pdf()))
+    files = [Attachment(filename=filename, content_type=media_type, data=store.open(key))
+             for filename, key, media_type in plan.files if filename in names]
+    if plan.document.filename in names:
+        files.append(Attachment(filename=plan.document.filename,
+                                content_type=documents.MEDIA_TYPE, data=plan.document.pdf()))
+    return files
 
 
 def _finish(company_id: int, ticket_id: str, destination: str, record: RemoteRecord,

@@ -45,7 +45,8 @@ def test_full_approval_keeps_procores_contract(client, acme, app, sandbox_server
     assert found == []
     calls = exercised(recorder.exchanges)
     # two photos, the signature and the signed ticket document
-    assert calls["create_upload"] == calls["storage_upload"] == calls["update_change_event"] == 4
+    assert calls["create_upload"] == calls["storage_upload"] == 4
+    assert calls["update_change_event"] == 1  # all four files in one PATCH
     for op_id in ("oauth_token", "list_projects", "list_tools", "list_units_of_measure",
                   "list_wbs_codes", "list_change_event_statuses", "create_change_event",
                   "list_change_events",

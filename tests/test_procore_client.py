@@ -245,12 +245,13 @@ def test_change_event_create_find_attach_and_read_back(procore_client, sandbox_c
     assert record.kind == "change_event" and record.number == "001"
     assert record.url == (f"{sandbox_server.url}/{project}/project/change_events/events/"
                           f"{record.id}")
-    for name in ("photo-1.jpg", "signature.png"):
-        procore_client.attach_file(project, record.id,
-                                   Attachment(name, "image/jpeg", b"\xff\xd8" + name.encode()))
+    back = procore_client.attach_files(project, record.id, [
+        Attachment(name, "image/jpeg", b"\xff\xd8" + name.encode())
+        for name in ("photo-1.jpg", "signature.png")])
+    assert back.attachment_filenames == ("photo-1.jpg", "signature.png")  # read back
     assert calls_to(procore_client, "POST", f"/projects/{project}/uploads") == 2
     assert calls_to(procore_client, "POST", "/_sandbox/storage") == 2
-    assert calls_to(procore_client, "PATCH", f"/rest/v1.1/change_events/{record.id}") == 2
+    assert calls_to(procore_client, "PATCH", f"/rest/v1.1/change_events/{record.id}") == 1
     assert calls_to(procore_client, "PATCH", "/rest/v1.0/") == 0
     found = procore_client.find_change_event(project, ticket.origin_id, created_after=started)
     assert found is not None and found.id == record.id
@@ -294,8 +295,8 @@ def test_attachment_stored_before_a_failure_shows_in_lookup(procore_client, sand
     record = procore_client.create_change_event(project, ticket)
     sandbox_control.fault(502, after_commit=True, match=f"/change_events/{record.id}")
     with pytest.raises(ProjectSystemUnavailable):
-        procore_client.attach_file(project, record.id,
-                                   Attachment("photo-1.jpg", "image/jpeg", b"\xff\xd8"))
+        procore_client.attach_files(project, record.id,
+                                    [Attachment("photo-1.jpg", "image/jpeg", b"\xff\xd8")])
     found = procore_client.find_change_event(project, ticket.origin_id)
     assert found is not None and found.attachment_filenames == ("photo-1.jpg",)
 
@@ -438,14 +439,15 @@ def test_attachments_go_through_the_direct_upload_flow(procore_client, sandbox_c
     record = procore_client.create_change_event(project, draft(procore_client, project))
     recorder = ExchangeRecorder()
     recorder.attach(procore_client)
-    procore_client.attach_file(project, record.id,
-                               Attachment("signature.png", "image/png", b"\x89PNG-signature"))
+    procore_client.attach_files(project, record.id,
+                                [Attachment("signature.png", "image/png", b"\x89PNG-signature")])
     steps = [(exchange.method, urlsplit(exchange.url).path, exchange.status)
              for exchange in recorder.exchanges]
     assert steps == [("POST", f"/rest/v1.1/projects/{project}/uploads", 201),
                      ("POST", "/_sandbox/storage", 204),
-                     ("PATCH", f"/rest/v1.1/change_events/{record.id}", 200)]
-    upload, stored, patch = recorder.exchanges
+                     ("PATCH", f"/rest/v1.1/change_events/{record.id}", 200),
+                     ("GET", f"/rest/v1.1/change_events/{record.id}", 200)]
+    upload, stored, patch, _read_back = recorder.exchanges
     assert "Authorization" not in stored.headers
     uuid = json.loads(upload.answer_body)["uuid"]
     assert json.loads(patch.body) == {"change_event": {"attachments_by_uuid": [
@@ -602,12 +604,13 @@ def test_spike_limit_on_an_attachment_write_waits_and_writes_once(procore_client
     sandbox_control.set_spike_limit(1)
     recorder = ExchangeRecorder()
     recorder.attach(procore_client)
-    procore_client.attach_file(project, record.id,
-                               Attachment("photo-01.jpg", "image/jpeg", b"\xff\xd8photo"))
+    procore_client.attach_files(project, record.id,
+                                [Attachment("photo-01.jpg", "image/jpeg", b"\xff\xd8photo")])
     sandbox_control.set_spike_limit(None)
     limited = [exchange for exchange in recorder.exchanges if exchange.status == 429]
-    assert [urlsplit(exchange.url).path for exchange in limited] == [
-        f"/rest/v1.1/change_events/{record.id}"]
+    assert [(exchange.method, urlsplit(exchange.url).path) for exchange in limited] == [
+        ("PATCH", f"/rest/v1.1/change_events/{record.id}"),
+        ("GET", f"/rest/v1.1/change_events/{record.id}")]  # the attach, then its read-back
     headers = limited[0].answer_headers
     assert headers["X-Rate-Limit-Limit"] == "1" and headers["X-Rate-Limit-Remaining"] == "0"
     assert clock.sleeps and 0 < clock.sleeps[0] <= 10

@@ -72,7 +72,7 @@ def test_a_slow_write_keeps_its_claim_and_is_never_joined(app, client, acme, san
     photos = [{"name": f"p{i}.jpg", "data_url": data_url(noise_jpeg(64, 48, seed=i))} for i in range(3)]
     ticket = create(client, acme, photos=photos)
     inside, release = threading.Event(), threading.Event()
-    real_attach = ProcoreClient.attach_file
+    real_attach = ProcoreClient.attach_files
     blocked = []
 
     def slow_first_attach(self, *args, **kwargs):
@@ -82,7 +82,7 @@ def test_a_slow_write_keeps_its_claim_and_is_never_joined(app, client, acme, san
             release.wait(20)
         return real_attach(self, *args, **kwargs)
 
-    monkeypatch.setattr(ProcoreClient, "attach_file", slow_first_attach)
+    monkeypatch.setattr(ProcoreClient, "attach_files", slow_first_attach)
     answers = {}
     writer = threading.Thread(target=lambda: answers.setdefault(
         "first", act(app.test_client(), acme, ticket["id"], "approve")))

@@ -5,6 +5,7 @@ import json
 import sqlite3
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import closing
 from typing import Any
@@ -500,6 +501,20 @@ def test_spike_limit_answers_429_with_rate_headers(api, sandbox_server, sandbox_
     sandbox_control.set_spike_limit(None)
 
 
+def test_latency_and_attachment_switches(api, sandbox_server, sandbox_control):
+    """Added latency slows every REST call; the switches refuse values they do not know."""
+    sandbox_control.set_latency(200)
+    start = time.monotonic()
+    api.call("GET", "/rest/v1.0/projects", params={"company_id": api.company["company_id"]})
+    assert time.monotonic() - start >= 0.2
+    sandbox_control.set_latency(None)
+    for path, body in (("/latency", {"ms": -1}), ("/latency", {"ms": "fast"}),
+                       ("/attachments", {"mode": "merge"})):
+        with pytest.raises(requests.HTTPError) as refused:
+            sandbox_control._call("POST", path, body)
+        assert refused.value.response.status_code == 422
+
+
 def test_contract_projects_differ_as_real_companies_do(sandbox_server, contract_company):
     """Tool list without Change Events (statuses still answer) and pending manpower entries."""
     api = Api(sandbox_server.url, contract_company)
@@ -518,6 +533,8 @@ def test_contract_projects_differ_as_real_companies_do(sandbox_server, contract_
     listed = api.call("GET", path, params={"log_date": "2026-06-03",
                                            "filters[status]": "pending"}).json()
     assert [row["id"] for row in listed] == [created.json()["id"]]
+    every = api.call("GET", path, params={"log_date": "2026-06-03", "filters[status]": "all"})
+    assert [row["id"] for row in every.json()] == [created.json()["id"]]
     slash = contract_company["contract_projects"]["other_delimiter"]
     codes = api.call("GET", f"/rest/v1.0/projects/{slash}/work_breakdown_structure/wbs_codes",
                      params={"per_page": 1000}).json()

@@ -8,6 +8,7 @@ import pytest
 
 from services import connections
 from services.project_system.write_test import run
+from tests.test_approval import control
 
 pytestmark = pytest.mark.live
 
@@ -49,14 +50,24 @@ def test_write_test_writes_finds_and_deletes(app, runner, acme, sandbox_server):
     for text in ("write test on project", "tools switched on (Procore's engine names): ",
                  "change_events", "labor and equipment hours are sent as 'HR'",
                  "budget code pattern: Cost Code . Cost Type", "change event statuses: Open",
-                 "attached a small file through Procore's direct upload",
-                 "found the test change event again by its origin id, with its attachment",
+                 "attached two small files through Procore's direct upload, in two requests",
+                 "found the test change event again by its origin id, with its attachments; "
+                 "a second request adds to the files before it",
                  "found the test manpower entry again by its origin id",
                  "deleted test change event", "deleted test manpower entry"):
         assert text in output, (text, output)
     assert "FAIL" not in output
     live_events, manpower, uploads = counts(sandbox_server.db_path, acme.remote_company_id)
-    assert (live_events, manpower, uploads) == (0, 0, 1)
+    assert (live_events, manpower, uploads) == (0, 0, 2)
+
+
+def test_write_test_says_when_a_second_attach_replaces_the_first(app, runner, acme, sandbox_server):
+    control(sandbox_server, acme).set_attachments_mode("replace")
+    result = runner.invoke(args=["project-system", "check", "--company", str(acme.company_id),
+                                 "--write-test"])
+    assert result.exit_code == 0, result.output
+    assert "a second request replaces the files before it" in result.output
+    assert "FAIL" not in result.output
 
 
 def test_write_test_names_what_does_not_work(app, acme, sandbox_server, contract_company):

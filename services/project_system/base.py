@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Protocol
@@ -202,9 +203,9 @@ class ProjectSystem(Protocol):
         """Create an open, out-of-scope change event with one line item per draft line."""
         ...
 
-    def attach_file(self, project_id: int, change_event_id: int,
-                    attachment: Attachment) -> None:
-        """Attach one file to a change event."""
+    def attach_files(self, project_id: int, change_event_id: int,
+                     attachments: Sequence[Attachment]) -> RemoteRecord:
+        """Attach files to a change event in one change of it; the event as read back after."""
         ...
 
     def find_change_event(self, project_id: int, origin_id: str,

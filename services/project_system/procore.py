@@ -10,12 +10,14 @@ be read against Procore's published contract in one place.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import datetime
 import json
 import logging
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
 from decimal import Decimal
 from email.utils import parsedate_to_datetime
@@ -52,6 +54,8 @@ RATE_LIMIT_WAIT_S = 10.0
 BACKOFF_BASE_S = 0.5
 TOKEN_SAFETY_S = 60
 MAX_BODY_BYTES = 20 * 1024 * 1024
+# One approval's files go up side by side, this many at a time.
+UPLOAD_THREADS = 4
 # Records are looked up from a little before the caller's timestamp: our clock and
 # Procore's are not the same clock.
 CLOCK_SKEW = datetime.timedelta(minutes=10)
@@ -64,8 +68,6 @@ _CHANGE_EVENT_TOOLS = {"change_events", "change_event", "change events", "change
                        "change_event_tool"}
 _HOUR_WORDS = {"hr", "hrs", "hour", "hours", "h"}
 UOM_CACHE_S = 3600
-# A manpower entry is "approved" or "pending"; the list answers approved ones by default.
-MANPOWER_STATUSES = ("approved", "pending")
 
 
 @contextlib.contextmanager
@@ -561,15 +563,22 @@ class ProcoreClient:
             _raise_for_status(stored, stored_body)
         return str(upload["uuid"])
 
-    def attach_file(self, project_id: int, change_event_id: int,
-                    attachment: Attachment) -> None:
-        """Upload one file, then add it to the change event by its upload uuid (v1.1 PATCH)."""
-        uuid = self.upload_file(project_id, attachment)
+    def attach_files(self, project_id: int, change_event_id: int,
+                     attachments: Sequence[Attachment]) -> RemoteRecord:
+        """Upload the files side by side (at most UPLOAD_THREADS at once), put them all on the
+        change event in one v1.1 PATCH, and read the event back (with the files it now has)."""
+        with ThreadPoolExecutor(max(1, min(UPLOAD_THREADS, len(attachments)))) as pool:
+            # Each upload carries the caller's deadlines (`hurried` lives in a context).
+            uploads = [pool.submit(contextvars.copy_context().run, self.upload_file, project_id,
+                                   attachment) for attachment in attachments]
+            uuids = [upload.result() for upload in uploads]
         self._request("PATCH", f"/rest/v1.1/change_events/{change_event_id}",
                       params={"project_id": project_id},
                       json_body={"change_event": {"attachments_by_uuid": [
-                          {"upload_uuid": uuid}]}},
+                          {"upload_uuid": uuid} for uuid in uuids]}},
                       tool="change_events")
+        return self._change_event_record(project_id,
+                                         self.get_change_event(project_id, change_event_id))
 
     def delete_change_event(self, project_id: int, change_event_id: int) -> None:
         """Delete a change event (Procore keeps it in the project's recycle bin)."""
@@ -624,14 +633,14 @@ class ProcoreClient:
     def find_manpower_log(self, project_id: int, origin_id: str,
                           date: datetime.date) -> RemoteRecord | None:
         """The entry of ``date`` whose notes carry the origin marker, in any approval status."""
-        # Without filters[status] only approved entries are listed; search may skip notes.
+        # Without filters[status] only approved entries are listed (a Standard account's own
+        # pending ones too are found with "all"); search may skip notes.
         marker = _origin_marker(origin_id)
-        for status in MANPOWER_STATUSES:
-            for row in self._pages(f"/rest/v1.0/projects/{project_id}/manpower_logs",
-                                   {"log_date": date.isoformat(), "filters[status]": status},
-                                   tool="daily_log"):
-                if marker in (row.get("notes") or ""):
-                    return self._manpower_record(project_id, row)
+        for row in self._pages(f"/rest/v1.0/projects/{project_id}/manpower_logs",
+                               {"log_date": date.isoformat(), "filters[status]": "all"},
+                               tool="daily_log"):
+            if marker in (row.get("notes") or ""):
+                return self._manpower_record(project_id, row)
         return None
 
     def delete_manpower_log(self, project_id: int, manpower_log_id: int) -> None:

@@ -27,6 +27,8 @@ TEST_NOTE = ("Connection test by the extra-work ticket service. It deletes this 
              "a moment later; if you can read this, delete it.")
 TEST_FILE = Attachment("connection-test.txt", "text/plain",
                        b"Connection test by the extra-work ticket service. Safe to delete.\n")
+SECOND_FILE = Attachment("connection-test-2.txt", "text/plain",
+                         b"Second connection test file. Safe to delete.\n")
 
 
 def pick_project(client: ProcoreClient, projects: list[RemoteProject],
@@ -123,17 +125,23 @@ def _write_change_event(client: ProcoreClient, project_id: int, origin: str) -> 
         record = client.create_change_event(project_id, draft)
         findings.append((True, f"created test change event {record.id}"
                                f"{' on budget code ' + code.flat_code if code else ''}"))
-        client.attach_file(project_id, record.id, TEST_FILE)
-        findings.append((True, "attached a small file through Procore's direct upload"))
+        client.attach_files(project_id, record.id, [TEST_FILE])  # two requests, one file each
+        client.attach_files(project_id, record.id, [SECOND_FILE])
+        findings.append((True, "attached two small files through Procore's direct upload, "
+                               "in two requests"))
         found = client.find_change_event(project_id, origin, created_after=started)
         if found is None or found.id != record.id:
             findings.append((False, "the test change event was NOT found again by its origin "
                                     "id: a retry after a lost answer could write it twice"))
-        elif TEST_FILE.filename not in found.attachment_filenames:
+        elif SECOND_FILE.filename not in found.attachment_filenames:
             findings.append((False, "the change event was found, but without its attachment"))
         else:
+            # Approvals send all of a ticket's files in one request and read them back, so
+            # either behaviour is safe; which one it is, is worth knowing.
+            kept = TEST_FILE.filename in found.attachment_filenames
             findings.append((True, "found the test change event again by its origin id, with "
-                                   "its attachment"))
+                                   "its attachments; a second request "
+                                   f"{'adds to' if kept else 'replaces'} the files before it"))
     except ProjectSystemError as error:
         findings.append((False, f"writing a change event failed: {error}"))
     finally:

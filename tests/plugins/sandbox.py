@@ -106,6 +106,14 @@ class SandboxControl:
         """Limit the company to ``per_10s`` calls per 10-second window (None switches it off)."""
         self._call("POST", "/spike_limit", {"per_10s": per_10s})
 
+    def set_attachments_mode(self, mode: str) -> None:
+        """Make a change event's attachments_by_uuid "add" to its files or "replace" them."""
+        self._call("POST", "/attachments", {"mode": mode})
+
+    def set_latency(self, ms: float | None) -> None:
+        """Make every REST call of the company take ``ms`` longer (None: none added)."""
+        self._call("POST", "/latency", {"ms": ms})
+
     def freeze_clock(self) -> float:
         """Stop the company's sandbox clock; only advance_clock moves it from now on. Returns the
         time it stopped at (unix seconds), for a FakeClock that should read the same."""
