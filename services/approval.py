@@ -121,14 +121,16 @@ def approve(company_id: int, ticket_id: str, options: ApproveInput, actor: str) 
         return _written_result(company_id, ticket.id, already=True)
     _refuse_rejected(ticket, options.allow_rejected)
     # What the approval reads is what the service keeps (the last known while the project
-    # system is slow), so only the write itself waits on it, and then not for long.
-    codes = projects.catalog(company_id, ticket.project_id, briefly=True)
-    routes = _routes(ticket, codes, options.routes, actor)
-    destination = _destination(company_id, ticket, options.destination)
-    if destination == CHANGE_EVENT:  # a daily log entry carries no budget code
-        _check_lines(routes, options)
-    authorizations.check_approval(ticket, options.confirm_over_nte)
-    zone = projects.time_zone(company_id, ticket.project_id, briefly=True)
+    # system is slow), so only the write itself waits on it, and then not for long; with
+    # nothing known yet, it waits as long as for a write.
+    with projects.waiting_up_to(float(current_app.config["PROJECT_SYSTEM_APPROVAL_WRITE_WAIT_S"])):
+        codes = projects.catalog(company_id, ticket.project_id, briefly=True)
+        routes = _routes(ticket, codes, options.routes, actor)
+        destination = _destination(company_id, ticket, options.destination)
+        if destination == CHANGE_EVENT:  # a daily log entry carries no budget code
+            _check_lines(routes, options)
+        authorizations.check_approval(ticket, options.confirm_over_nte)
+        zone = projects.time_zone(company_id, ticket.project_id, briefly=True)
     client = client_for(company_id)
     claim = _claim(ticket.id, options.allow_rejected, destination)
     if claim is None:

@@ -1,22 +1,24 @@
 """Projects, cost codes, budget codes and capability, read from the project system.
 
 Every answer goes through one cache per app: fresh for its TTL, then kept as the last answer
-known. API calls and approvals wait for the project system. Pages read `briefly`: an answer
-known, even stale, is shown at once while a fresh one loads in the background for the next
-page; with nothing known they wait at most PAGE_WAIT_S. After a failure pages keep to what is
-known for PAGE_RETRY_S before asking again; `away_since` says since when the project system
-has not answered them.
+known. API calls wait for the project system. Pages and approvals read `briefly`: an answer
+known, even stale, is used at once while a fresh one loads in the background; with nothing
+known they wait at most PAGE_WAIT_S (an approval longer: `waiting_up_to`). After a failure
+they keep to what is known for PAGE_RETRY_S before asking again; `away_since` says since when
+the project system has not answered them.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures import wait as futures_wait
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TypeVar
 from zoneinfo import ZoneInfo
@@ -48,6 +50,8 @@ T = TypeVar("T")
 PAGE_WAIT_S = 1.2
 PAGE_RETRY_S = 30
 PAGE_READ_THREADS = 16
+# How long a `briefly` read with nothing known waits for a first answer (`waiting_up_to`).
+_FIRST_WAIT: ContextVar[float] = ContextVar("first_wait", default=PAGE_WAIT_S)
 
 
 class Unknown(ServiceError):
@@ -152,7 +156,7 @@ def _read(company_id: int, cache_name: str, key: tuple, ttl_s: float, load: Call
         if known is not None:
             return known  # the page shows what it knew; the fresh answer is for the next one
         try:
-            return future.result(timeout=PAGE_WAIT_S)
+            return future.result(timeout=_FIRST_WAIT.get())
         except FutureTimeout:
             away.gone(company_id)
         except ServiceError as error:
@@ -162,6 +166,17 @@ def _read(company_id: int, cache_name: str, key: tuple, ttl_s: float, load: Call
     if known is not None:
         return known
     raise Unknown("the project system cannot be reached and nothing is known about this yet")
+
+
+@contextlib.contextmanager
+def waiting_up_to(seconds: float) -> Iterator[None]:
+    """`briefly` reads in the block wait up to `seconds` (not PAGE_WAIT_S) for a first answer
+    when nothing is known yet."""
+    token = _FIRST_WAIT.set(seconds)
+    try:
+        yield
+    finally:
+        _FIRST_WAIT.reset(token)
 
 
 def _note_outcome(away: _Away, company_id: int, done: Future) -> None:

@@ -100,6 +100,19 @@ def test_a_hung_procore_is_answered_within_seconds_and_a_retry_writes_once(
     assert len(origin_rows(sandbox_server, "change_events", ticket["id"])) == 1
 
 
+def test_an_approval_waits_out_a_slow_first_read_of_the_codes(app, client, acme, sandbox_server):
+    ticket = new_ticket(client, acme, labor=[{"trade": "Laborer", "hours": 2, "rate": 50,
+                                             "costCode": "02-200"}])
+    app.extensions.pop("project_system_caches", None)  # a new process: nothing known yet
+    # The first read of the codes answers late, and with an error the client reads past:
+    # longer than a page waits, within what an approval waits.
+    control(sandbox_server, acme).fault(503, methods=["GET"], match="/cost_codes", delay_s=1.5)
+    done = client.post(f"/v1/tickets/{ticket['id']}/approve", headers=acme.headers,
+                       json={"destination": "change_event"})
+    assert done.status_code == 200, done.json
+    assert len(origin_rows(sandbox_server, "change_events", ticket["id"])) == 1
+
+
 def test_a_write_procore_took_but_never_answered_says_so_and_approving_again_finishes_it(
         app, client, acme, sandbox_server):
     browser = sign_in(app, client, acme)
