@@ -279,19 +279,19 @@ def check_command(company_id: int, write_test: bool, project_id: int | None) -> 
     """Check a company's connection (read-only unless --write-test) and say what is wrong."""
     findings = connections.check_connection(company_id)
     _print_findings(findings)
-    if write_test and all(ok for ok, _ in findings):
+    if write_test and all(ok is not False for ok, _ in findings):
         click.echo("write test:")
         written = run_write_test(connections.client_for(company_id), project_id)
         _print_findings(written)
         findings += written
-    if not all(ok for ok, _ in findings):
+    if any(ok is False for ok, _ in findings):
         raise SystemExit(1)
 
 
-def _print_findings(findings: list[tuple[bool, str]]) -> None:
-    """Print check results, one line each."""
+def _print_findings(findings: list[tuple[bool | None, str]]) -> None:
+    """Print check results, one line each: ok, FAIL, or note (works, but worth knowing)."""
     for ok, text in findings:
-        click.echo(f"  {'ok  ' if ok else 'FAIL'} {text}")
+        click.echo(f"  {'ok  ' if ok else 'note' if ok is None else 'FAIL'} {text}")
 
 
 @click.command("backup")

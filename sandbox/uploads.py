@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import secrets
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import sqlite_utils
 from flask import Blueprint, Response, current_app, g, jsonify, request, url_for
 
+from sandbox.auth import sandbox_now
 from sandbox.common import ApiError, get_db, json_body
 from sandbox.rest import company_project, guard
 from sandbox.store import iso_now, next_id, write_transaction
@@ -24,6 +27,12 @@ bp.before_request(guard)
 storage = Blueprint("sandbox_storage", __name__)
 
 _ULID_ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+# The fields an upload's answer gives; storage wants each of them back, and nothing else, with
+# the file last (as S3's POST policy does).
+SIGNED_FIELDS = ("key", "Content-Type", "Content-Disposition", "policy", "x-amz-algorithm",
+                 "x-amz-signature")
+# How long the fields may be used (the policy's expiration).
+UPLOAD_TTL_S = 3600
 
 
 def _upload_uuid() -> str:
@@ -56,11 +65,11 @@ def create_upload(project_id: int) -> tuple[Response, int]:
             "filename": filename[:255], "content_type": content_type, "key": key,
             "signature": _signature(key), "status": "ready", "size": None, "sha256": None,
             "created_at": iso_now()})
+    fields = dict(zip(SIGNED_FIELDS, (key, content_type, f'inline; filename="{filename}"',
+                                      "sandbox", "AWS4-HMAC-SHA256", _signature(key)),
+                      strict=True))
     return jsonify({"uuid": uuid, "url": url_for("sandbox_storage.receive", _external=True),
-                    "fields": {"key": key, "Content-Type": content_type,
-                               "Content-Disposition": f'inline; filename="{filename}"',
-                               "policy": "sandbox", "x-amz-algorithm": "AWS4-HMAC-SHA256",
-                               "x-amz-signature": _signature(key)}}), 201
+                    "fields": fields}), 201
 
 
 @storage.post("/_sandbox/storage")
@@ -69,11 +78,26 @@ def receive() -> tuple[str, int] | Response:
     if request.headers.get("Authorization"):
         return _storage_error(400, "InvalidArgument",
                               "Only one auth mechanism allowed; only the policy fields may be sent")
+    names = _part_names()
+    if "file" in names and names[-1] != "file":
+        return _storage_error(400, "InvalidArgument", "The file must be the last field of the "
+                                                      "form; fields after it are not read")
     key = request.form.get("key", "")
     upload = next(get_db().query("SELECT * FROM uploads WHERE key = ?", [key]), None)
     if upload is None or not hmac.compare_digest(request.form.get("x-amz-signature", ""),
                                                  upload["signature"]):
         return _storage_error(403, "AccessDenied", "Invalid according to Policy")
+    missing = [name for name in SIGNED_FIELDS if name not in request.form]
+    if missing:
+        return _storage_error(403, "AccessDenied", "Invalid according to Policy: Policy "
+                                                   f"Condition failed: {', '.join(missing)}")
+    extra = [name for name in request.form if name not in SIGNED_FIELDS]
+    if extra:
+        return _storage_error(403, "AccessDenied", "Invalid according to Policy: Extra input "
+                                                   f"fields: {', '.join(extra)}")
+    created = datetime.fromisoformat(upload["created_at"].replace("Z", "+00:00")).timestamp()
+    if sandbox_now(get_db(), upload["company_id"]) > created + UPLOAD_TTL_S:
+        return _storage_error(403, "AccessDenied", "Invalid according to Policy: Policy expired.")
     file = request.files.get("file")
     if file is None:
         return _storage_error(400, "InvalidArgument", "POST requires exactly one file upload")
@@ -86,6 +110,19 @@ def receive() -> tuple[str, int] | Response:
         db.table("uploads").update(upload["uuid"], {
             "status": "complete", "size": len(data), "sha256": hashlib.sha256(data).hexdigest()})
     return "", 204
+
+
+def _part_names() -> list[str]:
+    """The multipart form's field names, in the order they were sent."""
+    boundary = request.mimetype_params.get("boundary", "").encode()
+    if not boundary:
+        return []
+    names = []
+    for part in request.get_data(cache=True).split(b"--" + boundary)[1:]:
+        found = re.search(rb'name="([^"]*)"', part.split(b"\r\n\r\n", 1)[0])
+        if found:
+            names.append(found.group(1).decode("utf-8", "replace"))
+    return names
 
 
 def _storage_error(status: int, code: str, message: str) -> Response:

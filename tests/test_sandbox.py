@@ -456,6 +456,25 @@ def test_upload_flow_refuses_what_procore_refuses(api, sandbox_server):
                                                       "x-amz-signature": "0" * 64},
                            files={"file": ("photo.jpg", b"\xff\xd8")}, timeout=10)
     assert forged.status_code == 403
+    fields = instructions["fields"]
+    unsigned = {name: value for name, value in fields.items() if name != "policy"}
+    extra = {**fields, "acl": "public-read"}
+    for data, why in ((unsigned, "Policy Condition failed: policy"),
+                      (extra, "Extra input fields: acl")):
+        refused = requests.post(instructions["url"], data=data,
+                                files={"file": ("photo.jpg", b"\xff\xd8")}, timeout=10)
+        assert refused.status_code == 403 and why in refused.text, refused.text
+    # requests puts files after fields; written by hand, the file comes first here
+    boundary = "sandboxboundary"
+    parts = [("file", b"\xff\xd8", 'filename="photo.jpg"')] + [
+        (name, value.encode(), None) for name, value in fields.items()]
+    body = b"".join(
+        f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"'
+        f'{"; " + extra_header if extra_header else ""}\r\n\r\n'.encode() + value + b"\r\n"
+        for name, value, extra_header in parts) + f"--{boundary}--\r\n".encode()
+    file_first = requests.post(instructions["url"], data=body, timeout=10, headers={
+        "Content-Type": f"multipart/form-data; boundary={boundary}"})
+    assert file_first.status_code == 400 and "must be the last field" in file_first.text
     stored = requests.post(instructions["url"], data=instructions["fields"],
                            files={"file": ("photo.jpg", b"\xff\xd8")}, timeout=10)
     assert stored.status_code == 204
@@ -467,6 +486,17 @@ def test_upload_flow_refuses_what_procore_refuses(api, sandbox_server):
                      params={"project_id": project}, json={"attachments_by_uuid": []})
     assert empty.status_code == 400
     assert empty.json()["message"] == "param is missing or the value is empty: change_event"
+
+
+def test_an_upload_left_past_its_hour_is_refused(api, sandbox_control):
+    """Storage refuses the fields of an upload created more than an hour before (expired)."""
+    project = api.project()
+    instructions = api.call("POST", f"/rest/v1.1/projects/{project}/uploads",
+                            json={"response_filename": "late.jpg"}).json()
+    sandbox_control.advance_clock(3601)
+    late = requests.post(instructions["url"], data=instructions["fields"],
+                         files={"file": ("late.jpg", b"\xff\xd8")}, timeout=10)
+    assert late.status_code == 403 and "Policy expired" in late.text
 
 
 def test_requests_outside_the_contract_are_refused(api):

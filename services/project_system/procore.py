@@ -120,6 +120,7 @@ class ProcoreClient:
         # Called with every answer and its body; tests record exchanges with it.
         self.observer: Callable[[requests.Response, bytes], None] | None = None
         self._uoms: list[dict[str, Any]] | None = None
+        self.units_readable = True  # False once the company's units answered 403 or 404
         self._uoms_read_at = 0.0
 
     def __repr__(self) -> str:
@@ -489,10 +490,12 @@ class ProcoreClient:
         if self._uoms is None or self.clock() - self._uoms_read_at > UOM_CACHE_S:
             try:
                 self._uoms = list(self._pages(f"/rest/v1.0/companies/{self.company_id}/uoms"))
+                self.units_readable = True
             except ProjectSystemError as exc:
                 if exc.status not in (403, 404):
                     raise
                 self._uoms = []
+                self.units_readable = False
             self._uoms_read_at = self.clock()
         return self._uoms
 

@@ -1,9 +1,11 @@
 """The connection write test: read what a real Procore project looks like, write, find, delete.
 
 It reads the tool list, units of measure, budget-code pattern and change-event statuses of one
-project, then writes one change event (one line item, one small attachment) and one manpower
-entry, both marked as a test, finds both again by origin id, and deletes them. Every step
-becomes one plain sentence, so a firm learns on day one whether approvals will write.
+project, then writes one change event (one line item, two small attachments in two requests)
+and one manpower entry, both marked as a test, finds both again by origin id, and deletes them.
+Every step becomes one plain sentence, so a firm learns on day one whether approvals will
+write; a permission approvals do not need (deleting, the units of measure, the tool list) is
+named as a note, not a failure.
 """
 from __future__ import annotations
 
@@ -22,7 +24,9 @@ from services.project_system.base import (
 )
 from services.project_system.procore import ProcoreClient
 
-Finding = tuple[bool, str]
+# (True, text): works; (False, text): approvals would fail; (None, text): approvals work, but
+# something the firm should know (a permission the service account lacks, say).
+Finding = tuple[bool | None, str]
 TEST_NOTE = ("Connection test by the extra-work ticket service. It deletes this record itself "
              "a moment later; if you can read this, delete it.")
 TEST_FILE = Attachment("connection-test.txt", "text/plain",
@@ -66,7 +70,7 @@ def run(client: ProcoreClient, project_id: int | None = None,
                  "--project")]
     findings.append((True, f"write test on project {project.id} {project.name}"))
     findings += _read_setup(client, project.id)
-    if not all(ok for ok, _ in findings):
+    if any(ok is False for ok, _ in findings):
         findings.append((False, "nothing was written, because the project's setup could not "
                                 "be read"))
         return findings
@@ -82,8 +86,9 @@ def _read_setup(client: ProcoreClient, project_id: int) -> list[Finding]:
     try:
         tools = client.list_tools(project_id)
         if tools is None:
-            findings.append((True, "the project's tool list cannot be read with these "
-                                   "permissions"))
+            findings.append((None, "the project's tool list cannot be read with these "
+                                   "permissions: whether change events are on is learned from "
+                                   "their statuses instead"))
         else:
             names = ", ".join(sorted(str(row.get("engine_name")) for row in tools
                                      if row.get("is_active", True)))
@@ -92,10 +97,16 @@ def _read_setup(client: ProcoreClient, project_id: int) -> list[Finding]:
         findings.append((enabled, f"change events: {why}"))
         units = client.list_units_of_measure()
         hour = client.unit_of_measure("hr")
-        findings.append((True, f"{len(units)} units of measure; labor and equipment hours are "
-                               f"sent as {hour!r}" if hour else
-                               f"{len(units)} units of measure, none of them hours: labor and "
-                               "equipment lines are sent without a unit"))
+        if not client.units_readable:
+            findings.append((None, "the company's units of measure cannot be read with these "
+                                   "permissions (Procore answered 403 or 404): approvals write "
+                                   "lines without a unit; give the service account read access "
+                                   "to the company's units of measure to send hours as hours"))
+        else:
+            findings.append((True, f"{len(units)} units of measure; labor and equipment hours "
+                                   f"are sent as {hour!r}" if hour else
+                                   f"{len(units)} units of measure, none of them hours: labor "
+                                   "and equipment lines are sent without a unit"))
         segments = client.list_wbs_segments(project_id)
         codes = client.list_budget_codes(project_id)
         readable = sum(1 for code in codes if code.cost_code_id and code.cost_type)
@@ -159,6 +170,9 @@ def _delete_change_event(client: ProcoreClient, project_id: int, origin: str,
                 return True, "no test change event was left behind"
         client.delete_change_event(project_id, record.id)
     except ProjectSystemError as error:
+        if error.status == 403:
+            return None, (_may_not_delete("change events") + f"; delete test change event "
+                          f"{record.id if record else origin} in Procore")
         return False, (f"could not delete test change event "
                        f"{record.id if record else origin}: {error}; delete it in Procore")
     return True, (f"deleted test change event {record.id} (Procore keeps deleted change "
@@ -190,6 +204,14 @@ def _write_manpower(client: ProcoreClient, project_id: int, origin: str,
                 client.delete_manpower_log(project_id, record.id)
                 findings.append((True, f"deleted test manpower entry {record.id}"))
         except ProjectSystemError as error:
-            findings.append((False, f"could not delete the test manpower entry: {error}; "
+            findings.append((None, _may_not_delete("daily log entries") + "; delete the test "
+                                   "manpower entry in Procore") if error.status == 403 else
+                            (False, f"could not delete the test manpower entry: {error}; "
                                     "delete it in Procore"))
     return findings
+
+
+def _may_not_delete(what: str) -> str:
+    """A note that the service account lacks a delete permission approvals never use."""
+    return (f"the service account may not delete {what} (Procore answered 403); approvals "
+            "never delete, so they still work")
