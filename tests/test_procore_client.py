@@ -633,8 +633,10 @@ def test_empty_origin_data_is_left_out(procore_client, sandbox_company):
 
 
 def test_delete_leaves_nothing_listed(procore_client, sandbox_company):
-    """Deleted change events and manpower entries are no longer found by origin."""
+    """Deleted change events (204) and manpower entries (200) are no longer found by origin."""
     project = project_id(sandbox_company)
+    recorder = ExchangeRecorder()
+    recorder.attach(procore_client)
     record = procore_client.create_change_event(project, ChangeEventDraft(
         "ticket-delete", "To delete", "", ()))
     procore_client.delete_change_event(project, record.id)
@@ -644,6 +646,8 @@ def test_delete_leaves_nothing_listed(procore_client, sandbox_company):
         "ticket-delete", day, 1, Decimal("1"), "x"))
     procore_client.delete_manpower_log(project, entry.id)
     assert procore_client.find_manpower_log(project, "ticket-delete", day) is None
+    assert sorted(exchange.status for exchange in recorder.exchanges
+                  if exchange.method == "DELETE") == [200, 204]
 
 
 def test_spike_limit_on_a_create_is_waited_out(procore_client, sandbox_company, sandbox_control,
