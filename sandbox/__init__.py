@@ -10,6 +10,8 @@ Settings (all optional; environment variables with the same names are read too):
 - ``SANDBOX_FILES_DIR``: attachment bytes (default ``<instance>/sandbox-files``)
 - ``SANDBOX_TOKEN_TTL``: access-token lifetime in seconds (default 5400)
 - ``SANDBOX_RATE_LIMIT_PER_HOUR``: calls per company per hour (default 3600)
+- ``SANDBOX_SPIKE_LIMIT``: calls per company per 10-second window, Procore's spike limit
+  (default 25, its documented example; 0 switches it off; a company's own setting wins)
 - ``SANDBOX_MAX_UPLOAD_BYTES``: largest request body (default 50 MB)
 - ``SANDBOX_CONTRACT_PATH``: the contract every /rest request is checked against (default
   ``tests/contract/procore.json`` beside the package, when present; "" switches it off)
@@ -43,6 +45,7 @@ def create_sandbox_app(config: dict[str, Any] | None = None) -> Flask:
         SANDBOX_FILES_DIR=os.path.join(app.instance_path, "sandbox-files"),
         SANDBOX_TOKEN_TTL=5400,
         SANDBOX_RATE_LIMIT_PER_HOUR=3600,
+        SANDBOX_SPIKE_LIMIT=25,
         SANDBOX_MAX_UPLOAD_BYTES=50 * 1024 * 1024,
     )
     # from_prefixed_env drops the prefix; load into a scratch Config and put it back, so the

@@ -126,11 +126,15 @@ def count_request(company_id: int) -> Response | None:
     db = get_db()
     now = sandbox_now(db, company_id)
     window = int(now // RATE_WINDOW_S) * RATE_WINDOW_S
-    spike_window = int(now // SPIKE_WINDOW_S) * SPIKE_WINDOW_S
     with write_transaction(db):
-        override, spike_limit = db.execute(
-            "SELECT rate_limit_per_hour, spike_limit FROM companies WHERE id = ?",
-            [company_id]).fetchone() or (None, None)
+        override, spike_limit, spike_s = db.execute(
+            "SELECT rate_limit_per_hour, spike_limit, spike_window_s FROM companies WHERE id = ?",
+            [company_id]).fetchone() or (None, None, None)
+        if spike_limit is None:  # the company's own setting, else the sandbox's default
+            spike_limit = int(current_app.config["SANDBOX_SPIKE_LIMIT"] or 0)
+        spike_limit = spike_limit if spike_limit > 0 else None  # 0: no spike limit
+        spike_s = spike_s or SPIKE_WINDOW_S
+        spike_window = int(now // spike_s) * spike_s
         db.execute("DELETE FROM rate_windows WHERE company_id = ? AND window_start < ?",
                    [company_id, window])
         used = db.execute(
@@ -152,14 +156,16 @@ def count_request(company_id: int) -> Response | None:
     # The headers report the limit most likely to be hit first (rate_limiting.md).
     spike_left = None if spike_limit is None else max(spike_limit - spike_used, 0)
     if spike_left is not None and spike_left < limit - used:
-        g.rate = (spike_limit, spike_left, spike_window + SPIKE_WINDOW_S)
+        g.rate = (spike_limit, spike_left, spike_window + spike_s)
     if used > limit:
         response = Response(RATE_LIMITED, status=429, mimetype="text/plain")
         response.headers["Retry-After"] = str(math.ceil(reset - now))
         return response
     if spike_limit is not None and spike_used > spike_limit:
-        g.rate = (spike_limit, 0, spike_window + SPIKE_WINDOW_S)
-        return Response(RATE_LIMITED_SPIKE, status=429, mimetype="text/plain")
+        g.rate = (spike_limit, 0, spike_window + spike_s)
+        response = Response(RATE_LIMITED_SPIKE, status=429, mimetype="text/plain")
+        response.headers["Retry-After"] = str(max(math.ceil(spike_window + spike_s - now), 1))
+        return response
     return None
 
 

@@ -111,17 +111,29 @@ def set_rate_limit() -> Response:
     return jsonify({"per_hour": per_hour})
 
 
+SPIKE_WINDOWS_S = (10, 60)
+
+
 @bp.post("/spike_limit")
 def set_spike_limit() -> Response:
-    """Set (or with null, switch off) the company's limit of calls per 10-second window."""
+    """Set the company's limit of calls per window: {"per_10s": n} (null switches it off,
+    "default" goes back to the sandbox's SANDBOX_SPIKE_LIMIT), and optionally "window_s": 60
+    for the 60-second window some integrators have seen instead of 10."""
     company_id = bearer_company()
-    per_window = json_body().get("per_10s")
-    if per_window is not None and (not isinstance(per_window, int) or per_window < 0):
+    body = json_body()
+    per_window = body.get("per_10s")
+    window_s = body.get("window_s", 10)
+    if per_window is not None and per_window != "default" and (
+            not isinstance(per_window, int) or isinstance(per_window, bool) or per_window < 0):
         raise ApiError(422, "Invalid spike limit", {"per_10s": ["must be a non-negative integer"]})
+    if window_s not in SPIKE_WINDOWS_S:
+        raise ApiError(422, "Invalid spike window", {"window_s": ["must be 10 or 60"]})
+    stored = {None: 0, "default": None}.get(per_window, per_window)  # 0 stored means off
     db = get_db()
     with write_transaction(db):
-        db.execute("UPDATE companies SET spike_limit = ? WHERE id = ?", [per_window, company_id])
-    return jsonify({"per_10s": per_window})
+        db.execute("UPDATE companies SET spike_limit = ?, spike_window_s = ? WHERE id = ?",
+                   [stored, window_s, company_id])
+    return jsonify({"per_10s": per_window, "window_s": window_s})
 
 
 MAX_LATENCY_MS = 5000

@@ -23,7 +23,7 @@ _SCHEMA: dict[str, tuple[dict[str, type], str | tuple[str, ...]]] = {
     "companies": ({"id": int, "name": str, "service_user_id": int, "service_user_name": str,
                    "service_user_login": str, "rate_limit_per_hour": int, "created_at": str,
                    "spike_limit": int, "clock_offset_s": float, "clock_frozen_at": float,
-                   "attachments_mode": str, "latency_ms": float},
+                   "attachments_mode": str, "latency_ms": float, "spike_window_s": int},
                   "id"),
     "clients": ({"client_id": str, "company_id": int, "secret_sha256": str, "created_at": str},
                 "client_id"),

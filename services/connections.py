@@ -7,6 +7,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import redis
 from flask import current_app
 from sqlalchemy import select
 
@@ -25,6 +26,7 @@ from services.project_system import (
     ProjectSystemUnavailable,
     WriteUnconfirmed,
 )
+from services.project_system.pacing import Budget, RedisBudget
 
 EMBEDDED = "embedded_sandbox"
 
@@ -67,6 +69,16 @@ def hosts_for(connection: ProjectSystemConnection) -> Hosts:
     return Hosts(connection.oauth_base, connection.api_base, connection.web_base or connection.api_base)
 
 
+def _shared_budget(api_base: str, client_id: str, remote_company_id: int) -> Budget | None:
+    """On Redis (the scale setup's limiter storage), a Procore call budget every process shares;
+    otherwise None: the client keeps its own, shared by this process's threads."""
+    storage = str(current_app.config["RATELIMIT_STORAGE_URI"])
+    if not storage.startswith(("redis://", "rediss://")):
+        return None
+    return RedisBudget(redis.Redis.from_url(storage),
+                       f"ewt:procore-budget:{api_base}:{client_id}:{remote_company_id}")
+
+
 def client_for(company_id: int) -> ProjectSystem:
     """Return the project-system client of a company, reusing it (and its token) across requests."""
     connection = get_connection(company_id)
@@ -95,6 +107,8 @@ def client_for(company_id: int) -> ProjectSystem:
                            current_app.config["PROJECT_SYSTEM_WRITE_TIMEOUT_S"]),
             max_read_retries=current_app.config["PROJECT_SYSTEM_READ_RETRIES"],
             max_rate_limit_wait_s=float(current_app.config["PROJECT_SYSTEM_RATE_LIMIT_WAIT_S"]),
+            budget=_shared_budget(hosts.api_base, connection.client_id,
+                                  connection.remote_company_id),
         )
         _clients[company_id] = (fingerprint, client)
         return client

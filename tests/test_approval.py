@@ -76,7 +76,8 @@ def remote(app, tenant: ConnectedTenant):
 def control(sandbox_server, tenant: ConnectedTenant) -> SandboxControl:
     """Fault switches for the tenant's sandbox company."""
     return SandboxControl(sandbox_server, {"client_id": tenant.client_id,
-                                           "client_secret": tenant.client_secret})
+                                           "client_secret": tenant.client_secret,
+                                           "company_id": tenant.remote_company_id})
 
 
 def stored(app, ticket_id: str) -> Ticket:

@@ -10,6 +10,7 @@ from models import Ticket, db
 from services.evidence import photo_store
 from services.project_system import Attachment
 from tests.images import data_url, jpeg_bytes, png_bytes
+from tests.plugins.sandbox import FakeClock
 from tests.test_approval import act, control, create, origin_rows, remote
 
 pytestmark = pytest.mark.live
@@ -27,19 +28,41 @@ def attachment_names(app, tenant, ticket: dict) -> list[str]:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_twelve_tickets_approved_four_at_a_time_each_carry_every_file_once(
-        app, client, acme, sandbox_server, mode):
-    control(sandbox_server, acme).set_attachments_mode(mode)
+        app, client, acme, sandbox_server, monkeypatch, mode):
+    switch = control(sandbox_server, acme)
+    switch.set_attachments_mode(mode)
     tickets = [create(client, acme, signature=SIGNATURE, photos=[
         {"name": "before.jpg", "data_url": data_url(jpeg_bytes(color=(n, 10, 20)))},
         {"name": "after.jpg", "data_url": data_url(jpeg_bytes(color=(n, 90, 20)))}])
         for n in range(12)]
+    # Procore's spike limit (the sandbox's default, 25 calls in 10 s) on the sandbox's clock,
+    # which the client reads and moves on when it waits: no test time is spent waiting.
+    monkeypatch.setitem(sandbox_server.app.config, "SANDBOX_SPIKE_LIMIT", 25)
+    procore = remote(app, acme)
+    clock = FakeClock(switch.freeze_clock())
+    statuses: list[int] = []
+
+    def wait(seconds: float) -> None:
+        switch.advance_clock(seconds)  # Procore's clock first: the client never reads ahead
+        clock.sleep(seconds)
+
+    monkeypatch.setattr(procore, "clock", clock)
+    monkeypatch.setattr(procore, "sleep", wait)
+    monkeypatch.setattr(procore, "observer", lambda answer, _body: statuses.append(
+        answer.status_code))
+    switch.set_spike_limit("default")
 
     def approve(ticket: dict):
         return act(app.test_client(), acme, ticket["id"], "approve")
 
-    with ThreadPoolExecutor(4) as pool:
-        answers = list(pool.map(approve, tickets))
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            answers = list(pool.map(approve, tickets))
+    finally:
+        switch.set_spike_limit(None)
     assert [answer.status_code for answer in answers] == [200] * 12, [a.json for a in answers]
+    assert 429 not in statuses and len(statuses) > 25  # paced past the limit, never over it
+    assert clock.sleeps and all(0 < seconds <= 10 for seconds in clock.sleeps)
     for ticket, answer in zip(tickets, answers, strict=True):
         assert len(origin_rows(sandbox_server, "change_events", ticket["id"])) == 1
         assert attachment_names(app, acme, answer.json) == [

@@ -26,6 +26,8 @@ from services.project_system import (
     ProjectSystemUnavailable,
     ToolDisabled,
 )
+from services.project_system.pacing import LocalBudget, RedisBudget
+from tests.databases import REDIS_URL
 from tests.plugins.sandbox import ExchangeRecorder, SandboxControl
 
 pytestmark = pytest.mark.live
@@ -156,9 +158,15 @@ def test_reads_give_up_after_max_retries(procore_client, sandbox_control):
 
 
 def test_the_hourly_limit_is_not_waited_out(procore_client, sandbox_control):
-    """The sandbox's real 429 (Retry-After up to an hour) is raised at once with its wait."""
+    """The hourly limit spent: the next call is refused at once with its wait, unsent when the
+    last answer said so, and after the sandbox's real 429 (Retry-After up to an hour) if not."""
     sandbox_control.set_rate_limit(1)
     procore_client.list_projects()
+    with pytest.raises(ProjectSystemRateLimited) as known:  # the last answer said: none left
+        procore_client.list_projects()
+    assert known.value.retry_after_s > procore_client.max_rate_limit_wait_s
+    assert calls_to(procore_client, "GET", "/rest/v1.0/projects") == 1  # never sent
+    procore_client.budget = LocalBudget()  # spent by another process: this one cannot know
     with pytest.raises(ProjectSystemRateLimited) as caught:
         procore_client.list_projects()
     assert caught.value.status == 429
@@ -584,10 +592,10 @@ def test_pending_manpower_entry_is_found_after_a_lost_answer(contract_client, co
     control.close()
 
 
-def test_spike_limit_on_an_attachment_write_waits_and_writes_once(procore_client,
-                                                                  sandbox_company,
-                                                                  sandbox_control):
-    """A 429 from the 10-second limit on the attach PATCH: wait for X-Rate-Limit-Reset, retry."""
+def test_pacing_never_sends_past_what_the_rate_limit_leaves(procore_client, sandbox_company,
+                                                             sandbox_control):
+    """With one call a window, an attach (upload, PATCH, read-back) waits for each reset
+    instead of meeting a 429, and the file is attached once."""
     project = project_id(sandbox_company)
     record = procore_client.create_change_event(project, draft(procore_client, project))
     procore_client.list_units_of_measure()
@@ -607,13 +615,10 @@ def test_spike_limit_on_an_attachment_write_waits_and_writes_once(procore_client
     procore_client.attach_files(project, record.id,
                                 [Attachment("photo-01.jpg", "image/jpeg", b"\xff\xd8photo")])
     sandbox_control.set_spike_limit(None)
-    limited = [exchange for exchange in recorder.exchanges if exchange.status == 429]
-    assert [(exchange.method, urlsplit(exchange.url).path) for exchange in limited] == [
-        ("PATCH", f"/rest/v1.1/change_events/{record.id}"),
-        ("GET", f"/rest/v1.1/change_events/{record.id}")]  # the attach, then its read-back
-    headers = limited[0].answer_headers
-    assert headers["X-Rate-Limit-Limit"] == "1" and headers["X-Rate-Limit-Remaining"] == "0"
-    assert clock.sleeps and 0 < clock.sleeps[0] <= 10
+    assert [exchange.status for exchange in recorder.exchanges] == [201, 204, 200, 200]
+    assert len(clock.sleeps) == 2 and all(0 < wait <= 10 for wait in clock.sleeps)
+    paced = [exchange for exchange in recorder.exchanges if "/rest/" in exchange.url]
+    assert all(exchange.answer_headers["X-Rate-Limit-Remaining"] == "0" for exchange in paced)
     event = procore_client.get_change_event(project, record.id)
     assert [item["filename"] for item in event["attachments"]] == ["photo-01.jpg"]
 
@@ -652,7 +657,8 @@ def test_delete_leaves_nothing_listed(procore_client, sandbox_company):
 
 def test_spike_limit_on_a_create_is_waited_out(procore_client, sandbox_company, sandbox_control,
                                                sandbox_server):
-    """The 10-second limit answers a manpower create with 429: one wait, one entry."""
+    """A 429 the client did not see coming (another process spent the window) on a manpower
+    create: one wait, one entry."""
     project = project_id(sandbox_company, 2)
     procore_client.list_projects()
     clock = procore_client.clock
@@ -667,6 +673,7 @@ def test_spike_limit_on_a_create_is_waited_out(procore_client, sandbox_company, 
     clock.now = sandbox_control.freeze_clock()
     sandbox_control.set_spike_limit(1)
     procore_client.list_cost_types(project)  # the window's one call
+    procore_client.budget = LocalBudget()  # spent by another process: this one cannot know
     day = datetime.date(2026, 6, 7)
     record = procore_client.create_manpower_log(project, ManpowerDraft(
         "ticket-spike", day, 2, Decimal("3"), "Spike"))
@@ -677,3 +684,39 @@ def test_spike_limit_on_a_create_is_waited_out(procore_client, sandbox_company, 
         assert conn.execute("SELECT count(*) FROM manpower_logs WHERE project_id = ?",
                             [project]).fetchone()[0] == 1
     assert procore_client.find_manpower_log(project, "ticket-spike", day).id == record.id
+
+
+@pytest.mark.skipif(not REDIS_URL, reason="needs Redis; runs in make test-scale")
+def test_two_processes_share_one_budget_through_redis(procore_client, sandbox_server,
+                                                      sandbox_company, sandbox_control):
+    """Two clients (two app processes) on one Redis budget: together never past the limit."""
+    import redis
+
+    key = f"ewt:procore-budget:test:{sandbox_company['company_id']}"
+    store = redis.Redis.from_url(REDIS_URL)
+    store.delete(key)
+    clock = procore_client.clock
+    other = ProcoreClient(sandbox_server.url, sandbox_server.url, sandbox_company["client_id"],
+                          sandbox_company["client_secret"], sandbox_company["company_id"],
+                          clock=clock, sleep=clock.sleep)
+    statuses: list[int] = []
+    for client in (procore_client, other):
+        client.budget = RedisBudget(store, key)
+        client.observer = lambda response, _body: statuses.append(response.status_code)
+
+        def sleep(seconds: float) -> None:
+            clock.sleep(seconds)
+            sandbox_control.advance_clock(seconds)
+
+        client.sleep = sleep
+    clock.now = sandbox_control.freeze_clock()
+    sandbox_control.set_spike_limit(3)
+    try:
+        for turn in range(12):
+            (procore_client, other)[turn % 2].list_projects()
+    finally:
+        sandbox_control.set_spike_limit(None)
+        other.close()
+    assert 429 not in statuses and statuses.count(200) >= 12
+    assert clock.sleeps and all(0 < wait <= 10 for wait in clock.sleeps)
+

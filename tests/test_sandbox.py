@@ -529,6 +529,24 @@ def test_spike_limit_answers_429_with_rate_headers(api, sandbox_server, sandbox_
     again = api.call("GET", "/rest/v1.0/projects", params={"company_id": api.company["company_id"]})
     assert again.status_code == 200 and int(again.headers["X-Rate-Limit-Reset"]) > reset
     sandbox_control.set_spike_limit(None)
+    assert 1 <= int(limited.headers["Retry-After"]) <= 10
+
+
+@pytest.mark.parametrize("window_s", [10, 60])
+def test_the_default_spike_limit_is_procores_example(api, sandbox_server, sandbox_control,
+                                                     monkeypatch, window_s):
+    """25 calls a window by default (this suite's sandbox switches it off), in 10 or 60 s."""
+    monkeypatch.setitem(sandbox_server.app.config, "SANDBOX_SPIKE_LIMIT", 25)
+    sandbox_control.freeze_clock()
+    sandbox_control.set_spike_limit("default", window_s=window_s)
+    params = {"company_id": api.company["company_id"]}
+    answers = [api.call("GET", "/rest/v1.0/projects", params=params) for _ in range(26)]
+    assert [a.status_code for a in answers] == [200] * 25 + [429]
+    assert answers[0].headers["X-Rate-Limit-Limit"] == "25"
+    assert 1 <= int(answers[-1].headers["Retry-After"]) <= window_s
+    sandbox_control.advance_clock(window_s)
+    assert api.call("GET", "/rest/v1.0/projects", params=params).status_code == 200
+    sandbox_control.set_spike_limit(None)
 
 
 def test_latency_and_attachment_switches(api, sandbox_server, sandbox_control):

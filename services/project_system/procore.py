@@ -14,6 +14,7 @@ import contextvars
 import datetime
 import json
 import logging
+import math
 import random
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -41,6 +42,7 @@ from services.project_system.base import (
     RemoteRecord,
     ToolDisabled,
 )
+from services.project_system.pacing import Budget, LocalBudget
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +97,8 @@ class ProcoreClient:
                  max_rate_limit_wait_s: float = RATE_LIMIT_WAIT_S,
                  clock: Callable[[], float] = time.time,
                  sleep: Callable[[float], None] = time.sleep,
-                 session: requests.Session | None = None) -> None:
+                 session: requests.Session | None = None,
+                 budget: Budget | None = None) -> None:
         """Configure the client; pass ``web_base`` (e.g. https://app.procore.com) for Procore."""
         # Without web_base, record links point at the API host, where the sandbox serves pages.
         self.api_base = api_base.rstrip("/")
@@ -120,6 +123,9 @@ class ProcoreClient:
         # Called with every answer and its body; tests record exchanges with it.
         self.observer: Callable[[requests.Response, bytes], None] | None = None
         self._uoms: list[dict[str, Any]] | None = None
+        # The calls Procore's rate limit leaves this company, shared by every thread (and, on
+        # Redis, every process): a call waits for the window's reset rather than meet a 429.
+        self.budget: Budget = budget or LocalBudget()
         self.units_readable = True  # False once the company's units answered 403 or 404
         self._uoms_read_at = 0.0
 
@@ -147,6 +153,7 @@ class ProcoreClient:
         """Send one request; all are retried on a short 429, safe ones also on transport errors
         and 5xx. A 429 asking for a longer pause raises ProjectSystemRateLimited at once."""
         path = urlsplit(url).path
+        paced = url.startswith(f"{self.api_base}/rest/")  # not the token, not file storage
         hurried = _HURRIED.get()
         if hurried is not None:
             timeout: Any = (hurried[0], hurried[1] if retry else hurried[2])
@@ -154,13 +161,9 @@ class ProcoreClient:
             timeout = self.timeout if retry else self.write_timeout
         attempt = 0
         while True:
-            self.calls.append((method, path))
             try:
-                response = self._session.request(method, url, timeout=timeout,
-                                                 allow_redirects=False, stream=True, **kwargs)
-                body = self._read(response)
-                if self.observer is not None:
-                    self.observer(response, body)
+                response, body = self._exchange(method, url, path, paced, timeout=timeout,
+                                                **kwargs)
             except _TRANSPORT_ERRORS as exc:
                 if retry and hurried is None and attempt < self.max_read_retries:
                     delay = self._backoff(attempt)
@@ -191,6 +194,37 @@ class ProcoreClient:
                 attempt += 1
                 continue
             return response, body
+
+    def _wait_for_budget(self, method: str, path: str) -> None:
+        """Wait until the rate limit leaves a call for this one; a longer wait than a call may
+        make raises ProjectSystemRateLimited before anything is sent."""
+        while (wait := self.budget.take(self.clock())) > 0:
+            if wait > self.max_rate_limit_wait_s:
+                raise ProjectSystemRateLimited(
+                    f"Procore's rate limit leaves no call for {math.ceil(wait)} s",
+                    retry_after_s=wait)
+            log.info("Pacing %s %s: %.1f s until Procore's rate limit resets", method, path, wait)
+            self.sleep(wait)
+
+    def _exchange(self, method: str, url: str, path: str, paced: bool,
+                  **kwargs: Any) -> tuple[requests.Response, bytes]:
+        """One HTTP call and its body; when `paced`, a call of the company's budget is taken
+        first and given back with what the answer says is left."""
+        if paced:
+            self._wait_for_budget(method, path)
+        self.calls.append((method, path))
+        remaining = reset = None
+        try:
+            response = self._session.request(method, url, allow_redirects=False, stream=True,
+                                             **kwargs)
+            remaining, reset = _rate_left(response)
+            body = self._read(response)
+        finally:
+            if paced:
+                self.budget.done(remaining, reset)
+        if self.observer is not None:
+            self.observer(response, body)
+        return response, body
 
     @staticmethod
     def _read(response: requests.Response) -> bytes:
@@ -664,6 +698,15 @@ class ProcoreClient:
         if kind == "manpower_log":
             return f"{self.web_base}/{project_id}/project/daily_log/manpower_logs/{record_id}"
         raise ValueError(f"Unknown record kind {kind!r}")
+
+
+def _rate_left(response: requests.Response) -> tuple[int | None, float | None]:
+    """X-Rate-Limit-Remaining and -Reset of an answer, when it has both."""
+    try:
+        return (int(response.headers["X-Rate-Limit-Remaining"]),
+                float(response.headers["X-Rate-Limit-Reset"]))
+    except (KeyError, ValueError):
+        return None, None
 
 
 def _raise_for_status(response: requests.Response, body: bytes, *,

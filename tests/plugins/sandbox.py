@@ -102,9 +102,10 @@ class SandboxControl:
         """Override the company's hourly call limit (None restores the default)."""
         self._call("POST", "/rate_limit", {"per_hour": per_hour})
 
-    def set_spike_limit(self, per_10s: int | None) -> None:
-        """Limit the company to ``per_10s`` calls per 10-second window (None switches it off)."""
-        self._call("POST", "/spike_limit", {"per_10s": per_10s})
+    def set_spike_limit(self, per_10s: int | str | None, window_s: int = 10) -> None:
+        """Limit the company to ``per_10s`` calls per window (None switches it off, "default"
+        goes back to the sandbox's SANDBOX_SPIKE_LIMIT); ``window_s`` 10 or 60."""
+        self._call("POST", "/spike_limit", {"per_10s": per_10s, "window_s": window_s})
 
     def set_attachments_mode(self, mode: str) -> None:
         """Make a change event's attachments_by_uuid "add" to its files or "replace" them."""
@@ -141,7 +142,10 @@ def sandbox_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox
     """A sandbox app on a free loopback port, served by a threaded Werkzeug server."""
     folder: Path = tmp_path_factory.mktemp("procore-sandbox")
     db_path, files_dir = str(folder / "sandbox.sqlite3"), str(folder / "files")
-    app = create_sandbox_app({"SANDBOX_DB_PATH": db_path, "SANDBOX_FILES_DIR": files_dir})
+    # No spike limit by default here: the suite makes many calls per company in seconds. The
+    # tests of pacing switch a company to the sandbox's default (Procore's 25 per 10 s).
+    app = create_sandbox_app({"SANDBOX_DB_PATH": db_path, "SANDBOX_FILES_DIR": files_dir,
+                              "SANDBOX_SPIKE_LIMIT": 0})
     server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, name="procore-sandbox", daemon=True)
     thread.start()

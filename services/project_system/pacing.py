@@ -1,0 +1,110 @@
+"""What is left of a company's Procore call budget, as Procore's X-Rate-Limit-* headers last
+said, shared by the threads of a process (`LocalBudget`) or the processes of an install
+(`RedisBudget`), so the client waits for the window's reset instead of meeting a 429.
+
+Each answer tells the calls left (`X-Rate-Limit-Remaining`) until a moment (`-Reset`, unix
+seconds) for whichever limit is nearer, the hourly or the 10-second spike limit. A call takes
+one from what is left before it is sent; with nothing left it waits for the reset. Calls still
+on their way are not in an answer's count yet, so what is left is the count less those.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Protocol
+
+import redis
+
+
+class Budget(Protocol):
+    """The calls a company has left until a reset, shared by whoever calls for it."""
+
+    def take(self, now: float) -> float:
+        """Take one call (0.0: send it now, then `done`) or say how many seconds until one is
+        free (nothing taken)."""
+        ...
+
+    def done(self, remaining: int | None, reset: float | None) -> None:
+        """A taken call is over; its answer said `remaining` calls until `reset` (unix
+        seconds), or said nothing (no answer, or no headers)."""
+        ...
+
+
+class LocalBudget:
+    """A company's budget in this process (one client per company serves all its threads)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._remaining = 0
+        self._reset = 0.0
+        self._in_flight = 0
+
+    def take(self, now: float) -> float:
+        """Take one call (0.0: send it now, then `done`) or say how many seconds until one is
+        free (nothing taken)."""
+        with self._lock:
+            if now < self._reset:
+                if self._remaining <= 0:
+                    return self._reset - now
+                self._remaining -= 1
+            # (past the reset nothing is known until an answer says)
+            self._in_flight += 1
+            return 0.0
+
+    def done(self, remaining: int | None, reset: float | None) -> None:
+        """A taken call is over; its answer said `remaining` calls until `reset` (unix
+        seconds), or said nothing (no answer, or no headers)."""
+        with self._lock:
+            self._in_flight = max(self._in_flight - 1, 0)
+            if remaining is None or reset is None:
+                return
+            left = remaining - self._in_flight
+            # Answers of one window may arrive out of order: the lowest count is the truest.
+            self._remaining = min(self._remaining, left) if reset == self._reset else left
+            self._reset = reset
+
+
+# Both run inside Redis, so two processes never take the same last call.
+_TAKE = """
+local now = tonumber(ARGV[1])
+local state = redis.call('HMGET', KEYS[1], 'remaining', 'reset')
+if state[2] and now < tonumber(state[2]) then
+  if tonumber(state[1]) <= 0 then return tostring(tonumber(state[2]) - now) end
+  redis.call('HINCRBY', KEYS[1], 'remaining', -1)
+end
+redis.call('HINCRBY', KEYS[1], 'in_flight', 1)
+redis.call('EXPIRE', KEYS[1], 3660)
+return '0'
+"""
+_DONE = """
+local in_flight = math.max(redis.call('HINCRBY', KEYS[1], 'in_flight', -1), 0)
+redis.call('HSET', KEYS[1], 'in_flight', in_flight)
+if ARGV[1] == '' then return 1 end
+local left, reset = tonumber(ARGV[1]) - in_flight, tonumber(ARGV[2])
+local state = redis.call('HMGET', KEYS[1], 'remaining', 'reset')
+if state[2] and tonumber(state[2]) == reset then
+  left = math.min(left, tonumber(state[1]))
+end
+redis.call('HSET', KEYS[1], 'remaining', left, 'reset', ARGV[2])
+return 1
+"""
+
+
+class RedisBudget:
+    """A company's budget shared by every process of the install through Redis (a process
+    that dies mid-call leaves its call counted until the key expires, an hour on)."""
+
+    def __init__(self, client: redis.Redis, key: str) -> None:
+        self._key = key
+        self._take = client.register_script(_TAKE)
+        self._done = client.register_script(_DONE)
+
+    def take(self, now: float) -> float:
+        """Take one call (0.0: send it now, then `done`) or say how many seconds until one is
+        free (nothing taken)."""
+        return float(self._take(keys=[self._key], args=[repr(now)]))
+
+    def done(self, remaining: int | None, reset: float | None) -> None:
+        """A taken call is over; its answer said `remaining` calls until `reset` (unix
+        seconds), or said nothing (no answer, or no headers)."""
+        self._done(keys=[self._key], args=["" if remaining is None or reset is None
+                                            else str(remaining), repr(reset or 0.0)])
