@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
+from http import HTTPStatus
 from typing import Any
 from urllib.parse import urlencode
 
@@ -10,6 +11,7 @@ from flask import Response, current_app, g, jsonify, request
 
 from sandbox.store import connect
 
+_STATUSES = {status.value for status in HTTPStatus}
 DEFAULT_PER_PAGE = 100
 MAX_PER_PAGE = 1000
 
@@ -27,14 +29,25 @@ class ApiError(Exception):
         self.headers = headers or {}
 
     def response(self) -> Response:
-        """Render the error as a JSON response."""
+        """Render the error as a JSON response, in the company's error shape."""
         body: dict[str, Any] = {"message": self.message}
         if self.errors is not None:
             body["errors"] = self.errors
+        if g.get("error_shape") == "v2":
+            body = v2_error(self.status, self.message, self.errors)
         response = jsonify(body)
         response.status_code = self.status
         response.headers.update(self.headers)
         return response
+
+
+def v2_error(status: int, message: str, errors: Any = None) -> dict[str, Any]:
+    """An error as Procore's v2.0 endpoints write it: {"error": {code, message, details}}."""
+    details = [{"reason_code": "INVALID_PROPERTY", "message": f"{field} {text}"}
+               for field, texts in (errors.items() if isinstance(errors, dict) else ())
+               for text in (texts if isinstance(texts, list) else [texts])]
+    code = HTTPStatus(status).phrase.upper().replace(" ", "_") if status in _STATUSES else "ERROR"
+    return {"error": {"code": code, "message": message, "details": details}}
 
 
 def get_db() -> sqlite_utils.Database:

@@ -1,5 +1,6 @@
 """The /_sandbox control endpoints (faults, token revocation, hourly and 10-second limits, the
-company's clock, tool switches, how attachments are added, added latency) and fault use.
+company's clock, tool switches, how attachments are added, added latency, the error shape)
+and fault use.
 
 Fault state lives in the database, so every thread and process serving the file agrees on
 how many faults are left.
@@ -11,10 +12,10 @@ import socket
 import time
 from typing import Any
 
-from flask import Blueprint, Response, jsonify, request
+from flask import Blueprint, Response, g, jsonify, request
 
 from sandbox.auth import bearer_company, revoke_tokens
-from sandbox.common import ApiError, get_db, json_body
+from sandbox.common import ApiError, get_db, json_body, v2_error
 from sandbox.store import iso_now, next_id, write_transaction
 
 bp = Blueprint("sandbox_control", __name__, url_prefix="/_sandbox")
@@ -136,6 +137,23 @@ def set_spike_limit() -> Response:
     return jsonify({"per_10s": per_window, "window_s": window_s})
 
 
+ERROR_SHAPES = ("v1", "v2")
+
+
+@bp.post("/error_shape")
+def set_error_shape() -> Response:
+    """Answer the company's errors as v1 endpoints do ({"message", "errors"}) or as v2.0 ones
+    do ({"error": {"code", "message", "details"}}); both appear in Procore's documents."""
+    company_id = bearer_company()
+    shape = json_body().get("shape")
+    if shape not in ERROR_SHAPES:
+        raise ApiError(422, "Invalid error shape", {"shape": ["must be v1 or v2"]})
+    db = get_db()
+    with write_transaction(db):
+        db.execute("UPDATE companies SET error_shape = ? WHERE id = ?", [shape, company_id])
+    return jsonify({"shape": shape})
+
+
 MAX_LATENCY_MS = 5000
 ATTACHMENT_MODES = ("add", "replace")
 
@@ -232,7 +250,8 @@ def fault_response(fault: dict[str, Any]) -> Response:
         time.sleep(fault["delay_s"])
     if fault["status"] == DROP_CONNECTION:
         _drop_connection()
-    response = jsonify({"message": fault["message"]})
+    response = jsonify(v2_error(fault["status"], fault["message"])
+                       if g.get("error_shape") == "v2" else {"message": fault["message"]})
     # Status 0 lands here only when the server gave no socket to drop.
     response.status_code = fault["status"] or 502
     if fault["retry_after"] is not None:

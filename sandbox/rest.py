@@ -33,7 +33,9 @@ def guard() -> Response | None:
     company_id = bearer_company()
     check_company_header(company_id)
     g.company_id = company_id
-    latency_ms = get_db().table("companies").get(company_id).get("latency_ms")
+    company = get_db().table("companies").get(company_id)
+    g.error_shape = company.get("error_shape")
+    latency_ms = company.get("latency_ms")
     if latency_ms:  # the switch for a distant Procore: each call takes this much longer
         time.sleep(latency_ms / 1000)
     limited = count_request(company_id)

@@ -720,3 +720,19 @@ def test_two_processes_share_one_budget_through_redis(procore_client, sandbox_se
     assert 429 not in statuses and statuses.count(200) >= 12
     assert clock.sleeps and all(0 < wait <= 10 for wait in clock.sleeps)
 
+
+@pytest.mark.parametrize("shape", ["v1", "v2"])
+def test_errors_in_either_of_procores_shapes_read_as_plain_text(procore_client, sandbox_company,
+                                                                sandbox_control, shape):
+    """A 404 and an injected 422 give the project system's own words in both error shapes."""
+    sandbox_control.set_error_shape(shape)
+    with pytest.raises(ProjectSystemError) as missing:
+        procore_client.get_change_event(project_id(sandbox_company), 1)
+    assert missing.value.status == 404 and missing.value.message.startswith(
+        "Change event not found"), missing.value.message
+    sandbox_control.fault(422, methods=["GET"], match="/cost_codes", message="Unprocessable")
+    with pytest.raises(ProjectSystemError) as refused:
+        procore_client.list_cost_codes(project_id(sandbox_company))
+    assert refused.value.status == 422 and refused.value.message == "Unprocessable"
+    sandbox_control.set_error_shape("v1")
+

@@ -730,12 +730,20 @@ def _raise_for_status(response: requests.Response, body: bytes, *,
 
 
 def _error_message(response: requests.Response, body: bytes) -> str:
-    """The project system's own error text from a JSON or plain-text body."""
+    """The project system's own error text from a JSON or plain-text body (v1's message and
+    errors, or v2.0's error object)."""
     text = body.decode("utf-8", "replace").strip()
     try:
         payload = json.loads(text)
     except ValueError:
         payload = None
+    if isinstance(payload, dict) and isinstance(payload.get("error"), dict):
+        payload = payload["error"]  # v2.0's shape: {"error": {code, message, details}}
+        details = "; ".join(str(item.get("message")) for item in payload.get("details") or ()
+                            if isinstance(item, dict) and item.get("message"))
+        message = _flatten(payload.get("message"))
+        if message or details:
+            return f"{message}: {details}" if message and details else message or details
     if isinstance(payload, dict):
         for key in ("message", "error_description", "errors", "error"):
             flattened = _flatten(payload.get(key))

@@ -111,6 +111,10 @@ class SandboxControl:
         """Make a change event's attachments_by_uuid "add" to its files or "replace" them."""
         self._call("POST", "/attachments", {"mode": mode})
 
+    def set_error_shape(self, shape: str) -> None:
+        """Answer the company's errors in v1's shape or v2.0's ({"error": {...}})."""
+        self._call("POST", "/error_shape", {"shape": shape})
+
     def set_latency(self, ms: float | None) -> None:
         """Make every REST call of the company take ``ms`` longer (None: none added)."""
         self._call("POST", "/latency", {"ms": ms})
