@@ -162,14 +162,18 @@ function sendQueued() {
 function sendOne(key) {
   return idbKeyval.get(key).then(function (entry) {
     if (!entry) { return null; }
-    return CaptureSend.send(entry, idbKeyval).then(function (outcome) {
+    return tell({ type: "sending" }).then(function () {
+      return CaptureSend.send(entry, idbKeyval);
+    }).then(function (outcome) {
       if (outcome.state === "sent") {
         return idbKeyval.del(key).then(function () { return CaptureSend.forget(idbKeyval, entry.payload.client_ref); })
           .then(function () { return recordSent(entry, outcome.body, outcome.photosRefused); })
           .then(function () { return notify(outcome.body.reference, outcome.photosRefused); });
       }
       if (outcome.state === "refused") { return keepRefused(key, entry, outcome); }
-      throw new Error("not yet");
+      return tell({ type: "waiting", status: outcome.status || 0 }).then(function () {
+        throw new Error("not yet");
+      });
     });
   });
 }
@@ -189,12 +193,14 @@ function keepRefused(key, entry, outcome) {
   return idbKeyval.set(REFUSED_PREFIX + entry.payload.client_ref, kept).then(function () { return idbKeyval.del(key); });
 }
 
-function notify(reference, photosRefused) {
+function tell(message) {
   return self.clients.matchAll({ type: "window" }).then(function (windows) {
-    windows.forEach(function (client) {
-      client.postMessage({ type: "sent", reference: reference, photos_refused: photosRefused || 0 });
-    });
+    windows.forEach(function (client) { client.postMessage(message); });
   });
+}
+
+function notify(reference, photosRefused) {
+  return tell({ type: "sent", reference: reference, photos_refused: photosRefused || 0 });
 }
 
 self.addEventListener("install", function () { self.skipWaiting(); });

@@ -1369,9 +1369,18 @@
     navigator.serviceWorker.ready.then(keepThisPage).catch(function () {});
     navigator.serviceWorker.addEventListener("message", function (event) {
       if (event.data && event.data.type === "sent") { showSent(event.data.reference, event.data.photos_refused); }
+      // The worker sends what waits in the background: the tray says so, not "No signal".
+      if (event.data && event.data.type === "sending") { showStatus("sending", t("Sending the ticket…")); }
+      if (event.data && event.data.type === "waiting" && !sending) {
+        showWaiting(event.data.status === 507 ? t("The office is out of space.") + " " : t("No signal.") + " ");
+      }
     });
   }
-  window.addEventListener("online", flushQueue);
+  window.addEventListener("online", function () {
+    // Signal is back: whichever sender goes first (this page or the worker), it is sending now.
+    if (statusBox.classList.contains("saved")) { showStatus("sending", t("Sending the ticket…")); }
+    flushQueue();
+  });
   setUpSignature();
   setUpSignRequest();
   draftRef = newClientRef();
