@@ -31,7 +31,7 @@ from flask import current_app
 from models import Ticket as TicketRecord
 from models import db, utcnow
 from models.schemas import ApprovalResult, ApproveInput, Ticket
-from services import authorizations, documents, learning, projects
+from services import authorizations, documents, learning, projects, storage
 from services.connections import client_for, project_system_errors
 from services.database import write_transaction
 from services.errors import Conflict, ValidationFailed, field_problem
@@ -61,7 +61,6 @@ from services.approval_records import (
     origin_id,
     photo_filename,
 )
-from services.evidence import photo_store
 from services.ticket_records import append_decision, find_ticket, locked
 from services.ticket_shapes import get_ticket, routing_lines
 
@@ -377,7 +376,7 @@ def _attach_missing(client: ProjectSystem, plan: Plan, record: RemoteRecord) -> 
     """Attach the photos, the signature and the signed ticket document the change event does
     not list yet (each under a name that is the same on every attempt)."""
     present = set(record.attachment_filenames)
-    store = photo_store()
+    store = storage.file_store()
     for filename, key, media_type in plan.files:
         if filename not in present:
             client.attach_file(plan.project_id, record.id,

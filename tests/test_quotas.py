@@ -9,7 +9,7 @@ import pytest
 import time_machine
 
 from app import create_app
-from services import photos
+from services import storage
 from tests.images import data_url, jpeg_bytes, noise_jpeg
 from tests.test_hostile_input import stored_state
 
@@ -78,7 +78,8 @@ def test_a_disk_that_fills_while_writing_is_a_507_not_a_500(app, client, acme, m
     def full(self, data, extension):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(photos.ImageStore, "put", full)
+    monkeypatch.setattr(storage.FolderStore, "_put", full)
+    monkeypatch.setattr(storage.BucketStore, "_put", full)
     api = client.post("/v1/tickets", headers=acme.headers, json=_ticket(1, project_id=acme.project()["id"]))
     assert api.status_code == 507 and api.json["error"]["code"] == "storage_full"
     token = _link(client, acme)
