@@ -31,7 +31,7 @@ from services import (
 from services.ticket_records import find_ticket
 
 bp = Blueprint("tickets", __name__)
-STORAGE_ERRORS = {507: ("storage_quota_exceeded", "storage_full")}
+STORAGE_ERRORS = {503: ("storage_unavailable",), 507: ("storage_quota_exceeded", "storage_full")}
 STORAGE_TEXT = {507: "A daily storage quota of the link, the company or the server is used up "
                      "(see Retry-After), or the disk is at its reserve. Nothing was stored."}
 # A photo sent as the body itself. Its bytes are checked (JPEG, PNG or WebP) whatever the
@@ -219,8 +219,8 @@ def _evidence(stored: storage.Stream, media_type: str) -> Response:
     return image_answer(stored, chosen or media_type)
 
 
-PHOTO_ERRORS = {404: ("ticket_not_found", "photo_not_found")}
-SIGNATURE_ERRORS = {404: ("ticket_not_found", "signature_not_found")}
+PHOTO_ERRORS = {404: ("ticket_not_found", "photo_not_found"), 503: ("storage_unavailable",)}
+SIGNATURE_ERRORS = {404: ("ticket_not_found", "signature_not_found"), 503: ("storage_unavailable",)}
 
 
 @api_route(bp, "/tickets/<ticket_id>/photos/<int:photo_id>", tag="evidence", media_type="image/jpeg",

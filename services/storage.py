@@ -149,6 +149,10 @@ class FileStore:
         """Free space where files are stored; None where it is not ours to watch (a bucket)."""
         raise NotImplementedError
 
+    def check(self) -> dict:
+        """For /healthz: whether the store answers (a folder's disk is checked on its own)."""
+        return {"ok": True, "backend": "folder"}
+
 
 class FolderStore(FileStore):
     """Files under root, at root/ab/cd/<sha256>.<ext>, written atomically and durably.
@@ -451,6 +455,16 @@ class BucketStore(FileStore):
     def free_bytes(self) -> int | None:
         """A bucket has no disk of ours to keep free."""
         return None
+
+    def check(self) -> dict:
+        """Whether the bucket answers a HEAD; the error's kind (never its text) if not."""
+        from botocore.exceptions import BotoCoreError, ClientError  # noqa: PLC0415
+
+        try:
+            self.client.head_bucket(Bucket=self.bucket)
+            return {"ok": True, "backend": "bucket"}
+        except (BotoCoreError, ClientError) as error:
+            return {"ok": False, "backend": "bucket", "error": type(error).__name__}
 
 
 def store_spec() -> StoreSpec:
