@@ -259,18 +259,12 @@ class BucketBackup:
         except self.invalid:
             raise BackupError(f"{name} does not open with this key, or it was changed") from None
 
-    def _has(self, name: str) -> bool:
-        """Tell whether an object is there."""
-        from botocore.exceptions import ClientError  # noqa: PLC0415
-
+    def _names_under(self, prefix: str) -> set[str]:
+        """Every object name under a prefix of the bucket, in one listing."""
         with storage.bucket_errors():
-            try:
-                self.client.head_object(Bucket=self.bucket, Key=name)
-                return True
-            except ClientError as error:
-                if storage.is_missing(error):
-                    return False
-                raise
+            pages = self.client.get_paginator("list_objects_v2").paginate(
+                Bucket=self.bucket, Prefix=prefix)
+            return {item["Key"] for page in pages for item in page.get("Contents", [])}
 
     def create(self) -> BackupSummary:
         """Back up the database and every stored file not already in the bucket."""
@@ -279,14 +273,14 @@ class BucketBackup:
         with tempfile.TemporaryDirectory(dir=current_app.instance_path) as scratch:
             snapshot = Path(scratch) / DATABASE_FILE
             tickets = _snapshot(snapshot)
+            kept = self._names_under(f"{self.prefix}files/")
             keys = []
             for key in _stored_keys(store):
-                try:
-                    data = store.open(key)
-                except KeyError:
-                    continue  # an orphan the sweep took meanwhile
-                if not self._has(self._file_name(key)):
-                    self._put(self._file_name(key), data)
+                if self._file_name(key) not in kept:
+                    try:
+                        self._put(self._file_name(key), store.open(key))
+                    except KeyError:
+                        continue  # an orphan the sweep took meanwhile
                 keys.append(key)
             parts = []
             with snapshot.open("rb") as handle:

@@ -255,6 +255,14 @@ def test_a_backup_to_a_bucket_is_encrypted_verified_and_restores_the_same_ticket
             assert store.exists(photo.thumb_key)
         db.engine.dispose()
 
+    kept_files = [i["Key"] for i in s3_client(s3_endpoint).list_objects_v2(
+        Bucket=bucket, Prefix="nightly/files/")["Contents"]]
+    assert len(kept_files) == len(files)
+    again = runner.invoke(args=["backup", url])  # the next night sends no file twice
+    assert again.exit_code == 0 and "backed up 2 tickets" in again.output
+    assert [i["Key"] for i in s3_client(s3_endpoint).list_objects_v2(
+        Bucket=bucket, Prefix="nightly/files/")["Contents"]] == kept_files
+
     app.config["BACKUP_KEY_FILE"] = str(tmp_path / "other.key")
     runner.invoke(args=["backup", "new-key", str(tmp_path / "other.key")])
     wrong = runner.invoke(args=["backup", "verify", url])
