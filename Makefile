@@ -59,9 +59,9 @@ $(AXE): tests/a11y/package.json tests/a11y/package-lock.json
 test: $(STAMP) $(CATALOGS) chromium pdf-test-tools tools axe
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-# The whole suite again on PostgreSQL and Redis, started on loopback for the run.
+# The whole suite again on PostgreSQL, Redis and an S3 bucket (moto), started on loopback.
 test-scale: $(STAMP) $(CATALOGS) chromium pdf-test-tools tools axe
-	./bin/with-scale-services $(BIN)/python -m pytest $(PYTEST_ARGS)
+	MOTO_SERVER=$(BIN)/moto_server ./bin/with-scale-services $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Benchmarks (not part of `make test`): p99 of the API and the review queue at 20 req/s with
 # 1,000 and 100,000 tickets, capture page, capture on one bar, photos, approval, memory.

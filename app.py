@@ -19,6 +19,7 @@ from models import db
 from services import assets, bodies, compression, i18n, ratelimit
 from services.database import configure_engine, normalise_database_url
 from services.auth import login_manager
+from services.storage import parse_bucket_url
 from services.logs import configure_logging
 from services.web import SessionCookies, add_security_headers, is_api_path, refuse_nul
 
@@ -87,6 +88,12 @@ def default_config(instance_path: str) -> dict[str, Any]:
         "CATALOG_CACHE_S": 30,
         "CAPABILITY_CACHE_S": 60,
         "PHOTO_DIR": os.path.join(instance_path, "photos"),
+        # Stored files in an S3-compatible bucket, "s3://BUCKET/PREFIX" (unset: PHOTO_DIR), at
+        # S3_ENDPOINT_URL (unset: AWS), with the standard AWS credential variables.
+        "STORAGE_URL": None,
+        "S3_ENDPOINT_URL": None,
+        # The firm's key that backups to a bucket are encrypted with (`flask backup new-key`).
+        "BACKUP_KEY_FILE": None,
         # Photos a phone sent ahead of its ticket's text are dropped by the sweep after this.
         "STAGED_PHOTO_DAYS": 7,
         "MAX_PHOTO_BYTES": 2 * MiB,
@@ -167,12 +174,15 @@ def load_configuration(app: Flask, test_config: dict[str, Any] | None) -> None:
     app.config.from_mapping(default_config(app.instance_path))
     app.config.from_pyfile("config.py", silent=True)
     app.config.from_prefixed_env("EWT")
-    if os.environ.get("DATABASE_URL"):
-        app.config["DATABASE_URL"] = os.environ["DATABASE_URL"]
+    for name in ("DATABASE_URL", "STORAGE_URL", "S3_ENDPOINT_URL"):
+        if os.environ.get(name):
+            app.config[name] = os.environ[name]
     if test_config is not None:
         app.config.from_mapping(test_config)
     if app.config.get("DATABASE_URL"):
         app.config["SQLALCHEMY_DATABASE_URI"] = normalise_database_url(app.config["DATABASE_URL"])
+    if app.config.get("STORAGE_URL"):
+        parse_bucket_url(app.config["STORAGE_URL"])  # a wrong address stops the start, not a request
     if not app.config["SQLALCHEMY_DATABASE_URI"].startswith("sqlite"):
         # A server can drop idle connections; a SQLite file cannot, so it skips the ping.
         app.config.setdefault("SQLALCHEMY_ENGINE_OPTIONS", {"pool_pre_ping": True})

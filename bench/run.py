@@ -22,7 +22,7 @@ from pathlib import Path
 
 import requests
 
-from bench import approve, browser, learning, photos, pm_session, report, seed
+from bench import approve, browser, bucket, learning, photos, pm_session, report, seed
 from bench.servers import (
     BENCH,
     ROOT,
@@ -272,6 +272,8 @@ def run_sections(workdir: Path, service, camera: bytes, args, results: dict,
 
     log("server processing of one photo")
     results["photo_server"] = photos.time_server_processing(compressed.output)
+    log("storing a photo in a bucket on loopback, and sending one from it")
+    results["photo_bucket"] = bucket.measure(compressed.output)
 
     log("approvals against the sandbox")
     results["approve"] = approve.measure_approvals(app, service.url, company_id, key, project_id,

@@ -21,6 +21,7 @@ from services import (
     projects,
     reviewers,
     signing,
+    storage_migration,
 )
 from services.errors import ServiceError
 from services.project_system.write_test import run as run_write_test
@@ -148,7 +149,8 @@ def register_commands(app: Flask) -> None:
     app.cli.add_command(demo_command)
     app.cli.add_command(companies_cli)
     app.cli.add_command(project_system_cli)
-    app.cli.add_command(backup_command)
+    app.cli.add_command(backup_cli)
+    app.cli.add_command(storage_cli)
     app.cli.add_command(restore_command)
     app.cli.add_command(photos_cli)
     app.cli.add_command(reminders_cli)
@@ -158,6 +160,7 @@ def register_commands(app: Flask) -> None:
 project_system_cli = AppGroup("project-system", help="Connect a company to Procore and check it.")
 companies_cli = AppGroup("companies", help="Create and list companies.")
 photos_cli = AppGroup("photos", help="Look after the stored photo and signature files.")
+storage_cli = AppGroup("storage", help="Move the stored files to a bucket.")
 reminders_cli = AppGroup("reminders", help="E-mail reminders of unsigned signing links.")
 routing_cli = AppGroup("routing", help="See, and undo, what routing learned from the PM's choices.")
 
@@ -218,7 +221,7 @@ def photo_orphans_command(min_age_hours: float, remove: bool) -> None:
     report = photo_sweep.sweep_orphans(min_age_hours * 3600, remove=remove)
     now = time.time()
     for orphan in report.found:
-        click.echo(f"{orphan.path}\t{orphan.size} bytes\t{(now - orphan.modified) / 3600:.0f} h old")
+        click.echo(f"{orphan.name}\t{orphan.size} bytes\t{(now - orphan.modified) / 3600:.0f} h old")
     found_bytes = sum(orphan.size for orphan in report.found)
     if remove:
         removed_bytes = sum(orphan.size for orphan in report.removed)
@@ -227,6 +230,20 @@ def photo_orphans_command(min_age_hours: float, remove: bool) -> None:
     else:
         click.echo(f"{len(report.found)} orphaned files ({found_bytes:,} bytes); "
                    "--remove takes them away")
+
+
+@storage_cli.command("migrate")
+@click.option("--to", "url", required=True, help="s3://BUCKET/PREFIX")
+@click.option("--endpoint", default=None, help="S3_ENDPOINT_URL of a bucket not on AWS.")
+def storage_migrate_command(url: str, endpoint: str | None) -> None:
+    """Copy every stored file to a bucket, check each by its digest, and switch to it."""
+    try:
+        report = storage_migration.migrate(url, endpoint)
+    except (ValueError, ServiceError) as error:
+        raise click.ClickException(str(error))
+    click.echo(f"copied {report.copied}, already there {report.present}; every file checked by "
+               f"its digest; {report.config_file} now says STORAGE_URL = {url!r}")
+    click.echo("restart the service, then run this again to copy what came in meanwhile")
 
 
 @companies_cli.command("create")
@@ -294,11 +311,25 @@ def _print_findings(findings: list[tuple[bool | None, str]]) -> None:
         click.echo(f"  {'ok  ' if ok else 'note' if ok is None else 'FAIL'} {text}")
 
 
-@click.command("backup")
+class BackupGroup(AppGroup):
+    """`backup PATH` writes a backup; any other first word is one of its subcommands."""
+
+    def resolve_command(self, ctx, args):
+        """Read `backup PATH` as `backup to PATH`."""
+        if args and args[0] not in self.commands:
+            return "to", self.commands["to"], args
+        return super().resolve_command(ctx, args)
+
+
+backup_cli = BackupGroup("backup", help="Back up (PATH: a new folder, or s3://BUCKET/PREFIX), "
+                                        "verify, make a key.")
+
+
+@backup_cli.command("to")
 @click.argument("path")
-@with_appcontext
 def backup_command(path: str) -> None:
-    """Copy the database and photos to a new folder PATH while the service keeps running."""
+    """Copy the database and files to a new folder PATH, or encrypted to s3://BUCKET/PREFIX,
+    while the service keeps running."""
     try:
         summary = backup.create_backup(path)
     except backup.BackupError as error:
@@ -306,16 +337,41 @@ def backup_command(path: str) -> None:
     click.echo(f"backed up {summary.tickets} tickets and {summary.photo_files} photo files to {summary.path}")
 
 
+@backup_cli.command("verify")
+@click.argument("url")
+def backup_verify_command(url: str) -> None:
+    """Restore the newest backup in s3://BUCKET/PREFIX into a scratch folder and check it."""
+    try:
+        summary = backup.verify_latest(url)
+    except (backup.BackupError, ServiceError) as error:
+        raise click.ClickException(str(error))
+    click.echo(f"ok: {summary.path} restores to {summary.tickets} tickets and "
+               f"{summary.photo_files} whole files")
+
+
+@backup_cli.command("new-key")
+@click.argument("path")
+def backup_new_key_command(path: str) -> None:
+    """Write a new backup key to PATH; keep a copy away from this machine."""
+    try:
+        backup.new_key(path)
+    except FileExistsError:
+        raise click.ClickException(f"{path} exists; a key is never overwritten")
+    click.echo(f"wrote a new backup key to {path}; set BACKUP_KEY_FILE to it and keep a copy "
+               "elsewhere: without it no backup can be read")
+
+
 @click.command("restore")
 @click.argument("path")
 @click.option("--yes", is_flag=True, help="Replace the current data without asking.")
 @with_appcontext
 def restore_command(path: str, yes: bool) -> None:
-    """Replace this instance's database and photos with the backup in PATH (stop the service first)."""
+    """Replace this instance's database and files with the backup in PATH, or the newest in
+    s3://BUCKET/PREFIX (stop the service first)."""
     if not yes:
         click.confirm("This replaces the current database and photos. Is the service stopped?", abort=True)
     try:
         summary = backup.restore_backup(path)
-    except backup.BackupError as error:
+    except (backup.BackupError, ServiceError) as error:
         raise click.ClickException(str(error))
     click.echo(f"restored {summary.tickets} tickets and {summary.photo_files} photo files from {summary.path}")

@@ -136,7 +136,8 @@ the real codes; routing is never guessed without them, and reading a ticket chan
 **Storage.** A ticket or photos past a daily storage quota (per link, per company, for the
 server; counted in the database, so a restart does not reset them) are refused with 507
 `storage_quota_exceeded` and `Retry-After`; when storing would leave too little free disk,
-or the disk fills while writing, with 507 `storage_full`. Nothing is stored."""),
+or the disk fills while writing, with 507 `storage_full`; when the file store (a bucket) cannot
+be reached, with 503 `storage_unavailable` and `Retry-After`. Nothing is stored."""),
     "evidence": ("Photos and signature", """\
 A ticket's evidence: its photos and the signature drawn on the crew's phone or on a
 signing link.

@@ -19,6 +19,7 @@ from models.schemas import (
     SignatureRequestList,
 )
 from blueprints.ticket_pages import ticket_panel
+from blueprints.tickets import image_answer
 from models import short_reference
 from services import documents, evidence, i18n, signatures, signing
 from services.capture import plain_message
@@ -316,13 +317,13 @@ def _evidence(token: str, photo_id: int, thumbnail: bool) -> Response:
     try:
         _count("SIGNING_PHOTO_RATE_LIMIT", "signing-photo")
         request_record = _open_or_signed(token)
-        data = evidence.photo_image(request_record.company_id, request_record.ticket_id,
-                                   photo_id, thumbnail=thumbnail)
+        stored = evidence.photo_image(request_record.company_id, request_record.ticket_id,
+                                     photo_id, thumbnail=thumbnail)
     except signing.SigningLinkRefused as refused:
         return Response(status=refused.status, headers=SIGNING_HEADERS)
     except ServiceError as error:
         return Response(status=error.status, headers={**SIGNING_HEADERS, **error.headers})
-    response = Response(data, mimetype="image/jpeg")
+    response = image_answer(stored, "image/jpeg")
     response.headers.update(SIGNING_HEADERS)
     response.headers["Cache-Control"] = "private, max-age=600"
     return response

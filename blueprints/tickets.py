@@ -23,6 +23,7 @@ from services import (
     documents,
     evidence,
     export,
+    storage,
     ticket_queries,
     ticket_shapes,
     tickets,
@@ -30,7 +31,7 @@ from services import (
 from services.ticket_records import find_ticket
 
 bp = Blueprint("tickets", __name__)
-STORAGE_ERRORS = {507: ("storage_quota_exceeded", "storage_full")}
+STORAGE_ERRORS = {503: ("storage_unavailable",), 507: ("storage_quota_exceeded", "storage_full")}
 STORAGE_TEXT = {507: "A daily storage quota of the link, the company or the server is used up "
                      "(see Retry-After), or the disk is at its reserve. Nothing was stored."}
 # A photo sent as the body itself. Its bytes are checked (JPEG, PNG or WebP) whatever the
@@ -212,15 +213,15 @@ def restore_ticket(ticket_id: str) -> Ticket:
     return approval.restore(g.company_id, ticket_id, actor=g.actor)
 
 
-def _evidence(data: bytes, media_type: str) -> Response:
+def _evidence(stored: storage.Stream, media_type: str) -> Response:
     """An image of a ticket's evidence, as its own type unless the caller asks for plain bytes."""
     chosen = request.accept_mimetypes.best_match([media_type, "application/octet-stream"],
                                                  default=media_type)
-    return image_answer(data, chosen or media_type)
+    return image_answer(stored, chosen or media_type)
 
 
-PHOTO_ERRORS = {404: ("ticket_not_found", "photo_not_found")}
-SIGNATURE_ERRORS = {404: ("ticket_not_found", "signature_not_found")}
+PHOTO_ERRORS = {404: ("ticket_not_found", "photo_not_found"), 503: ("storage_unavailable",)}
+SIGNATURE_ERRORS = {404: ("ticket_not_found", "signature_not_found"), 503: ("storage_unavailable",)}
 
 
 @api_route(bp, "/tickets/<ticket_id>/photos/<int:photo_id>", tag="evidence", media_type="image/jpeg",
@@ -300,8 +301,9 @@ def get_document(ticket_id: str) -> Response:
 # ------------------------------------------------------------------ pages
 
 
-def image_answer(data: bytes, media_type: str) -> Response:
-    """An image answer that browsers cache privately."""
-    response = Response(data, mimetype=media_type)
+def image_answer(stored: storage.Stream, media_type: str) -> Response:
+    """A stored image sent as it is read (never whole in memory), cached privately."""
+    response = Response(stored.chunks, mimetype=media_type, direct_passthrough=True)
+    response.content_length = stored.size
     response.headers["Cache-Control"] = "private, max-age=3600"
     return response

@@ -11,6 +11,10 @@
 # Several workers or app servers: PostgreSQL and one shared Redis for the rate limits.
 # DATABASE_URL = "postgresql://tickets:secret@127.0.0.1/tickets"
 # RATELIMIT_STORAGE_URI = "redis://127.0.0.1:6379/0"
+# ...and one bucket for the files (deploy/bucket.md; `flask storage migrate` writes these).
+# STORAGE_URL = "s3://acme-tickets/files"
+# S3_ENDPOINT_URL = "https://s3.example.com"
+# BACKUP_KEY_FILE = "/var/lib/extra-work-tickets/backup.key"
 
 # API_RATE_LIMIT = "120 per minute"
 # CAPTURE_RATE_LIMIT = "30 per minute;600 per day"

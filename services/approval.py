@@ -31,7 +31,7 @@ from flask import current_app
 from models import Ticket as TicketRecord
 from models import db, utcnow
 from models.schemas import ApprovalResult, ApproveInput, Ticket
-from services import authorizations, documents, learning, projects
+from services import authorizations, documents, learning, projects, storage
 from services.connections import client_for, project_system_errors
 from services.database import write_transaction
 from services.errors import Conflict, ValidationFailed, field_problem
@@ -62,7 +62,6 @@ from services.approval_records import (
     origin_id,
     photo_filename,
 )
-from services.evidence import photo_store
 from services.ticket_records import append_decision, find_ticket, locked
 from services.ticket_shapes import get_ticket, routing_lines
 
@@ -410,7 +409,7 @@ def _attach_missing(client: ProjectSystem, plan: Plan, record: RemoteRecord) -> 
 
 def _attachments(plan: Plan, names: list[str]) -> list[Attachment]:
     """The named files of a plan, read from storage (the document rendered)."""
-    store = photo_store()
+    store = storage.file_store()
     files = [Attachment(filename=filename, content_type=media_type, data=store.open(key))
              for filename, key, media_type in plan.files if filename in names]
     if plan.document.filename in names:

@@ -18,7 +18,7 @@ from flask import current_app, render_template
 from models import Company, db, short_reference, utcnow
 from models import Ticket as TicketRecord
 from models.schemas import RoutingLine
-from services import image_pool, pdf_render, projects, signatures
+from services import image_pool, pdf_render, projects, signatures, storage
 from services.errors import ServiceError
 from services.links import public_base_url
 from services.photos import ImageRejected
@@ -270,10 +270,10 @@ def render_pdf(html: str, *, wait_s: float) -> bytes:
                            headers={"Retry-After": "5"})
     try:
         if int(config["IMAGE_WORKERS"]) <= 0:  # in this process: only for tests of the steps
-            return pdf_render.render_pdf(html, config["PHOTO_DIR"])
+            return pdf_render.render_pdf(html, storage.store_spec())
         settings = image_pool.PoolSettings(config["IMAGE_WORKERS"], config["IMAGE_CPU_SECONDS"],
                                            config["IMAGE_MEMORY_BYTES"])
-        [result] = image_pool.run_all([(pdf_render.render_pdf, (html, config["PHOTO_DIR"]), {})],
+        [result] = image_pool.run_all([(pdf_render.render_pdf, (html, storage.store_spec()), {})],
                                       settings, _config("DOCUMENT_BUDGET_S"),
                                       cpu_seconds=int(config["DOCUMENT_CPU_SECONDS"]))
     finally:

@@ -20,7 +20,7 @@ from sqlalchemy.exc import IntegrityError
 from models import StagedPhoto, TicketPhoto, db
 from models import Ticket as TicketRecord
 from models.schemas import PhotoIn, PhotosInput, SignatureIn, Ticket, TicketInput
-from services import image_pool, quotas, signatures
+from services import image_pool, quotas, signatures, storage
 from services import photos as images
 from services.database import write_transaction
 from services.errors import NotFound, ValidationFailed, field_problem
@@ -29,11 +29,6 @@ from services.ticket_shapes import Wait, get_ticket
 from services.validation import validation_details
 
 MAX_PHOTOS = 12
-
-
-def photo_store() -> images.ImageStore:
-    """The content-addressed store for photos and signatures under instance/."""
-    return images.ImageStore(current_app.config["PHOTO_DIR"])
 
 
 def _process_images(function, raws: list[bytes]) -> list[images.ProcessedImage | images.ImageRejected]:
@@ -116,17 +111,27 @@ def _disk_full_is_507():
         raise
 
 
-def store_photos(checked: list[tuple[dict[str, Any], images.ProcessedImage]]) -> list[dict[str, Any]]:
-    """Write checked photos to the store; only called once every image of the request passed."""
-    if not checked:
-        return []
-    store = photo_store()
-    rows = []
+def store_images(checked: list[tuple[dict[str, Any], images.ProcessedImage]],
+                 signature: images.ProcessedImage | None
+                 ) -> tuple[list[dict[str, Any]], tuple[str, str] | None]:
+    """Write a request's checked photos and signature image (with thumbnails) to the store, all
+    or none; the photo rows and the signature's keys. Only called once every image passed."""
+    files = [file for _, processed in checked
+             for file in ((processed.data, processed.extension), (processed.thumb, "jpg"))]
+    if signature is not None:
+        files += [(signature.data, signature.extension), (signature.thumb, signature.extension)]
+    if not files:
+        return [], None
     with _disk_full_is_507():
-        for row, processed in checked:
-            rows.append(dict(row, image_key=store.put(processed.data, processed.extension),
-                             thumb_key=store.put(processed.thumb, "jpg")))
-    return rows
+        keys = storage.file_store().put_all(files)
+    rows = [dict(row, image_key=keys[2 * i], thumb_key=keys[2 * i + 1])
+            for i, (row, _) in enumerate(checked)]
+    return rows, (keys[-2], keys[-1]) if signature is not None else None
+
+
+def store_photos(checked: list[tuple[dict[str, Any], images.ProcessedImage]]) -> list[dict[str, Any]]:
+    """Write checked photos to the store, all or none."""
+    return store_images(checked, None)[0]
 
 
 def check_signature(data: TicketInput, warnings: list[str]
@@ -199,20 +204,19 @@ def with_image_problems(problems: list[dict[str, str]], payload: Any) -> list[di
 
 def store_signature(data: TicketInput, processed: images.ProcessedImage | None,
                      signed_via: str = "crew_phone") -> dict[str, Any] | None:
-    """Write the checked signature image and describe it for the ticket (its content digest is
-    added once the ticket's content is set: signatures.seal)."""
+    """Write the checked signature image and describe it for the ticket."""
     if processed is None or data.signature is None:
         return None
-    return signatures.record(data.signature, *_put_signature_files(processed),
-                             signed_via=signed_via)
+    return signature_record(data, store_images([], processed)[1], signed_via)
 
 
-def _put_signature_files(processed: images.ProcessedImage) -> tuple[str, str]:
-    """Store a checked signature image and its thumbnail; their keys."""
-    store = photo_store()
-    with _disk_full_is_507():
-        return (store.put(processed.data, processed.extension),
-                store.put(processed.thumb, processed.extension))
+def signature_record(data: TicketInput, keys: tuple[str, str] | None,
+                     signed_via: str = "crew_phone") -> dict[str, Any] | None:
+    """A stored signature image described for the ticket (its content digest is added once the
+    ticket's content is set: signatures.seal)."""
+    if keys is None or data.signature is None:
+        return None
+    return signatures.record(data.signature, *keys, signed_via=signed_via)
 
 
 def stored_signature_image(company_id: int, signature: SignatureIn) -> dict[str, str]:
@@ -227,7 +231,7 @@ def stored_signature_image(company_id: int, signature: SignatureIn) -> dict[str,
     if problems:
         raise ValidationFailed("the signature could not be used; see details", details=problems)
     make_room(company_id, None, image_bytes([], processed))
-    image_key, thumb_key = _put_signature_files(processed)
+    image_key, thumb_key = store_images([], processed)[1]
     return {"image_key": image_key, "thumb_key": thumb_key}
 
 
@@ -378,30 +382,40 @@ def attach_staged(company_id: int, ticket_id: str, link_token: str, client_ref: 
 # ------------------------------------------------------------------ serving
 
 
-def photo_file(company_id: int, ticket_id: str, position: int, *, thumbnail: bool = False) -> bytes:
-    """The stored JPEG of one of a ticket's photos (or its thumbnail)."""
+def photo_file(company_id: int, ticket_id: str, position: int, *,
+               thumbnail: bool = False) -> storage.Stream:
+    """The stored JPEG of one of a ticket's photos (or its thumbnail), opened for sending."""
     ticket = find_ticket(company_id, ticket_id)
     photo = next((p for p in ticket.photos if p.position == position), None)
     if photo is None:
         raise NotFound("no such photo on this ticket", code="photo_not_found")
-    return photo_store().open(photo.thumb_key if thumbnail else photo.image_key)
+    return _opened(photo.thumb_key if thumbnail else photo.image_key, "photo_not_found")
 
 
-def photo_image(company_id: int, ticket_id: str, photo_id: int, *, thumbnail: bool = False) -> bytes:
-    """The stored JPEG of a ticket's photo by its id (or its thumbnail); another company's
-    ticket or another ticket's photo is not found."""
+def photo_image(company_id: int, ticket_id: str, photo_id: int, *,
+                thumbnail: bool = False) -> storage.Stream:
+    """The stored JPEG of a ticket's photo by its id (or its thumbnail), opened for sending;
+    another company's ticket or another ticket's photo is not found."""
     ticket = find_ticket(company_id, ticket_id)
     photo = next((p for p in ticket.photos if p.id == photo_id), None)
     if photo is None:
         raise NotFound("no such photo on this ticket", code="photo_not_found")
-    return photo_store().open(photo.thumb_key if thumbnail else photo.image_key)
+    return _opened(photo.thumb_key if thumbnail else photo.image_key, "photo_not_found")
 
 
-def signature_file(company_id: int, ticket_id: str, *, thumbnail: bool = False) -> bytes:
+def signature_file(company_id: int, ticket_id: str, *, thumbnail: bool = False) -> storage.Stream:
     """The stored PNG of a ticket's signature, or its thumbnail (a signature stored before
-    thumbnails were kept answers its full image)."""
+    thumbnails were kept answers its full image), opened for sending."""
     ticket = find_ticket(company_id, ticket_id)
     if not ticket.signature:
         raise NotFound("this ticket has no signature", code="signature_not_found")
     key = ticket.signature.get("thumb_key") if thumbnail else None
-    return photo_store().open(key or ticket.signature["image_key"])
+    return _opened(key or ticket.signature["image_key"], "signature_not_found")
+
+
+def _opened(key: str, code: str) -> storage.Stream:
+    """A stored file opened for sending; one the store lost is not found, not a 500."""
+    try:
+        return storage.file_store().stream(key)
+    except KeyError:
+        raise NotFound("this file is missing from the store", code=code) from None

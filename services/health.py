@@ -13,6 +13,7 @@ from flask import current_app
 from sqlalchemy import text
 
 from models import db
+from services import storage
 
 MIN_FREE_BYTES = 200 * 1024 * 1024
 
@@ -40,7 +41,8 @@ def _migration_heads() -> tuple[str | None, set[str]]:
 
 
 def health() -> tuple[dict[str, Any], bool]:
-    """Check the database, migrations, free disk and the project system; return (report, healthy)."""
+    """Check the database, migrations, free disk, the file store and the project system; return
+    (report, healthy)."""
     checks: dict[str, Any] = {}
     try:
         db.session.execute(text("SELECT 1"))
@@ -54,10 +56,11 @@ def health() -> tuple[dict[str, Any], bool]:
         checks["migrations"] = {"ok": False, "current": None, "expected": []}
     usage = shutil.disk_usage(current_app.instance_path)
     checks["disk"] = {"ok": usage.free >= MIN_FREE_BYTES, "free_bytes": usage.free}
+    checks["storage"] = storage.file_store().check()
     with _seen_lock:
         seen = dict(_last_seen)
     failing = seen["failed_at"] is not None and (seen["ok_at"] is None or seen["failed_at"] > seen["ok_at"])
     checks["project_system"] = {"ok": not failing, **seen}
-    healthy = all(checks[name]["ok"] for name in ("database", "migrations", "disk"))
+    healthy = all(checks[name]["ok"] for name in ("database", "migrations", "disk", "storage"))
     status = "ok" if healthy and not failing else ("degraded" if healthy else "failing")
     return {"status": status, "checks": checks}, healthy

@@ -2,7 +2,7 @@
 
 WeasyPrint and its libraries are imported here only when a document is rendered, so the
 processes that serve requests never load them. The HTML names its images as
-``ewt-image:<store key>``; those are read from the photo store and shrunk to at most
+``ewt-image:<store key>``; those are read from the file store (folder or bucket) and shrunk to at most
 DOCUMENT_IMAGE_EDGE pixels. Nothing else is fetched: no network, no other file.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ import io
 
 from PIL import Image, ImageFile, ImageOps
 
-from services.photos import ImageStore
+from services import storage
 
 IMAGE_SCHEME = "ewt-image:"
 # Long edge of a photo in the document: sharp at the 80 mm it is printed at, and a tenth of
@@ -35,14 +35,14 @@ def shrunk(data: bytes, edge: int = DOCUMENT_IMAGE_EDGE) -> tuple[bytes, str]:
         return out.getvalue(), "image/jpeg"
 
 
-def render_pdf(html: str, image_root: str) -> bytes:
-    """The PDF of a document's HTML, its images read from the photo store under `image_root`."""
+def render_pdf(html: str, spec: storage.StoreSpec) -> bytes:
+    """The PDF of a document's HTML, its images read from the file store `spec` describes."""
     import weasyprint  # noqa: PLC0415 - loaded only in the process that renders
 
     # Importing WeasyPrint lets Pillow accept truncated images; the same worker processes
     # check untrusted photos, which must refuse them (services/photos.py).
     ImageFile.LOAD_TRUNCATED_IMAGES = False
-    store = ImageStore(image_root)
+    store = storage.open_store(spec)
 
     class StoreFetcher(weasyprint.urls.URLFetcher):
         """Serves ewt-image: addresses from the photo store and refuses everything else."""

@@ -4,31 +4,30 @@ A request stores its photos and signature before the transaction that refers to 
 commits (services.tickets), so a request refused after that point, or a process that
 dies there, leaves files no ticket names; so can a restore of an older backup. Only
 files unchanged for a grace period are taken. That period also covers every request
-still in flight: storing a file again refreshes its time (services.photos.ImageStore),
-and no request runs for an hour, let alone a day.
+still in flight: storing a file again refreshes its time (services/storage.py), and no
+request runs for an hour, let alone a day. The same holds for a folder and for a bucket.
 """
 from __future__ import annotations
 
 import datetime as dt
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from flask import current_app
 from sqlalchemy import delete, func, select
 
 from models import StagedPhoto, Ticket, TicketPhoto, db, utcnow
+from services import storage
 from services.database import write_transaction
-from services.evidence import photo_store
 
 MIN_AGE_FLOOR_S = 3600
 
 
 @dataclass(frozen=True)
 class OrphanFile:
-    """A store file no ticket refers to."""
+    """A store file no ticket refers to (`name`: its path under the folder, or its key)."""
 
-    path: Path
+    name: str
     size: int
     modified: float
 
@@ -73,23 +72,17 @@ def sweep_orphans(min_age_s: float, *, remove: bool) -> SweepReport:
     """Store files no ticket refers to and unchanged for `min_age_s`; removed when `remove`."""
     if min_age_s < MIN_AGE_FLOOR_S:
         raise ValueError("the grace period must be at least an hour")
-    store = photo_store()
+    store = storage.file_store()
     # The cutoff is fixed before the references are read: a file stored after it is too
     # young to take, and one stored before it was committed long before the read.
     cutoff = time.time() - min_age_s
     referenced = referenced_image_keys()
     report = SweepReport()
-    for path, key in store.stored_files():
-        if key is not None and key in referenced:
+    for entry in store.entries():
+        if (entry.key is not None and entry.key in referenced) or entry.modified >= cutoff:
             continue
-        try:
-            status = path.stat()
-        except FileNotFoundError:
-            continue
-        if status.st_mtime >= cutoff:
-            continue
-        orphan = OrphanFile(path=path, size=status.st_size, modified=status.st_mtime)
+        orphan = OrphanFile(name=entry.name, size=entry.size, modified=entry.modified)
         report.found.append(orphan)
-        if remove and store.remove_if_unchanged_since(path, cutoff) is not None:
+        if remove and store.remove_if_unchanged_since(entry.name, cutoff) is not None:
             report.removed.append(orphan)
     return report

@@ -4,31 +4,22 @@ Everything that reaches Pillow here is untrusted. The pipeline is: decode the
 transport encoding (data URL or base64), identify the format from the bytes
 themselves, refuse oversized images from their header before any pixel is
 decoded, fully decode, then re-encode into a fresh file that carries no
-metadata. Stored files are content-addressed by the SHA-256 of the re-encoded
-bytes.
+metadata. The re-encoded bytes are stored by services/storage.py under their SHA-256.
 """
 
 import base64
 import binascii
-import contextlib
-import fcntl
 import hashlib
 import io
-import os
-import re
 import struct
-import tempfile
 import zlib
-from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 from PIL import Image, ImageFile, ImageOps, UnidentifiedImageError
 
 __all__ = [
     "PIXEL_CEILING",
     "ImageRejected",
-    "ImageStore",
     "ProcessedImage",
     "decode_image_input",
     "process_photo",
@@ -60,8 +51,6 @@ _NOT_SUPPORTED = "not a JPEG, PNG or WebP image"
 # Exceptions Pillow raises on malformed input (zlib.error from PNG streams).
 _DECODE_ERRORS = (OSError, SyntaxError, ValueError, EOFError, IndexError, struct.error, zlib.error)
 
-_STORE_EXTENSIONS = {"jpg": "image/jpeg", "png": "image/png"}
-_KEY_RE = re.compile(r"[0-9a-f]{64}\.(?:jpg|png)")
 
 
 class ImageRejected(ValueError):
@@ -90,7 +79,7 @@ class ProcessedImage:
 
     @property
     def extension(self) -> str:
-        """The ImageStore extension for this content type ("jpg" or "png")."""
+        """The store's extension for this content type ("jpg" or "png")."""
         return "jpg" if self.content_type == "image/jpeg" else "png"
 
 
@@ -346,123 +335,3 @@ def process_signature(
         width, height = main.size
     return ProcessedImage(data=data, thumb=thumb, width=width, height=height,
                           content_type="image/png")
-
-
-class ImageStore:
-    """Content-addressed image files under root, at root/ab/cd/<sha256>.<ext>.
-
-    A file is written before the transaction that refers to it commits, so a request that
-    fails after storing its images leaves files no ticket names. `remove_if_unchanged_since`
-    lets a sweep take those away: storing and removing hold the store's lock (shared and
-    exclusive), and storing a file that is already there refreshes its modification time,
-    so a file a request is about to refer to never looks old to the sweep.
-    """
-
-    LOCK_FILE = ".lock"
-
-    def __init__(self, root: str | os.PathLike[str]) -> None:
-        """Use root as the store directory (created on first write)."""
-        self.root = Path(root)
-
-    def path_for(self, key: str) -> Path:
-        """Map a key to its file path, refusing anything but '<64 lowercase hex>.<jpg|png>' with ValueError."""
-        if not isinstance(key, str) or not _KEY_RE.fullmatch(key):
-            raise ValueError("invalid image key")
-        return self.root / key[:2] / key[2:4] / key
-
-    def put(self, data: bytes, extension: str) -> str:
-        """Store data atomically and durably under its SHA-256 and return the key.
-
-        Already stored: only the file's modification time is refreshed.
-        """
-        if extension not in _STORE_EXTENSIONS:
-            raise ValueError(f"extension must be one of {sorted(_STORE_EXTENSIONS)}")
-        key = f"{hashlib.sha256(data).hexdigest()}.{extension}"
-        path = self.path_for(key)
-        with self._locked(fcntl.LOCK_SH):
-            try:
-                os.utime(path)
-                return key
-            except FileNotFoundError:
-                pass
-            path.parent.mkdir(parents=True, exist_ok=True)
-            # Same directory as the target, so os.replace is an atomic rename; the
-            # temp name cannot match the key pattern, so readers never see it.
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".part")
-            try:
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(data)
-                    fh.flush()
-                    os.fsync(fh.fileno())
-                os.replace(tmp, path)
-            except BaseException:
-                try:
-                    os.unlink(tmp)
-                except FileNotFoundError:
-                    pass
-                raise
-            _fsync_dir(path.parent)
-        return key
-
-    def stored_files(self) -> Iterator[tuple[Path, str | None]]:
-        """Every file of the store as (path, key); a temp file a write left behind has no key."""
-        if not self.root.is_dir():
-            return
-        for folder, _, names in os.walk(self.root):
-            for name in names:
-                if _KEY_RE.fullmatch(name):
-                    yield Path(folder, name), name
-                elif name.startswith(".tmp-") and name.endswith(".part"):
-                    yield Path(folder, name), None
-
-    def remove_if_unchanged_since(self, path: Path, cutoff: float) -> int | None:
-        """Remove a store file last modified before `cutoff` (a time.time()); its size if removed.
-
-        Under the store's exclusive lock, so no `put` of the same file is halfway through.
-        """
-        with self._locked(fcntl.LOCK_EX):
-            try:
-                status = path.stat()
-                if status.st_mtime >= cutoff:
-                    return None
-                path.unlink()
-            except FileNotFoundError:
-                return None
-        return status.st_size
-
-    @contextlib.contextmanager
-    def _locked(self, operation: int) -> Iterator[None]:
-        """Hold the store's lock file, shared (storing) or exclusive (removing)."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.root / self.LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, operation)
-            yield
-        finally:
-            os.close(fd)  # closing the descriptor lets go of the lock
-
-    def open(self, key: str) -> bytes:
-        """Return the stored bytes for key; ValueError for a malformed key, KeyError if absent."""
-        path = self.path_for(key)
-        try:
-            return path.read_bytes()
-        except FileNotFoundError:
-            raise KeyError(key) from None
-
-    def exists(self, key: str) -> bool:
-        """Tell whether key is stored; a malformed key is simply not stored."""
-        try:
-            return self.path_for(key).is_file()
-        except ValueError:
-            return False
-
-
-def _fsync_dir(directory: Path) -> None:
-    """Flush a directory entry to disk so a completed rename survives a crash (POSIX only)."""
-    if os.name != "posix":
-        return
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -3,8 +3,8 @@
 A public capture link must not be able to fill the disk. Before a request stores any image
 it reserves its bytes (and, through a link, its ticket) against three daily quotas in the
 database, so the counts hold across restarts and processes, and checks that storing them
-still leaves the disk reserve free. A refusal is a 507 with a stable code and nothing is
-stored:
+still leaves the disk reserve free (in a folder; a bucket has only the quotas). A refusal is
+a 507 with a stable code and nothing is stored:
 
 - `storage_quota_exceeded`: a daily quota is used up (it frees itself the next UTC day);
 - `storage_full`: the disk is at its reserve (an operator must make room).
@@ -12,13 +12,12 @@ stored:
 from __future__ import annotations
 
 import datetime as dt
-import os
-import shutil
 
 from flask import current_app
 from sqlalchemy import select
 
 from models import StorageUsage, utcnow
+from services import storage
 from services.database import insert_or_merge, write_transaction
 from services.errors import ServiceError
 from services.links import token_digest
@@ -42,11 +41,10 @@ FULL_MESSAGE = "the server has no room for more photos right now; send the ticke
 
 
 def check_disk(incoming: int) -> None:
-    """Refuse when storing `incoming` bytes would leave less free disk than the reserve."""
-    reserve = int(current_app.config["DISK_RESERVE_BYTES"])
-    folder = current_app.config["PHOTO_DIR"]
-    usage = shutil.disk_usage(folder if os.path.isdir(folder) else current_app.instance_path)
-    if usage.free - incoming < reserve:
+    """Refuse when storing `incoming` bytes would leave less free disk than the reserve (a
+    bucket has no disk of ours to keep free)."""
+    free = storage.file_store().free_bytes()
+    if free is not None and free - incoming < int(current_app.config["DISK_RESERVE_BYTES"]):
         raise StorageFull(FULL_MESSAGE)
 
 

@@ -111,11 +111,12 @@ def _prepared_content(company_id: int, project_id: str, data: TicketInput,
     evidence.make_room(company_id, link_token,
                        evidence.image_bytes(checked_photos, checked_signature),
                        tickets=1 if link_token else 0)
-    photo_rows = evidence.store_photos(checked_photos)
+    photo_rows, signature_keys = evidence.store_images(
+        checked_photos, checked_signature if data.signature is not None else None)
     values = {**_stored_as_sent(data), "total": total, "lines": lines, "warnings": warnings,
               # A capture link names the sub or crew it was made for.
               "sub": links.label_of(link_token) if link_token else data.sub,
-              "signature": evidence.store_signature(data, checked_signature),
+              "signature": evidence.signature_record(data, signature_keys),
               "photo_count": len(photo_rows), "captured_at": captured_at,
               "worked_on": worked_on, "authorization_id": authorization_id}
     return values, photo_rows

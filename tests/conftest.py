@@ -11,7 +11,8 @@ from flask.testing import FlaskClient
 from app import create_app
 from tests.databases import limiter_settings, private_database
 
-pytest_plugins = ["tests.plugins.databases", "tests.plugins.sandbox", "tests.plugins.browser"]
+pytest_plugins = ["tests.plugins.databases", "tests.plugins.sandbox", "tests.plugins.browser",
+                  "tests.plugins.storage"]
 
 
 def app_config(tmp_path: Path, template, **overrides) -> dict:
@@ -94,11 +95,12 @@ class ConnectedTenant(Tenant):
 
 
 @pytest.fixture
-def app(tmp_path, migrated_template, sandbox_server) -> Flask:
-    """A fresh app on its own migrated database, pointed at the live sandbox."""
+def app(tmp_path, migrated_template, sandbox_server, store_config) -> Flask:
+    """A fresh app on its own migrated database and file store, pointed at the live sandbox."""
     application = create_app(app_config(
         tmp_path, migrated_template, SANDBOX_URL=sandbox_server.url,
-        SANDBOX_DB_PATH=str(sandbox_server.db_path), PHOTO_DIR=str(tmp_path / "photos")))
+        SANDBOX_DB_PATH=str(sandbox_server.db_path), PHOTO_DIR=str(tmp_path / "photos"),
+        **store_config))
     yield application
     with application.app_context():
         from models import db

@@ -102,6 +102,7 @@ def actor(tenant: ConnectedTenant) -> str:
 
 # ----------------------------------------------------------------- writing a change event
 
+@pytest.mark.both_stores
 def test_approve_writes_a_change_event_with_lines_photos_and_signature(client, acme, app,
                                                                        sandbox_server):
     ticket = create(client, acme, description="Moved the trench 3 m east " + "x" * 150,
@@ -141,9 +142,9 @@ def test_approve_writes_a_change_event_with_lines_photos_and_signature(client, a
     assert names == ["photo-01-trench-east.jpg", "photo-02.jpg", "signature.png",
                      f"ticket-T-{ticket['id'][:8].upper()}.pdf"]
     with app.app_context():
-        from services.evidence import photo_store
+        from services.storage import file_store
         signature_key = db.session.get(Ticket, ticket["id"]).signature["image_key"]
-        assert event["attachments"][2]["size"] == len(photo_store().open(signature_key))
+        assert event["attachments"][2]["size"] == len(file_store().open(signature_key))
     page = requests.get(external["url"], timeout=10)
     assert page.status_code == 200 and page.headers["Content-Type"].startswith("text/html")
     assert client.get(f"/v1/tickets/{ticket['id']}", headers=acme.headers).json["status"] == \

@@ -11,7 +11,7 @@ import pytest
 from app import create_app
 from models import Ticket, TicketPhoto, db
 from services import keys
-from services.photos import ImageStore
+from services.storage import file_store
 from tests.conftest import app_config
 from tests.images import data_url, jpeg_bytes
 
@@ -58,7 +58,7 @@ def test_backup_during_writes_then_restore(app, client, acme, live_server, runne
         ids = {t.id for t in db.session.query(Ticket)}
         assert set(before_backup) <= ids <= set(acknowledged)
         assert len(ids) == manifest["tickets"]
-        store = ImageStore(restored.config["PHOTO_DIR"])
+        store = file_store()
         photos = db.session.query(TicketPhoto).all()
         assert len(photos) == len(ids)
         for photo in photos:

@@ -3,10 +3,10 @@ add photos to, or read another ticket by knowing its client reference."""
 from __future__ import annotations
 
 import uuid
-from pathlib import Path
 
 from models import Ticket, db
 from tests.images import jpeg_bytes, png_bytes
+from tests.plugins.storage import stored_names
 from tests.test_approval import act
 
 
@@ -26,10 +26,6 @@ def stored(app, ticket_id: str) -> Ticket:
     with app.app_context():
         db.session.expire_all()
         return db.session.get(Ticket, ticket_id)
-
-
-def files_under(folder: str) -> int:
-    return sum(1 for path in Path(folder).rglob("*") if path.is_file())
 
 
 def test_another_links_ticket_is_out_of_reach(app, client, acme):
@@ -77,11 +73,11 @@ def test_a_refused_correction_stores_no_photo(app, client, acme):
     link = make_link(client, acme)
     ref = uuid.uuid4().hex
     client.post(f"/c/{link}/tickets", json=text(ref))
-    before = files_under(app.config["PHOTO_DIR"])
+    before = stored_names(app)
     photos = [{"name": f"p{n}.jpg", "data_url": "data:image/jpeg;base64,"
                + __import__("base64").b64encode(jpeg_bytes(color=(n * 20, 0, 0))).decode()}
               for n in range(3)]
     refused = client.post(f"/c/{link}/tickets", json=text(uuid.uuid4().hex, revises=ref,
                                                           photos=photos))
     assert refused.status_code == 409 and refused.json["error"]["code"] == "ticket_not_sent_back"
-    assert files_under(app.config["PHOTO_DIR"]) == before
+    assert stored_names(app) == before

@@ -13,6 +13,7 @@ import pytest
 import requests
 
 from models import Ticket, db
+from tests.plugins.storage import storage_env
 from tests.test_approval import origin_rows
 from tests.test_faults import attachments
 from tests.test_serve import free_port
@@ -25,7 +26,7 @@ def start_server(app, sandbox_server, tmp_path, port: int, **extra_env: str) -> 
     env = dict(os.environ, DATABASE_URL=app.config["SQLALCHEMY_DATABASE_URI"],
                EWT_INSTANCE_PATH=str(tmp_path / "instance"), EWT_SANDBOX_URL=sandbox_server.url,
                EWT_API_RATE_LIMIT='"100000 per minute"', EWT_SECRET_KEY="crash-test",
-               EWT_PHOTO_DIR=app.config["PHOTO_DIR"], **extra_env)
+               **storage_env(app), **extra_env)
     log = (tmp_path / f"server-{port}.log").open("w")
     server = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "--workers", "1", "--threads", "8", "--bind",

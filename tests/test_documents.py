@@ -10,6 +10,7 @@ import pytest
 from PIL import Image
 
 from models import Ticket, db, short_reference
+from services.storage import StoreSpec
 from tests.images import data_url, noise_jpeg, png_bytes
 from tests.test_approval import act, actor, create, origin_rows, remote
 from tests.test_review_pages import sign_in
@@ -78,6 +79,7 @@ def give_signature_fields(app, ticket_id: str, voided=(), **fields) -> None:
         db.session.commit()
 
 
+@pytest.mark.both_stores
 def test_document_holds_the_claim_as_text_and_every_page_renders(client, acme, app, tmp_path):
     ticket = signed_ticket(client, acme)
     give_signature_fields(
@@ -187,7 +189,8 @@ def test_the_document_reads_only_the_tickets_own_images(app, tmp_path):
     Image.new("RGB", (200, 200), (0, 0, 0)).save(secret)
     html = (f'<p>x</p><img src="file://{secret}" style="width:150mm;height:150mm">'
             '<img src="http://127.0.0.1:9/a.png">')
-    pages = page_images(pdf_render.render_pdf(html, str(tmp_path / "photos")), tmp_path)
+    spec = StoreSpec(url=None, folder=str(tmp_path / "photos"), endpoint=None)
+    pages = page_images(pdf_render.render_pdf(html, spec), tmp_path)
     assert len(pages) == 1 and inked(pages[0]) < 0.01  # neither image was fetched
     # and rendering leaves Pillow refusing truncated photos, as the photo checks need
     from PIL import ImageFile
@@ -249,7 +252,8 @@ def test_a_worker_that_made_a_document_still_refuses_truncated_photos(tmp_path):
     from services.photos import ImageRejected, process_photo
 
     settings = image_pool.PoolSettings(1, 10, 768 * 1024 ** 2)  # one worker: the same process
-    [pdf] = image_pool.run_all([(pdf_render.render_pdf, ("<p>x</p>", str(tmp_path)), {})],
+    spec = StoreSpec(url=None, folder=str(tmp_path), endpoint=None)
+    [pdf] = image_pool.run_all([(pdf_render.render_pdf, ("<p>x</p>", spec), {})],
                                settings, budget_s=60)
     assert pdf.startswith(b"%PDF-")
     whole = noise_jpeg(400, 300)

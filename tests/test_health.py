@@ -1,11 +1,13 @@
 """GET /healthz."""
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
 from models import db
 from services import health
+from tests.test_serve import free_port
 
 
 def test_healthy_service_reports_ok_without_a_key(app, client, acme):
@@ -20,6 +22,8 @@ def test_healthy_service_reports_ok_without_a_key(app, client, acme):
     assert checks["database"] == {"ok": True, "dialect": backend}
     assert checks["migrations"]["ok"] and checks["migrations"]["current"] in checks["migrations"]["expected"]
     assert checks["disk"]["ok"] and checks["disk"]["free_bytes"] > 0
+    assert checks["storage"] == {"ok": True,
+                                 "backend": "bucket" if app.config["STORAGE_URL"] else "folder"}
     assert checks["project_system"]["ok"] and checks["project_system"]["ok_at"] is not None
     body = response.get_data(as_text=True)
     assert acme.client_secret not in body and acme.key not in body
@@ -51,3 +55,13 @@ def test_low_disk_is_503(app, client, monkeypatch):
     monkeypatch.setattr(health, "MIN_FREE_BYTES", 2**62)
     response = client.get("/healthz")
     assert response.status_code == 503 and response.json["checks"]["disk"]["ok"] is False
+
+
+@pytest.mark.both_stores
+def test_an_unreachable_bucket_is_503(app, client, store_backend):
+    if store_backend == "bucket":
+        app.config["S3_ENDPOINT_URL"] = f"http://127.0.0.1:{free_port()}"
+    response = client.get("/healthz")
+    expected = {"folder": (200, {"ok": True, "backend": "folder"}),
+                "bucket": (503, {"ok": False, "backend": "bucket", "error": "EndpointConnectionError"})}
+    assert (response.status_code, response.json["checks"]["storage"]) == expected[store_backend]

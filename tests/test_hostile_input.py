@@ -4,7 +4,6 @@ from __future__ import annotations
 import base64
 import io
 import json
-import os
 import struct
 import zlib
 
@@ -12,7 +11,7 @@ import pytest
 from PIL import Image
 
 from models import Ticket, TicketPhoto, db
-from services.photos import ImageStore
+from tests.plugins.storage import stored_names
 from tests.images import data_url, jpeg_bytes
 
 
@@ -38,9 +37,7 @@ def stored_state(app) -> tuple[int, int, int]:
     with app.app_context():
         tickets = db.session.query(Ticket).count()
         photos = db.session.query(TicketPhoto).count()
-    folder = app.config["PHOTO_DIR"]
-    files = sum(len(names) for _, _, names in os.walk(folder)) if os.path.isdir(folder) else 0
-    return tickets, photos, files
+    return tickets, photos, len(stored_names(app))
 
 
 GOOD_PHOTO = {"name": "ok.jpg", "data_url": None}
@@ -142,8 +139,7 @@ def test_path_tricks_sql_and_template_syntax_are_kept_as_plain_text(app, client,
     for field in ("description", "reason", "directed_by", "captured_by"):
         assert read[field] == tricky[field]
     assert read["photos"][0]["name"] == "../../../instance/secret_key"
-    stored = [name for _, _, names in os.walk(app.config["PHOTO_DIR"]) for name in names
-              if name != ImageStore.LOCK_FILE]
+    stored = stored_names(app)
     assert stored and all(len(name) == 68 and name.endswith(".jpg") for name in stored)
     assert client.get("/v1/tickets?q=%27%3B%20DROP", headers=acme.headers).json["total"] == 1
     # % is literal: "%%" is in no field (a wildcard would match every ticket); "%" alone is in

@@ -1,14 +1,12 @@
-"""Tests for services.photos: input decoding, image validation and normalisation, and the image store."""
+"""Tests for services.photos: input decoding, image validation and normalisation (the store: test_storage.py)."""
 
 import base64
 import hashlib
 import io
-import os
 import re
 import struct
 import warnings
 import zlib
-from pathlib import Path
 
 import pytest
 from PIL import ExifTags, Image, ImageDraw, ImageFile, JpegImagePlugin, PngImagePlugin
@@ -16,7 +14,6 @@ from PIL import ExifTags, Image, ImageDraw, ImageFile, JpegImagePlugin, PngImage
 from services import photos
 from services.photos import (
     ImageRejected,
-    ImageStore,
     decode_image_input,
     process_photo,
     process_signature,
@@ -443,78 +440,3 @@ def test_signature_from_jpeg_is_re_encoded_as_png() -> None:
     result = process_signature(encode(Image.new("RGB", (300, 100), "white"), "JPEG"))
     with Image.open(io.BytesIO(result.data)) as out:
         assert (out.format, out.mode) == ("PNG", "RGB")
-
-
-# --- ImageStore ---------------------------------------------------------------
-
-
-def test_store_same_bytes_same_key_one_file(tmp_path: Path) -> None:
-    store = ImageStore(tmp_path)
-    data = process_photo(encode(noise((64, 48)), "JPEG")).data
-
-    key = store.put(data, "jpg")
-    assert store.put(data, "jpg") == key
-    assert key == hashlib.sha256(data).hexdigest() + ".jpg"
-
-    files = [p for p in tmp_path.rglob("*") if p.is_file() and p.name != ImageStore.LOCK_FILE]
-    assert files == [tmp_path / key[:2] / key[2:4] / key]
-    assert store.path_for(key) == files[0]
-    assert store.exists(key)
-    assert store.open(key) == data
-
-
-def test_store_put_of_a_stored_file_only_refreshes_its_time(tmp_path: Path) -> None:
-    """The file is not written again, but it counts as new for the orphan sweep's grace."""
-    store = ImageStore(tmp_path)
-    key = store.put(b"first", "png")
-    path = store.path_for(key)
-    os.utime(path, (1_000_000_000, 1_000_000_000))
-    inode = path.stat().st_ino
-    store.put(b"first", "png")
-    assert path.stat().st_ino == inode and path.read_bytes() == b"first"
-    assert path.stat().st_mtime > 1_000_000_000
-
-
-def test_store_round_trips_and_reports_missing_keys(tmp_path: Path) -> None:
-    store = ImageStore(tmp_path / "nested" / "store")
-    blobs = {store.put(bytes([n]) * (n + 1), "png"): bytes([n]) * (n + 1) for n in range(5)}
-    assert len(blobs) == 5
-    for key, blob in blobs.items():
-        assert store.open(key) == blob
-    missing = "0" * 64 + ".jpg"
-    assert not store.exists(missing)
-    with pytest.raises(KeyError):
-        store.open(missing)
-
-
-@pytest.mark.parametrize(
-    "key",
-    [
-        "../../etc/passwd",
-        "abc.jpg",
-        "a" * 64 + ".exe",
-        "a" * 64,
-        "A" * 64 + ".jpg",  # uppercase hex is not a key we ever produce
-        "a" * 64 + ".JPG",
-        "a" * 63 + ".jpg",
-        "a" * 64 + ".jpg\n",
-        "a" * 64 + ".jpg/../../x",
-        "../" + "a" * 61 + ".jpg",
-        "",
-    ],
-)
-def test_store_refuses_keys_that_are_not_content_hashes(tmp_path: Path, key: str) -> None:
-    store = ImageStore(tmp_path)
-    with pytest.raises(ValueError):
-        store.path_for(key)
-    with pytest.raises(ValueError):
-        store.open(key)
-    assert store.exists(key) is False
-
-
-def test_store_refuses_unknown_extensions(tmp_path: Path) -> None:
-    store = ImageStore(tmp_path)
-    for extension in ("exe", "JPG", "jpeg", "../jpg", ""):
-        with pytest.raises(ValueError):
-            store.put(b"data", extension)
-    assert list(tmp_path.iterdir()) == []

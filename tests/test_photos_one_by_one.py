@@ -1,6 +1,8 @@
 """A ticket's text first, then each photo and the signature on its own, each safe to repeat."""
 from __future__ import annotations
 
+import pytest
+
 import uuid
 
 from tests.images import jpeg_bytes, png_bytes
@@ -74,6 +76,7 @@ def test_the_pm_sees_photos_arriving(app, client, acme):
     assert "photos arriving: 7 of 12" in html
 
 
+@pytest.mark.both_stores
 def test_photos_taken_while_writing_join_their_ticket_when_its_text_arrives(client, acme, app):
     link = make_link(client, acme)
     ref = uuid.uuid4().hex

@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from models import Ticket, db
-from services.evidence import photo_store
+from services import storage
 from services.project_system import Attachment
 from tests.images import data_url, jpeg_bytes, png_bytes
 from tests.plugins.sandbox import FakeClock
@@ -82,7 +82,7 @@ def test_a_file_already_on_the_event_is_kept_and_not_doubled(app, client, acme, 
     [event] = origin_rows(sandbox_server, "change_events", ticket["id"])
     with app.app_context():  # a file reached the event some other way (an older attempt)
         key = db.session.get(Ticket, ticket["id"]).signature["image_key"]
-        signature = photo_store().open(key)
+        signature = storage.file_store().open(key)
         remote(app, acme).attach_files(int(ticket["project_id"]), event["id"], [
             Attachment("signature.png", "image/png", signature)])
     switch.set_attachments_mode(mode)

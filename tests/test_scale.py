@@ -1,4 +1,4 @@
-"""Two app servers of four workers each on one PostgreSQL and one Redis (make test-scale)."""
+"""Two app servers of four workers each on one PostgreSQL, one Redis and one bucket (make test-scale)."""
 from __future__ import annotations
 
 import os
@@ -14,6 +14,8 @@ import pytest
 import requests
 
 from tests.databases import POSTGRES_URL, REDIS_URL
+from tests.images import data_url, noise_jpeg
+from tests.plugins.storage import S3_ENDPOINT, storage_env
 from tests.test_approval import origin_rows
 from tests.test_serve import free_port
 
@@ -29,7 +31,7 @@ def start(app, sandbox_server, tmp_path, name: str) -> tuple[subprocess.Popen, s
     env = dict(os.environ, DATABASE_URL=app.config["SQLALCHEMY_DATABASE_URI"],
                EWT_INSTANCE_PATH=str(tmp_path / name), EWT_SANDBOX_URL=sandbox_server.url,
                EWT_RATELIMIT_STORAGE_URI=REDIS_URL,
-               EWT_SECRET_KEY="scale-test", EWT_PHOTO_DIR=app.config["PHOTO_DIR"],
+               EWT_SECRET_KEY="scale-test", **storage_env(app),
                # Eight fresh workers each read the codes cold from the sandbox, which answers
                # from one process and is far slower under this load than Procore; a thread
                # waiting on its neighbour's read past the 1 s default is told 503 busy, which
@@ -98,3 +100,24 @@ def test_concurrent_approvals_across_servers_write_one_record(client, acme, two_
     assert {a.status_code for a in answers} <= {200, 409}, [a.text for a in answers]
     assert sum(1 for a in answers if a.status_code == 200 and not a.json()["already"]) == 1
     assert len(origin_rows(sandbox_server, "change_events", ticket["id"])) == 1
+
+
+def test_both_servers_serve_the_same_tickets_and_photos_from_one_bucket(app, acme, two_servers):
+    assert S3_ENDPOINT and app.config["STORAGE_URL"].startswith("s3://")
+    photos = [noise_jpeg(seed=n) for n in range(3)]
+    made = requests.post(f"{two_servers[0]}/v1/tickets", headers=acme.headers, timeout=60, json={
+        "project_id": acme.project()["id"], "description": "scale photos", "reason": "r",
+        "directed_by": "d", "photos": [{"data_url": data_url(photo)} for photo in photos]})
+    assert made.status_code == 200, made.text
+    ticket = made.json()
+    for n, base in enumerate(two_servers):
+        read = requests.get(f"{base}/v1/tickets/{ticket['id']}", headers=acme.headers, timeout=60)
+        assert [(p["id"], p["name"]) for p in read.json()["photos"]] == \
+            [(p["id"], p["name"]) for p in ticket["photos"]]
+        for photo in ticket["photos"]:
+            one = requests.get(f"{base}/v1/tickets/{ticket['id']}/photos/{photo['id']}",
+                               headers=acme.headers, timeout=60)
+            other = requests.get(f"{two_servers[1 - n]}/v1/tickets/{ticket['id']}/photos/"
+                                 f"{photo['id']}", headers=acme.headers, timeout=60)
+            assert one.status_code == other.status_code == 200
+            assert one.content == other.content and one.content[:2] == b"\xff\xd8"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -15,6 +14,7 @@ from services import signatures, signing
 from tests.images import data_url, jpeg_bytes, png_bytes
 from tests.mailbox import smtp_server
 from tests.test_approval import create
+from tests.plugins.storage import stored_names
 from tests.test_links import make_link
 from tests.test_rates import save
 
@@ -60,6 +60,7 @@ def requests_of(app, ticket_id: str) -> list[SignatureRequest]:
                                        .where(SignatureRequest.ticket_id == ticket_id)))
 
 
+@pytest.mark.both_stores
 def test_a_signer_signs_from_the_link_with_no_account(app, client, acme):
     ticket = create(client, acme, photos=[{"name": "slab.jpg", "data_url": data_url(jpeg_bytes())}])
     answer = ask(client, acme, ticket["id"])
@@ -110,14 +111,15 @@ def test_a_signer_signs_from_the_link_with_no_account(app, client, acme):
     # Used: opening it again shows what was signed; signing again changes nothing.
     again = client.get(path)
     assert again.status_code == 200 and "cannot sign again" in again.get_data(as_text=True)
-    files_before = sorted(p.name for p in Path(app.config["PHOTO_DIR"]).rglob("*"))
+    files_before = stored_names(app)
     second = client.post(path, data=sign_form(html, name="Someone else",
                                               image=data_url(png_bytes(130, 50), "image/png")))
     assert second.status_code == 409
     assert stored(app, ticket["id"]).signature["name"] == "Sam Ortiz"
-    assert sorted(p.name for p in Path(app.config["PHOTO_DIR"]).rglob("*")) == files_before
+    assert stored_names(app) == files_before
 
 
+@pytest.mark.both_stores
 def test_expired_revoked_and_unknown_links_answer_a_page_and_store_nothing(app, client, acme):
     ticket = create(client, acme)
     revoked_path = signing_path(ask(client, acme, ticket["id"]))
@@ -128,7 +130,7 @@ def test_expired_revoked_and_unknown_links_answer_a_page_and_store_nothing(app, 
     assert revoked.status_code == 200 and revoked.json["state"] == "revoked"
     assert client.post(f"/v1/tickets/{ticket['id']}/signature-requests/{request_id}/revoke",
                        headers=acme.headers).json["revoked_at"] == revoked.json["revoked_at"]
-    photos_before = sorted(p.name for p in Path(app.config["PHOTO_DIR"]).rglob("*"))
+    photos_before = stored_names(app)
     for method in ("get", "post"):
         answer = getattr(client, method)(revoked_path, data=sign_form(page) if method == "post" else None)
         assert answer.status_code == 410
@@ -150,7 +152,7 @@ def test_expired_revoked_and_unknown_links_answer_a_page_and_store_nothing(app, 
             assert f"the link for ticket {short_reference(ticket['id'])}" in \
                 answer.get_data(as_text=True)
     assert stored(app, ticket["id"]).signature is None
-    photos_after = sorted(p.name for p in Path(app.config["PHOTO_DIR"]).rglob("*"))
+    photos_after = stored_names(app)
     assert photos_after == photos_before  # not even the drawing was kept
 
 

@@ -8,14 +8,15 @@ import re
 import zlib
 import struct
 import uuid
-from pathlib import Path
 
 import pytest
 import time_machine
 from PIL import Image
 
 from models import Ticket, TicketPhoto, db
+from services.storage import file_store
 from tests.images import data_url, jpeg_bytes, png_bytes
+from tests.plugins.storage import stored_names
 
 
 def ticket_body(project_id: str, **extra) -> dict:
@@ -181,6 +182,7 @@ def test_bad_photos_are_refused_naming_the_photo(client, acme, app, bad, words):
     assert count_rows(app, Ticket) == 0 and count_rows(app, TicketPhoto) == 0
 
 
+@pytest.mark.both_stores
 def test_photos_are_reencoded_without_exif_and_capped(client, acme, app):
     image = Image.new("RGB", (4000, 3000), (10, 200, 30))
     exif = Image.Exif()
@@ -194,9 +196,8 @@ def test_photos_are_reencoded_without_exif_and_capped(client, acme, app):
     assert ticket["photos"][0]["name"] == "photo-1.jpg"
     with app.app_context():
         photo = db.session.query(TicketPhoto).one()
-        stored = (app.config["PHOTO_DIR"], photo.image_key, photo.thumb_key, photo.width, photo.height)
-    from services.photos import ImageStore
-    store = ImageStore(stored[0])
+        stored = (file_store(), photo.image_key, photo.thumb_key, photo.width, photo.height)
+    store = stored[0]
     data = store.open(stored[1])
     assert b"Exif" not in data
     with Image.open(io.BytesIO(data)) as out:
@@ -380,7 +381,7 @@ def test_every_problem_at_once_shape_photos_and_signature(client, acme, app):
     assert details["photos[3]"].startswith("photo 4:")
     assert details["signature.image"].startswith("signature:")
     assert count_rows(app, Ticket) == 0 and count_rows(app, TicketPhoto) == 0
-    assert not list(Path(app.config["PHOTO_DIR"]).rglob("*.jpg"))
+    assert stored_names(app) == []
     attach = client.post(f"/v1/tickets/{uuid.uuid4()}/photos", headers=acme.headers, json={
         "photos": [{"data_url": "@@@", "taken_at": "never"}, {"data_url": data_url(jpeg_bytes())}]})
     assert attach.status_code == 400
