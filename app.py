@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import os
 import secrets
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
-from flask import Flask, request
+from flask import Flask, Response, jsonify, request
 from flask_migrate import Migrate
 from flask_wtf.csrf import CSRFProtect
+from werkzeug.exceptions import SecurityError
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from blueprints import (auth, health, home, keys, links, me, openapi, projects, rates, reviewers,
@@ -19,6 +21,7 @@ from models import db
 from services import assets, bodies, compression, i18n, ratelimit
 from services.database import configure_engine, normalise_database_url
 from services.auth import login_manager
+from services.errors import UntrustedHost
 from services.logs import configure_logging
 from services.web import SessionCookies, add_security_headers, is_api_path, refuse_nul
 
@@ -101,8 +104,12 @@ def default_config(instance_path: str) -> dict[str, Any]:
         "DOCUMENT_WAIT_S": 2,
         # An approval holds its ticket this long at most; a crashed one frees it after that.
         "APPROVAL_CLAIM_TTL_S": 120,
-        # Where crews reach the service; capture links are built on it (else the request host).
+        # Where crews reach the service: links, QR codes and photo URLs are built on it, never
+        # on the request's Host (bin/serve sets it from HOST and PORT). Unset, only loopback
+        # names are served and links use them (a development box).
         "PUBLIC_BASE_URL": None,
+        # Host names the service answers to; None: PUBLIC_BASE_URL's host plus loopback.
+        "TRUSTED_HOSTS": None,
         # Per link, in the limiter's storage; the daily count of tickets per link is kept in
         # the database (storage_usage), so it survives a restart.
         "CAPTURE_RATE_LIMIT": "30 per minute",
@@ -174,6 +181,20 @@ def load_configuration(app: Flask, test_config: dict[str, Any] | None) -> None:
     app.json.sort_keys = bool(app.config["JSON_SORT_KEYS"])
     if not app.config.get("SECRET_KEY"):
         app.config["SECRET_KEY"] = instance_secret(Path(app.instance_path) / "secret_key")
+    if app.config.get("TRUSTED_HOSTS") is None:
+        app.config["TRUSTED_HOSTS"] = trusted_hosts(app.config.get("PUBLIC_BASE_URL"))
+
+
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1")  # werkzeug checks no IPv6 literal
+
+
+def trusted_hosts(public_base_url: str | None) -> list[str]:
+    """The Host names to answer: the public base URL's host, and loopback for the box itself."""
+    names = list(LOOPBACK_HOSTS)
+    host = urllib.parse.urlsplit(public_base_url or "").hostname
+    if host and host not in names:
+        names.insert(0, host)
+    return names
 
 
 def instance_secret(path: Path) -> str:
@@ -190,6 +211,19 @@ def instance_secret(path: Path) -> str:
     with os.fdopen(fd, "w") as handle:
         handle.write(secret + "\n")
     return secret
+
+
+def refuse_untrusted_host() -> Response | None:
+    """Refuse a request for a host name this service does not answer to, before anything runs.
+
+    Pages answer in plain text: no URL can be built for a host that is not served.
+    """
+    if not isinstance(request.routing_exception, SecurityError):
+        return None
+    refusal = UntrustedHost("this server does not answer to that host name")
+    if is_api_path(request.path):
+        return jsonify({"error": {"code": refusal.code, "message": refusal.message}}), 400
+    return Response(refusal.message + "\n", status=400, mimetype="text/plain")
 
 
 def protect_session_forms() -> None:
@@ -219,6 +253,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     if proxies:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=proxies, x_proto=proxies, x_host=proxies)
 
+    app.before_request(refuse_untrusted_host)  # before any hook counts, reads or stores
     # Registered first, so compression (an after-hook) runs after every other.
     compression.init_app(app)
     assets.init_app(app)
