@@ -141,6 +141,12 @@ class KeyRef(Shape):
 
     name: str
     prefix: str = Field(description="The first characters of the key, enough to recognise it.")
+    created_at: dt.datetime
+    created_by: str | None = Field(description=(
+        "The e-mail of the reviewer who made the key on the keys page (disabling them revokes "
+        "it); null for a key made on the command line."))
+    last_used_at: dt.datetime | None = Field(description=(
+        "When the key was last used, to within a minute (this request included)."))
 
 
 class Me(Shape):
