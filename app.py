@@ -131,10 +131,15 @@ def default_config(instance_path: str) -> dict[str, Any]:
         "SESSION_COOKIE_SAMESITE": "Lax",
         "SESSION_COOKIE_SECURE": False,
         "PERMANENT_SESSION_LIFETIME": 12 * 3600,
-        # Sign-in attempts, counted before the password check: per address, and per account
-        # from all addresses together.
+        # Sign-in: wrong passwords per address (a right one never counts), and every attempt
+        # per address (counted before the body, bounding concurrent tries); per account from
+        # browsers that never signed in to it, and per browser that did (its device cookie,
+        # OWASP's lockout that spares the owner), both counted before the password check.
         "LOGIN_RATE_LIMIT": "5 per minute",
+        "LOGIN_ADDRESS_ATTEMPTS_LIMIT": "30 per minute",
         "LOGIN_ACCOUNT_RATE_LIMIT": "5 per minute;30 per hour",
+        "LOGIN_DEVICE_RATE_LIMIT": "5 per minute;30 per hour",
+        "DEVICE_COOKIE_DAYS": 180,
         "WTF_CSRF_CHECK_DEFAULT": False,
         "WTF_CSRF_TIME_LIMIT": None,
         # How many reverse proxies stand in front (deploy/Caddyfile: one). 0 ignores every
