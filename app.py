@@ -113,19 +113,24 @@ def default_config(instance_path: str) -> dict[str, Any]:
         # Per link, in the limiter's storage; the daily count of tickets per link is kept in
         # the database (storage_usage), so it survives a restart.
         "CAPTURE_RATE_LIMIT": "30 per minute",
-        "CAPTURE_TICKETS_PER_DAY": 600,
+        "CAPTURE_TICKETS_PER_DAY": 60,
         # Per link, its phones' look-ups of the tickets they sent (each page load and send).
         "CAPTURE_STATUS_RATE_LIMIT": "60 per minute",
         # Signing links a capture link may make (each may be e-mailed, with reminders): per
         # hour in the limiter's storage, and open at once for one ticket (in the database).
         "CAPTURE_SIGNATURE_REQUEST_RATE_LIMIT": "20 per hour",
         "CAPTURE_OPEN_SIGNATURE_REQUESTS": 3,
-        # Bytes of images stored per UTC day (counted in the database), and the free disk
-        # that storing must always leave: past either a request is refused with 507.
-        "QUOTA_LINK_BYTES_PER_DAY": 256 * MiB,
+        # Bytes of images stored per UTC day (counted in the database), and free disk: a link's
+        # and a company's caps apply first; the server's total and the shared disk reserve
+        # refuse only a company past its share of the day; DISK_RESERVE_BYTES refuses everyone.
+        # A crew's busiest day is about 30 tickets of 6 photos at under 1 MiB each (the
+        # capture page sends 2048 px JPEGs): 192 MiB and 60 tickets a link hold that, twice.
+        "QUOTA_LINK_BYTES_PER_DAY": 192 * MiB,
         "QUOTA_COMPANY_BYTES_PER_DAY": 2048 * MiB,
+        "QUOTA_COMPANY_SHARE_BYTES_PER_DAY": 512 * MiB,
         "QUOTA_TOTAL_BYTES_PER_DAY": 8192 * MiB,
         "DISK_RESERVE_BYTES": 512 * MiB,
+        "DISK_SHARED_RESERVE_BYTES": 2048 * MiB,
         # Reviewer sessions: HttpOnly, SameSite=Lax, and Secure whenever the request is HTTPS.
         "SESSION_COOKIE_HTTPONLY": True,
         "SESSION_COOKIE_SAMESITE": "Lax",
