@@ -41,14 +41,14 @@ def default_config(instance_path: str) -> dict[str, Any]:
         # that take photos; every other route takes SMALL_BODY_BYTES (services/bodies.py).
         "MAX_CONTENT_LENGTH": 34 * MiB,
         "SMALL_BODY_BYTES": 256 * 1024,
-        # A body must keep coming (BODY_IDLE_S between chunks) and be in within its deadline;
-        # at most BODY_READ_SLOTS anonymous requests and BODY_READ_SLOTS_SIGNED_IN ones with a
-        # valid API key or session read a body at once (gunicorn runs 8 threads).
-        "BODY_IDLE_S": 10,
-        "BODY_DEADLINE_S": 15,
-        "BODY_UPLOAD_DEADLINE_S": 300,
-        "BODY_READ_SLOTS": 3,
-        "BODY_READ_SLOTS_SIGNED_IN": 4,
+        # make run's server (services/serving.py, waitress) reads each request whole before a
+        # thread runs the app: its headers within REQUEST_HEADER_DEADLINE_S, its body within
+        # REQUEST_BODY_DEADLINE_S (photos on one bar), never REQUEST_IDLE_S without a byte;
+        # it keeps at most SERVER_CONNECTION_LIMIT connections open.
+        "REQUEST_HEADER_DEADLINE_S": 10,
+        "REQUEST_BODY_DEADLINE_S": 300,
+        "REQUEST_IDLE_S": 30,
+        "SERVER_CONNECTION_LIMIT": 2000,
         "API_RATE_LIMIT": "120 per minute",
         "API_KEY_TOUCH_INTERVAL_S": 60,
         "RATELIMIT_STORAGE_URI": "memory://",
@@ -272,7 +272,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     migrate.init_app(app, db, directory=str(Path(app.root_path) / "migrations"))
     ratelimit.init_app(app)
     bodies.init_app(app)  # after the limiter's hook, before anything that reads a body
-    app.before_request(refuse_nul)  # the body, if any, is read within its slot by now
+    app.before_request(refuse_nul)  # the body, if any, is checked whole by now
     csrf.init_app(app)
     login_manager.init_app(app)
     i18n.init_app(app)

@@ -1,4 +1,4 @@
-"""the reviewer who made an API key
+"""the reviewer who made each program key
 
 Revision ID: 0023
 Revises: 0022
