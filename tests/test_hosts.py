@@ -2,10 +2,16 @@
 from __future__ import annotations
 
 import json
+import os
+
+import pytest
+import requests
 
 from app import create_app, trusted_hosts
 from tests.conftest import app_config, connect_tenant
 from tests.images import data_url, jpeg_bytes
+from tests.test_crash import start_server
+from tests.test_serve import free_port
 from tests.test_tickets import ticket_body
 
 FORGED = {"Host": "evil.example"}
@@ -53,3 +59,28 @@ def test_trusted_hosts_are_the_public_name_and_loopback():
     assert trusted_hosts(None) == ["localhost", "127.0.0.1"]
     assert trusted_hosts("https://tickets.example.com/") == ["tickets.example.com", "localhost",
                                                              "127.0.0.1"]
+
+
+@pytest.mark.live
+def test_a_forged_host_never_reaches_a_link_on_the_served_app(app, acme, sandbox_server, tmp_path):
+    """Over loopback against the app as make run serves it (its base URL from HOST and PORT)."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    server = start_server(app, sandbox_server, tmp_path, port, EWT_PUBLIC_BASE_URL=base)
+    try:
+        forged = requests.post(f"{base}/v1/links", headers={**acme.headers, **FORGED}, timeout=10,
+                               json={"project_id": acme.project()["id"]})
+        assert forged.status_code == 400 and "evil" not in forged.text
+        token = requests.post(f"{base}/v1/links", headers=acme.headers, timeout=10,
+                              json={"project_id": acme.project()["id"]}).json()["token"]
+        sent = requests.post(f"{base}/c/{token}/tickets", headers=FORGED, timeout=30, json={
+            "description": "d", "reason": "r", "directed_by": "s",
+            "photos": [{"data_url": data_url(jpeg_bytes())}]})
+        assert sent.status_code == 400 and "evil" not in sent.text
+        for path in ("/v1/links", "/v1/tickets"):
+            listed = requests.get(f"{base}{path}", headers=acme.headers, timeout=10)
+            assert listed.status_code == 200 and "evil" not in listed.text
+            assert f"{base}/" in listed.text or path == "/v1/tickets"
+    finally:
+        os.killpg(server.pid, 15)
+        server.wait(timeout=30)
