@@ -211,7 +211,7 @@ def load_runs(r: dict) -> list[str]:
            "compressed answers, as a browser does. An answer not back within "
            f"{TIMEOUT_S:g} s is counted as timed out (its wait still counts in the figures), "
            "and the next run waits until the worker has finished what was queued. The ceiling "
-           "is measured once, before the service's runs. CPU is the gunicorn worker's "
+           "is measured once, before the service's runs. CPU is the serving process's "
            "user+system time per request.", "",
            "| Run | Server | req/s | p50 ms | p90 ms | p99 ms | max ms | timed out | CPU ms/req |",
            "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
@@ -323,7 +323,7 @@ def write(r: dict, path: Path) -> None:
            "(shared and noisy: figures move by 10–20 % between runs)",
            f"- Date: {m['date']}; commit {m['commit']}",
            f"- Python {m['python']}; {m['chromium']}",
-           "- Service as `make run` serves it: bin/serve, gunicorn 1 worker × 8 threads, SQLite "
+           "- Service as `make run` serves it: bin/serve, waitress 1 process × 8 threads, SQLite "
            "under a temporary instance, sandbox process running, API rate limit lifted "
            "(EWT_API_RATE_LIMIT=1000000 per second) for the bench only",
            f"- Load: each request sent at a steady {r['settings']['rate']:g} requests a second "
@@ -332,7 +332,7 @@ def write(r: dict, path: Path) -> None:
            "- Bars, p99 at the paced rate and each ticket count: a page or request a person "
            f"waits for at most {PAGE_P99_MS} ms (the queue pages are held to it); every API "
            f"route at most {API_P99_MS} ms (and so within {PAGE_P99_MS} ms too)",
-           "- Ceilings: bench/ceiling_app.py (bare Flask, same gunicorn settings, answers of the "
+           "- Ceilings: bench/ceiling_app.py (bare Flask under gunicorn, 8 threads, answers of the "
            "same size) measured in the same run for the paced requests; a minimal page with one "
            "textarea for the capture page; see each section",
            "",
