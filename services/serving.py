@@ -17,6 +17,8 @@ from waitress.adjustments import Adjustments
 from waitress.server import TcpWSGIServer
 from waitress.task import ThreadedTaskDispatcher
 
+from app import create_app
+
 MAX_HEADER_BYTES = 64 * 1024
 
 
@@ -79,8 +81,6 @@ def make_server(app, host: str, port: int, threads: int) -> DeadlineServer:
 
 def main(argv: list[str]) -> None:
     """Serve the app on HOST PORT with THREADS threads until stopped."""
-    from app import create_app
-
     host, port, threads = argv[0], int(argv[1]), int(argv[2])
     server = make_server(create_app(), host, port, threads)
     try:

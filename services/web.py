@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Flask, Request, Response, render_template, request
+from flask import Flask, Request, Response, g, has_request_context, render_template, request
 from flask.sessions import SecureCookieSession, SecureCookieSessionInterface
+from flask_login import current_user
 from werkzeug.exceptions import NotFound
 
 from services.errors import ValidationFailed, field_problem
@@ -102,9 +103,6 @@ def add_security_headers(response: Response) -> Response:
 
 def work_owner() -> tuple[str, str]:
     """Whose image or PDF work this request is: (company, link or key) for the pool's turns."""
-    from flask import g, has_request_context
-    from flask_login import current_user
-
     if not has_request_context():
         return "", ""
     link = g.get("capture_link")
