@@ -118,25 +118,30 @@ def _worker_main(connection, memory_bytes: int, parent_pid: int) -> None:
 class _Job:
     """One call waiting for a worker, with its deadline and the future its caller waits on."""
 
-    __slots__ = ("call", "cpu", "deadline", "future")
+    __slots__ = ("call", "cpu", "deadline", "future", "company")
 
     def __init__(self, call: tuple, cpu: int, deadline: float) -> None:
         self.call, self.cpu, self.deadline = call, cpu, deadline
         self.future: cf.Future = cf.Future()
+        self.company = ""
 
 
 class _FairQueue:
-    """Jobs queued per company and per link within it, handed out in turn (round robin)."""
+    """Jobs queued per company and per link within it, handed out in turn (round robin); a
+    company with fewer jobs already running goes first, so a newcomer takes the next free
+    worker rather than waiting for a company that holds the others."""
 
     def __init__(self) -> None:
         self._ready = threading.Condition()
         self._companies: collections.OrderedDict[str, collections.OrderedDict[str, collections.deque]] = \
             collections.OrderedDict()
+        self._running: collections.Counter = collections.Counter()
         self._closed = False
 
     def put(self, owner: Owner, job: _Job) -> None:
         """Queue a job behind its own company's and link's earlier ones."""
         company, link = owner
+        job.company = company
         with self._ready:
             self._companies.setdefault(company, collections.OrderedDict()) \
                 .setdefault(link, collections.deque()).append(job)
@@ -149,7 +154,9 @@ class _FairQueue:
                 self._ready.wait()
             if self._closed:
                 return None
-            company, links = self._companies.popitem(last=False)
+            company = min(self._companies, key=lambda name: self._running[name])  # first of the least busy
+            links = self._companies.pop(company)
+            self._running[company] += 1
             link, jobs = links.popitem(last=False)
             job = jobs.popleft()
             if jobs:
@@ -157,6 +164,13 @@ class _FairQueue:
             if links:
                 self._companies[company] = links  # and the company to the back of the queue
             return job
+
+    def done(self, job: _Job) -> None:
+        """A job handed out has finished: its company has one job fewer running."""
+        with self._ready:
+            self._running[job.company] -= 1
+            if self._running[job.company] <= 0:
+                del self._running[job.company]
 
     def close(self) -> list[_Job]:
         """Stop handing out jobs; the ones still queued are returned."""
@@ -211,13 +225,17 @@ class _Pool:
                 if time.monotonic() >= job.deadline or not job.future.set_running_or_notify_cancel():
                     if not job.future.done() and not job.future.cancelled():
                         job.future.set_result(ImageRejected(TOO_SLOW))
+                    self.queue.done(job)
                     continue
-                if worker is None or worker.calls >= CALLS_PER_POOL or not worker.process.is_alive():
-                    if worker is not None:
-                        worker.stop()
-                    worker = _Worker(self.context, self.settings[2])
-                worker.calls += 1
-                outcome, worker_ok = self._run(worker, job)
+                try:
+                    if worker is None or worker.calls >= CALLS_PER_POOL or not worker.process.is_alive():
+                        if worker is not None:
+                            worker.stop()
+                        worker = _Worker(self.context, self.settings[2])
+                    worker.calls += 1
+                    outcome, worker_ok = self._run(worker, job)
+                finally:
+                    self.queue.done(job)
                 if not worker_ok:
                     worker.stop(kill=True)
                     worker = None

@@ -51,6 +51,18 @@ def test_companies_and_links_take_turns_in_the_queue():
     assert queue.close() == [] and queue.get() is None
 
 
+def test_a_newcomer_takes_the_next_free_worker_before_a_busy_company():
+    """Company a holds both workers; when one frees up, b's job goes first, not a's next."""
+    queue = image_pool._FairQueue()
+    jobs = [image_pool._Job((echo_length, (b"",), {}), 1, time.monotonic() + 60) for _ in range(4)]
+    for job in jobs[:3]:
+        queue.put(("a", "1"), job)
+    first, second = queue.get(), queue.get()  # both workers on company a
+    queue.put(("b", "1"), jobs[3])
+    queue.done(first)
+    assert queue.get() is jobs[3]
+
+
 def test_a_worker_that_dies_fails_only_its_own_image():
     results = image_pool.run_all([(echo_length, (b"abc",), {}), (die, (b"x",), {}),
                                   (echo_length, (b"ab",), {}), (echo_length, (b"a",), {})],
