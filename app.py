@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import os
 import secrets
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
-from flask import Flask, request
+from flask import Flask, Response, jsonify, request
 from flask_migrate import Migrate
 from flask_wtf.csrf import CSRFProtect
+from werkzeug.exceptions import SecurityError
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from blueprints import (auth, health, home, keys, links, me, openapi, projects, rates, reviewers,
@@ -20,6 +22,7 @@ from services import assets, bodies, compression, i18n, ratelimit
 from services.database import configure_engine, normalise_database_url
 from services.auth import login_manager
 from services.storage import parse_bucket_url
+from services.errors import UntrustedHost
 from services.logs import configure_logging
 from services.web import SessionCookies, add_security_headers, is_api_path, refuse_nul
 
@@ -39,14 +42,14 @@ def default_config(instance_path: str) -> dict[str, Any]:
         # that take photos; every other route takes SMALL_BODY_BYTES (services/bodies.py).
         "MAX_CONTENT_LENGTH": 34 * MiB,
         "SMALL_BODY_BYTES": 256 * 1024,
-        # A body must keep coming (BODY_IDLE_S between chunks) and be in within its deadline;
-        # at most BODY_READ_SLOTS anonymous requests and BODY_READ_SLOTS_SIGNED_IN ones with a
-        # valid API key or session read a body at once (gunicorn runs 8 threads).
-        "BODY_IDLE_S": 10,
-        "BODY_DEADLINE_S": 15,
-        "BODY_UPLOAD_DEADLINE_S": 300,
-        "BODY_READ_SLOTS": 3,
-        "BODY_READ_SLOTS_SIGNED_IN": 4,
+        # make run's server (services/serving.py, waitress) reads each request whole before a
+        # thread runs the app: its headers within REQUEST_HEADER_DEADLINE_S, its body within
+        # REQUEST_BODY_DEADLINE_S (photos on one bar), never REQUEST_IDLE_S without a byte;
+        # it keeps at most SERVER_CONNECTION_LIMIT connections open.
+        "REQUEST_HEADER_DEADLINE_S": 10,
+        "REQUEST_BODY_DEADLINE_S": 300,
+        "REQUEST_IDLE_S": 30,
+        "SERVER_CONNECTION_LIMIT": 2000,
         "API_RATE_LIMIT": "120 per minute",
         "API_KEY_TOUCH_INTERVAL_S": 60,
         "RATELIMIT_STORAGE_URI": "memory://",
@@ -113,33 +116,47 @@ def default_config(instance_path: str) -> dict[str, Any]:
         "DOCUMENT_WAIT_S": 2,
         # An approval holds its ticket this long at most; a crashed one frees it after that.
         "APPROVAL_CLAIM_TTL_S": 120,
-        # Where crews reach the service; capture links are built on it (else the request host).
+        # Where crews reach the service: links, QR codes and photo URLs are built on it, never
+        # on the request's Host (bin/serve sets it from HOST and PORT). Unset, only loopback
+        # names are served and links use them (a development box).
         "PUBLIC_BASE_URL": None,
+        # Host names the service answers to; None: PUBLIC_BASE_URL's host plus loopback.
+        "TRUSTED_HOSTS": None,
         # Per link, in the limiter's storage; the daily count of tickets per link is kept in
         # the database (storage_usage), so it survives a restart.
         "CAPTURE_RATE_LIMIT": "30 per minute",
-        "CAPTURE_TICKETS_PER_DAY": 600,
+        "CAPTURE_TICKETS_PER_DAY": 60,
         # Per link, its phones' look-ups of the tickets they sent (each page load and send).
         "CAPTURE_STATUS_RATE_LIMIT": "60 per minute",
         # Signing links a capture link may make (each may be e-mailed, with reminders): per
         # hour in the limiter's storage, and open at once for one ticket (in the database).
         "CAPTURE_SIGNATURE_REQUEST_RATE_LIMIT": "20 per hour",
         "CAPTURE_OPEN_SIGNATURE_REQUESTS": 3,
-        # Bytes of images stored per UTC day (counted in the database), and the free disk
-        # that storing must always leave: past either a request is refused with 507.
-        "QUOTA_LINK_BYTES_PER_DAY": 256 * MiB,
+        # Bytes of images stored per UTC day (counted in the database), and free disk: a link's
+        # and a company's caps apply first; the server's total and the shared disk reserve
+        # refuse only a company past its share of the day; DISK_RESERVE_BYTES refuses everyone.
+        # A crew's busiest day is about 30 tickets of 6 photos at under 1 MiB each (the
+        # capture page sends 2048 px JPEGs): 192 MiB and 60 tickets a link hold that, twice.
+        "QUOTA_LINK_BYTES_PER_DAY": 192 * MiB,
         "QUOTA_COMPANY_BYTES_PER_DAY": 2048 * MiB,
+        "QUOTA_COMPANY_SHARE_BYTES_PER_DAY": 512 * MiB,
         "QUOTA_TOTAL_BYTES_PER_DAY": 8192 * MiB,
         "DISK_RESERVE_BYTES": 512 * MiB,
+        "DISK_SHARED_RESERVE_BYTES": 2048 * MiB,
         # Reviewer sessions: HttpOnly, SameSite=Lax, and Secure whenever the request is HTTPS.
         "SESSION_COOKIE_HTTPONLY": True,
         "SESSION_COOKIE_SAMESITE": "Lax",
         "SESSION_COOKIE_SECURE": False,
         "PERMANENT_SESSION_LIFETIME": 12 * 3600,
-        # Sign-in attempts, counted before the password check: per address, and per account
-        # from all addresses together.
+        # Sign-in: wrong passwords per address (a right one never counts), and every attempt
+        # per address (counted before the body, bounding concurrent tries); per account from
+        # browsers that never signed in to it, and per browser that did (its device cookie,
+        # OWASP's lockout that spares the owner), both counted before the password check.
         "LOGIN_RATE_LIMIT": "5 per minute",
+        "LOGIN_ADDRESS_ATTEMPTS_LIMIT": "30 per minute",
         "LOGIN_ACCOUNT_RATE_LIMIT": "5 per minute;30 per hour",
+        "LOGIN_DEVICE_RATE_LIMIT": "5 per minute;30 per hour",
+        "DEVICE_COOKIE_DAYS": 180,
         "WTF_CSRF_CHECK_DEFAULT": False,
         "WTF_CSRF_TIME_LIMIT": None,
         # How many reverse proxies stand in front (deploy/Caddyfile: one). 0 ignores every
@@ -189,6 +206,20 @@ def load_configuration(app: Flask, test_config: dict[str, Any] | None) -> None:
     app.json.sort_keys = bool(app.config["JSON_SORT_KEYS"])
     if not app.config.get("SECRET_KEY"):
         app.config["SECRET_KEY"] = instance_secret(Path(app.instance_path) / "secret_key")
+    if app.config.get("TRUSTED_HOSTS") is None:
+        app.config["TRUSTED_HOSTS"] = trusted_hosts(app.config.get("PUBLIC_BASE_URL"))
+
+
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1")  # werkzeug checks no IPv6 literal
+
+
+def trusted_hosts(public_base_url: str | None) -> list[str]:
+    """The Host names to answer: the public base URL's host, and loopback for the box itself."""
+    names = list(LOOPBACK_HOSTS)
+    host = urllib.parse.urlsplit(public_base_url or "").hostname
+    if host and host not in names:
+        names.insert(0, host)
+    return names
 
 
 def instance_secret(path: Path) -> str:
@@ -205,6 +236,19 @@ def instance_secret(path: Path) -> str:
     with os.fdopen(fd, "w") as handle:
         handle.write(secret + "\n")
     return secret
+
+
+def refuse_untrusted_host() -> Response | None:
+    """Refuse a request for a host name this service does not answer to, before anything runs.
+
+    Pages answer in plain text: no URL can be built for a host that is not served.
+    """
+    if not isinstance(request.routing_exception, SecurityError):
+        return None
+    refusal = UntrustedHost("this server does not answer to that host name")
+    if is_api_path(request.path):
+        return jsonify({"error": {"code": refusal.code, "message": refusal.message}}), 400
+    return Response(refusal.message + "\n", status=400, mimetype="text/plain")
 
 
 def protect_session_forms() -> None:
@@ -234,6 +278,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     if proxies:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=proxies, x_proto=proxies, x_host=proxies)
 
+    app.before_request(refuse_untrusted_host)  # before any hook counts, reads or stores
     # Registered first, so compression (an after-hook) runs after every other.
     compression.init_app(app)
     assets.init_app(app)
@@ -242,7 +287,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     migrate.init_app(app, db, directory=str(Path(app.root_path) / "migrations"))
     ratelimit.init_app(app)
     bodies.init_app(app)  # after the limiter's hook, before anything that reads a body
-    app.before_request(refuse_nul)  # the body, if any, is read within its slot by now
+    app.before_request(refuse_nul)  # the body, if any, is checked whole by now
     csrf.init_app(app)
     login_manager.init_app(app)
     i18n.init_app(app)

@@ -11,7 +11,7 @@ import json
 import statistics
 from pathlib import Path
 
-from bench import soak
+from bench import soak, trickle
 from bench.servers import TIMEOUT_S
 
 HERE = Path(__file__).resolve().parent
@@ -243,7 +243,7 @@ def load_runs(r: dict) -> list[str]:
            "compressed answers, as a browser does. An answer not back within "
            f"{TIMEOUT_S:g} s is counted as timed out (its wait still counts in the figures), "
            "and the next run waits until the worker has finished what was queued. The ceiling "
-           "is measured once, before the service's runs. CPU is the gunicorn worker's "
+           "is measured once, before the service's runs. CPU is the serving process's "
            "user+system time per request.", "",
            "| Run | Server | req/s | p50 ms | p90 ms | p99 ms | max ms | timed out | CPU ms/req |",
            "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
@@ -365,7 +365,7 @@ def write(r: dict, path: Path) -> None:
            "(shared and noisy: figures move by 10–20 % between runs)",
            f"- Date: {m['date']}; commit {m['commit']}",
            f"- Python {m['python']}; {m['chromium']}",
-           "- Service as `make run` serves it: bin/serve, gunicorn 1 worker × 8 threads, SQLite "
+           "- Service as `make run` serves it: bin/serve, waitress 1 process × 8 threads, SQLite "
            "under a temporary instance, sandbox process running, API rate limit lifted "
            "(EWT_API_RATE_LIMIT=1000000 per second) for the bench only",
            f"- Load: each request sent at a steady {r['settings']['rate']:g} requests a second "
@@ -374,7 +374,7 @@ def write(r: dict, path: Path) -> None:
            "- Bars, p99 at the paced rate and each ticket count: a page or request a person "
            f"waits for at most {PAGE_P99_MS} ms (the queue pages are held to it); every API "
            f"route at most {API_P99_MS} ms (and so within {PAGE_P99_MS} ms too)",
-           "- Ceilings: bench/ceiling_app.py (bare Flask, same gunicorn settings, answers of the "
+           "- Ceilings: bench/ceiling_app.py (bare Flask under gunicorn, 8 threads, answers of the "
            "same size) measured in the same run for the paced requests; a minimal page with one "
            "textarea for the capture page; see each section",
            "",
@@ -393,4 +393,9 @@ def write(r: dict, path: Path) -> None:
         out += ["", fixes.read_text().strip()]
     out += detail_sections(r)
     out += ["", *soak.section()]
+    # The slow-client section is measured on its own (python -m bench.trickle): keep it.
+    kept = path.read_text() if path.exists() else ""
+    if trickle.START in kept and trickle.END in kept:
+        out += ["", trickle.START + kept.split(trickle.START, 1)[1].split(trickle.END, 1)[0]
+                + trickle.END]
     path.write_text("\n".join(out) + "\n")

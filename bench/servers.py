@@ -95,7 +95,7 @@ class Served:
     process: subprocess.Popen
     port: int
     log_path: Path
-    marker: str  # a piece of the gunicorn command line that identifies its processes
+    marker: str  # a piece of the server's command line that identifies its processes
     extra: dict = field(default_factory=dict)
 
     @property
@@ -104,9 +104,10 @@ class Served:
         return f"http://127.0.0.1:{self.port}"
 
     def worker_pid(self) -> int:
-        """The gunicorn worker: the process running our app whose parent also runs it."""
+        """The process running the app: gunicorn's worker (whose parent also runs it), or
+        waitress's one process (make run's server, services/serving.py)."""
         pids = [p for p in descendants(self.process.pid) if self.marker in cmdline(p)]
-        workers = [p for p in pids if self.marker in cmdline(_parent(p))]
+        workers = [p for p in pids if self.marker in cmdline(_parent(p))] or pids
         if len(workers) != 1:
             raise RuntimeError(f"expected one {self.name} worker, found {workers}")
         return workers[0]
@@ -165,7 +166,7 @@ def start_service(workdir: Path) -> Served:
     with open(log_path, "wb") as log:
         process = subprocess.Popen([str(ROOT / "bin" / "serve")], cwd=ROOT, env=env, stdout=log,
                                    stderr=subprocess.STDOUT, start_new_session=True)
-    served = Served("service", process, port, log_path, "app:create_app()",
+    served = Served("service", process, port, log_path, "services.serving",
                     extra={"instance": instance, "sandbox_port": sandbox_port, "env": env})
     wait_for_port(sandbox_port, 120)
     wait_for_port(port, 120)

@@ -191,7 +191,7 @@ def api_route(bp: Blueprint, rule: str, *, method: str = "GET", tag: str,
     """Register a /v1 route and document it; the view receives parsed `body` and `query`.
 
     `errors` maps each status the view itself can answer to the codes it answers with; the
-    codes every route of its kind can answer (400 for bodies and queries; 408, 413, 415 and 503
+    codes every route of its kind can answer (400 for bodies and queries; 413 and 415
     for bodies; 401, 429) are added by the document. `validator` replaces the plain model check of the body when
     the input has one validator of its own (it must raise the same 400). `media_type` names
     the content of a route that answers a file (such as image/jpeg) instead of JSON;

@@ -1,7 +1,6 @@
 """Reviewer sign-in and sign-out pages."""
 from __future__ import annotations
 
-import hashlib
 import re
 import urllib.parse
 
@@ -9,7 +8,7 @@ from flask import Blueprint, Response, current_app, redirect, render_template, r
 from flask_login import current_user, login_required, login_user, logout_user
 
 from services import auth, reviewers
-from services.ratelimit import count_or_refuse
+from services.ratelimit import count, count_or_refuse, refuse_if_spent
 from services.web import is_htmx
 
 bp = Blueprint("auth", __name__)
@@ -32,32 +31,31 @@ def _safe_next(target: str | None) -> str:
     return url_for("tickets.queue_page")
 
 
-def _login_limit() -> str:
-    """How many sign-in attempts an address may make."""
-    return current_app.config["LOGIN_RATE_LIMIT"]
-
-
-def _account_limit() -> str:
-    """How many sign-in attempts one account may receive, from any number of addresses."""
-    return current_app.config["LOGIN_ACCOUNT_RATE_LIMIT"]
-
-
-def _account_key() -> str:
-    """The limit bucket of the account a sign-in names: a digest, so no e-mail is kept or logged."""
-    email = (request.form.get("email") or "").strip().lower()
-    return "account:" + hashlib.sha256(email.encode("utf-8", "replace")).hexdigest()[:24]
+def _config(name: str) -> str:
+    """One of the sign-in limits."""
+    return current_app.config[name]
 
 
 def _count_address_attempt() -> None:
-    """Before the form is read: count this attempt from the client's address."""
-    count_or_refuse(_login_limit(), "login-address", request.remote_addr or "",
+    """Before the form is read: count every attempt from this address (a ceiling on floods,
+    which also bounds how many wrong passwords can be in flight at once)."""
+    count_or_refuse(_config("LOGIN_ADDRESS_ATTEMPTS_LIMIT"), "login-address", request.remote_addr or "",
                     "too many sign-in attempts from this address; wait and try again")
 
 
-def _count_account_attempt() -> None:
-    """Once the form is read: count this attempt at the named account, from any address."""
-    count_or_refuse(_account_limit(), "login-account", _account_key(),
+def _count_account_attempt(email: str, device: str | None) -> None:
+    """Once the form is read: count this attempt at the account, before its password is checked:
+    in the browser's own bucket when it signed in to the account before, else in the bucket
+    every other client shares (so many addresses cannot take turns, nor lock the owner out)."""
+    if device is not None:
+        count_or_refuse(_config("LOGIN_DEVICE_RATE_LIMIT"), "login-device", device,
+                        "too many sign-in attempts from this browser; wait and try again")
+        return
+    count_or_refuse(_config("LOGIN_ACCOUNT_RATE_LIMIT"), "login-account",
+                    "account:" + auth.account_digest(email),
                     "too many sign-in attempts at this account; wait and try again")
+    refuse_if_spent(_config("LOGIN_RATE_LIMIT"), "login-address-failures", request.remote_addr or "",
+                    "too many wrong passwords from this address; wait and try again")
 
 
 @auth.login_manager.unauthorized_handler
@@ -70,24 +68,27 @@ def unauthorized() -> Response:
 
 
 @bp.route("/login", methods=["GET", "POST"])
-# Every attempt counts before its password is checked, so concurrent tries cannot slip past
-# the limit; per address (before the body is read) and per account (once the form is read),
-# so many addresses cannot take turns at one account.
+# Every attempt counts at its account before its password is checked, so concurrent tries
+# cannot slip past the limit; a wrong password also counts at its address, a right one never.
 def login() -> Response | str:
     """Show the sign-in form and check it."""
     if request.method == "GET":
         if current_user.is_authenticated:
             return redirect(_safe_next(request.args.get("next")))
         return render_template("review/login.html", error=None, email="")
-    _count_account_attempt()
     email = request.form.get("email", "")
+    device = auth.trusted_device(email)
+    _count_account_attempt(email, device)
     reviewer = auth.check_login(email, request.form.get("password", ""))
     if reviewer is None:
+        count(_config("LOGIN_RATE_LIMIT"), "login-address-failures", request.remote_addr or "")
         body = render_template("review/login.html", error="That e-mail and password do not match.",
                                email=email)
         return Response(body, status=401, mimetype="text/html")
     login_user(reviewer)
-    return redirect(_safe_next(request.args.get("next")))
+    response = redirect(_safe_next(request.args.get("next")))
+    auth.remember_device(response, email, device)
+    return response
 
 
 @bp.post("/logout")

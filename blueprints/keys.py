@@ -33,7 +33,8 @@ def keys_page() -> Response:
 def create_key() -> Response:
     """Create a key and show it once."""
     try:
-        issued = keys.issue_key(current_user.company_id, request.form.get("name", ""))
+        issued = keys.issue_key(current_user.company_id, request.form.get("name", ""),
+                                created_by_id=current_user.id)
     except ServiceError as error:
         return _render(error=error.message, status=422)
     return _render(new_key=issued.secret)

@@ -90,10 +90,10 @@ def _error_response(status: int, codes: tuple[str, ...], text: str | None = None
     return response
 
 
-# What reading any body can answer: cut short, too slow, too large, or no room to read it now.
+# What checking any body can answer: cut short, or too large (a slow one never reaches the app:
+# the serving layer reads bodies whole, services/serving.py).
 BODY_ERRORS: dict[int, tuple[str, ...]] = {
-    400: ("body_incomplete",), 408: ("request_timeout",), 413: ("payload_too_large",),
-    503: ("busy",),
+    400: ("body_incomplete",), 413: ("payload_too_large",),
 }
 
 KEY_ERRORS = ("api_key_missing", "api_key_malformed", "api_key_invalid", "api_key_revoked")

@@ -37,8 +37,11 @@ class ApiKey(db.Model):
     created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
     last_used_at: Mapped[dt.datetime | None]
     revoked_at: Mapped[dt.datetime | None]
+    # The reviewer who made it on /keys (disabling them revokes it); None: the command line.
+    created_by_id: Mapped[int | None] = mapped_column(ForeignKey("reviewers.id"), index=True)
 
     company: Mapped[Company] = relationship(back_populates="api_keys")
+    created_by: Mapped[Reviewer | None] = relationship(lazy="joined")
 
 
 class Reviewer(UserMixin, db.Model):

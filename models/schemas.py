@@ -141,6 +141,12 @@ class KeyRef(Shape):
 
     name: str
     prefix: str = Field(description="The first characters of the key, enough to recognise it.")
+    created_at: dt.datetime
+    created_by: str | None = Field(description=(
+        "The e-mail of the reviewer who made the key on the keys page (disabling them revokes "
+        "it); null for a key made on the command line."))
+    last_used_at: dt.datetime | None = Field(description=(
+        "When the key was last used, to within a minute (this request included)."))
 
 
 class Me(Shape):
@@ -334,7 +340,10 @@ def _date_text(value: Any) -> Any:
 
 
 IsoDate = Annotated[dt.date, BeforeValidator(_date_text)]
-OptionalIsoDate = Annotated[dt.date | None, BeforeValidator(_date_text)]
+# A blank date (a form's empty date field) is none: the document says so, as the code does.
+OptionalIsoDate = Annotated[dt.date | None, BeforeValidator(_date_text), WithJsonSchema(
+    {"anyOf": [{"type": "string", "format": "date"}, {"type": "string", "maxLength": 0},
+               {"type": "null"}]}, mode="validation")]
 class HourType(StrEnum):
     """A labor line's hour type: straight time, overtime or double time."""
 
@@ -406,6 +415,12 @@ def _check_timestamp(value: str | None) -> str | None:
     """Accept an RFC 3339 / ISO 8601 date-time string and keep it exactly as given."""
     if value is None or value == "":
         return None
+    try:
+        float(value)  # pydantic would read "0.5" as seconds since 1970; the document says text
+    except ValueError:
+        pass
+    else:
+        raise ValueError("not an ISO 8601 date-time, e.g. 2026-05-04T07:30:00Z")
     try:
         _DATETIME.validate_python(value)
     except ValidationError:

@@ -1,8 +1,13 @@
 """Reviewer sign-in: password checks with Argon2id, and the login manager."""
 from __future__ import annotations
 
+import hashlib
+import secrets
+
 from argon2.exceptions import InvalidHashError, VerificationError
+from flask import Response, current_app, request
 from flask_login import LoginManager
+from itsdangerous import BadSignature, URLSafeTimedSerializer
 from sqlalchemy import select
 
 from models import Reviewer, db
@@ -65,3 +70,42 @@ def check_login(email: str, password: str) -> Reviewer | None:
         with write_transaction() as session:
             session.get(Reviewer, reviewer.id).password_hash = hasher.hash(password)
     return reviewer
+
+
+# A browser that signed in to an account carries this cookie; its attempts at that account are
+# counted in its own bucket, not in the one every other client shares (OWASP's device cookies).
+DEVICE_COOKIE = "ewt_device"
+
+
+def account_digest(email: str) -> str:
+    """The account a sign-in names, as a digest: no e-mail is kept in limits or cookies."""
+    normal = (email or "").strip().lower()
+    return hashlib.sha256(normal.encode("utf-8", "replace")).hexdigest()[:24]
+
+
+def _device_signer() -> URLSafeTimedSerializer:
+    """Signs device cookies with the instance's secret key."""
+    return URLSafeTimedSerializer(current_app.secret_key, salt="ewt-device-cookie")
+
+
+def trusted_device(email: str) -> str | None:
+    """The id of this browser's device cookie when it signed in to this account, else None."""
+    value = request.cookies.get(DEVICE_COOKIE)
+    if not value:
+        return None
+    try:
+        data = _device_signer().loads(value, max_age=int(current_app.config["DEVICE_COOKIE_DAYS"]) * 86400)
+    except (BadSignature, ValueError, TypeError):
+        return None
+    if not isinstance(data, dict) or data.get("a") != account_digest(email):
+        return None
+    device = data.get("n")
+    return device if isinstance(device, str) and device else None
+
+
+def remember_device(response: Response, email: str, device: str | None) -> None:
+    """After a right password: give (or renew) this browser's device cookie for the account."""
+    value = _device_signer().dumps({"a": account_digest(email), "n": device or secrets.token_urlsafe(16)})
+    response.set_cookie(DEVICE_COOKIE, value, max_age=int(current_app.config["DEVICE_COOKIE_DAYS"]) * 86400,
+                        httponly=True, samesite="Lax", path="/login",
+                        secure=bool(current_app.config["SESSION_COOKIE_SECURE"]) or request.is_secure)

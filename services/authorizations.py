@@ -9,6 +9,7 @@ from __future__ import annotations
 from decimal import ROUND_HALF_UP, Decimal
 
 from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
 
 from models import Authorization as AuthorizationRecord
 from models import Ticket as TicketRecord
@@ -26,14 +27,18 @@ KIND_WORDS = {"directive": "directive", "change_order_request": "change-order re
 def create(company_id: int, project_id: str, data: AuthorizationInput) -> NteStatus:
     """Record a directive or change-order request of a project; its reference is unique there."""
     project = str(projects.require_project(company_id, project_id).id)
+    exists = Conflict(f"project {project} already has an authorization {data.reference!r}",
+                      code="authorization_exists")
     if find_by_reference(company_id, project, data.reference) is not None:
-        raise Conflict(f"project {project} already has an authorization {data.reference!r}",
-                       code="authorization_exists")
+        raise exists
     record = AuthorizationRecord(company_id=company_id, project_id=project,
                                  reference=data.reference, kind=data.kind,
                                  title=data.title or None, amount=data.amount)
-    with write_transaction() as session:
-        session.add(record)
+    try:
+        with write_transaction() as session:
+            session.add(record)
+    except IntegrityError:  # the same reference created at once by another request
+        raise exists from None
     return status(record)
 
 

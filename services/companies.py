@@ -28,4 +28,5 @@ def get_company(company_id: int) -> Company | None:
 def describe_caller(caller: Caller) -> Me:
     """Describe the company and key behind an authenticated request."""
     return Me(company=CompanyRef(id=caller.company_id, name=caller.company_name),
-              key=KeyRef(name=caller.name, prefix=caller.prefix))
+              key=KeyRef(name=caller.name, prefix=caller.prefix, created_at=caller.created_at,
+                         created_by=caller.created_by, last_used_at=caller.last_used_at))

@@ -27,6 +27,7 @@ from services.project_system.zones import UTC
 from services.ticket_records import find_ticket
 from services.ticket_shapes import Routing, Wait, shape_ticket
 from services.ticket_view import KIND_LABELS, TicketView
+from services.web import work_owner
 
 MEDIA_TYPE = "application/pdf"
 SIGNED_VIA_LABELS = {"crew_phone": "on the crew's phone", "signing_link": "from a signing link",
@@ -275,7 +276,8 @@ def render_pdf(html: str, *, wait_s: float) -> bytes:
                                            config["IMAGE_MEMORY_BYTES"])
         [result] = image_pool.run_all([(pdf_render.render_pdf, (html, storage.store_spec()), {})],
                                       settings, _config("DOCUMENT_BUDGET_S"),
-                                      cpu_seconds=int(config["DOCUMENT_CPU_SECONDS"]))
+                                      cpu_seconds=int(config["DOCUMENT_CPU_SECONDS"]),
+                                      owner=work_owner())
     finally:
         slots.release()
     if isinstance(result, ImageRejected):

@@ -50,6 +50,13 @@ class Unauthorized(ServiceError):
     code = "unauthorized"
 
 
+class UntrustedHost(ServiceError):
+    """The request names a host this service does not answer to (TRUSTED_HOSTS)."""
+
+    status = 400
+    code = "host_not_served"
+
+
 class ProjectSystemRefused(ServiceError):
     """The project system refused or could not take a call; its own message is passed on."""
 

@@ -27,6 +27,7 @@ from services.errors import NotFound, ValidationFailed, field_problem
 from services.ticket_records import check_unwritten, find_ticket, locked
 from services.ticket_shapes import Wait, get_ticket
 from services.validation import validation_details
+from services.web import work_owner
 
 MAX_PHOTOS = 12
 
@@ -49,7 +50,7 @@ def _process_images(function, raws: list[bytes]) -> list[images.ProcessedImage |
     settings = image_pool.PoolSettings(config["IMAGE_WORKERS"], config["IMAGE_CPU_SECONDS"],
                                        config["IMAGE_MEMORY_BYTES"])
     return image_pool.run_all([(function, (raw,), {}) for raw in raws], settings,
-                              max(0.0, deadline - now))
+                              max(0.0, deadline - now), owner=work_owner())
 
 
 def check_photos(items: list[PhotoIn], field: str, first_position: int

@@ -33,6 +33,9 @@ class Caller:
     company_name: str
     name: str
     prefix: str
+    created_at: dt.datetime | None = None
+    created_by: str | None = None
+    last_used_at: dt.datetime | None = None
 
     @property
     def actor(self) -> str:
@@ -58,8 +61,8 @@ def rate_limit_bucket(secret: str) -> str:
     return "key:" + key_digest(secret)[:32]
 
 
-def issue_key(company_id: int, name: str) -> IssuedKey:
-    """Create a key for a company and return it with its secret, shown once."""
+def issue_key(company_id: int, name: str, created_by_id: int | None = None) -> IssuedKey:
+    """Create a key for a company (made by a reviewer, or on the command line), shown once."""
     name = (name or "").strip()
     if not name or len(name) > 100:
         raise ValidationFailed("the key needs a name of 1 to 100 characters",
@@ -72,7 +75,8 @@ def issue_key(company_id: int, name: str) -> IssuedKey:
             prefix = secret[:DISPLAY_PREFIX_LENGTH]
             if session.scalar(select(ApiKey.id).where(ApiKey.prefix == prefix)) is None:
                 break
-        record = ApiKey(company_id=company_id, name=name, prefix=prefix, digest=key_digest(secret))
+        record = ApiKey(company_id=company_id, name=name, prefix=prefix, digest=key_digest(secret),
+                        created_by_id=created_by_id)
         session.add(record)
     return IssuedKey(secret=secret, record=record)
 
@@ -95,9 +99,10 @@ def authenticate(secret: str | None, *, malformed_header: bool = False) -> Calle
     key, company_name = row
     if key.revoked_at is not None:
         raise Unauthorized("the API key has been revoked", code="api_key_revoked")
-    _touch(key.id, key.last_used_at)
+    used = _touch(key.id, key.last_used_at)
     return Caller(key_id=key.id, company_id=key.company_id, company_name=company_name,
-                  name=key.name, prefix=key.prefix)
+                  name=key.name, prefix=key.prefix, created_at=key.created_at,
+                  created_by=key.created_by.email if key.created_by else None, last_used_at=used)
 
 
 def is_live(secret: str) -> bool:
@@ -107,16 +112,17 @@ def is_live(secret: str) -> bool:
                                 ApiKey.revoked_at.is_(None))) is not None
 
 
-def _touch(key_id: int, last_used_at: dt.datetime | None) -> None:
-    """Record last use, at most once per configured interval to spare the write lock."""
+def _touch(key_id: int, last_used_at: dt.datetime | None) -> dt.datetime:
+    """Record last use, at most once per configured interval to spare the write lock; the time kept."""
     now = utcnow()
     interval = dt.timedelta(seconds=current_app.config["API_KEY_TOUCH_INTERVAL_S"])
     if last_used_at is not None and now - last_used_at < interval:
-        return
+        return last_used_at
     with write_transaction() as session:
         session.execute(
             ApiKey.__table__.update().where(ApiKey.id == key_id).values(last_used_at=now)
         )
+    return now
 
 
 def list_keys(company_id: int | None = None) -> list[ApiKey]:
@@ -139,3 +145,10 @@ def revoke_key(prefix: str, company_id: int | None = None) -> ApiKey:
         if record.revoked_at is None:
             record.revoked_at = utcnow()
     return record
+
+
+def live_keys_made_by(reviewer_id: int) -> list[ApiKey]:
+    """The keys a reviewer made that still work (disabling the reviewer revokes them)."""
+    return list(db.session.scalars(select(ApiKey).where(ApiKey.created_by_id == reviewer_id,
+                                                        ApiKey.revoked_at.is_(None))
+                                   .order_by(ApiKey.created_at, ApiKey.id)))

@@ -112,6 +112,29 @@ def count_or_refuse(limits: str, scope: str, key: str, message: str) -> None:
                                headers={"Retry-After": str(max(1, math.ceil(reset - time.time())))})
 
 
+def refuse_if_spent(limits: str, scope: str, key: str, message: str) -> None:
+    """429 when `key` has already used up any of `limits`, counting nothing now."""
+    config = current_app.config
+    if not config.get("RATELIMIT_ENABLED", True):
+        return
+    prefix = config["RATELIMIT_KEY_PREFIX"]
+    for item in parse_many(limits):
+        if not limiter.limiter.test(item, prefix, scope, key):
+            reset = limiter.limiter.get_window_stats(item, prefix, scope, key).reset_time
+            _LOG.info("rate limit %s exceeded on %s", item, scope)
+            raise ServiceError(message, status=429, code="rate_limited",
+                               headers={"Retry-After": str(max(1, math.ceil(reset - time.time())))})
+
+
+def count(limits: str, scope: str, key: str) -> None:
+    """Count one event against `limits` (a later request is refused by refuse_if_spent)."""
+    config = current_app.config
+    if not config.get("RATELIMIT_ENABLED", True):
+        return
+    for item in parse_many(limits):
+        limiter.limiter.hit(item, config["RATELIMIT_KEY_PREFIX"], scope, key)
+
+
 limiter = Limiter(key_func=rate_limit_key)
 # Every authenticated /v1 route shares this one limit (blueprints.api.api_route applies it).
 api_limit = limiter.shared_limit(_api_limit, scope=API_SCOPE)

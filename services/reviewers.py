@@ -9,7 +9,7 @@ from argon2 import PasswordHasher, profiles
 from flask import current_app
 from sqlalchemy import select, update
 
-from models import Company, Reviewer, db, utcnow
+from models import ApiKey, Company, Reviewer, db, utcnow
 from services.database import write_transaction
 from services.errors import Conflict, NotFound, ValidationFailed, field_problem
 
@@ -104,12 +104,16 @@ def end_sessions(reviewer_id: int) -> None:
 
 
 def _set_disabled(reviewer: Reviewer, disabled: bool) -> Reviewer:
-    """Disable (ending every session) or enable a reviewer."""
+    """Disable (ending every session and revoking the keys they made) or enable a reviewer."""
     with write_transaction() as session:
         current = session.get(Reviewer, reviewer.id)
         if disabled and current.disabled_at is None:
-            current.disabled_at = utcnow()
+            now = utcnow()
+            current.disabled_at = now
             current.session_epoch = current.session_epoch + 1
+            session.execute(update(ApiKey).where(ApiKey.created_by_id == current.id,
+                                                 ApiKey.revoked_at.is_(None))
+                            .values(revoked_at=now))
         elif not disabled:
             current.disabled_at = None
     return current

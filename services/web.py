@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Flask, Request, Response, render_template, request
+from flask import Flask, Request, Response, g, has_request_context, render_template, request
 from flask.sessions import SecureCookieSession, SecureCookieSessionInterface
+from flask_login import current_user
 from werkzeug.exceptions import NotFound
 
 from services.errors import ValidationFailed, field_problem
@@ -98,3 +99,18 @@ def add_security_headers(response: Response) -> Response:
         response.headers.setdefault("X-Frame-Options", "DENY")
         response.headers.setdefault("Referrer-Policy", "same-origin")
     return response
+
+
+def work_owner() -> tuple[str, str]:
+    """Whose image or PDF work this request is: (company, link or key) for the pool's turns."""
+    if not has_request_context():
+        return "", ""
+    link = g.get("capture_link")
+    if link is not None:
+        return f"company:{link.company_id}", f"link:{link.id}"
+    if g.get("company_id") is not None:
+        key = g.get("api_key")
+        return f"company:{g.company_id}", f"key:{getattr(key, 'key_id', '')}"
+    if current_user and current_user.is_authenticated:
+        return f"company:{current_user.company_id}", f"reviewer:{current_user.id}"
+    return f"address:{request.remote_addr}", request.path.split("/")[1] if "/" in request.path else ""

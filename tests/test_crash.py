@@ -22,15 +22,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def start_server(app, sandbox_server, tmp_path, port: int, **extra_env: str) -> subprocess.Popen:
-    """The app under gunicorn on the test's database, as its own process group."""
+    """The app as `make run` serves it (waitress) on the test's database, as its own process group."""
     env = dict(os.environ, DATABASE_URL=app.config["SQLALCHEMY_DATABASE_URI"],
                EWT_INSTANCE_PATH=str(tmp_path / "instance"), EWT_SANDBOX_URL=sandbox_server.url,
                EWT_API_RATE_LIMIT='"100000 per minute"', EWT_SECRET_KEY="crash-test",
                **storage_env(app), **extra_env)
     log = (tmp_path / f"server-{port}.log").open("w")
     server = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "--workers", "1", "--threads", "8", "--bind",
-         f"127.0.0.1:{port}", "app:create_app()"],
+        [sys.executable, "-m", "services.serving", "127.0.0.1", str(port), "8"],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     log.close()  # the child holds its own copy of the file
     for _ in range(600):  # bounded wait for the worker to answer
@@ -88,7 +87,7 @@ def test_sigkill_mid_load_loses_nothing_and_duplicates_nothing(app, acme, sandbo
 
     # Restart. A claim left by the killed process expires at once here, as it would after its TTL.
     restarted = start_server(app, sandbox_server, tmp_path, free_port(), EWT_APPROVAL_CLAIM_TTL_S="0")
-    port2 = restarted.args[restarted.args.index("--bind") + 1].split(":")[1]
+    port2 = restarted.args[-2]
     try:
         with app.app_context():
             db.session.expire_all()

@@ -315,7 +315,8 @@ def test_config_only_refuses_what_is_not_a_host_name(tmp_path, domain):
 @pytest.mark.parametrize("proxies", [1, 0])
 def test_forwarded_headers_count_only_behind_one_trusted_proxy(tmp_path, migrated_template, proxies):
     """TRUSTED_PROXIES=1 believes the last hop of X-Forwarded-*; 0 ignores the headers."""
-    application = create_app(app_config(tmp_path, migrated_template, TRUSTED_PROXIES=proxies))
+    application = create_app(app_config(tmp_path, migrated_template, TRUSTED_PROXIES=proxies,
+                                        PUBLIC_BASE_URL="https://tickets.example.com"))
     headers = {"X-Forwarded-Proto": "https", "X-Forwarded-Host": "tickets.example.com",
                "X-Forwarded-For": "198.51.100.9, 203.0.113.7"}
     with application.test_client() as client:

@@ -105,7 +105,7 @@ def test_generated_client_drives_the_whole_flow(app, acme, generated):
     m = importlib.import_module(f"{PACKAGE}.models")
     client_module = importlib.import_module(f"{PACKAGE}.client")
     client = client_module.AuthenticatedClient(
-        base_url="http://ewt.test/v1", token=acme.key,
+        base_url="http://localhost/v1", token=acme.key,
         httpx_args={"transport": httpx.WSGITransport(app=app)})
 
     # Who am I, which projects, which codes.
@@ -271,7 +271,7 @@ def test_generated_client_uploads_a_photo_as_its_bytes(app, acme, generated):
     m = importlib.import_module(f"{PACKAGE}.models")
     types = importlib.import_module(f"{PACKAGE}.types")
     client = importlib.import_module(f"{PACKAGE}.client").AuthenticatedClient(
-        base_url="http://ewt.test/v1", token=acme.key,
+        base_url="http://localhost/v1", token=acme.key,
         httpx_args={"transport": httpx.WSGITransport(app=app)})
     ticket = api(generated, "tickets.tickets_create_ticket").sync(client=client, body=m.TicketInput(
         project_id=acme.project()["id"], description="Moved the trench",

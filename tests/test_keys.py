@@ -18,7 +18,8 @@ def test_cli_creates_a_key_once_and_it_works(app, runner, client, tenant):
     assert KEY_PATTERN.match(secret)
     response = client.get("/v1/me", headers={"Authorization": f"Bearer {secret}"})
     assert response.status_code == 200
-    assert response.json["key"] == {"name": "accounting sync", "prefix": secret[:12]}
+    assert response.json["key"]["name"] == "accounting sync"
+    assert response.json["key"]["prefix"] == secret[:12]
     listing = runner.invoke(args=["keys", "list"])
     assert secret[:12] in listing.output
     assert secret not in listing.output

@@ -169,3 +169,58 @@ def test_weak_and_common_passwords_are_refused(app, acme, password):
 def test_a_strong_password_is_accepted(app, acme):
     with app.app_context():
         assert reviewers.create_reviewer(acme.company_id, "pm@acme.example", "mud season 4 drywall").id
+
+
+def test_seven_sign_ins_from_one_address_in_a_minute_all_succeed(app, acme):
+    """An office of PMs behind one address: right passwords never count against it."""
+    with app.app_context():
+        emails = [reviewers.create_reviewer(acme.company_id, f"pm{n}@acme.example", PASSWORD).email
+                  for n in range(7)]
+    statuses = []
+    for email in emails:
+        client = app.test_client()
+        client.environ_base["REMOTE_ADDR"] = "198.51.100.7"
+        statuses.append(_login(client, email, PASSWORD).status_code)
+    assert statuses == [302] * 7
+    # Wrong passwords from that address still do count, and are throttled.
+    client = app.test_client()
+    client.environ_base["REMOTE_ADDR"] = "198.51.100.7"
+    wrong = [_login(client, email, "not the password").status_code for email in emails]
+    assert wrong[:5] == [401] * 5 and set(wrong[5:]) == {429}
+
+
+def test_many_addresses_at_one_account_leave_its_owners_browser_signing_in(app, acme):
+    """Thirty wrong passwords from thirty addresses: the account is throttled for everyone
+    else, while the browser that signed in to it before signs in again (its device cookie)."""
+    email = add_reviewer(app, acme)
+    owner = app.test_client()
+    owner.environ_base["REMOTE_ADDR"] = "127.0.0.1"
+    assert _login(owner, email, PASSWORD).status_code == 302
+    assert owner.get_cookie("ewt_device", path="/login") is not None
+    owner.post("/logout", data={"csrf_token": csrf_token(owner.get("/queue").get_data(as_text=True))})
+    statuses = []
+    for n in range(30):
+        attacker = app.test_client()
+        attacker.environ_base["REMOTE_ADDR"] = f"127.0.0.{n + 2}"
+        statuses.append(_login(attacker, email, f"guess {n}").status_code)
+    assert statuses[:4] == [401] * 4 and set(statuses[4:]) == {429}  # the owner's sign-in was 1
+    stranger = app.test_client()  # even with the right password: it never signed in here
+    assert _login(stranger, email, PASSWORD).status_code == 429
+    assert _login(owner, email, PASSWORD).status_code == 302
+    # The owner's browser guesses no more than anyone else: its own bucket is throttled too.
+    owner.post("/logout", data={"csrf_token": csrf_token(owner.get("/queue").get_data(as_text=True))})
+    own = [_login(owner, email, "wrong").status_code for _ in range(6)]
+    assert own[:4] == [401] * 4 and set(own[4:]) == {429}
+
+
+def test_a_device_cookie_counts_only_for_its_own_account(app, acme):
+    email = add_reviewer(app, acme)
+    other = add_reviewer(app, acme, email="pm2@acme.example")
+    browser = app.test_client()
+    assert _login(browser, email, PASSWORD).status_code == 302
+    browser.post("/logout", data={"csrf_token": csrf_token(browser.get("/queue").get_data(as_text=True))})
+    for n in range(5):
+        _login(app.test_client(), other, f"guess {n}")
+    assert _login(browser, other, PASSWORD).status_code == 429  # no pass on another account
+    browser.set_cookie("ewt_device", "forged.value.here", path="/login")
+    assert _login(browser, other, PASSWORD).status_code == 429

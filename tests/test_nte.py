@@ -112,3 +112,35 @@ def test_pages_show_the_running_total_and_ask_for_confirmation(app, client, acme
     made = browser.post("/rates/authorizations", {"project_id": project, "reference": "COR-7",
                                                   "kind": "change_order_request", "amount": "2500"})
     assert "COR-7 recorded: not to exceed $2,500.00." in made.get_data(as_text=True)
+
+
+def test_the_same_reference_created_at_once_answers_409_not_500(app, client, acme, monkeypatch):
+    """Two creates both past the look-up (the race): the database's unique reference decides."""
+    from services import authorizations
+
+    project = acme.project()["id"]
+    authorize(client, acme, project, reference="CD-020")
+    monkeypatch.setattr(authorizations, "find_by_reference", lambda *args: None)
+    again = client.post(f"/v1/projects/{project}/authorizations", headers=acme.headers,
+                        json={"reference": "CD-020", "amount": 10})
+    assert again.status_code == 409 and again.json["error"]["code"] == "authorization_exists"
+
+
+def test_concurrent_creates_of_one_reference_make_one(app, acme):
+    import threading
+
+    project = acme.project()["id"]
+    start, statuses = threading.Barrier(6), []
+
+    def create_one() -> None:
+        worker = app.test_client()
+        start.wait()
+        statuses.append(worker.post(f"/v1/projects/{project}/authorizations", headers=acme.headers,
+                                    json={"reference": "CD-021", "amount": 10}).status_code)
+
+    threads = [threading.Thread(target=create_one) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(statuses) == [200] + [409] * 5

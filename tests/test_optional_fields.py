@@ -48,3 +48,20 @@ def test_the_csv_and_the_document_carry_every_optional_text_field(client, acme, 
     text = " ".join(pdf_text(document.data, tmp_path).split())
     for name, value in values.items():
         assert value in text, f"the document does not show {name}"
+
+
+def test_the_document_and_the_code_agree_on_blank_dates_and_numeric_times(client, acme):
+    """Schemathesis found both: a blank worked_on is none (documented now), and a taken_at of
+    "0.5" was read as seconds since 1970 (refused now, as the document always said)."""
+    document = client.get("/v1/openapi.json").json
+    ticket_input = document["components"]["schemas"]["TicketInput"]["properties"]["worked_on"]
+    assert {"type": "string", "maxLength": 0} in ticket_input["anyOf"]
+    made = client.post("/v1/tickets", headers=acme.headers, json={
+        "project_id": acme.project()["id"], "description": "d", "reason": "r", "directed_by": "s",
+        "worked_on": ""})
+    assert made.status_code == 200
+    from tests.images import jpeg_bytes
+
+    refused = client.put(f"/v1/tickets/{made.json['id']}/photo-uploads/k1?taken_at=0.5",
+                         headers={**acme.headers, "Content-Type": "image/jpeg"}, data=jpeg_bytes())
+    assert refused.status_code == 400 and refused.json["error"]["code"] == "validation_failed"

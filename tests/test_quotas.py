@@ -34,6 +34,7 @@ def test_a_used_up_quota_answers_507_and_stores_nothing(app, client, acme, setti
     token = _link(client, acme)
     assert client.post(f"/c/{token}/tickets", json=_ticket(1)).status_code == 200
     app.config[setting] = 1  # today's usage is already past it
+    app.config["QUOTA_COMPANY_SHARE_BYTES_PER_DAY"] = 1  # the server's total spares a share only
     before = stored_state(app)
     response = client.post(f"/c/{token}/tickets", json=_ticket(2))
     assert response.status_code == 507
@@ -115,3 +116,51 @@ def test_daily_counts_survive_a_restart(app, client, acme, tmp_path, migrated_te
     with restarted.app_context():
         from models import db
         db.engine.dispose()
+
+
+def test_a_company_within_its_share_stores_after_others_used_up_the_server(app, client, acme, rival):
+    """Two companies' links fill the server's daily total; a third company, never touched,
+    still stores an ordinary photo, while the two (past their shares) are refused."""
+    from tests.conftest import connect_tenant
+
+    third = connect_tenant(app, "Third Concrete", "third")
+    app.config["QUOTA_COMPANY_SHARE_BYTES_PER_DAY"] = 100_000  # a photo and its thumbnail: ~75 kB
+    app.config["QUOTA_TOTAL_BYTES_PER_DAY"] = 200_000
+    statuses = {acme.company_id: [], rival.company_id: []}
+    for tenant in (acme, rival):
+        token = _link(client, tenant)
+        for _ in range(8):
+            statuses[tenant.company_id].append(
+                client.post(f"/c/{token}/tickets", json=_ticket(2)).status_code)
+    assert all(507 in found for found in statuses.values()), statuses
+    refused = client.post(f"/c/{_link(client, acme)}/tickets", json=_ticket(1))
+    assert refused.status_code == 507 and "the server" in refused.json["error"]["message"]
+    before = stored_state(app)
+    ordinary = client.post(f"/c/{_link(client, third)}/tickets", json=_ticket(1))
+    assert ordinary.status_code == 200, ordinary.json
+    assert stored_state(app) != before
+
+
+def test_the_shared_disk_reserve_refuses_only_a_company_past_its_share(app, client, acme, rival):
+    app.config["QUOTA_COMPANY_SHARE_BYTES_PER_DAY"] = 100_000  # a photo and its thumbnail: ~75 kB
+    app.config["DISK_SHARED_RESERVE_BYTES"] = 2 ** 62  # the disk is below the shared reserve
+    token = _link(client, acme)
+    answers = [client.post(f"/c/{token}/tickets", json=_ticket(1)).status_code for _ in range(3)]
+    assert answers[0] == 200 and answers[-1] == 507
+    before = stored_state(app)
+    full = client.post(f"/c/{token}/tickets", json=_ticket(1))
+    assert full.status_code == 507 and full.json["error"]["code"] == "storage_full"
+    assert stored_state(app) == before
+    assert client.post(f"/c/{_link(client, rival)}/tickets", json=_ticket(1)).status_code == 200
+
+
+def test_a_links_default_fits_a_crews_busiest_day_and_no_more(app):
+    """About 30 tickets of 6 photos at under 1 MiB (the capture page sends 2048 px JPEGs), with
+    room to spare; not the whole company's day through one poster."""
+    config = app.config
+    busiest_tickets, photos_each, photo_bytes = 30, 6, 1024 * 1024
+    assert busiest_tickets <= config["CAPTURE_TICKETS_PER_DAY"] <= 3 * busiest_tickets
+    busiest_bytes = busiest_tickets * photos_each * photo_bytes
+    assert busiest_bytes <= config["QUOTA_LINK_BYTES_PER_DAY"] <= 2 * busiest_bytes
+    assert config["QUOTA_LINK_BYTES_PER_DAY"] <= config["QUOTA_COMPANY_SHARE_BYTES_PER_DAY"] \
+        <= config["QUOTA_COMPANY_BYTES_PER_DAY"]

@@ -83,9 +83,9 @@ def test_login_failures_are_throttled_and_cookie_flags(app, client, acme):
 def sign_in_flags(app, email):
     """Cookie flags: Secure only over HTTPS, always HttpOnly and SameSite=Lax."""
     secure = app.test_client()
-    token = csrf_token(secure.get("/login", base_url="https://tickets.example").get_data(as_text=True))
-    ok = secure.post("/login", base_url="https://tickets.example",
-                     headers={"Referer": "https://tickets.example/login"},
+    token = csrf_token(secure.get("/login", base_url="https://localhost").get_data(as_text=True))
+    ok = secure.post("/login", base_url="https://localhost",
+                     headers={"Referer": "https://localhost/login"},
                      data={"csrf_token": token, "email": email, "password": PASSWORD})
     assert ok.status_code == 302
     cookie = ok.headers["Set-Cookie"]

@@ -153,3 +153,82 @@ def test_abuse_is_refused_and_healthz_answers_throughout(app, acme, sandbox_serv
     assert not failures, figures
     assert max(waits) < 2.0, figures
     assert all(str(outcome) != "200" for (kind, outcome) in answers), figures  # nothing abusive stored
+
+
+def test_slow_clients_and_a_flood_leave_the_others_served(app, acme, rival, sandbox_server, tmp_path):
+    """For EWT_ABUSE_SECONDS: bodies trickling to one company's capture link, slow header
+    senders, and that company's flood of 15-megapixel images; meanwhile sign-in, the other
+    company's capture page and /healthz answer within 3 s, and its photo is stored within 6 s."""
+    from tests.test_review_pages import add_reviewer
+    from tests.test_slow_clients import _flood_ticket, _sign_in, _trickle
+
+    port = free_port()
+    # Signing in every few seconds is what is watched here, not the sign-in limits.
+    server = start_server(app, sandbox_server, tmp_path, port,
+                          EWT_LOGIN_ACCOUNT_RATE_LIMIT='"10000 per minute"')
+    base = f"http://127.0.0.1:{port}"
+    email = add_reviewer(app, acme)
+    links = {name: requests.post(f"{base}/v1/links", headers=tenant.headers, timeout=30,
+                                 json={"project_id": tenant.project()["id"]}).json()["token"]
+             for name, tenant in (("flood", acme), ("theirs", rival))}
+    stop = threading.Event()
+    flood, flood_answers = _flood_ticket(12), Counter()
+
+    def flooder() -> None:
+        session = requests.Session()
+        while not stop.is_set():
+            try:
+                flood_answers[session.post(f"{base}/c/{links['flood']}/tickets", json=flood,
+                                           timeout=120).status_code] += 1
+            except requests.RequestException as error:
+                flood_answers[type(error).__name__] += 1
+
+    body_head = (f"POST /c/{links['flood']}/tickets HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                 "Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{").encode()
+    header_head = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "
+
+    def trickler(head: bytes) -> None:
+        while not stop.is_set():  # a new one whenever the server cuts one off
+            _trickle(port, head, stop)
+
+    workers = [threading.Thread(target=trickler, args=(body_head,)) for _ in range(6)]
+    workers += [threading.Thread(target=trickler, args=(header_head,)) for _ in range(12)]
+    workers += [threading.Thread(target=flooder) for _ in range(3)]
+    photo = {"description": "Core drill", "reason": "r", "directed_by": "d",
+             "photos": [{"name": "site.jpg", "data_url": data_url(jpeg_bytes(800, 600))}]}
+    waits: dict[str, list[float]] = {"sign-in": [], "capture page": [], "healthz": [], "photo": []}
+    failures = []
+    try:
+        for worker in workers:
+            worker.start()
+        ends = time.monotonic() + SECONDS
+        while time.monotonic() < ends:
+            for name, ask in (
+                    ("sign-in", lambda: _sign_in(base, email)),
+                    ("capture page", lambda: requests.get(f"{base}/c/{links['theirs']}", timeout=10).status_code),
+                    ("healthz", lambda: requests.get(f"{base}/healthz", timeout=10).status_code),
+                    ("photo", lambda: requests.post(f"{base}/c/{links['theirs']}/tickets", json=photo,
+                                                    timeout=30).status_code)):
+                started = time.monotonic()
+                try:
+                    status = ask()
+                except requests.RequestException as error:
+                    status = type(error).__name__
+                waits[name].append(time.monotonic() - started)
+                if status not in (200, 302):
+                    failures.append((name, status))
+            time.sleep(1)
+    finally:
+        stop.set()
+        for worker in workers:
+            worker.join(150)
+        os.killpg(server.pid, 15)
+        server.wait(timeout=30)
+    figures = {"seconds": SECONDS, "flood_answers": dict(flood_answers),
+               **{f"{name.replace(' ', '_')}_slowest_s": round(max(found), 2)
+                  for name, found in waits.items()},
+               "checks": len(waits["healthz"]), "failures": len(failures)}
+    record("slow_clients_and_flood", figures)
+    print(figures)
+    assert not failures, (failures, figures)
+    assert max(waits["photo"]) < 6 and all(max(waits[n]) < 3 for n in ("sign-in", "capture page", "healthz")), figures
