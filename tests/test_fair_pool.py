@@ -57,7 +57,7 @@ def test_a_newcomer_takes_the_next_free_worker_before_a_busy_company():
     jobs = [image_pool._Job((echo_length, (b"",), {}), 1, time.monotonic() + 60) for _ in range(4)]
     for job in jobs[:3]:
         queue.put(("a", "1"), job)
-    first, second = queue.get(), queue.get()  # both workers on company a
+    first, _second = queue.get(), queue.get()  # both workers on company a
     queue.put(("b", "1"), jobs[3])
     queue.done(first)
     assert queue.get() is jobs[3]
