@@ -141,6 +141,7 @@ def test_a_company_within_its_share_stores_after_others_used_up_the_server(app, 
     assert stored_state(app) != before
 
 
+@FOLDER_ONLY  # a bucket has no disk of ours to keep free
 def test_the_shared_disk_reserve_refuses_only_a_company_past_its_share(app, client, acme, rival):
     app.config["QUOTA_COMPANY_SHARE_BYTES_PER_DAY"] = 100_000  # a photo and its thumbnail: ~75 kB
     app.config["DISK_SHARED_RESERVE_BYTES"] = 2 ** 62  # the disk is below the shared reserve
