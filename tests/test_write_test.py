@@ -102,13 +102,17 @@ def test_write_test_names_what_does_not_work(app, acme, sandbox_server, contract
     assert counts(sandbox_server.db_path, contract_company["company_id"]) == (0, 0, 0)
 
 
-def test_write_test_reads_another_pattern(app, acme, sandbox_server, contract_company):
-    """A sub-job-first project is described as such, and its codes still map."""
+@pytest.mark.parametrize("pattern, described", [
+    ("sub_job_first", "Sub Job . Cost Code . Cost Type"),
+    ("mixed_delimiters", "Cost Code / Cost Type - Area")])
+def test_write_test_reads_another_pattern(app, acme, sandbox_server, contract_company, pattern,
+                                          described):
+    """A sub-job-first project, or one whose delimiters differ, is described as such (each
+    delimiter after its own segment), and its codes still map."""
     connect_to(app, acme, sandbox_server, contract_company)
-    project = contract_company["contract_projects"]["sub_job_first"]
+    project = contract_company["contract_projects"][pattern]
     with app.app_context():
         findings = run(connections.client_for(acme.company_id), project)
     texts = [text for _ok, text in findings]
-    assert any(text.startswith("budget code pattern: Sub Job . Cost Code . Cost Type")
-               for text in texts), texts
+    assert any(text.startswith(f"budget code pattern: {described};") for text in texts), texts
     assert all(ok for ok, _ in findings), findings

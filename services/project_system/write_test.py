@@ -51,7 +51,8 @@ def describe_pattern(segments: list[dict]) -> str:
     text = ""
     for index, segment in enumerate(segments):
         name = segment.get("name") or segment.get("type") or "?"
-        delimiter = segment.get("delimiter") or "." if index else ""
+        # A segment's delimiter stands between it and the next segment.
+        delimiter = (segments[index - 1].get("delimiter") or ".") if index else ""
         text += f" {delimiter} {name}" if index else name
     return text or "no segments"
 
