@@ -97,16 +97,18 @@ def test_write_test_names_a_missing_permission_approvals_do_not_need(app, runner
     switch = control(sandbox_server, acme)
     switch.fault(403, count=2, methods=["DELETE"], message="User does not have right permissions")
     switch.fault(403, count=5, methods=["GET"], match="/uoms")
+    switch.fault(403, count=50, methods=["GET"], match="/tools")
     with app.app_context():
         app.extensions.pop("project_system_clients", None)
     result = write_test(runner, acme)
     assert result.exit_code == 0, result.output  # approvals would work
     assert "FAIL" not in result.output
     notes = [line.strip() for line in result.output.splitlines() if line.strip().startswith("note")]
-    assert len(notes) == 3, result.output
-    assert "units of measure cannot be read" in notes[0]
-    assert "may not delete change events (Procore answered 403)" in notes[1]
-    assert "may not delete daily log entries" in notes[2]
+    assert len(notes) == 4, result.output
+    assert "the project's tool list cannot be read with these permissions" in notes[0]
+    assert "units of measure cannot be read" in notes[1]
+    assert "may not delete change events (Procore answered 403)" in notes[2]
+    assert "may not delete daily log entries" in notes[3]
     live_events, manpower, _uploads = counts(sandbox_server.db_path, acme.remote_company_id)
     assert (live_events, manpower) == (1, 1)  # left for the firm to delete, as the notes say
     assert scratch_left(app, acme.company_id) == (0, 0)
