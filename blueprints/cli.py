@@ -24,7 +24,7 @@ from services import (
     storage_migration,
 )
 from services.errors import ServiceError
-from services.project_system.write_test import run as run_write_test
+from services.write_test import run as run_write_test
 
 keys_cli = AppGroup("keys", help="Create, list and revoke API keys.")
 reviewers_cli = AppGroup("reviewers", help="Manage reviewer logins.")
@@ -289,7 +289,8 @@ def connect_command(company_id: int, environment: str, client_id: str, client_se
 @project_system_cli.command("check")
 @click.option("--company", "company_id", type=int, required=True)
 @click.option("--write-test", is_flag=True,
-              help="Also write a test change event and manpower entry, find them and delete them.")
+              help="Also approve scratch tickets into a change event and a daily log entry, "
+                   "check them, and delete them.")
 @click.option("--project", "project_id", type=int, default=None,
               help="Procore project id for --write-test (default: the first with change events).")
 def check_command(company_id: int, write_test: bool, project_id: int | None) -> None:
@@ -298,7 +299,7 @@ def check_command(company_id: int, write_test: bool, project_id: int | None) -> 
     _print_findings(findings)
     if write_test and all(ok is not False for ok, _ in findings):
         click.echo("write test:")
-        written = run_write_test(connections.client_for(company_id), project_id)
+        written = run_write_test(company_id, project_id)
         _print_findings(written)
         findings += written
     if any(ok is False for ok, _ in findings):

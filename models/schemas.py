@@ -248,8 +248,12 @@ class CostCodeItem(Shape):
     """A cost code of a project with the budget codes it already has."""
 
     id: int = Field(description="Cost code item id; use it as `cost_code_item_id`.")
-    code: str
+    code: str = Field(description="The code with its parent prefix, e.g. `02-200`; a sub job's "
+                                  "own cost code has the sub job in front, e.g. `B1.02-200`.")
     name: str
+    sub_job: str | None = Field(default=None, description="The sub job the cost code belongs to "
+                                "(its code, e.g. `B1`), where the project is split into sub "
+                                "jobs; null for the project's own cost codes.")
     budget_codes: list[BudgetCodeRef]
 
 

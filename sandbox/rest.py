@@ -191,13 +191,30 @@ def company_uom_names(db: sqlite_utils.Database, company_id: int) -> set[str]:
                                             [company_id])}
 
 
+@bp.get("/v1.0/sub_jobs")
+def list_sub_jobs() -> Response:
+    """The project's sub jobs."""
+    project = company_project(int_arg("project_id", required=True))
+    return paged([{"id": row["id"], "code": row["code"], "name": row["name"],
+                   "origin_id": row["origin_id"], "origin_data": None,
+                   "created_at": row["created_at"], "updated_at": row["updated_at"]}
+                  for row in get_db().query("SELECT * FROM sub_jobs WHERE project_id = ? "
+                                            "ORDER BY id", [project["id"]])])
+
+
 @bp.get("/v1.0/cost_codes")
 def list_cost_codes() -> Response:
-    """The project's cost codes, divisions included, each with its parent and cost types."""
+    """The project's cost codes, divisions included, each with its parent and cost types: those
+    of no sub job, or with `sub_job_id` those of that sub job."""
     project = company_project(int_arg("project_id", required=True))
     types = _company_line_item_types()
-    rows = get_db().query("SELECT * FROM cost_codes WHERE project_id = ? ORDER BY position",
-                          [project["id"]])
+    sub_job_id = int_arg("sub_job_id")
+    if sub_job_id is not None and next(get_db().query(
+            "SELECT id FROM sub_jobs WHERE id = ? AND project_id = ?",
+            [sub_job_id, project["id"]]), None) is None:
+        raise ApiError(404, "Sub Job not found")
+    rows = get_db().query("SELECT * FROM cost_codes WHERE project_id = ? AND sub_job_id IS ? "
+                          "ORDER BY position", [project["id"], sub_job_id])
     return paged([{
         "id": row["id"], "code": row["code"], "full_code": row["full_code"],
         "name": row["name"], "sortable_code": row["full_code"],
@@ -222,7 +239,7 @@ def list_segments(project_id: int) -> Response:
     return paged([{"id": row["id"], "type": row["type"], "name": row["name"],
                    "position": row["position"], "delimiter": row["delimiter"],
                    "required": bool(row["required"]), "structure": row["structure"],
-                   "is_included_in_project_pattern": True,
+                   "is_included_in_project_pattern": row["in_pattern"] != 0,
                    "selectable_tiers": "leaf" if row["structure"] == "tiered" else None}
                   for row in _segments(project["id"])])
 
@@ -284,7 +301,8 @@ def wbs_codes_by_id(db: sqlite_utils.Database, project_id: int,
         chosen.sort(key=lambda item: segments[item["segment_id"]]["position"])
         flat_code = flat_name = ""
         for index, item in enumerate(chosen):
-            delimiter = segments[item["segment_id"]]["delimiter"] if index else ""
+            # Each segment's delimiter stands between it and the next one.
+            delimiter = segments[chosen[index - 1]["segment_id"]]["delimiter"] if index else ""
             flat_code += f"{delimiter}{item['path_code']}"
             flat_name += f"{'.' if index else ''}{item['name']}"
         codes[row["id"]] = {
@@ -333,26 +351,31 @@ def create_wbs_code(project_id: int) -> tuple[Response, int]:
         if segment is None or item is None:
             raise ApiError(422, "Segment item not found in this project's WBS",
                            {"segment_items": [f"segment item {pair!r} does not exist"]})
+        if segment["in_pattern"] == 0:
+            raise ApiError(422, f"{segment['name']} is not part of this project's budget code "
+                           "pattern", {"segment_items": [f"{segment['name']} is not in the "
+                                                         "project's pattern"]})
         if item["is_parent"]:
             raise ApiError(422, f"{item['path_code']} is a division; choose a cost code below it",
                            {"segment_items": ["divisions cannot be selected"]})
         chosen[segment["type"]] = item
     missing = [row["name"] for row in segments.values()
-               if row["required"] and row["type"] not in chosen]
+               if row["required"] and row["in_pattern"] != 0 and row["type"] not in chosen]
     if missing:
         raise ApiError(422, f"A segment item is required for: {', '.join(missing)}",
                        {"segment_items": [f"{name} is required" for name in missing]})
     description = body.get("description")
     if description is not None and not isinstance(description, str):
         raise ApiError(422, "description must be a string", {"description": ["is invalid"]})
-    extra = [item["id"] for kind, item in chosen.items()
-             if kind not in ("cost_code", "line_item_type")]
+    extra = sorted(item["id"] for kind, item in chosen.items()
+                   if kind not in ("cost_code", "line_item_type"))
     now = iso_now()
     with write_transaction(db):
         existing = next(db.query(
             "SELECT id FROM wbs_codes WHERE project_id = ? AND cost_code_item_id = ? "
-            "AND type_item_id = ?",
-            [project["id"], chosen["cost_code"]["id"], chosen["line_item_type"]["id"]]), None)
+            "AND type_item_id = ? AND extra_item_ids = ?",
+            [project["id"], chosen["cost_code"]["id"], chosen["line_item_type"]["id"],
+             json.dumps(extra)]), None)
         if existing is None:
             wbs_id = next_id(db)
             db.table("wbs_codes").insert({

@@ -107,17 +107,32 @@ _UOMS = [
 
 # Projects whose budget-code pattern is not the default "cost code . cost type", and projects
 # that behave as some real companies do. Each: name, number, segments as (type, name,
-# delimiter after it, item codes for sub-job or custom segments), and switches.
+# delimiter after it, item codes for sub-job or custom segments), and switches. Each sub job
+# has its own copy of the project's cost codes (another id, the same code text), as Procore
+# lists them with `sub_job_id`, and budget codes on it.
 _PATTERN_PROJECTS = [
     {"name": "Sub Job First Tower", "project_number": "2025-101", "key": "sub_job_first",
      "segments": [("sub_job", "Sub Job", ".", ["B1"]), ("cost_code", "Cost Code", ".", None),
                   ("line_item_type", "Cost Type", ".", None)]},
+    # Two buildings as sub jobs, each with its own cost codes (the same code texts as the
+    # project's) and budget codes, beside budget codes of no sub job: the sub job is optional.
+    {"name": "Two Buildings Campus", "project_number": "2025-107", "key": "sub_jobs",
+     "segments": [("sub_job", "Sub Job", ".", ["B1", "B2"]), ("cost_code", "Cost Code", ".", None),
+                  ("line_item_type", "Cost Type", ".", None)], "sub_job_optional": True},
     {"name": "Custom Segment Clinic", "project_number": "2025-102", "key": "custom_segment",
      "segments": [("cost_code", "Cost Code", ".", None), ("line_item_type", "Cost Type", ".", None),
                   ("custom", "Area", ".", ["01"])]},
     {"name": "Slash Delimiter Depot", "project_number": "2025-103", "key": "other_delimiter",
      "segments": [("cost_code", "Cost Code", "/", None),
                   ("line_item_type", "Cost Type", "/", None)]},
+    # Delimiters that differ: each stands after its own segment ("02-200/L-01"); and a
+    # company segment that is required but left out of this project's pattern.
+    {"name": "Mixed Delimiter Mill", "project_number": "2025-108", "key": "mixed_delimiters",
+     "segments": [("cost_code", "Cost Code", "/", None), ("line_item_type", "Cost Type", "-", None),
+                  ("custom", "Area", ".", ["01"])]},
+    {"name": "Company Phase Wharf", "project_number": "2025-109", "key": "company_segment",
+     "segments": [("cost_code", "Cost Code", ".", None), ("line_item_type", "Cost Type", ".", None),
+                  ("custom", "Phase", ".", ["P1"])], "outside_pattern": "custom"},
     {"name": "Cost Type First Annex", "project_number": "2025-104", "key": "cost_type_first",
      "segments": [("line_item_type", "Cost Type", ".", None),
                   ("cost_code", "Cost Code", ".", None)]},
@@ -215,23 +230,35 @@ def _seed_project(db: sqlite_utils.Database, company_id: int, spec: dict[str, An
         for position, (engine, title, required) in enumerate(_TOOLS, start=1)
     )
     segments = spec.get("segments", _DEFAULT_SEGMENTS)
-    segment_ids, extra_items = {}, []
+    segment_ids, extra_items, sub_jobs = {}, [], {}
     for position, (kind, segment_name, delimiter, codes) in enumerate(segments, start=1):
         segment_ids[kind] = next_id(db)
         db.table("wbs_segments").insert({
             "id": segment_ids[kind], "project_id": project_id, "type": kind,
-            "name": segment_name, "position": position, "delimiter": delimiter, "required": 1,
-            "structure": "tiered" if kind == "cost_code" else "flat"})
+            "name": segment_name, "position": position, "delimiter": delimiter,
+            "required": int(not (kind == "sub_job" and spec.get("sub_job_optional"))),
+            "structure": "tiered" if kind == "cost_code" else "flat",
+            "in_pattern": int(kind != spec.get("outside_pattern"))})
         for code in codes or ():
             item_id = next_id(db)
-            extra_items.append(item_id)
+            if kind == "sub_job":
+                sub_jobs[item_id] = next_id(db)
+                db.table("sub_jobs").insert({
+                    "id": sub_jobs[item_id], "project_id": project_id, "code": code,
+                    "name": f"Building {code}", "origin_id": None, "created_at": now,
+                    "updated_at": now})
+            elif kind != spec.get("outside_pattern"):
+                extra_items.append(item_id)
             db.table("wbs_segment_items").insert({
                 "id": item_id, "segment_id": segment_ids[kind], "project_id": project_id,
                 "code": code, "name": f"{segment_name} {code}", "parent_id": None,
                 "path_code": code, "legacy_cost_code_id": None, "legacy_line_item_type_id": None,
                 "is_parent": 0, "status": "active"})
     cost_segment, type_segment = segment_ids["cost_code"], segment_ids["line_item_type"]
-    extra_ids = json.dumps(extra_items)
+    # The budget codes each cost code gets: of no sub job (unless one is required), and of
+    # each sub job.
+    variants = [None] if not sub_jobs or spec.get("sub_job_optional") else []
+    variants += list(sub_jobs)
     type_items = {}
     for cost_type in cost_types:
         item_id = next_id(db)
@@ -245,33 +272,25 @@ def _seed_project(db: sqlite_utils.Database, company_id: int, spec: dict[str, An
     position = 0
     for division_code, division_name, codes in _DIVISIONS:
         position += 1
-        division_id = next_id(db)
+        divisions = _cost_code(db, project_id, sub_jobs, None, division_code, division_code,
+                               division_name, position, now)
         division_item = next_id(db)
-        db.table("cost_codes").insert({
-            "id": division_id, "project_id": project_id, "parent_id": None,
-            "code": division_code, "full_code": division_code, "name": division_name,
-            "position": position, "created_at": now, "updated_at": now,
-        })
         db.table("wbs_segment_items").insert({
             "id": division_item, "segment_id": cost_segment, "project_id": project_id,
             "code": division_code, "name": division_name, "parent_id": None,
-            "path_code": division_code, "legacy_cost_code_id": division_id,
+            "path_code": division_code, "legacy_cost_code_id": divisions[None],
             "legacy_line_item_type_id": None, "is_parent": 1, "status": "active",
         })
         for code, code_name in codes:
             position += 1
             full_code = f"{division_code}-{code}"
-            cost_code_id = next_id(db)
+            cost_codes = _cost_code(db, project_id, sub_jobs, divisions, code, full_code,
+                                    code_name, position, now)
             cost_item = next_id(db)
-            db.table("cost_codes").insert({
-                "id": cost_code_id, "project_id": project_id, "parent_id": division_id,
-                "code": code, "full_code": full_code, "name": code_name, "position": position,
-                "created_at": now, "updated_at": now,
-            })
             db.table("wbs_segment_items").insert({
                 "id": cost_item, "segment_id": cost_segment, "project_id": project_id,
                 "code": code, "name": code_name, "parent_id": division_item,
-                "path_code": full_code, "legacy_cost_code_id": cost_code_id,
+                "path_code": full_code, "legacy_cost_code_id": cost_codes[None],
                 "legacy_line_item_type_id": None, "is_parent": 0, "status": "active",
             })
             db.table("wbs_codes").insert_all(
@@ -279,10 +298,27 @@ def _seed_project(db: sqlite_utils.Database, company_id: int, spec: dict[str, An
                  "type_item_id": type_items[type_code][0],
                  "description": f"{code_name}.{type_items[type_code][1]}",
                  "status": "inactive" if (full_code, type_code) in _INACTIVE else "active",
-                 "created_at": now, "updated_at": now, "extra_item_ids": extra_ids}
-                for type_code in _budgeted_types(full_code)
+                 "created_at": now, "updated_at": now,
+                 "extra_item_ids": json.dumps(sorted(extra_items + ([variant] if variant else [])))}
+                for variant in variants for type_code in _budgeted_types(full_code)
             )
     return project_id
+
+
+def _cost_code(db: sqlite_utils.Database, project_id: int, sub_jobs: dict[int, int],
+               parents: dict[int | None, int] | None, code: str, full_code: str, name: str,
+               position: int, now: str) -> dict[int | None, int]:
+    """Insert a cost code for the project and a copy for each sub job; their ids by sub-job
+    segment item (None: the project's own)."""
+    ids = {}
+    for item, sub_job_id in [(None, None), *sub_jobs.items()]:
+        ids[item] = next_id(db)
+        db.table("cost_codes").insert({
+            "id": ids[item], "project_id": project_id, "sub_job_id": sub_job_id,
+            "parent_id": parents[item] if parents else None, "code": code,
+            "full_code": full_code, "name": name, "position": position, "created_at": now,
+            "updated_at": now})
+    return ids
 
 
 def _budgeted_types(full_code: str) -> tuple[str, ...]:

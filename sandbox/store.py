@@ -42,11 +42,14 @@ _SCHEMA: dict[str, tuple[dict[str, type], str | tuple[str, ...]]] = {
                                "default_status": int}, "id"),
     "line_item_types": ({"id": int, "company_id": int, "code": str, "name": str,
                          "base_type": str, "created_at": str, "updated_at": str}, "id"),
-    "cost_codes": ({"id": int, "project_id": int, "parent_id": int, "code": str,
-                    "full_code": str, "name": str, "position": int, "created_at": str,
-                    "updated_at": str}, "id"),
+    "sub_jobs": ({"id": int, "project_id": int, "code": str, "name": str, "origin_id": str,
+                  "created_at": str, "updated_at": str}, "id"),
+    "cost_codes": ({"id": int, "project_id": int, "sub_job_id": int, "parent_id": int,
+                    "code": str, "full_code": str, "name": str, "position": int,
+                    "created_at": str, "updated_at": str}, "id"),
     "wbs_segments": ({"id": int, "project_id": int, "type": str, "name": str, "position": int,
-                      "delimiter": str, "required": int, "structure": str}, "id"),
+                      "delimiter": str, "required": int, "structure": str, "in_pattern": int},
+                     "id"),
     "wbs_segment_items": ({"id": int, "segment_id": int, "project_id": int, "code": str,
                            "name": str, "parent_id": int, "path_code": str,
                            "legacy_cost_code_id": int, "legacy_line_item_type_id": int,
@@ -89,6 +92,7 @@ _INDEXES: dict[str, list[list[str]]] = {
     "project_tools": [["project_id"]],
     "change_event_statuses": [["company_id"]],
     "line_item_types": [["company_id"]],
+    "sub_jobs": [["project_id"]],
     "cost_codes": [["project_id"]],
     "wbs_segments": [["project_id"]],
     "wbs_segment_items": [["segment_id"], ["legacy_cost_code_id"]],
@@ -139,9 +143,11 @@ def ensure_schema(db: sqlite_utils.Database) -> None:
                 if column not in present:  # a file made by an older sandbox
                     sql_type = {int: "INTEGER", float: "FLOAT"}.get(kind, "TEXT")
                     db.execute(f"ALTER TABLE [{name}] ADD COLUMN [{column}] {sql_type}")
+        # One budget code per combination of items, sub job and custom items included.
+        db.execute("DROP INDEX IF EXISTS wbs_codes_combination")
         db.table("wbs_codes").create_index(
-            ["project_id", "cost_code_item_id", "type_item_id"],
-            index_name="wbs_codes_combination", unique=True, if_not_exists=True)
+            ["project_id", "cost_code_item_id", "type_item_id", "extra_item_ids"],
+            index_name="wbs_codes_items", unique=True, if_not_exists=True)
 
 
 def next_id(db: sqlite_utils.Database) -> int:

@@ -451,7 +451,7 @@ def _finish(company_id: int, ticket_id: str, destination: str, record: RemoteRec
 def _cost_code_text(codes: Catalog, code: BudgetCode) -> str | None:
     """The cost code a budget code is of, as the project names it."""
     found = codes.cost_code_by_id(code.cost_code_id) if code.cost_code_id is not None else None
-    return found.code if found is not None else None
+    return found.shown if found is not None else None
 
 
 def _written_result(company_id: int, ticket_id: str, *, already: bool) -> ApprovalResult:

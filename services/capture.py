@@ -304,7 +304,7 @@ def cost_code_choices(company_id: int, project_id: str) -> list[tuple[str, str]]
     codes = projects.cached_catalog(company_id, project_id)
     if codes is None:
         return []
-    return [(c.code, c.name) for c in codes.cost_codes]
+    return [(c.shown, c.name) for c in codes.cost_codes]
 
 
 def classification_choices(company_id: int, project_id: str) -> list[str]:

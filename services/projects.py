@@ -392,11 +392,13 @@ def search_cost_codes(company_id: int, project_id: str, q: str | None) -> list[C
     needle = (q or "").casefold()
     items = []
     for cost_code in codes.cost_codes:
-        if needle and needle not in cost_code.code.casefold() and needle not in cost_code.name.casefold():
+        if needle and needle not in cost_code.shown.casefold() and \
+                needle not in cost_code.name.casefold():
             continue
         budget = [BudgetCodeRef(id=b.id, code=b.flat_code, cost_type=b.cost_type)
                   for b in codes.budget_codes if b.cost_code_id == cost_code.id]
-        items.append(CostCodeItem(id=cost_code.id, code=cost_code.code, name=cost_code.name,
+        items.append(CostCodeItem(id=cost_code.id, code=cost_code.shown, name=cost_code.name,
+                                  sub_job=cost_code.sub_job,
                                   budget_codes=budget))
     return items
 

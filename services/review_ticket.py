@@ -159,11 +159,10 @@ def ticket_page(company_id: int, ticket_id: str, *, error: ServiceError | None =
     except ServiceError:  # Procore away: the authorizations are shown again once it answers
         page.authorizations = []
     ordered = sorted(codes.budget_codes, key=lambda b: b.flat_code)
-    by_code = {c.code.replace(" ", "").lower(): c for c in codes.cost_codes}
     page.search = _search_words(company_id, codes)
     for route in ticket.routing:
         line = record.lines[route.line]
-        cost_code = by_code.get((line.get("costCode") or "").replace(" ", "").lower())
+        cost_code = codes.router.cost_code((line.get("costCode") or "").strip(), route.cost_type)
         missing = (cost_code is not None and route.cost_type is not None
                    and codes.budget_code(cost_code.id, route.cost_type) is None)
         own = [b for b in ordered if cost_code is not None and b.cost_code_id == cost_code.id
@@ -186,7 +185,7 @@ def _search_words(company_id: int, codes: Catalog) -> dict[int, str]:
         cost_code = names.get(code.cost_code_id)
         found[code.id] = searchable(" ".join([
             code.flat_code, code.description or "", cost_code.name if cost_code else "",
-            learned.get(fold(cost_code.code), "") if cost_code else ""]))
+            learned.get(fold(cost_code.shown), "") if cost_code else ""]))
     return found
 
 

@@ -124,7 +124,12 @@ class Router:
     def __init__(self, cost_codes: Iterable[CostCode], budget_codes: Iterable[BudgetCode]) -> None:
         self.cost_codes = list(cost_codes)
         budget_codes = list(budget_codes)
-        self.by_code = {_normal_code(c.code): c for c in self.cost_codes}
+        # A code's text names the project's cost code and each sub job's of that text; with
+        # its sub job in front ("B1.02-200") it names that sub job's alone.
+        self.by_code: dict[str, list[CostCode]] = {}
+        for c in self.cost_codes:
+            for key in dict.fromkeys((_normal_code(c.code), _normal_code(c.shown))):
+                self.by_code.setdefault(key, []).append(c)
         self.budget = {(b.cost_code_id, b.cost_type): b for b in budget_codes
                        if b.cost_code_id is not None}
         self.name_terms = {c.id: _terms(c.name) for c in self.cost_codes}
@@ -142,12 +147,12 @@ class Router:
                     cost_type=cost_type, quantity=quantity, unit_cost=unit_cost,
                     amount=Decimal(line["amount"]), pricing=line.get("pricing"))
         given = (line.get("costCode") or "").strip()
-        cost_code = self.by_code.get(_normal_code(given)) if given else None
+        cost_code = self.cost_code(given, cost_type)
         if cost_code is not None:
             exact_code = self.budget.get((cost_code.id, cost_type))
             if exact_code is not None:
                 return Route(**base, budget_code=exact_code, exact=True, needs_review=False,
-                             reason=f"cost code {cost_code.code} has {article(cost_type)} "
+                             reason=f"cost code {cost_code.shown} has {article(cost_type)} "
                                     f"{cost_type} budget code")
         learned = self._learned(base, line, suggest) if suggest is not None else None
         if learned is not None:
@@ -156,18 +161,23 @@ class Router:
             other = self.budget.get((cost_code.id, "other"))
             if other is not None:
                 return Route(**base, budget_code=other, exact=False, needs_review=True,
-                             reason=f"cost code {cost_code.code} has no {cost_type} budget code; "
+                             reason=f"cost code {cost_code.shown} has no {cost_type} budget code; "
                                     f"its 'other' code is used")
             return Route(**base, budget_code=None, exact=False, needs_review=True,
-                         reason=f"cost code {cost_code.code} has no {cost_type} or other budget code")
-        matched = self._match_by_words(line)
+                         reason=f"cost code {cost_code.shown} has no {cost_type} or other budget code")
+        sub_jobs = self._sub_jobs_named(given)
+        if sub_jobs:
+            return Route(**base, budget_code=None, exact=False, needs_review=True,
+                         reason=f"cost code {given[:40]!r} is on sub jobs {', '.join(sub_jobs)}; "
+                                "pick the budget code of the right one")
+        matched = self._match_by_words(line, cost_type)
         prefix = f"cost code {given[:40]!r} is not on this project; " if given else ""
         if matched is not None:
             code, words = matched
             budget = self.budget.get((code.id, cost_type)) or self.budget.get((code.id, "other"))
             if budget is not None:
                 return Route(**base, budget_code=budget, exact=False, needs_review=True,
-                             reason=f"{prefix}matched '{words}' to {code.code} {code.name}")
+                             reason=f"{prefix}matched '{words}' to {code.shown} {code.name}")
         return Route(**base, budget_code=None, exact=False, needs_review=True,
                      reason=f"{prefix}nothing matched a cost code" if prefix
                      else "no cost code given and nothing matched a cost code name")
@@ -182,7 +192,7 @@ class Router:
             return None
         budget = self.by_id.get(found.budget_code_id) if found.budget_code_id else None
         if budget is None or budget.flat_code != found.budget_code:  # another project's
-            code = self.by_code.get(_normal_code(found.cost_code))
+            code = self.cost_code(found.cost_code, found.cost_type)
             budget = self.budget.get((code.id, found.cost_type)) if code is not None else None
         if budget is None:
             return None
@@ -202,20 +212,43 @@ class Router:
         return Route(**base, budget_code=code, exact=True, needs_review=False,
                      reason="the markup's budget code from the project's settings")
 
-    def _match_by_words(self, line: dict[str, Any]) -> tuple[CostCode, str] | None:
-        """The cost code whose name shares most words with the trade or description."""
+    def cost_code(self, given: str, cost_type: str | None) -> CostCode | None:
+        """The cost code a text names: the only one of that text, else the only one with a
+        budget code of the cost type, else the project's own; None when it could be any of
+        several sub jobs' (a budget code is never taken from another sub job)."""
+        return self._one(self.by_code.get(_normal_code(given), []) if given else [], cost_type)
+
+    def _one(self, found: list[CostCode], cost_type: str | None) -> CostCode | None:
+        """The one of several same-text cost codes a line can use, as `cost_code` says."""
+        typed = [code for code in found if (code.id, cost_type) in self.budget]
+        candidates = typed or found
+        if len(candidates) == 1:
+            return candidates[0]
+        return next((code for code in candidates if code.sub_job is None), None)
+
+    def _sub_jobs_named(self, given: str) -> list[str]:
+        """The sub jobs whose cost code a text could be, when it cannot tell which."""
+        found = self.by_code.get(_normal_code(given), []) if given else []
+        return sorted({code.sub_job for code in found if code.sub_job}) if len(found) > 1 else []
+
+    def _match_by_words(self, line: dict[str, Any], cost_type: str) -> tuple[CostCode, str] | None:
+        """The cost code whose name shares most words with the trade or description (of the
+        same-named codes of several sub jobs, only one that `cost_code` would take)."""
         text = line["trade"] if line["kind"] == "labor" else line["description"]
         wanted = _terms(text)
         if not wanted:
             return None
-        best: tuple[int, CostCode, set[str]] | None = None
+        best: tuple[int, list[CostCode], set[str]] | None = None
         for code in self.cost_codes:
             shared = wanted & self.name_terms[code.id]
             if shared and (best is None or len(shared) > best[0]):
-                best = (len(shared), code, shared)
-        if best is None:
+                best = (len(shared), [code], shared)
+            elif shared and len(shared) == best[0] and best[1][0].code == code.code:
+                best[1].append(code)
+        chosen = self._one(best[1], cost_type) if best is not None else None
+        if chosen is None:
             return None
-        return best[1], ", ".join(sorted(best[2]))
+        return chosen, ", ".join(sorted(best[2]))
 
     def route_all(self, lines: list[dict[str, Any]], suggest: Suggester | None = None
                   ) -> list[Route]:

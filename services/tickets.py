@@ -1,4 +1,4 @@
-"""Tickets: validate, create, correct after being sent back, and price again.
+"""Tickets: validate, create, correct after being sent back, price again, and remove a scratch one.
 
 A ticket is refused whole (400, or 507 past a quota) before anything is stored; its images
 are stored before its row, and the row is written in one short transaction.
@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from sqlalchemy import delete, inspect, select
 from sqlalchemy.exc import IntegrityError
 
-from models import TicketPhoto, db, utcnow
+from models import Decision, RoutingDecision, SignatureRequest, TicketPhoto, db, utcnow
 from models import Ticket as TicketRecord
 from models.schemas import Ticket, TicketInput
 from services import (
@@ -49,12 +49,13 @@ def validate_ticket(payload: Any) -> TicketInput:
 
 
 def create_ticket(company_id: int, data: TicketInput, *, captured_via: str = "api",
-                  link_token: str | None = None, project_checked: bool = False
-                  ) -> tuple[Ticket, bool]:
+                  link_token: str | None = None, project_checked: bool = False,
+                  project_markups: list[dict[str, Any]] | None = None) -> tuple[Ticket, bool]:
     """Store a new ticket, or find the one made earlier under the same client_ref.
 
     Returns (ticket, created). A capture link has already fixed its project
-    (`project_checked`), so a crew can submit while the project system is away.
+    (`project_checked`), so a crew can submit while the project system is away. The project's
+    own markups apply unless `project_markups` gives others (the connection test's).
     """
     client_ref = data.client_ref
     if client_ref:
@@ -63,7 +64,8 @@ def create_ticket(company_id: int, data: TicketInput, *, captured_via: str = "ap
             return _answer_without_waiting(company_id, existing), False
     project_id, project_name = (data.project_id, None) if project_checked else \
         projects.project_for_new_ticket(company_id, data.project_id)
-    values, photo_rows = _prepared_content(company_id, project_id, data, link_token)
+    values, photo_rows = _prepared_content(company_id, project_id, data, link_token,
+                                           project_markups)
     if values["signature"] and captured_via == "api":
         values["signature"]["signed_via"] = "api"
     record = TicketRecord(
@@ -89,7 +91,8 @@ def create_ticket(company_id: int, data: TicketInput, *, captured_via: str = "ap
 
 
 def _prepared_content(company_id: int, project_id: str, data: TicketInput,
-                      link_token: str | None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+                      link_token: str | None, project_markups: list[dict[str, Any]] | None = None
+                      ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """What a ticket stores from its input: priced lines, checked and stored images, work day
     and authorization; refused whole (400, or 507 past a quota) before anything is stored."""
     captured_at = utcnow()
@@ -98,8 +101,9 @@ def _prepared_content(company_id: int, project_id: str, data: TicketInput,
     worked_on = data.worked_on
     sheet = rates.sheet_in_force(company_id, project_id, worked_on or projects.jobsite_date(
         company_id, project_id, captured_at))
-    lines, total, warnings = pricing.price_lines(data, sheet,
-                                                 markups.stored_markups(company_id, project_id))
+    if project_markups is None:
+        project_markups = markups.stored_markups(company_id, project_id)
+    lines, total, warnings = pricing.price_lines(data, sheet, project_markups)
     authorization_id, unlisted = authorizations.match_reference(company_id, project_id,
                                                                 data.authorization_ref)
     warnings += [unlisted] if unlisted else []
@@ -216,3 +220,22 @@ def reprice_ticket(company_id: int, ticket_id: str) -> Ticket:
         signatures.void_if_changed(current, before, current.signature)
     db.session.expire_all()
     return get_ticket(company_id, ticket.id)
+
+
+def discard_scratch(company_id: int, ticket_ids: list[str]) -> int:
+    """Delete tickets the connection test made, with their photos, history, signing links and
+    the routing evidence learning kept of them; how many went. Their image files, which no
+    ticket then names, go with the next photo sweep."""
+    with write_transaction() as session:
+        doomed = list(session.scalars(select(TicketRecord).where(
+            TicketRecord.company_id == company_id, TicketRecord.id.in_(ticket_ids))))
+        ids = [ticket.id for ticket in doomed]
+        for table, column in ((TicketPhoto, TicketPhoto.ticket_id), (Decision, Decision.ticket_id),
+                              (SignatureRequest, SignatureRequest.ticket_id)):
+            session.execute(delete(table).where(column.in_(ids)))
+        session.execute(delete(RoutingDecision).where(RoutingDecision.company_id == company_id,
+                                                      RoutingDecision.ticket_id.in_(ids)))
+        for ticket in doomed:
+            session.delete(ticket)
+    db.session.expire_all()
+    return len(doomed)

@@ -5,7 +5,8 @@ import datetime as dt
 import math
 import sqlite3
 import threading
-from contextlib import closing
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -18,7 +19,7 @@ from werkzeug.serving import make_server
 from models import Ticket, db, utcnow
 from tests.conftest import ConnectedTenant
 from tests.images import data_url, jpeg_bytes, png_bytes
-from tests.plugins.sandbox import SandboxControl
+from tests.plugins.sandbox import FakeClock, SandboxControl
 
 pytestmark = pytest.mark.live
 
@@ -78,6 +79,33 @@ def control(sandbox_server, tenant: ConnectedTenant) -> SandboxControl:
     return SandboxControl(sandbox_server, {"client_id": tenant.client_id,
                                            "client_secret": tenant.client_secret,
                                            "company_id": tenant.remote_company_id})
+
+
+@contextmanager
+def spike_limited(app, tenant: ConnectedTenant, sandbox_server, monkeypatch
+                  ) -> Iterator[tuple[FakeClock, list[int]]]:
+    """Procore's spike limit (the sandbox's default, 25 calls in 10 s) on the sandbox's clock,
+    which the tenant's client reads and moves on when it waits, so no test time is spent
+    waiting; yields that clock and the statuses of every answer the client gets."""
+    switch = control(sandbox_server, tenant)
+    monkeypatch.setitem(sandbox_server.app.config, "SANDBOX_SPIKE_LIMIT", 25)
+    procore = remote(app, tenant)
+    clock = FakeClock(switch.freeze_clock())
+    statuses: list[int] = []
+
+    def wait(seconds: float) -> None:
+        switch.advance_clock(seconds)  # Procore's clock first: the client never reads ahead
+        clock.sleep(seconds)
+
+    monkeypatch.setattr(procore, "clock", clock)
+    monkeypatch.setattr(procore, "sleep", wait)
+    monkeypatch.setattr(procore, "observer", lambda answer, _body: statuses.append(
+        answer.status_code))
+    switch.set_spike_limit("default")
+    try:
+        yield clock, statuses
+    finally:
+        switch.set_spike_limit(None)
 
 
 def stored(app, ticket_id: str) -> Ticket:

@@ -10,8 +10,7 @@ from models import Ticket, db
 from services import storage
 from services.project_system import Attachment
 from tests.images import data_url, jpeg_bytes, png_bytes
-from tests.plugins.sandbox import FakeClock
-from tests.test_approval import act, control, create, origin_rows, remote
+from tests.test_approval import act, control, create, origin_rows, remote, spike_limited
 
 pytestmark = pytest.mark.live
 
@@ -35,31 +34,12 @@ def test_twelve_tickets_approved_four_at_a_time_each_carry_every_file_once(
         {"name": "before.jpg", "data_url": data_url(jpeg_bytes(color=(n, 10, 20)))},
         {"name": "after.jpg", "data_url": data_url(jpeg_bytes(color=(n, 90, 20)))}])
         for n in range(12)]
-    # Procore's spike limit (the sandbox's default, 25 calls in 10 s) on the sandbox's clock,
-    # which the client reads and moves on when it waits: no test time is spent waiting.
-    monkeypatch.setitem(sandbox_server.app.config, "SANDBOX_SPIKE_LIMIT", 25)
-    procore = remote(app, acme)
-    clock = FakeClock(switch.freeze_clock())
-    statuses: list[int] = []
-
-    def wait(seconds: float) -> None:
-        switch.advance_clock(seconds)  # Procore's clock first: the client never reads ahead
-        clock.sleep(seconds)
-
-    monkeypatch.setattr(procore, "clock", clock)
-    monkeypatch.setattr(procore, "sleep", wait)
-    monkeypatch.setattr(procore, "observer", lambda answer, _body: statuses.append(
-        answer.status_code))
-    switch.set_spike_limit("default")
-
     def approve(ticket: dict):
         return act(app.test_client(), acme, ticket["id"], "approve")
 
-    try:
+    with spike_limited(app, acme, sandbox_server, monkeypatch) as (clock, statuses):
         with ThreadPoolExecutor(4) as pool:
             answers = list(pool.map(approve, tickets))
-    finally:
-        switch.set_spike_limit(None)
     assert [answer.status_code for answer in answers] == [200] * 12, [a.json for a in answers]
     assert 429 not in statuses and len(statuses) > 25  # paced past the limit, never over it
     assert clock.sleeps and all(0 < seconds <= 10 for seconds in clock.sleeps)

@@ -431,8 +431,9 @@ def test_read_catalog_reads_each_list_once(procore_client, sandbox_company):
     before = len(procore_client.calls)
     cost_codes, cost_types, budget_codes = procore_client.read_catalog(project_id)
     paths = [path for _, path in procore_client.calls[before:]]
-    assert paths == ["/rest/v1.0/cost_codes", "/rest/v1.0/line_item_types",
-                     f"/rest/v1.0/projects/{project_id}/work_breakdown_structure/wbs_codes"]
+    assert sorted(paths) == sorted([
+        "/rest/v1.0/cost_codes", "/rest/v1.0/line_item_types",
+        f"/rest/v1.0/projects/{project_id}/work_breakdown_structure/wbs_codes"])  # no sub jobs
     assert cost_codes == procore_client.list_cost_codes(project_id)
     assert cost_types == procore_client.list_cost_types(project_id)
     assert budget_codes == procore_client.list_budget_codes(project_id)
@@ -519,12 +520,14 @@ def test_an_unknown_unit_is_refused_like_procore(sandbox_server, sandbox_company
 
 @pytest.mark.parametrize("pattern, flat_code", [
     ("sub_job_first", "B1.02-200.L"), ("custom_segment", "02-200.L.01"),
-    ("other_delimiter", "02-200/L"), ("cost_type_first", "L.02-200")])
+    ("other_delimiter", "02-200/L"), ("cost_type_first", "L.02-200"),
+    ("mixed_delimiters", "02-200/L-01"), ("company_segment", "02-200.L")])
 def test_budget_codes_follow_each_projects_pattern(contract_client, contract_company, pattern,
                                                    flat_code):
     """Segment items, not the text of flat_code, say which cost code and cost type a code is."""
     project = contract_company["contract_projects"][pattern]
-    cost_codes = {code.code: code.id for code in contract_client.list_cost_codes(project)}
+    cost_codes = {code.code: code.id for code in contract_client.list_cost_codes(project)
+                  if code.sub_job is None or pattern == "sub_job_first"}
     codes = {code.flat_code: code for code in contract_client.list_budget_codes(project)}
     labor = codes[flat_code]
     assert (labor.cost_code_id, labor.cost_type) == (cost_codes["02-200"], "labor")
@@ -549,6 +552,35 @@ def test_budget_code_creation_stops_where_the_pattern_needs_more(contract_client
         contract_client.create_budget_code(project, masonry.id, "labor")
     assert "also need a Sub Job" in caught.value.message
     assert calls_to(contract_client, "POST", "/wbs_codes") == 0
+
+
+def test_a_company_segment_outside_the_pattern_is_neither_needed_nor_sent(contract_client,
+                                                                          contract_company,
+                                                                          sandbox_server):
+    """A required company segment the project's pattern leaves out does not stop a budget code,
+    and the sandbox refuses an item of it as Procore would."""
+    project = contract_company["contract_projects"]["company_segment"]
+    assert [row["name"] for row in contract_client.list_wbs_segments(project)] == \
+        ["Cost Code", "Cost Type"]
+    masonry = next(code for code in contract_client.list_cost_codes(project)
+                   if code.code == "04-200")
+    made = contract_client.create_budget_code(project, masonry.id, "labor")
+    assert made.flat_code == "04-200.L"
+    wbs = f"{sandbox_server.url}/rest/v1.0/projects/{project}/work_breakdown_structure"
+    headers = {"Authorization": f"Bearer {contract_client._token}",
+               "Procore-Company-Id": str(contract_company["company_id"])}
+    phase = next(row for row in requests.get(f"{wbs}/segments", headers=headers, timeout=10).json()
+                 if row["name"] == "Phase")
+    assert phase["is_included_in_project_pattern"] is False and phase["required"] is True
+    item = requests.get(f"{wbs}/segments/{phase['id']}/segment_items", headers=headers,
+                        timeout=10).json()[0]
+    pairs = [{"segment_id": row["segment_id"], "segment_item_id": row["id"]}
+             for row in requests.get(f"{wbs}/wbs_codes", headers=headers, timeout=10).json()[0]
+             ["segment_items"]]
+    refused = requests.post(f"{wbs}/wbs_codes", headers=headers, timeout=10, json={
+        "segment_items": pairs + [{"segment_id": phase["id"], "segment_item_id": item["id"]}]})
+    assert refused.status_code == 422
+    assert "not part of this project's budget code pattern" in refused.json()["message"]
 
 
 def test_tool_list_decides_before_the_statuses_probe(contract_client, contract_company):

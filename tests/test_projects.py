@@ -33,7 +33,7 @@ def test_cost_codes_search_is_case_insensitive_over_code_and_name(client, acme):
     by_code = client.get(f"/v1/projects/{project}/cost-codes?q=02-2", headers=acme.headers).json["data"]
     assert by_code and all("02-2" in c["code"] for c in by_code)
     item = everything[0]
-    assert set(item) == {"id", "code", "name", "budget_codes"}
+    assert set(item) == {"id", "code", "name", "sub_job", "budget_codes"} and item["sub_job"] is None
     for budget in item["budget_codes"]:
         assert set(budget) == {"id", "code", "cost_type"}
         assert budget["code"].startswith(item["code"] + ".")

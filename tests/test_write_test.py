@@ -7,8 +7,9 @@ from contextlib import closing
 import pytest
 
 from services import connections
-from services.project_system.write_test import run
-from tests.test_approval import control
+from models import RoutingDecision, Ticket, db
+from services.write_test import run
+from tests.test_approval import control, spike_limited
 
 pytestmark = pytest.mark.live
 
@@ -41,32 +42,53 @@ def test_check_stays_read_only_without_the_option(app, runner, acme, sandbox_ser
     assert counts(sandbox_server.db_path, acme.remote_company_id) == (0, 0, 0)
 
 
-def test_write_test_writes_finds_and_deletes(app, runner, acme, sandbox_server):
-    """The write test reports what it saw in plain words and leaves no live record behind."""
-    result = runner.invoke(args=["project-system", "check", "--company", str(acme.company_id),
-                                 "--write-test"])
+def scratch_left(app, company_id: int) -> tuple[int, int]:
+    """Tickets and routing decisions the company still holds."""
+    with app.app_context():
+        return (db.session.query(Ticket).filter_by(company_id=company_id).count(),
+                db.session.query(RoutingDecision).filter_by(company_id=company_id).count())
+
+
+def write_test(runner, tenant, *extra: str):
+    """Run `project-system check --write-test` for a tenant."""
+    return runner.invoke(args=["project-system", "check", "--company", str(tenant.company_id),
+                               "--write-test", *extra])
+
+
+def test_write_test_approves_reads_back_and_removes_it_all(app, runner, acme, sandbox_server):
+    """The write test approves scratch tickets through the real approval path, says what it
+    saw in plain words, and leaves no record, ticket or learning evidence behind."""
+    result = write_test(runner, acme)
     assert result.exit_code == 0, result.output
     output = result.output
     for text in ("write test on project", "tools switched on (Procore's engine names): ",
                  "change_events", "labor and equipment hours are sent as 'HR'",
                  "budget code pattern: Cost Code . Cost Type", "change event statuses: Open",
-                 "attached two small files through Procore's direct upload, in two requests",
-                 "found the test change event again by its origin id, with its attachments; "
-                 "a second request adds to the files before it",
-                 "found the test manpower entry again by its origin id",
-                 "deleted test change event", "deleted test manpower entry"):
+                 "created budget code 01-500.L for cost code 01-500",
+                 "with 3 lines (a labor line, a material line and a markup; 3 on a budget code) "
+                 "and 4 files (two photos, the signature, the signed PDF), found again by its "
+                 "origin id",
+                 "attached one more file in a second request: Procore adds it to the files",
+                 "as a daily log entry on project", "Lincoln Elementary Renovation",
+                 "found again by its origin id", "deleted test change event",
+                 "deleted test manpower entry", "removed the 2 scratch tickets"):
         assert text in output, (text, output)
-    assert "FAIL" not in output
+    assert "FAIL" not in output and "note" not in output, output
     live_events, manpower, uploads = counts(sandbox_server.db_path, acme.remote_company_id)
-    assert (live_events, manpower, uploads) == (0, 0, 2)
+    assert (live_events, manpower, uploads) == (0, 0, 5)  # 2 photos, signature, PDF, one more
+    assert scratch_left(app, acme.company_id) == (0, 0)
 
 
-def test_write_test_says_when_a_second_attach_replaces_the_first(app, runner, acme, sandbox_server):
+def test_write_test_passes_when_a_second_attach_replaces_the_first(app, runner, acme,
+                                                                    sandbox_server, monkeypatch):
+    """In replace mode, and under Procore's spike limit, which the calls wait out."""
     control(sandbox_server, acme).set_attachments_mode("replace")
-    result = runner.invoke(args=["project-system", "check", "--company", str(acme.company_id),
-                                 "--write-test"])
+    with spike_limited(app, acme, sandbox_server, monkeypatch) as (clock, statuses):
+        result = write_test(runner, acme)
+    assert 429 not in statuses and len(statuses) > 25 and clock.sleeps  # paced, never refused
     assert result.exit_code == 0, result.output
-    assert "a second request replaces the files before it" in result.output
+    assert "and 4 files (two photos, the signature, the signed PDF)" in result.output
+    assert "Procore replaces the files before it" in result.output
     assert "FAIL" not in result.output
 
 
@@ -75,19 +97,35 @@ def test_write_test_names_a_missing_permission_approvals_do_not_need(app, runner
     switch = control(sandbox_server, acme)
     switch.fault(403, count=2, methods=["DELETE"], message="User does not have right permissions")
     switch.fault(403, count=5, methods=["GET"], match="/uoms")
+    switch.fault(403, count=50, methods=["GET"], match="/tools")
     with app.app_context():
         app.extensions.pop("project_system_clients", None)
-    result = runner.invoke(args=["project-system", "check", "--company", str(acme.company_id),
-                                 "--write-test"])
+    result = write_test(runner, acme)
     assert result.exit_code == 0, result.output  # approvals would work
     assert "FAIL" not in result.output
     notes = [line.strip() for line in result.output.splitlines() if line.strip().startswith("note")]
-    assert len(notes) == 3, result.output
-    assert "units of measure cannot be read" in notes[0]
-    assert "may not delete change events (Procore answered 403)" in notes[1]
-    assert "may not delete daily log entries" in notes[2]
+    assert len(notes) == 4, result.output
+    assert "the project's tool list cannot be read with these permissions" in notes[0]
+    assert "units of measure cannot be read" in notes[1]
+    assert "may not delete change events (Procore answered 403)" in notes[2]
+    assert "may not delete daily log entries" in notes[3]
     live_events, manpower, _uploads = counts(sandbox_server.db_path, acme.remote_company_id)
     assert (live_events, manpower) == (1, 1)  # left for the firm to delete, as the notes say
+    assert scratch_left(app, acme.company_id) == (0, 0)
+
+
+def test_write_test_fails_plainly_when_approval_would_fail(app, runner, acme, sandbox_server):
+    """A refused change-event write is a FAIL naming the step, and nothing is left behind."""
+    control(sandbox_server, acme).fault(403, count=1, methods=["POST"], match="/change_events",
+                                        message="User does not have right permissions")
+    result = write_test(runner, acme)
+    assert result.exit_code == 1, result.output
+    failures = [line for line in result.output.splitlines() if line.strip().startswith("FAIL")]
+    assert len(failures) == 1 and "approving a scratch ticket as a change event failed" in \
+        failures[0], result.output
+    assert "as a daily log entry on project" in result.output  # the next step still ran
+    assert counts(sandbox_server.db_path, acme.remote_company_id)[:2] == (0, 0)
+    assert scratch_left(app, acme.company_id) == (0, 0)
 
 
 def test_write_test_names_what_does_not_work(app, acme, sandbox_server, contract_company):
@@ -95,20 +133,27 @@ def test_write_test_names_what_does_not_work(app, acme, sandbox_server, contract
     connect_to(app, acme, sandbox_server, contract_company)
     project = contract_company["contract_projects"]["unlisted_tool"]
     with app.app_context():
-        findings = run(connections.client_for(acme.company_id), project)
+        findings = run(acme.company_id, project)
     failures = [text for ok, text in findings if not ok]
     assert failures == ["change events: the project's tool list has no Change Events tool",
                         "nothing was written, because the project's setup could not be read"]
     assert counts(sandbox_server.db_path, contract_company["company_id"]) == (0, 0, 0)
 
 
-def test_write_test_reads_another_pattern(app, acme, sandbox_server, contract_company):
-    """A sub-job-first project is described as such, and its codes still map."""
+@pytest.mark.parametrize("pattern, described", [
+    ("sub_job_first", "Sub Job . Cost Code . Cost Type"),
+    ("mixed_delimiters", "Cost Code / Cost Type - Area")])
+def test_write_test_reads_another_pattern(app, acme, sandbox_server, contract_company, pattern,
+                                          described):
+    """A sub-job-first project, or one whose delimiters differ, is described as such (each
+    delimiter after its own segment), and its codes still map."""
     connect_to(app, acme, sandbox_server, contract_company)
-    project = contract_company["contract_projects"]["sub_job_first"]
+    project = contract_company["contract_projects"][pattern]
     with app.app_context():
-        findings = run(connections.client_for(acme.company_id), project)
+        findings = run(acme.company_id, project)
     texts = [text for _ok, text in findings]
-    assert any(text.startswith("budget code pattern: Sub Job . Cost Code . Cost Type")
-               for text in texts), texts
-    assert all(ok for ok, _ in findings), findings
+    assert any(text.startswith(f"budget code pattern: {described};") for text in texts), texts
+    assert [text for ok, text in findings if ok is False] == []
+    assert any(text.startswith("created budget code B1.01-500.L") for text in texts) \
+        if pattern == "sub_job_first" else \
+        any("budget codes also need a Area" in text for text in texts), texts

@@ -23,11 +23,21 @@ class RemoteProject:
 
 @dataclass(frozen=True)
 class CostCode:
-    """A cost code; ``code`` is the full code with its parent prefix, e.g. "02-200"."""
+    """A cost code; ``code`` is the full code with its parent prefix, e.g. "02-200".
+
+    Where the company splits a project into sub jobs, each sub job has cost codes of its own
+    (the same code text, another id); ``sub_job`` is that sub job's code, e.g. "B1".
+    """
 
     id: int
     code: str
     name: str
+    sub_job: str | None = None
+
+    @property
+    def shown(self) -> str:
+        """The code as people read it: with its sub job in front ("B1.02-200") when it has one."""
+        return f"{self.sub_job}.{self.code}" if self.sub_job else self.code
 
 
 @dataclass(frozen=True)

@@ -391,19 +391,41 @@ class ProcoreClient:
         """The tool list decides when it is readable; only otherwise the statuses probe does."""
         return self.change_event_tool(project_id)[0]
 
-    def _cost_code_rows(self, project_id: int) -> list[dict[str, Any]]:
-        """The project's cost codes as Procore lists them, divisions included."""
-        return list(self._pages("/rest/v1.0/cost_codes", {"project_id": project_id}))
+    def _cost_code_rows(self, project_id: int,
+                        sub_jobs: Sequence[dict[str, Any]] = ()) -> list[dict[str, Any]]:
+        """The project's cost codes as Procore lists them, divisions included, then each sub
+        job's own (read with its ``sub_job_id``), each row marked with its sub job's code."""
+        rows = {int(row["id"]): dict(row, _sub_job=None) for row in
+                self._pages("/rest/v1.0/cost_codes", {"project_id": project_id})}
+        for sub_job in sub_jobs:
+            for row in self._pages("/rest/v1.0/cost_codes",
+                                   {"project_id": project_id, "sub_job_id": sub_job["id"]}):
+                rows[int(row["id"])] = dict(row, _sub_job=str(sub_job["code"]))
+        return list(rows.values())
+
+    def _sub_jobs(self, project_id: int, wbs_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The project's sub jobs, read only when one of its budget codes names one; none when
+        they cannot be read (their budget codes then tie to no cost code, never to another's)."""
+        if not any(_segment_type(item) == "sub_job" for row in wbs_rows for item in _items(row)):
+            return []
+        try:
+            return [row for row in self._pages("/rest/v1.0/sub_jobs", {"project_id": project_id})
+                    if row.get("code") is not None]
+        except ProjectSystemError as error:
+            if error.status in (403, 404):
+                return []
+            raise
 
     def list_cost_codes(self, project_id: int) -> list[CostCode]:
         """The project's cost codes that are no other code's parent (divisions are left out)."""
-        return self._codes_from_rows(self._cost_code_rows(project_id))
+        return self._codes_from_rows(self._read_codes(project_id)[0])
 
     @staticmethod
     def _codes_from_rows(rows: list[dict[str, Any]]) -> list[CostCode]:
         """Cost codes from Procore's rows, leaving out the divisions (codes that are parents)."""
         parents = {_parent_id(row) for row in rows}
-        return [CostCode(id=int(row["id"]), code=_full_code(row), name=row["name"])
+        return [CostCode(id=int(row["id"]), code=_full_code(row), name=row["name"],
+                         sub_job=row.get("_sub_job"))
                 for row in rows if row["id"] not in parents]
 
     def list_cost_types(self, project_id: int) -> list[CostType]:
@@ -412,19 +434,31 @@ class ProcoreClient:
                          base_type=row.get("base_type") or "")
                 for row in self._pages("/rest/v1.0/line_item_types", {"project_id": project_id})]
 
-    def _budget_codes(self, project_id: int, cost_codes: list[dict[str, Any]],
-                      cost_types: list[CostType], query: str | None = None) -> list[BudgetCode]:
-        """Active WBS codes, tied to cost codes and cost types through their segment items."""
-        code_ids = {_full_code(row): int(row["id"]) for row in cost_codes}
+    def _wbs_rows(self, project_id: int) -> list[dict[str, Any]]:
+        """The project's active WBS codes as Procore lists them."""
+        return [row for row in self._pages(
+            f"/rest/v1.0/projects/{project_id}/work_breakdown_structure/wbs_codes",
+            {"filters[status][]": "active"})
+            # an inactive code is never used, whatever the filter did
+            if str(row.get("status") or "active").lower() == "active"]
+
+    def _read_codes(self, project_id: int
+                    ) -> tuple[list[dict[str, Any]], list[CostType], list[dict[str, Any]]]:
+        """Cost code rows (each sub job's too), cost types and WBS code rows, each read once."""
+        cost_types = self.list_cost_types(project_id)
+        wbs_rows = self._wbs_rows(project_id)
+        return (self._cost_code_rows(project_id, self._sub_jobs(project_id, wbs_rows)),
+                cost_types, wbs_rows)
+
+    @staticmethod
+    def _budget_codes(cost_codes: list[dict[str, Any]], cost_types: list[CostType],
+                      wbs_rows: list[dict[str, Any]]) -> list[BudgetCode]:
+        """Budget codes tied to cost codes (of their own sub job) and cost types through their
+        segment items."""
+        code_ids = {(row.get("_sub_job"), _full_code(row)): int(row["id"]) for row in cost_codes}
         types = {cost_type.code: cost_type for cost_type in cost_types}
-        params: dict[str, Any] = {"filters[status][]": "active"}
-        if query:
-            params["query"] = query
         codes = []
-        for row in self._pages(f"/rest/v1.0/projects/{project_id}/work_breakdown_structure/"
-                               "wbs_codes", params):
-            if str(row.get("status") or "active").lower() != "active":
-                continue  # an inactive code is never used, whatever the filter did
+        for row in wbs_rows:
             cost_code_id, cost_type = _codes_of(row, code_ids, types)
             codes.append(BudgetCode(id=int(row["id"]), flat_code=row["flat_code"],
                                     description=row.get("description") or
@@ -433,74 +467,88 @@ class ProcoreClient:
         return codes
 
     def list_wbs_segments(self, project_id: int) -> list[dict[str, Any]]:
-        """The project's budget-code pattern: its segments in order, each with its delimiter."""
-        rows = list(self._pages(
-            f"/rest/v1.0/projects/{project_id}/work_breakdown_structure/segments"))
+        """The project's budget-code pattern: its segments in order, each with its delimiter
+        (a company segment the project's pattern leaves out is no part of it)."""
+        rows = [row for row in self._pages(
+            f"/rest/v1.0/projects/{project_id}/work_breakdown_structure/segments")
+            if row.get("is_included_in_project_pattern") is not False]
         return sorted(rows, key=lambda row: row.get("position") or 0)
 
     def list_budget_codes(self, project_id: int) -> list[BudgetCode]:
         """The project's active budget codes with their cost code and normalized cost type."""
-        return self._budget_codes(project_id, self._cost_code_rows(project_id),
-                                  self.list_cost_types(project_id))
+        return self._budget_codes(*self._read_codes(project_id))
 
     def read_catalog(self, project_id: int
                      ) -> tuple[list[CostCode], list[CostType], list[BudgetCode]]:
         """Cost codes, cost types and budget codes in one pass (each list read once)."""
-        rows = self._cost_code_rows(project_id)
-        cost_codes = self._codes_from_rows(rows)
-        cost_types = self.list_cost_types(project_id)
-        return cost_codes, cost_types, self._budget_codes(project_id, rows, cost_types)
+        rows, cost_types, wbs_rows = self._read_codes(project_id)
+        return (self._codes_from_rows(rows), cost_types,
+                self._budget_codes(rows, cost_types, wbs_rows))
 
     def create_budget_code(self, project_id: int, cost_code_id: int,
                            cost_type: str) -> BudgetCode:
-        """The budget code for a cost code and cost type ("labor" or "L"), created if missing."""
+        """The budget code for a cost code and cost type ("labor" or "L"), created if missing;
+        a sub job's cost code gets its budget code on that sub job."""
         # A cost code or cost type the project lacks is reported as a 404 ProjectSystemError.
-        cost_types = self.list_cost_types(project_id)
+        cost_codes, cost_types, wbs_rows = self._read_codes(project_id)
         chosen_type = _pick_cost_type(cost_types, cost_type)
-        cost_codes = self._cost_code_rows(project_id)
         cost_code = next((row for row in cost_codes if int(row["id"]) == cost_code_id), None)
         if chosen_type is None or cost_code is None:
             missing = (f"cost type {cost_type!r}" if chosen_type is None
                        else f"cost code {cost_code_id}")
             raise ProjectSystemError(f"Project {project_id} has no {missing}", status=404)
-        full_code = _full_code(cost_code)
-        wanted = f"{full_code}.{chosen_type.code}"
-        for code in self._budget_codes(project_id, cost_codes, cost_types):
+        for code in self._budget_codes(cost_codes, cost_types, wbs_rows):
             if code.cost_code_id == cost_code_id and \
                     code.cost_type == _normalize_cost_type(chosen_type):
                 return code
+        full_code, sub_job = _full_code(cost_code), cost_code.get("_sub_job")
+        wanted = f"{sub_job + '.' if sub_job else ''}{full_code}.{chosen_type.code}"
         wbs = f"/rest/v1.0/projects/{project_id}/work_breakdown_structure"
-        segments = {row.get("type"): row for row in self._pages(f"{wbs}/segments")}
-        if "cost_code" not in segments or "line_item_type" not in segments:
+        pattern = self.list_wbs_segments(project_id)
+        segments = {row.get("type"): row for row in pattern}
+        given = {"cost_code", "line_item_type"} | ({"sub_job"} if sub_job else set())
+        if not given <= set(segments):
             raise ProjectSystemError(
-                f"Project {project_id}'s budget code pattern has no cost code or cost type "
-                "segment")
-        others = [row.get("name") or row.get("type") for kind, row in segments.items()
-                  if kind not in ("cost_code", "line_item_type") and row.get("required")]
+                f"Project {project_id}'s budget code pattern has no "
+                f"{' or '.join(sorted(given - set(segments)))} segment", status=422)
+        others = [row.get("name") or row.get("type") for row in pattern
+                  if row.get("type") not in given and row.get("required")]
         if others:
             raise ProjectSystemError(
                 f"Project {project_id}'s budget codes also need a {', '.join(map(str, others))}; "
                 f"create the budget code for {wanted} in Procore", status=422)
-        cost_item = next((item for item in self._pages(
-            f"{wbs}/segments/{segments['cost_code']['id']}/segment_items",
-            {"legacy_cost_code_id": cost_code_id}) if item.get("path_code") == full_code), None)
-        type_item = next((item for item in self._pages(
-            f"{wbs}/segments/{segments['line_item_type']['id']}/segment_items")
-            if item.get("code") == chosen_type.code), None)
-        if cost_item is None or type_item is None:
+        items = {"cost_code": self._cost_code_item(wbs, segments["cost_code"]["id"], cost_code_id,
+                                                   full_code),
+                 "line_item_type": next((item for item in self._pages(
+                     f"{wbs}/segments/{segments['line_item_type']['id']}/segment_items")
+                     if item.get("code") == chosen_type.code), None)}
+        if sub_job:
+            items["sub_job"] = next((item for item in self._pages(
+                f"{wbs}/segments/{segments['sub_job']['id']}/segment_items")
+                if str(item.get("code")) == sub_job), None)
+        if any(item is None for item in items.values()):
             raise ProjectSystemError(f"Project {project_id}'s budget code segments have no item "
                                      f"for {wanted}", status=404)
         response, body = self._request("POST", f"{wbs}/wbs_codes", json_body={
             "description": f"{cost_code['name']}.{chosen_type.name}",
-            "segment_items": [
-                {"segment_id": segments["cost_code"]["id"], "segment_item_id": cost_item["id"]},
-                {"segment_id": segments["line_item_type"]["id"],
-                 "segment_item_id": type_item["id"]},
-            ]})
+            "segment_items": [{"segment_id": segments[kind]["id"], "segment_item_id": item["id"]}
+                              for kind, item in items.items()]})
         row = _parse_json(response, body)
         return BudgetCode(id=int(row["id"]), flat_code=row["flat_code"],
                           description=row.get("description") or "", cost_code_id=cost_code_id,
                           cost_type=_normalize_cost_type(chosen_type))
+
+    def _cost_code_item(self, wbs: str, segment_id: int, cost_code_id: int,
+                        full_code: str) -> dict[str, Any] | None:
+        """The cost-code segment item of a cost code: by its legacy id, else by its path."""
+        path = f"{wbs}/segments/{segment_id}/segment_items"
+        for params in ({"legacy_cost_code_id": cost_code_id}, None):
+            found = next((item for item in self._pages(path, params)
+                          if item.get("path_code") == full_code and not item.get("is_parent")),
+                         None)
+            if found is not None:
+                return found
+        return None
 
     # Change events
 
@@ -869,27 +917,34 @@ def _segment_type(item: dict[str, Any]) -> str | None:
     return str(item["segment_type"]) if item.get("segment_type") else None
 
 
-def _codes_of(row: dict[str, Any], code_ids: dict[str, int], types: dict[str, CostType]
-              ) -> tuple[int | None, str | None]:
-    """A WBS code's cost code id and cost type word, from its segment items when typed."""
-    items = [item for item in row.get("segment_items") or () if isinstance(item, dict)]
-    typed = [(kind, item) for item in items if (kind := _segment_type(item))]
+def _items(row: dict[str, Any]) -> list[dict[str, Any]]:
+    """A WBS code's segment items."""
+    return [item for item in row.get("segment_items") or () if isinstance(item, dict)]
+
+
+def _codes_of(row: dict[str, Any], code_ids: dict[tuple[str | None, str], int],
+              types: dict[str, CostType]) -> tuple[int | None, str | None]:
+    """A WBS code's cost code id (that of its own sub job) and cost type word, from its
+    segment items when typed."""
+    typed = [(kind, item) for item in _items(row) if (kind := _segment_type(item))]
     if typed:
+        sub_job = next((str(item.get("code")) for kind, item in typed if kind == "sub_job"), None)
         cost_code_id = cost_type = None
         for kind, item in typed:
             if kind == "cost_code":
                 path = item.get("path_code")
                 if path is None and item.get("path_codes"):
                     path = "-".join(str(part) for part in item["path_codes"])
-                cost_code_id = code_ids.get(str(path if path is not None else item.get("code")))
+                cost_code_id = code_ids.get(
+                    (sub_job, str(path if path is not None else item.get("code"))))
             elif kind == "line_item_type" and str(item.get("code")) in types:
                 cost_type = _normalize_cost_type(types[str(item.get("code"))])
         return cost_code_id, cost_type
     # No typed segment items: fall back to reading the default "cost code.cost type" pattern.
     cost_code_id = cost_type = None
     for part in str(row["flat_code"]).split("."):
-        if part in code_ids:
-            cost_code_id = code_ids[part]
+        if (None, part) in code_ids:
+            cost_code_id = code_ids[(None, part)]
         elif part in types:
             cost_type = _normalize_cost_type(types[part])
     return cost_code_id, cost_type
