@@ -8,7 +8,7 @@ from flask import Blueprint, Response, current_app, redirect, render_template, r
 from flask_login import current_user, login_required, login_user, logout_user
 
 from services import auth, reviewers
-from services.ratelimit import count, count_or_refuse, refuse_if_spent
+from services.ratelimit import count, count_or_refuse
 from services.web import is_htmx
 
 bp = Blueprint("auth", __name__)
@@ -54,8 +54,9 @@ def _count_account_attempt(email: str, device: str | None) -> None:
     count_or_refuse(_config("LOGIN_ACCOUNT_RATE_LIMIT"), "login-account",
                     "account:" + auth.account_digest(email),
                     "too many sign-in attempts at this account; wait and try again")
-    refuse_if_spent(_config("LOGIN_RATE_LIMIT"), "login-address-failures", request.remote_addr or "",
-                    "too many wrong passwords from this address; wait and try again")
+    count_or_refuse(_config("LOGIN_RATE_LIMIT"), "login-address-failures", request.remote_addr or "",
+                    "too many wrong passwords from this address; wait and try again",
+                    counting=False)
 
 
 @auth.login_manager.unauthorized_handler

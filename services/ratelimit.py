@@ -93,8 +93,10 @@ def retry_after_seconds() -> int:
 _LOG = logging.getLogger("ewt.ratelimit")
 
 
-def count_or_refuse(limits: str, scope: str, key: str, message: str) -> None:
-    """Count one request against `limits` in the limiter's storage, now; 429 past any of them.
+def count_or_refuse(limits: str, scope: str, key: str, message: str, *,
+                    counting: bool = True) -> None:
+    """Count one request against `limits` in the limiter's storage, now; 429 past any of them
+    (with `counting` False, only refuse a key that has already used one up).
 
     For routes whose limit must hold before the body is read (Flask-Limiter checks a
     decorated route's limits only when its view runs, after the body). `key` must not be a
@@ -104,22 +106,9 @@ def count_or_refuse(limits: str, scope: str, key: str, message: str) -> None:
     if not config.get("RATELIMIT_ENABLED", True):
         return
     prefix = config["RATELIMIT_KEY_PREFIX"]
+    take = limiter.limiter.hit if counting else limiter.limiter.test
     for item in parse_many(limits):
-        if not limiter.limiter.hit(item, prefix, scope, key):
-            reset = limiter.limiter.get_window_stats(item, prefix, scope, key).reset_time
-            _LOG.info("rate limit %s exceeded on %s", item, scope)
-            raise ServiceError(message, status=429, code="rate_limited",
-                               headers={"Retry-After": str(max(1, math.ceil(reset - time.time())))})
-
-
-def refuse_if_spent(limits: str, scope: str, key: str, message: str) -> None:
-    """429 when `key` has already used up any of `limits`, counting nothing now."""
-    config = current_app.config
-    if not config.get("RATELIMIT_ENABLED", True):
-        return
-    prefix = config["RATELIMIT_KEY_PREFIX"]
-    for item in parse_many(limits):
-        if not limiter.limiter.test(item, prefix, scope, key):
+        if not take(item, prefix, scope, key):
             reset = limiter.limiter.get_window_stats(item, prefix, scope, key).reset_time
             _LOG.info("rate limit %s exceeded on %s", item, scope)
             raise ServiceError(message, status=429, code="rate_limited",
@@ -127,7 +116,8 @@ def refuse_if_spent(limits: str, scope: str, key: str, message: str) -> None:
 
 
 def count(limits: str, scope: str, key: str) -> None:
-    """Count one event against `limits` (a later request is refused by refuse_if_spent)."""
+    """Count one event against `limits` (a later request is refused by count_or_refuse with
+    counting False)."""
     config = current_app.config
     if not config.get("RATELIMIT_ENABLED", True):
         return

@@ -88,7 +88,7 @@ def _rss_kib(pid: int) -> int:
     return 0
 
 
-def _tree(root: int) -> list[int]:
+def process_tree(root: int) -> list[int]:
     """A process and all its descendants (the image pool's fork server and workers)."""
     found, todo = [], [root]
     while todo:
@@ -241,7 +241,7 @@ def _busy_pool(server_pid: int) -> list[int]:
     """The image pool's processes (fork server and workers) once both workers are decoding."""
     give_up = time.monotonic() + 30  # bounded: the first images reach the pool within moments
     while time.monotonic() < give_up:
-        pool = _tree(server_pid)[1:]
+        pool = process_tree(server_pid)[1:]
         busy = [pid for pid in pool if Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][0] == "R"]
         if len(pool) >= 3 and busy:
             return pool

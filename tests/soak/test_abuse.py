@@ -22,30 +22,17 @@ from tests.images import data_url, flat_png, jpeg_bytes, jpeg_scan_bomb
 from tests.soak.test_soak import record
 from tests.test_crash import start_server
 from tests.test_serve import free_port
+from tests.test_slow_clients import process_tree
 
 pytestmark = pytest.mark.soak
 SECONDS = float(os.environ.get("EWT_ABUSE_SECONDS", "120"))
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def _tree(root: int) -> list[int]:
-    """The process and all its descendants."""
-    found, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        found.append(pid)
-        for task in Path(f"/proc/{pid}/task").glob("*"):
-            try:
-                todo.extend(int(c) for c in (task / "children").read_text().split())
-            except OSError:
-                pass
-    return found
-
-
 def _usage(root: int) -> tuple[float, int]:
     """(CPU seconds so far, resident KiB now) of a process tree; exited children's CPU included."""
     cpu, rss = 0.0, 0
-    for pid in _tree(root):
+    for pid in process_tree(root):
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
             cpu += sum(int(v) for v in fields[11:15]) / TICKS  # utime stime cutime cstime
