@@ -159,18 +159,22 @@ class QueueRow:
 
     @property
     def clean(self) -> bool:
-        """Ready to write in bulk: every line on a confirmed code, signed without reserve,
-        change events on."""
-        return self.status == "submitted" and self.needs_review == 0 and self.signed \
-            and self.signed_with is None and self.change_events is True
+        """Ready to write in bulk, signed without reserve: with change events on, every line on
+        a confirmed code; on a project without them, as a daily log entry, which needs none."""
+        return self._signed_whole and (self.change_events is False or (
+            self.change_events is True and self.needs_review == 0))
 
     @property
     def ready(self) -> bool:
         """Ready to write in bulk once the PM confirms its suggestions: clean but for lines whose
         budget code is a suggestion from past decisions."""
-        return self.status == "submitted" and self.needs_review is not None \
-            and self.needs_review == self.suggested and self.signed \
-            and self.signed_with is None and self.change_events is True
+        return self._signed_whole and self.change_events is True \
+            and self.needs_review is not None and self.needs_review == self.suggested
+
+    @property
+    def _signed_whole(self) -> bool:
+        """Submitted, and signed without anything held back."""
+        return self.status == "submitted" and self.signed and self.signed_with is None
 
 
 @dataclass(frozen=True)
@@ -344,6 +348,8 @@ class BulkItem:
     total: Decimal
     outcome: str | None = None  # written, already, refused
     message: str | None = None
+    # Where it goes: "change_event", or "daily_log" on a project without change events.
+    destination: str = "change_event"
     # Lines whose budget code is a suggestion, for the PM to confirm in one step: line index,
     # what it says, the suggested budget code (its text and id) and why.
     suggestions: tuple[Suggested, ...] = ()
@@ -372,15 +378,23 @@ def _selected(company_id: int, ids: list[str]) -> list:
     return found
 
 
+def _destination(company_id: int, project_id: str) -> str:
+    """Where a bulk approval writes a ticket of a project: a daily log entry only where the
+    project is known to have no change events (unknown: a change event, refused if not)."""
+    return "daily_log" if projects.page_change_events(company_id, project_id) is False \
+        else "change_event"
+
+
 def bulk_selection(company_id: int, ids: list[str]) -> list[BulkItem]:
-    """The tickets a bulk approval would write, to confirm their count and total, each with the
-    suggested budget codes the PM may confirm in the same step."""
+    """The tickets a bulk approval would write, to confirm their count and total, each with
+    where it goes and the suggested budget codes the PM may confirm in the same step."""
     items = []
     for ticket in _selected(company_id, ids):
         routing = routing_of(ticket, Wait.BRIEFLY)
         items.append(BulkItem(
             id=ticket.id, reference=ticket.reference, description=ticket.description,
-            total=ticket.total, suggestions=tuple(
+            total=ticket.total, destination=_destination(company_id, ticket.project_id),
+            suggestions=tuple(
                 Suggested(line=r.line, description=r.description, budget_code=r.budget_code,
                           budget_code_id=r.budget_code_id, reason=r.reason)
                 for r in routing.lines if r.learned and r.needs_review and r.budget_code_id)))
@@ -394,21 +408,24 @@ def bulk_approve(company_id: int, ids: list[str], actor: str,
     Only lines on a confirmed budget code go through (as `require_exact`): the suggested codes
     the PM confirmed in the same step (`confirmed`: ticket id -> line -> budget code id) are
     sent as the ticket's `routes`; a ticket with another line to check is refused with the
-    reason and the others are still written.
+    reason and the others are still written. A ticket of a project without change events is
+    written as a daily log entry, as its own page would.
     """
     confirmed = confirmed or {}
     results = []
     away = None
     for ticket in _selected(company_id, ids):
         item = BulkItem(id=ticket.id, reference=ticket.reference,
-                        description=ticket.description, total=ticket.total)
+                        description=ticket.description, total=ticket.total,
+                        destination=_destination(company_id, ticket.project_id))
         if away is not None:  # Procore was just found away: do not wait on it again per ticket
             results.append(dataclasses.replace(item, outcome="refused", message=away))
             continue
         try:
-            result = approval.approve(
-                company_id, ticket.id,
-                ApproveInput(require_exact=True, routes=confirmed.get(ticket.id, {})), actor=actor)
+            result = approval.approve(company_id, ticket.id, ApproveInput(
+                require_exact=True, routes=confirmed.get(ticket.id, {}),
+                destination=item.destination if item.destination == "daily_log" else None),
+                actor=actor)
         except ServiceError as error:
             plain = plain_error(error)
             results.append(dataclasses.replace(
@@ -417,9 +434,11 @@ def bulk_approve(company_id: int, ids: list[str], actor: str,
                               "project_system_auth_failed"):
                 away = plain.message
             continue
+        as_log = " as a daily log entry" if item.destination == "daily_log" else ""
         results.append(dataclasses.replace(
             item, outcome="already" if result.already else "written",
-            message="It was already in Procore." if result.already else "Written to Procore."))
+            message=f"It was already in Procore{as_log}." if result.already else
+            f"Written to Procore{as_log}."))
     return results
 
 

@@ -13,7 +13,7 @@ import pytest
 from tests.pile import seed_pile
 from tests.test_approval import budget_code_id, control, origin_rows
 from tests.test_markups import markup, set_markups
-from tests.test_review_bulk import writable
+from tests.test_review_bulk import record_rows, writable
 from tests.test_review_pages import new_ticket, sign_in
 from tests.test_review_triage import browser_sign_in
 
@@ -185,7 +185,7 @@ def test_bulk_approves_every_ready_ticket_of_the_filter_across_pages_with_progre
     assert {li.get_attribute("data-ticket") for li in
             page.locator(".bulk-results li[data-outcome=written]").all()} == {t.id for t in ready}
     for ticket in ready:
-        assert len(origin_rows(sandbox_server, "change_events", ticket.id)) == 1
+        assert len(record_rows(sandbox_server, acme, ticket)) == 1
     # The rows are read again under the results, which stay.
     page.wait_for_function("() => !document.querySelector('.bulk-confirm')")
     left = set(page.locator("tr.queue-row").evaluate_all("rows => rows.map(r => r.dataset.ticket)"))

@@ -16,10 +16,24 @@ def pile(app, acme):
     return seed_pile(app, acme)
 
 
+def change_event_projects(acme) -> set[str]:
+    """The tenant's projects that take change events."""
+    return {str(p["id"]) for p in acme.projects if p["change_events"]}
+
+
 def writable(acme, pile):
-    """Clean, signed tickets on projects with change events, oldest first."""
-    ce = {str(p["id"]) for p in acme.projects if p["change_events"]}
-    return [t for t in reversed(pile) if t.clean and t.signed and t.project_id in ce]
+    """What bulk approval writes, oldest first: signed tickets, on projects with change events
+    when every line is routed, and as daily log entries on projects without them."""
+    ce = change_event_projects(acme)
+    return [t for t in reversed(pile) if t.signed and (t.clean or t.project_id not in ce)]
+
+
+def record_rows(sandbox_server, acme, ticket) -> list[dict]:
+    """The records written for a ticket: change events, or daily log entries where its project
+    has no change events."""
+    ce = change_event_projects(acme)
+    return origin_rows(sandbox_server, "change_events" if ticket.project_id in ce
+                       else "manpower_logs", ticket.id)
 
 
 def outcomes(html):
@@ -28,8 +42,8 @@ def outcomes(html):
 
 def test_bulk_writes_each_once_and_reports_each(app, client, acme, pile, sandbox_server):
     browser = sign_in(app, client, acme)
-    chosen = writable(acme, pile)[:4]
-    ce = {str(p["id"]) for p in acme.projects if p["change_events"]}
+    ce = change_event_projects(acme)
+    chosen = [t for t in writable(acme, pile) if t.project_id in ce][:4]
     to_check = next(t for t in reversed(pile) if not t.clean and t.project_id in ce)
     no_ce = next(t for t in pile if t.project_id not in ce and t.clean and t.signed)
     ids = [t.id for t in chosen] + [to_check.id, no_ce.id]
@@ -37,18 +51,22 @@ def test_bulk_writes_each_once_and_reports_each(app, client, acme, pile, sandbox
     html = confirm.get_data(as_text=True)
     total = sum(t.total for t in [*chosen, to_check, no_ce])
     assert f"Write 6 tickets (${total:,.2f}) to Procore?" in html
+    assert html.count("as a daily log entry (its project has no change events") == 1
     assert origin_rows(sandbox_server, "change_events", chosen[0].id) == []  # nothing yet
     done = browser.post("/queue/bulk/approve", {"ids": ids, "from": "sort=oldest"}, htmx=True)
     html = done.get_data(as_text=True)
     assert outcomes(html) == {**{t.id: "written" for t in chosen}, to_check.id: "refused",
-                              no_ce.id: "refused"}
-    assert "4 written, 0 already in Procore, 2 not written" in html
+                              no_ce.id: "written"}
+    assert "5 written, 0 already in Procore, 1 not written" in html
     reasons = re.findall(r'<div class="reason">([^<]*)</div>', html)
     assert any(re.search(r"Line 2 \(Mystery[^)]*\) has no budget code yet", r) for r in reasons), reasons
-    assert any("does not use change events" in r for r in reasons), reasons
+    assert html.count("Written as a daily log entry") == 1
     for ticket in chosen:
         assert len(origin_rows(sandbox_server, "change_events", ticket.id)) == 1
     assert origin_rows(sandbox_server, "change_events", to_check.id) == []
+    # The ticket of a project without change events went in as its page would: a daily log entry.
+    assert origin_rows(sandbox_server, "change_events", no_ce.id) == []
+    assert len(origin_rows(sandbox_server, "manpower_logs", no_ce.id)) == 1
     # Sent again (a double tap, a reload): nothing is written twice.
     again = browser.post("/queue/bulk/approve", {"ids": ids}, htmx=True).get_data(as_text=True)
     assert {i: o for i, o in outcomes(again).items() if i in {t.id for t in chosen}} == \
@@ -73,7 +91,7 @@ def test_bulk_approve_ten_clean_tickets_in_the_browser(app, acme, pile, live_ser
                                                        sandbox_server):
     page = tablet.new_page()
     browser_sign_in(page, live_server, app, acme)
-    chosen = writable(acme, pile)[:10]
+    chosen = [t for t in writable(acme, pile) if t.project_id in change_event_projects(acme)][:10]
     page.goto(f"{live_server.url}/queue?project_id={chosen[0].project_id}&sort=oldest")
     shown = set(page.locator("tr.queue-row").evaluate_all("rows => rows.map(r => r.dataset.ticket)"))
     assert {t.id for t in chosen} <= shown
