@@ -235,7 +235,9 @@ restored or corrected, the same link works again.
 at once; the answer to `POST` always carries the link (`url`) and an `sms:` link to text it
 (`sms_href`), and no later answer shows it again. Open requests with an address get reminders
 by e-mail at 7:00 on the jobsite's clock, the first at least four hours after the request, then
-each following morning, at most three, never after the link expires.
+each following morning, at most three, never after the link expires. The e-mails, the text and
+the page are in the request's `language`: the one given, else the ticket's `language` (that of
+the crew's capture page when it was sent), else English.
 
 409 `ticket_already_signed` when the ticket has a signature that counts, `ticket_written` once
 it is written, `ticket_rejected` while it is rejected."""),

@@ -89,7 +89,7 @@ def create_request_page(ticket_id: str) -> Response:
         body = validate(SignatureRequestInput, {
             "name": form.get("name", ""), "role": form.get("role") or None,
             "email": form.get("email") or None, "phone": form.get("phone") or None,
-            "language": form.get("language") if form.get("language") in i18n.LANGUAGES else "en"})
+            "language": form.get("language") if form.get("language") in i18n.LANGUAGES else None})
         created = signing.create_request(current_user.company_id, ticket_id, body,
                                             actor=current_user.email)
     except ServiceError as error:

@@ -194,6 +194,13 @@ class TicketStatus(StrEnum):
     REJECTED = "rejected"
 
 
+class Language(StrEnum):
+    """The language of a crew's capture page, and of a signer's link, texts and e-mails."""
+
+    EN = "en"
+    ES = "es"
+
+
 class CaptureChannel(StrEnum):
     """How a ticket came in: a capture link's QR, text-message or plain form, or the API."""
 
@@ -853,6 +860,9 @@ class Ticket(TicketSummary):
     nte: NteStatus | None = Field(default=None, description=(
         "The not-to-exceed authorization the ticket counts against, with its running total."))
     routing: list[RoutingLine]
+    language: Language | None = Field(default=None, description=(
+        "The language of the crew's capture page when the ticket was sent; its signing links "
+        "default to it. Null for a ticket a program sent."))
 
 
 class TicketList(Shape):
@@ -1009,8 +1019,10 @@ class SignatureRequestInput(InputShape):
         "Where the link is e-mailed (when the service has mail settings)."))
     phone: str | None = Field(default=None, max_length=40, pattern=PHONE_PATTERN, description=(
         "A mobile number for a text message; the answer's `sms_href` opens one with the link."))
-    language: Literal["en", "es"] = Field(default="en", description=(
-        "The language of the e-mail and of the signing page until the signer switches."))
+    language: Language | None = Field(default=None, description=(
+        "The language of the e-mail, the text message and the signing page (until the signer "
+        "switches). Without it, the language the crew wrote the ticket in on its capture page, "
+        "or English for a ticket a program sent."))
 
     @field_validator("email", "phone", mode="before")
     @classmethod
@@ -1056,6 +1068,8 @@ class SignatureRequest(Shape):
     reminders_sent: int
     next_reminder_at: dt.datetime | None = Field(description=(
         "When the next e-mail reminder is due (jobsite mornings, at most 3); null when none."))
+    language: Language = Field(description=(
+        "The language of its e-mails, text message and signing page."))
 
 
 class SignatureRequestCreated(SignatureRequest):

@@ -60,6 +60,9 @@ class Ticket(db.Model):
     authorization_ref: Mapped[str | None] = mapped_column(String(60))
     authorization_id: Mapped[int | None] = mapped_column(Integer, index=True)
     captured_via: Mapped[str] = mapped_column(String(8))
+    # The language of the crew's capture page when it was sent ('en', 'es'); signing links for
+    # the ticket default to it. None for a ticket a program sent.
+    language: Mapped[str | None] = mapped_column(String(8))
     link_token: Mapped[str | None] = mapped_column(String(64))
     # The subcontractor or crew: the capture link's label, or as an API caller named it.
     sub: Mapped[str | None] = mapped_column(String(120))

@@ -22,7 +22,17 @@ from models.schemas import (
     Ticket,
     TicketInput,
 )
-from services import evidence, links, projects, rates, signatures, signing, ticket_records, tickets
+from services import (
+    evidence,
+    i18n,
+    links,
+    projects,
+    rates,
+    signatures,
+    signing,
+    ticket_records,
+    tickets,
+)
 from services.ticket_shapes import Wait, get_ticket
 from services.database import write_transaction
 from services.errors import NotFound, ValidationFailed, field_problem
@@ -81,13 +91,17 @@ def submit(token: str, payload: dict[str, Any], via: str) -> tuple[Ticket, bool]
     payload["project_id"] = link.project_id
     revises = payload.pop("revises", None)
     keys = payload.pop("photo_keys", None)
+    # The page's language, which the page sends (a queued ticket goes with no cookie).
+    language = payload.pop("language", None)
+    language = language if language in i18n.LANGUAGES else i18n.current_language()
     data = tickets.validate_ticket(payload)
     captured_via = via if via in CAPTURE_VIAS else "link"
     if isinstance(revises, str) and revises:
         return tickets.revise_ticket(link.company_id, link.token, revises[:64], data,
-                                     captured_via=captured_via)
+                                     captured_via=captured_via, language=language)
     ticket, created = tickets.create_ticket(link.company_id, data, captured_via=captured_via,
-                                            link_token=link.token, project_checked=True)
+                                            link_token=link.token, project_checked=True,
+                                            language=language)
     if data.client_ref and isinstance(keys, list):
         # Photos uploaded while the ticket was being written, those the phone still lists.
         evidence.attach_staged(link.company_id, ticket.id, link.token, data.client_ref,
@@ -121,7 +135,7 @@ def phone_tickets(token: str, client_refs: list[str]) -> list[dict[str, Any]]:
                       "version": 1 + sum(1 for d in ticket.decisions if d.action == "resubmitted"),
                       "signed": bool(ticket.signature),
                       "awaiting_signature": ticket.id in awaiting,
-                      "can_request_signature": ticket.status != "written" and not ticket.signature})
+                      "can_request_signature": signing.signable(ticket)})
     return found
 
 

@@ -2,7 +2,8 @@
 
 Flask-Babel translates the templates and the server's messages; the capture page's script
 gets its own words from the same catalog (translations/<lang>/LC_MESSAGES/messages.po), sent
-with the page so they work with no signal.
+with the page so they work with no signal. A text with a count is sent as its catalog forms by
+the language's plural categories (CLDR's, as the browser's Intl.PluralRules names them).
 """
 from __future__ import annotations
 
@@ -10,12 +11,17 @@ import functools
 import re
 from pathlib import Path
 
+from babel import Locale
 from flask import Flask, Response, request
-from flask_babel import Babel, get_locale, gettext
+from flask_babel import Babel, get_locale, get_translations, gettext
 
 LANGUAGES = ("en", "es")
 COOKIE = "crew_lang"
 _SCRIPT_WORDS = re.compile(r'\bt\("((?:[^"\\]|\\.)*)"')
+_SCRIPT_PLURALS = re.compile(r'\btn\(\s*"((?:[^"\\]|\\.)*)",\s*"((?:[^"\\]|\\.)*)"')
+# Counts tried for a sample of each plural category (a category met only by fractions has none:
+# the script then takes the "other" form, as CLDR says).
+_SAMPLE_COUNTS = (*range(0, 112), 1_000, 1_000_000)
 
 
 def select_locale() -> str:
@@ -45,19 +51,53 @@ def remember_choice(response: Response) -> Response:
     return response
 
 
+def _script_text(script: str) -> str:
+    """The source of a crew script in static/."""
+    return (Path(__file__).resolve().parent.parent / "static" / script).read_text(encoding="utf-8")
+
+
+def _unescaped(words: str) -> str:
+    """A string as written between quotes in a script, without its escapes."""
+    return words.replace("\\\"", "\"")
+
+
 @functools.lru_cache(maxsize=4)
 def script_words(script: str) -> tuple[str, ...]:
     """The words a crew script shows, as written in it: every t("...") call."""
-    text = (Path(__file__).resolve().parent.parent / "static" / script).read_text(encoding="utf-8")
-    return tuple(dict.fromkeys(match.replace("\\\"", "\"")
-                               for match in _SCRIPT_WORDS.findall(text)))
+    return tuple(dict.fromkeys(_unescaped(words)
+                               for words in _SCRIPT_WORDS.findall(_script_text(script))))
 
 
-def script_messages(script: str) -> dict[str, str]:
-    """A script's words in the page's language (empty in English: the script has them)."""
-    if current_language() == "en":
+@functools.lru_cache(maxsize=4)
+def script_plurals(script: str) -> tuple[tuple[str, str], ...]:
+    """The texts with a count a crew script shows: every tn("singular", "plural", ...) call."""
+    return tuple(dict.fromkeys((_unescaped(one), _unescaped(many))
+                               for one, many in _SCRIPT_PLURALS.findall(_script_text(script))))
+
+
+@functools.lru_cache(maxsize=8)
+def plural_samples(language: str) -> dict[str, int]:
+    """A count for each plural category of a language that whole numbers reach: {'one': 1, ...}."""
+    rule = Locale.parse(language).plural_form
+    samples: dict[str, int] = {}
+    for count in _SAMPLE_COUNTS:
+        samples.setdefault(rule(count), count)
+    return samples
+
+
+def script_messages(script: str) -> dict[str, str | dict[str, str]]:
+    """A script's words in the page's language (empty in English: the script has them); a text
+    with a count comes under its singular as its forms by plural category, from the catalog."""
+    language = current_language()
+    if language == "en":
         return {}
-    return {words: gettext(words) for words in script_words(script)}
+    messages: dict[str, str | dict[str, str]] = {words: gettext(words)
+                                                 for words in script_words(script)}
+    translations = get_translations()
+    for one, many in script_plurals(script):
+        messages[one] = {category: translations.ngettext(one, many, count)
+                         for category, count in plural_samples(language).items()}
+    return messages
 
 
 def init_app(app: Flask) -> None:

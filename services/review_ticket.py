@@ -331,4 +331,5 @@ def signing_context(company_id: int, ticket_id: str, *, new_request=None,
             "new_request": new_request, "sign_error": error,
             "sign_error_text": signing_refusal(error) if error is not None else "",
             "qualifier_labels": QUALIFIER_LABELS, "mail_ready": mail.configured(),
+            "signable": signing.signable,
             "link_days": current_app.config["SIGNATURE_LINK_DAYS"]}

@@ -115,7 +115,7 @@ def _shape(request: RequestRecord) -> SignatureRequest:
         state=state_of(request), created_at=request.created_at, created_by=request.created_by,
         expires_at=request.expires_at, revoked_at=request.revoked_at, signed_at=request.signed_at,
         emailed_at=request.emailed_at, reminders_sent=request.reminders_sent,
-        next_reminder_at=request.next_reminder_at)
+        next_reminder_at=request.next_reminder_at, language=request.language or "en")
 
 
 def _zone(name: str | None) -> ZoneInfo:
@@ -177,7 +177,7 @@ def create_request(company_id: int, ticket_id: str, data: SignatureRequestInput,
         signer_name=data.name, signer_role=data.role or None, email=data.email,
         phone=data.phone, created_by=(actor or "")[:300] or None, link_token=link_token,
         base_url=public_base_url(), time_zone=getattr(zone, "key", "UTC"),
-        language=data.language, created_at=now, expires_at=expires,
+        language=signing_language(ticket, data.language), created_at=now, expires_at=expires,
         next_reminder_at=reminder if reminder is not None and reminder < expires else None)
     request.token_digest = token_digest(token_for(request.token_salt))
     with write_transaction() as session:
@@ -205,6 +205,18 @@ def _check_open_from_link(session, company_id: int, ticket_id: str, link_token: 
         raise Conflict(f"this ticket already has {most} open signing links from this capture "
                        "link; use one of them, or ask the project manager",
                        code="too_many_signature_requests")
+
+
+def signing_language(ticket: TicketRecord, asked: str | None = None) -> str:
+    """The language a signing link, its text and its e-mails are in: the one asked for, else
+    the one the crew wrote the ticket in on its capture page, else English."""
+    return str(asked or ticket.language or "en")
+
+
+def signable(ticket: Any) -> bool:
+    """Whether a ticket (record or shape) can be sent to be signed now: the rule
+    `_check_signable` enforces, for pages to offer only what works."""
+    return ticket.status not in ("written", "rejected") and not ticket.signature
 
 
 def _check_signable(ticket: TicketRecord) -> None:

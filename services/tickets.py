@@ -50,12 +50,14 @@ def validate_ticket(payload: Any) -> TicketInput:
 
 def create_ticket(company_id: int, data: TicketInput, *, captured_via: str = "api",
                   link_token: str | None = None, project_checked: bool = False,
-                  project_markups: list[dict[str, Any]] | None = None) -> tuple[Ticket, bool]:
+                  project_markups: list[dict[str, Any]] | None = None,
+                  language: str | None = None) -> tuple[Ticket, bool]:
     """Store a new ticket, or find the one made earlier under the same client_ref.
 
     Returns (ticket, created). A capture link has already fixed its project
     (`project_checked`), so a crew can submit while the project system is away. The project's
-    own markups apply unless `project_markups` gives others (the connection test's).
+    own markups apply unless `project_markups` gives others (the connection test's). `language`
+    is the crew's page's, for a ticket sent through a capture link.
     """
     client_ref = data.client_ref
     if client_ref:
@@ -70,7 +72,7 @@ def create_ticket(company_id: int, data: TicketInput, *, captured_via: str = "ap
         values["signature"]["signed_via"] = "api"
     record = TicketRecord(
         **values, id=str(uuid.uuid4()), company_id=company_id, project_id=project_id,
-        status="submitted", captured_via=captured_via, link_token=link_token,
+        status="submitted", captured_via=captured_via, link_token=link_token, language=language,
         photos=[TicketPhoto(**row) for row in photo_rows], decisions=[])
     signatures.seal(record)
     try:
@@ -132,7 +134,7 @@ def _answer_without_waiting(company_id: int, ticket_id: str) -> Ticket:
 
 
 def revise_ticket(company_id: int, link_token: str, revises: str, data: TicketInput, *,
-                  captured_via: str) -> tuple[Ticket, bool]:
+                  captured_via: str, language: str | None = None) -> tuple[Ticket, bool]:
     """A crew's corrected version of a ticket sent back to them, from the link it came through.
 
     The same ticket takes the new content under the new client reference and goes back to
@@ -165,6 +167,7 @@ def revise_ticket(company_id: int, link_token: str, revises: str, data: TicketIn
         signatures.seal(current)
         signatures.void_if_changed(current, before, earlier)
         current.captured_via = captured_via
+        current.language = language or current.language
         for row in photo_rows:
             current.photos.append(TicketPhoto(**row))
         current.status = "submitted"

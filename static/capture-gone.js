@@ -6,12 +6,8 @@
   var line = document.getElementById("kept-here");
   var store = window.idbKeyval;
   if (!box || !line || !store) { return; }
-  var messages = JSON.parse(box.getAttribute("data-messages") || "{}");
-  function t(text, values) {
-    var out = messages[text] || text;
-    Object.keys(values || {}).forEach(function (name) { out = out.split("{" + name + "}").join(String(values[name])); });
-    return out;
-  }
+  var language = document.documentElement.lang || "en";
+  var tn = window.CrewWords(JSON.parse(box.getAttribute("data-messages") || "{}"), language).tn;
   var token = box.getAttribute("data-token");
   var path = "/c/" + token + "/";
   store.entries().then(function (pairs) {
@@ -24,11 +20,9 @@
     var names = held.map(function (pair) {
       return (pair[1].payload && pair[1].payload.description || "").slice(0, 60);
     }).filter(Boolean).join("; ");
-    var count = new Intl.NumberFormat(document.documentElement.lang || "en").format(held.length);
-    line.textContent = held.length === 1
-      ? t("1 ticket written with this link is still on this phone and not lost: {names}.", { names: names })
-      : t("{count} tickets written with this link are still on this phone and not lost: {names}.",
-          { count: count, names: names });
+    line.textContent = tn("{count} ticket written with this link is still on this phone and not lost: {names}.",
+                          "{count} tickets written with this link are still on this phone and not lost: {names}.",
+                          held.length, { count: new Intl.NumberFormat(language).format(held.length), names: names });
     line.hidden = false;
   }).catch(function () {});
 })();

@@ -1,5 +1,6 @@
 /* Capture pages' service worker: keeps a copy of each opened form (page and assets)
- * for use with no signal, network first; a revoked link loses its copy. A page is kept only
+ * for use with no signal, network first; any form of a link (QR code, text message, plain
+ * link) opens from the copy of another; a revoked link loses its copy. A page is kept only
  * with every script and style it names, each at its exact address (which names its content,
  * ?v=); files no kept page names are dropped. Sends queued tickets when signal returns, even
  * with the page closed (Background Sync, where the browser has it). */
@@ -18,11 +19,32 @@ function kept(url) {
   return PAGE_PATH.test(url.pathname) || isAsset(url);
 }
 
+/* The token of the link a capture address belongs to. */
+function linkOf(url) { return url.pathname.split("/")[2]; }
+
 function forgetLink(url) {
-  var token = url.pathname.split("/")[2];
+  var token = linkOf(url);
   return caches.open(PAGE_CACHE).then(function (cache) {
     return forget(cache, function (other) {
       return other.pathname === "/c/" + token || other.pathname.indexOf("/c/" + token + "/") === 0;
+    });
+  });
+}
+
+/* The kept copy that answers for an address with no signal: its own; for a page with none, the
+ * copy of another form of the same link (QR code, text message, plain link, another ?lang=),
+ * the same path first, then the newest kept (keys are in the order they were put). The page's
+ * script reads from its own address which form the crew opened. */
+function keptCopy(cache, url) {
+  return cache.match(url.href, { ignoreVary: true }).then(function (copy) {
+    if (copy || !PAGE_PATH.test(url.pathname)) { return copy; }
+    return cache.keys().then(function (requests) {
+      var forms = requests.map(function (request) { return new URL(request.url); }).filter(function (other) {
+        return PAGE_PATH.test(other.pathname) && linkOf(other) === linkOf(url);
+      });
+      var samePath = forms.filter(function (other) { return other.pathname === url.pathname; });
+      var best = (samePath.length ? samePath : forms).pop();
+      return best ? cache.match(best.href, { ignoreVary: true }) : undefined;
     });
   });
 }
@@ -114,12 +136,12 @@ self.addEventListener("fetch", function (event) {
   var patience = new Promise(function (resolve, reject) {
     setTimeout(function () { reject(new Error("no answer yet")); }, NETWORK_WAIT_MS);
   });
-  // Slow or no network: the kept copy of this very address; else keep waiting for the
-  // network (a new page must not run an older copy of its script); with no network at all,
-  // an asset's other kept version is better than none.
+  // Slow or no network: the kept copy of this very address (or of this link's other form);
+  // else keep waiting for the network (a new page must not run an older copy of its script);
+  // with no network at all, an asset's other kept version is better than none.
   event.respondWith(Promise.race([fromNetwork, patience]).catch(function () {
     return caches.open(PAGE_CACHE).then(function (cache) {
-      return cache.match(url.href, { ignoreVary: true }).then(function (copy) {
+      return keptCopy(cache, url).then(function (copy) {
         return copy || fromNetwork.catch(function (failure) {
           return (isAsset(url) ? cache.match(url.href, { ignoreVary: true, ignoreSearch: true })
             : Promise.resolve(null)).then(function (other) {

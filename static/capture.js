@@ -19,6 +19,7 @@
   var form = document.getElementById("ticket-form");
   if (!form) { return; }
   document.documentElement.classList.add("js");
+  sayWhichFormWasOpened();
 
   var token = form.getAttribute("data-token");
   var projectId = form.getAttribute("data-project-id");
@@ -40,7 +41,7 @@
   var photos = [];
   var rowCounter = 100;
   var signaturePad = null;
-  var padWidth = 0;
+  var padBox = null;        // the signature pad's size in CSS pixels, once shown
   var signatureImage = null;
   var sending = false;
   var restoredKey = null;
@@ -50,16 +51,30 @@
   var staging = false;
 
   var LANG = document.documentElement.lang || "en";
-  var MESSAGES = JSON.parse(form.getAttribute("data-messages") || "{}");
-
-  /* The page's words in the crew's language (one catalog with the server's), {name} filled in. */
-  function t(text, values) {
-    var out = MESSAGES[text] || text;
-    Object.keys(values || {}).forEach(function (name) { out = out.split("{" + name + "}").join(String(values[name])); });
-    return out;
-  }
+  // The page's words in the crew's language (one catalog with the server's), {name} filled in.
+  var catalog = window.CrewWords(JSON.parse(form.getAttribute("data-messages") || "{}"), LANG);
+  var t = catalog.t, tn = catalog.tn;
 
   function num(value) { return new Intl.NumberFormat(LANG).format(value); }
+
+  /* With no signal, a form of this link (QR code, text message, plain link) may open from the
+   * copy kept of another: its tickets still say which one the crew opened, from the address. */
+  function sayWhichFormWasOpened() {
+    var end = /^\/c\/[^/]+\/([qs])$/.exec(location.pathname);
+    var via = end ? { q: "qr", s: "sms" }[end[1]] : "link";
+    if (form.getAttribute("data-via") === via) { return; }
+    ["action", "data-submit-url"].forEach(function (name) {
+      var address = new URL(form.getAttribute(name), location.href);
+      address.searchParams.set("via", via);
+      form.setAttribute(name, address.pathname + address.search);
+    });
+    form.setAttribute("data-via", via);
+    form.elements.namedItem("via").value = via;
+  }
+
+  function photosRefusedWords(count) {
+    return tn("{count} photo could not be used.", "{count} photos could not be used.", count, { count: num(count) });
+  }
 
   function newClientRef() {
     if (window.crypto && crypto.randomUUID) { return crypto.randomUUID(); }
@@ -142,7 +157,7 @@
     else if (item.state === "sent-back") { state = t("Sent back: {reason}", { reason: entry.reason || refusedReason(entry) }); }
     else {
       state = t("Sent {reference} {time}", { reference: entry.reference, time: clock(entry.sent_at) });
-      if (entry.photos_refused) { state += ". " + t("{count} photo(s) could not be used.", { count: num(entry.photos_refused) }); }
+      if (entry.photos_refused) { state += ". " + photosRefusedWords(entry.photos_refused); }
     }
     return { title: project + title.slice(0, 60), state: state };
   }
@@ -179,7 +194,9 @@
   function showWaiting(prefix) {
     return waitingCount().then(function (count) {
       if (!count) { return; }
-      showStatus("saved", (prefix || "") + t("{count} waiting. Kept on this phone; it sends by itself when there is signal.", { count: num(count) }));
+      showStatus("saved", (prefix || "") + tn("{count} waiting. Kept on this phone; it sends by itself when there is signal.",
+                                              "{count} waiting. Kept on this phone; they send by themselves when there is signal.",
+                                              count, { count: num(count) }));
     });
   }
 
@@ -518,20 +535,9 @@
 
   /* ---- Signature: kept as stroke data, so it is redrawn at any size. ---- */
 
-  function scaleStrokes(data, factor) {
-    return data.map(function (stroke) {
-      var copy = {};
-      Object.keys(stroke).forEach(function (key) { copy[key] = stroke[key]; });
-      copy.points = stroke.points.map(function (p) {
-        return { x: p.x * factor, y: p.y * factor, pressure: p.pressure, time: p.time };
-      });
-      return copy;
-    });
-  }
-
   function drawSignatureImage() {
-    if (signatureImage && signaturePad && signaturePad.toData().length === 0) {
-      signaturePad.fromDataURL(signatureImage, { width: padWidth, height: signaturePad.canvas.offsetHeight });
+    if (signatureImage && signaturePad && padBox && signaturePad.toData().length === 0) {
+      signaturePad.fromDataURL(signatureImage, { width: padBox.width, height: padBox.height });
     }
   }
 
@@ -539,7 +545,7 @@
     if (!signaturePad) { return null; }
     var strokes = signaturePad.toData();
     if (!strokes.length && !signatureImage) { return null; }
-    return { strokes: strokes, width: padWidth, image: strokes.length ? null : signatureImage };
+    return { strokes: strokes, image: strokes.length ? null : signatureImage };
   }
 
   function restoreSignature(state) {
@@ -548,8 +554,8 @@
     signaturePad.clear();
     if (!state) { return; }
     if (state.strokes && state.strokes.length) {
-      var factor = state.width && padWidth ? padWidth / state.width : 1;
-      signaturePad.fromData(factor === 1 ? state.strokes : scaleStrokes(state.strokes, factor));
+      // Drawn on another screen, perhaps: nothing may fall off this pad's edges.
+      signaturePad.fromData(padBox ? window.SignatureFit.fitted(state.strokes, padBox) : state.strokes);
     } else if (state.image) {
       signatureImage = state.image;
       drawSignatureImage();
@@ -562,20 +568,12 @@
 
   function setUpSignature() {
     var canvas = document.getElementById("signature-pad");
-    if (!canvas || !window.SignaturePad) { return; }
+    if (!canvas || !window.SignaturePad || !window.SignatureFit) { return; }
     signaturePad = new window.SignaturePad(canvas, { backgroundColor: "rgba(255,255,255,0)", penColor: "#000" });
     function resize() {
-      var width = canvas.offsetWidth, height = canvas.offsetHeight;
-      if (!width || !height) { return; }  // hidden: keep what is drawn until it shows again
-      var ratio = Math.max(window.devicePixelRatio || 1, 1);
-      var data = signaturePad.toData();
-      if (padWidth && padWidth !== width) { data = scaleStrokes(data, width / padWidth); }
-      canvas.width = width * ratio;
-      canvas.height = height * ratio;
-      canvas.getContext("2d").scale(ratio, ratio);
-      padWidth = width;
-      signaturePad.clear();
-      signaturePad.fromData(data);
+      var box = window.SignatureFit.resize(signaturePad, canvas);
+      if (!box) { return; }  // hidden: keep what is drawn until it shows again
+      padBox = box;
       drawSignatureImage();
     }
     window.addEventListener("resize", resize);
@@ -638,7 +636,8 @@
       photos: photos.map(function (p) {
         return { key: p.key, name: p.name, data_url: p.data_url, taken_at: p.taken_at, coords: p.coords || null };
       }),
-      client_ref: draftRef
+      client_ref: draftRef,
+      language: LANG  // the crew's language: signing links for the ticket are made in it
     };
     ticketFields().forEach(function (name) { payload[name] = value(name); });
     if (!payload.worked_on) { delete payload.worked_on; }
@@ -1131,7 +1130,7 @@
 
   function showSent(reference, photosRefused) {
     var words = t("Sent {reference} {time}", { reference: reference, time: clock() });
-    if (photosRefused) { words += ". " + t("{count} photo(s) could not be used.", { count: num(photosRefused) }); }
+    if (photosRefused) { words += ". " + photosRefusedWords(photosRefused); }
     showStatus("sent", words);
     refreshTray();
   }

@@ -9,20 +9,11 @@
 
   var canvas = document.getElementById("signature-pad");
   var pad = null;
-  if (canvas && window.SignaturePad) {
+  if (canvas && window.SignaturePad && window.SignatureFit) {
     pad = new window.SignaturePad(canvas, { backgroundColor: "rgba(255,255,255,0)", penColor: "#000" });
-    var resize = function () {
-      var width = canvas.offsetWidth, height = canvas.offsetHeight;
-      if (!width || !height) { return; }
-      var ratio = Math.max(window.devicePixelRatio || 1, 1);
-      var data = pad.toData();
-      canvas.width = width * ratio;
-      canvas.height = height * ratio;
-      canvas.getContext("2d").scale(ratio, ratio);
-      pad.clear();
-      pad.fromData(data);
-    };
+    var resize = function () { window.SignatureFit.resize(pad, canvas); };
     window.addEventListener("resize", resize);
+    if (window.ResizeObserver) { new ResizeObserver(resize).observe(canvas); }
     resize();
     document.getElementById("signature-clear").addEventListener("click", function () { pad.clear(); });
   }

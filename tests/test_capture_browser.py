@@ -1401,7 +1401,7 @@ def test_a_photo_the_server_cannot_use_is_named_in_the_tray(client, acme, live_s
     fill_ticket(page)
     page.click("button[type=submit]")
     page.wait_for_selector("#done:not([hidden])", timeout=30_000)
-    assert "1 photo(s) could not be used." in page.inner_text("#queue-status")
+    assert "1 photo could not be used." in page.inner_text("#queue-status")
     with app.app_context():
         (ticket,) = db.session.query(Ticket).all()
         assert ticket.photo_count == 1

@@ -594,3 +594,61 @@ def test_a_capture_link_makes_a_limited_number_of_signing_links_per_hour(app, cl
         assert crew_asks(client, other, "phone-ref-0004", "d@example.com").status_code == 200
         clock.shift(3601)
         assert crew_asks(client, token, "phone-ref-0003", "c@example.com").status_code == 200
+
+
+def test_a_signing_request_made_through_the_api_speaks_the_crews_language(app, client, acme):
+    import urllib.parse
+
+    token = client.post("/v1/links", headers=acme.headers,
+                        json={"project_id": acme.project()["id"]}).json["token"]
+    body = {"description": "Se movió la zanja", "reason": "Tubería de gas", "directed_by": "Sam",
+            "labor": [{"trade": "Ayudante", "hours": 2, "rate": 50}]}
+    # The crew's phone sends its page's language; the plain form (no script) sends it too.
+    sent = client.post(f"/c/{token}/tickets",
+                       json={**body, "client_ref": "phone-es-0001", "language": "es"}).json
+    plain = client.post(f"/c/{token}/tickets", data={
+        "description": "Zanja", "reason": "Gas", "directed_by": "Sam", "language": "es"})
+    assert plain.status_code == 200
+    crews = client.get("/v1/tickets", headers=acme.headers).json["data"]
+    assert len(crews) == 2 and all(client.get(f"/v1/tickets/{t['id']}", headers=acme.headers)
+                                   .json["language"] == "es" for t in crews)
+    from_program = create(client, acme)
+    assert from_program["language"] is None
+    with smtp_server() as mailbox:
+        app.config.update(mailbox.settings())
+        # A program asks for the signature and says nothing of the language: the crew's.
+        answer = ask(client, acme, sent["id"], email="sam@gc.example")
+        assert answer.status_code == 200 and answer.json["language"] == "es"
+        assert answer.json["url"].endswith("?lang=es")
+        text = urllib.parse.unquote(answer.json["sms_href"].split("body=", 1)[1])
+        assert text.startswith("Por favor firme la boleta de trabajo extra T-")
+        (message,) = mailbox.messages
+        assert message["Subject"].startswith("Por favor firme la boleta de trabajo extra T-")
+        assert "le pide firmar la boleta" in message.get_content()
+        # Said outright, the request's language wins; a program's own ticket is in English.
+        assert ask(client, acme, sent["id"], language="en").json["language"] == "en"
+        english = ask(client, acme, from_program["id"], email="sam@gc.example")
+        assert english.json["language"] == "en" and not english.json["url"].endswith("?lang=es")
+        assert mailbox.messages[-1]["Subject"].startswith("Please sign extra-work ticket T-")
+    listed = client.get(f"/v1/tickets/{sent['id']}/signature-requests", headers=acme.headers).json
+    assert [r["language"] for r in listed["data"]] == ["en", "es"]
+
+
+def test_a_sent_back_ticket_is_not_offered_for_signing(app, client, acme):
+    from tests.test_review_pages import sign_in
+
+    token = client.post("/v1/links", headers=acme.headers,
+                        json={"project_id": acme.project()["id"]}).json["token"]
+    sent = client.post(f"/c/{token}/tickets", json={
+        "description": "Se movió la zanja", "reason": "Tubería de gas", "directed_by": "Sam",
+        "client_ref": "phone-back-0001", "language": "es"}).json
+    browser = sign_in(app, client, acme)
+    page = browser.get(f"/tickets/{sent['id']}").get_data(as_text=True)
+    assert "Send it to be signed" in page
+    assert '<option value="es" selected>' in page  # the crew's language, to start with
+    client.post(f"/v1/tickets/{sent['id']}/reject", headers=acme.headers, json={"reason": "Hours"})
+    # Sent back, signing is refused; neither the PM's page nor the crew's phone offers it.
+    assert ask(client, acme, sent["id"]).json["error"]["code"] == "ticket_rejected"
+    assert "Send it to be signed" not in browser.get(f"/tickets/{sent['id']}").get_data(as_text=True)
+    mine = client.post(f"/c/{token}/mine", json={"client_refs": ["phone-back-0001"]}).json
+    assert mine["data"][0]["can_request_signature"] is False

@@ -6,7 +6,7 @@ from pathlib import Path
 from babel.messages.extract import extract_from_file
 from babel.messages.pofile import read_po
 
-from services.i18n import script_words
+from services.i18n import script_plurals, script_words
 
 ROOT = Path(__file__).resolve().parents[1]
 CATALOG = ROOT / "translations" / "es" / "LC_MESSAGES" / "messages.po"
@@ -14,21 +14,24 @@ CATALOG = ROOT / "translations" / "es" / "LC_MESSAGES" / "messages.po"
 TEMPLATES = ("templates/capture/*.html", "templates/signing/*.html")
 CODE = ("services/*.py", "blueprints/*.py")
 SCRIPTS = ("capture.js", "capture-gone.js", "signing.js")
+KEYWORDS = {"_": None, "gettext": None, "lazy_gettext": None, "ngettext": (1, 2)}
 
 
-def translated() -> set[str]:
-    """The English messages the Spanish catalog has a translation for."""
+def translated() -> set[str | tuple[str, str]]:
+    """The English messages the Spanish catalog has a translation for: a text, or a text with a
+    count as (singular, plural) when every one of its forms is there."""
     with CATALOG.open("rb") as handle:
-        return {message.id for message in read_po(handle) if message.id and message.string}
+        return {message.id for message in read_po(handle) if message.id and (
+            all(message.string) if message.pluralizable else message.string)}
 
 
-def words_in(patterns: tuple[str, ...], method: str) -> dict[str, str]:
+def words_in(patterns: tuple[str, ...], method: str) -> dict[str | tuple[str, str], str]:
     """Each message found in the files, with the first file that uses it."""
-    found: dict[str, str] = {}
+    found: dict[str | tuple[str, str], str] = {}
     for pattern in patterns:
         for path in sorted(ROOT.glob(pattern)):
             for _line, message, _comments, _context in extract_from_file(
-                    method, str(path), keywords={"_": None, "gettext": None, "lazy_gettext": None}):
+                    method, str(path), keywords=KEYWORDS):
                 found.setdefault(message, str(path.relative_to(ROOT)))
     return found
 
@@ -37,6 +40,25 @@ def test_every_crew_and_signer_message_has_its_spanish():
     words = {**words_in(TEMPLATES, "jinja2.ext.babel_extract"), **words_in(CODE, "python")}
     for script in SCRIPTS:
         words.update({message: f"static/{script}" for message in script_words(script)})
+        words.update({pair: f"static/{script}" for pair in script_plurals(script)})
     missing = sorted(f"{where}: {message!r}" for message, where in words.items()
                      if message not in translated())
     assert not missing, "\n".join(missing)
+
+
+def test_a_script_gets_each_plural_form_of_a_count_from_the_catalog(app):
+    from services.i18n import script_messages
+
+    waiting = "{count} waiting. Kept on this phone; it sends by itself when there is signal."
+    with app.test_request_context("/c/x?lang=es"):
+        forms = script_messages("capture.js")[waiting]
+        gone = script_messages("capture-gone.js")
+    # By the browser's plural categories for Spanish: 1 is "one"; a million is "many".
+    assert forms["one"].startswith("{count} pendiente. Guardada")
+    assert forms["other"].startswith("{count} pendientes. Guardadas")
+    assert forms["many"] == forms["other"]
+    assert all("(s)" not in form for form in forms.values())
+    kept = gone["{count} ticket written with this link is still on this phone and not lost: {names}."]
+    assert kept["one"].startswith("{count} boleta escrita") and kept["other"].startswith("{count} boletas")
+    with app.test_request_context("/c/x?lang=en"):
+        assert script_messages("capture.js") == {}  # English: the script has its own words
