@@ -263,7 +263,7 @@ def run_sections(workdir: Path, service, camera: bytes, args, results: dict,
             results["memory"]["service_after_pages_mb"] = rss_mb(service.worker_pid())
             log("photo compression in the page, CPU 4x slower")
             compressed = browser.compress_photo(chromium, company["capture_url"], camera)
-            log("capture on one bar: open link to Sent, 12 photos, two drops")
+            log("capture on one bar: open link to Sent, 12 photos, cut between photos and mid-photo")
             results["north_star"] = browser.north_star(chromium, company["capture_url"], camera)
         finally:
             chromium.close()

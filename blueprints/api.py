@@ -43,6 +43,8 @@ class Operation:
     extra_responses: dict[int, str] = field(default_factory=dict)
     media_type: str | None = None
     binary_body: tuple[str, ...] = ()
+    headers: dict[str, str] = field(default_factory=dict)
+    accepted: type[BaseModel] | None = None
 
 
 OPERATIONS: list[Operation] = []
@@ -187,7 +189,9 @@ def api_route(bp: Blueprint, rule: str, *, method: str = "GET", tag: str,
               public: bool = False, body_required: bool = True,
               extra_responses: dict[int, str] | None = None,
               validator: Callable[[Any], BaseModel] | None = None,
-              media_type: str | None = None, binary_body: tuple[str, ...] = ()) -> Callable:
+              media_type: str | None = None, binary_body: tuple[str, ...] = (),
+              headers: dict[str, str] | None = None,
+              accepted: type[BaseModel] | None = None) -> Callable:
     """Register a /v1 route and document it; the view receives parsed `body` and `query`.
 
     `errors` maps each status the view itself can answer to the codes it answers with; the
@@ -195,7 +199,9 @@ def api_route(bp: Blueprint, rule: str, *, method: str = "GET", tag: str,
     for bodies; 401, 429) are added by the document. `validator` replaces the plain model check of the body when
     the input has one validator of its own (it must raise the same 400). `media_type` names
     the content of a route that answers a file (such as image/jpeg) instead of JSON;
-    `binary_body` the media types of a body the view reads as raw bytes (a photo).
+    `binary_body` the media types of a body the view reads as raw bytes (a photo). `headers`
+    documents the request headers the view reads (name: description), and `accepted` the
+    body of a 202 the view may answer instead of `response` (a piece of a photo kept).
     """
 
     def decorator(view: Callable) -> Callable:
@@ -220,6 +226,7 @@ def api_route(bp: Blueprint, rule: str, *, method: str = "GET", tag: str,
             response=response, errors=errors or {}, public=public, body_required=body_required,
             description="\n".join(doc[1:]).strip() or None,
             extra_responses=extra_responses or {}, media_type=media_type, binary_body=binary_body,
+            headers=headers or {}, accepted=accepted,
         ))
         return handler
 

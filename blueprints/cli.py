@@ -18,6 +18,7 @@ from services import (
     learning,
     mail,
     photo_sweep,
+    photo_uploads,
     projects,
     reviewers,
     signing,
@@ -213,11 +214,15 @@ def send_reminders_command() -> None:
 @click.option("--remove", is_flag=True, help="Remove them; without it they are only listed.")
 def photo_orphans_command(min_age_hours: float, remove: bool) -> None:
     """List image files no ticket refers to (left by refused or interrupted requests, or staged
-    for a ticket whose text never came within STAGED_PHOTO_DAYS)."""
+    for a ticket whose text never came within STAGED_PHOTO_DAYS), and photos sent in part and
+    left unfinished that long."""
     stale = photo_sweep.drop_stale_staged(remove)
     days = current_app.config["STAGED_PHOTO_DAYS"]
     click.echo(f"{'dropped' if remove else 'found'} {stale} photo(s) staged over {days} days for "
                "a ticket that never came")
+    unfinished = photo_uploads.drop_stale(remove)
+    click.echo(f"{'dropped' if remove else 'found'} {unfinished} photo(s) sent in part and "
+               f"left unfinished over {days} days")
     report = photo_sweep.sweep_orphans(min_age_hours * 3600, remove=remove)
     now = time.time()
     for orphan in report.found:

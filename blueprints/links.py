@@ -10,7 +10,7 @@ from flask_login import current_user, login_required
 from blueprints.api import PROJECT_SYSTEM_ERRORS, api_route, error_codes, read_json_object
 from models.schemas import CaptureSettings, CaptureSettingsInput, Link, LinkInput, LinkList
 from models import short_reference
-from services import assets, capture, i18n, links, projects
+from services import assets, capture, evidence, i18n, links, photo_uploads, projects
 from services.plain_words import plain_error
 from services.errors import ServiceError
 from services.ratelimit import count_or_refuse
@@ -167,11 +167,13 @@ def _capture_limit_key() -> str:
 
 def _refuse_before_body() -> Response | None:
     """Before the body is read: count the submission against its link's limit (unknown tokens
-    against their address's), and answer one to an unknown or revoked link at once."""
+    against their address's), and answer one to an unknown or revoked link at once. A photo's
+    later pieces count as part of the photo, which its first piece counted."""
     link, error = _submitted_link()
     try:
-        count_or_refuse(_capture_limit(), "capture", _capture_limit_key(),
-                        "too many tickets through this link just now; send again in a minute")
+        if link is None or not photo_uploads.continues(request.headers.get(photo_uploads.HEADER)):
+            count_or_refuse(_capture_limit(), "capture", _capture_limit_key(),
+                            "too many tickets through this link just now; send again in a minute")
     except ServiceError as refused:
         error = refused
     if error is None:
@@ -232,7 +234,9 @@ def capture_submit(token: str) -> Response:
     reference = short_reference(ticket.id)
     if as_json:
         response = jsonify({"id": ticket.id, "reference": reference, "created": created,
-                            "photo_count": ticket.photo_count})
+                            "photo_count": ticket.photo_count,
+                            "photo_keys": evidence.photo_keys(ticket.id),
+                            "signed": ticket.signature is not None})
         response.headers.update(CAPTURE_SECURITY_HEADERS)
         return response
     return _capture_response(render_template("capture/done.html", reference=reference,
@@ -308,15 +312,29 @@ class UploadCutOff(ServiceError):
         super().__init__("the upload was cut off; send it again")
 
 
+def _piece_answer(progress: photo_uploads.Progress) -> Response:
+    """202 to a piece of a photo that was not its last: how many bytes the server holds."""
+    response = jsonify({"offset": progress.offset, "total": progress.total})
+    response.status_code = 202
+    response.headers.update(CAPTURE_SECURITY_HEADERS)
+    response.headers["Upload-Offset"] = str(progress.offset)
+    return response
+
+
 def _part_answer(token: str, work) -> Response:
-    """Run one per-part upload of a capture ticket and answer the phone in JSON."""
+    """Run one per-part upload of a capture ticket and answer the phone in JSON: the ticket
+    with the photos it holds, or how far a photo sent in pieces has come."""
     try:
-        ticket, created = work()
+        answer = work()
     except ServiceError as error:
         return _json_refusal(error)
+    if isinstance(answer, photo_uploads.Progress):
+        return _piece_answer(answer)
+    ticket, created = answer
     response = jsonify({"id": ticket.id, "reference": short_reference(ticket.id),
                         "created": created, "photo_count": ticket.photo_count,
                         "photos_expected": ticket.photos_expected,
+                        "photo_keys": evidence.photo_keys(ticket.id),
                         "signed": ticket.signature is not None})
     response.headers.update(CAPTURE_SECURITY_HEADERS)
     return response
@@ -324,25 +342,31 @@ def _part_answer(token: str, work) -> Response:
 
 @bp.put("/c/<token>/tickets/<client_ref>/photos/<key>")
 def capture_photo(token: str, client_ref: str, key: str) -> Response:
-    """One photo of a ticket whose text already arrived: the image bytes as the body.
+    """One photo of a ticket whose text already arrived: the image bytes as the body, whole or
+    a piece at a time (Content-Range, services/photo_uploads.py).
 
     The same key again changes nothing, so a phone can resend after any drop.
     """
-    return _part_answer(token, lambda: capture.put_photo(token, client_ref, key,
-                                                         _whole_body(), request.args))
+    return _part_answer(token, lambda: capture.put_photo(
+        token, client_ref, key, _whole_body(), request.args,
+        request.headers.get(photo_uploads.HEADER)))
 
 
 @bp.put("/c/<token>/drafts/<client_ref>/photos/<key>")
 def capture_draft_photo(token: str, client_ref: str, key: str) -> Response:
-    """A photo uploaded as it is taken, while the crew is still writing its ticket.
+    """A photo uploaded as it is taken, while the crew is still writing its ticket (whole or a
+    piece at a time, as above).
 
     Kept under the phone's reference until the ticket's text arrives and lists it; the
     same key again changes nothing.
     """
     try:
-        answer = capture.stage_photo(token, client_ref, key, _whole_body(), request.args)
+        answer = capture.stage_photo(token, client_ref, key, _whole_body(), request.args,
+                                     request.headers.get(photo_uploads.HEADER))
     except ServiceError as error:
         return _json_refusal(error)
+    if isinstance(answer, photo_uploads.Progress):
+        return _piece_answer(answer)
     response = jsonify(answer)
     response.headers.update(CAPTURE_SECURITY_HEADERS)
     return response

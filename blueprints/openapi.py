@@ -10,7 +10,13 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from blueprints.api import OPERATIONS, Operation, api_route, error_codes, openapi_path
-from blueprints.openapi_texts import API_DESCRIPTION, BINARY_BODY_TEXT, ERROR_TEXT, TAGS
+from blueprints.openapi_texts import (
+    ACCEPTED_TEXT,
+    API_DESCRIPTION,
+    BINARY_BODY_TEXT,
+    ERROR_TEXT,
+    TAGS,
+)
 from models.schemas import DocumentSchema, ErrorBody
 
 bp = Blueprint("openapi", __name__)
@@ -26,7 +32,8 @@ def _schema_models() -> list[tuple[type[BaseModel], str]]:
     """
     pairs: list[tuple[type[BaseModel], str]] = [(ErrorBody, "serialization")]
     for operation in OPERATIONS:
-        for model, mode in ((operation.body, "validation"), (operation.response, "serialization")):
+        for model, mode in ((operation.body, "validation"), (operation.response, "serialization"),
+                            (operation.accepted, "serialization")):
             if model is not None and (model, mode) not in pairs:
                 pairs.append((model, mode))
     return pairs
@@ -69,6 +76,19 @@ RATE_LIMIT_HEADERS = {
 }
 
 
+UPLOAD_OFFSET_HEADER = {"description": "Bytes of the photo the server holds, from byte 0 on: "
+                                       "the next piece starts at this byte.",
+                        "schema": {"type": "integer", "minimum": 0}}
+
+
+def _header_parameters(operation: Operation) -> list[dict[str, Any]]:
+    """The request headers a route reads, each optional and described."""
+    return [{"name": name, "in": "header", "required": False, "description": text,
+             "schema": {"type": "string", "pattern": r"^bytes \d{1,10}-\d{1,10}/\d{1,10}$"}
+             if name == "Content-Range" else {"type": "string"}}
+            for name, text in operation.headers.items()]
+
+
 def _error_response(status: int, codes: tuple[str, ...], text: str | None = None, *,
                     limited: bool = False) -> dict[str, Any]:
     """An error response object pointing at the shared error schema, naming its codes."""
@@ -85,6 +105,8 @@ def _error_response(status: int, codes: tuple[str, ...], text: str | None = None
     if status == 503:
         headers["Retry-After"] = {"description": "Seconds to wait before sending again.",
                                   "schema": {"type": "integer"}}
+    if "upload_offset_mismatch" in codes:
+        headers["Upload-Offset"] = UPLOAD_OFFSET_HEADER
     if headers:
         response["headers"] = headers
     return response
@@ -123,6 +145,7 @@ def _operation_object(operation: Operation, refs: dict, components: dict[str, An
     parameters = _path_parameters(operation.rule)
     if operation.query is not None:
         parameters += _query_parameters(operation.query, components)
+    parameters += _header_parameters(operation)
     result: dict[str, Any] = {
         "operationId": operation.endpoint.replace(".", "_"),
         "summary": operation.summary,
@@ -157,6 +180,11 @@ def _operation_object(operation: Operation, refs: dict, components: dict[str, An
         else:
             ok["content"] = {operation.media_type: {"schema": {"type": "string"}}}
     responses: dict[str, Any] = {"200": ok}
+    if operation.accepted is not None:
+        responses["202"] = {
+            "description": ACCEPTED_TEXT,
+            "headers": {**ok.get("headers", {}), "Upload-Offset": UPLOAD_OFFSET_HEADER},
+            "content": {"application/json": {"schema": refs[(operation.accepted, "serialization")]}}}
     codes = error_codes(_common_errors(operation), operation.errors)
     for status in sorted(codes):
         responses[str(status)] = _error_response(status, codes[status],

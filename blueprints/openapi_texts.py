@@ -19,6 +19,21 @@ ERROR_TEXT = {
 BINARY_BODY_TEXT = ("The image itself (JPEG, PNG or WebP), not base64; any Content-Type is taken "
                     "(image/jpeg, image/png, image/webp too): the bytes are checked.")
 
+ACCEPTED_TEXT = ("The piece was kept; the photo is not whole yet. The body (and `Upload-Offset`) "
+                 "says where the next piece starts.")
+
+# The Content-Range request header of a photo sent in pieces.
+PIECE_TEXT = (
+    "Send the photo in pieces on a weak signal: `bytes FIRST-LAST/TOTAL` names where this "
+    "body goes (bytes counted from 0, LAST included; TOTAL the photo's size, at most 2 MiB). "
+    "Every piece but the last has at least 16 KiB. A piece that is not the last is answered "
+    "202 with the offset the server now holds; the last one 200, as a whole photo. A piece "
+    "that does not start where the server's bytes end is refused with 409 "
+    "`upload_offset_mismatch` and the offset it holds (body `details.offset` and "
+    "`Upload-Offset`): send on from there. After a drop, send from the offset you last heard, "
+    "or from 0 to be told. Without this header the body is the whole photo. Pieces of a photo "
+    "left unfinished for 7 days are dropped.")
+
 API_DESCRIPTION = """\
 Record claims of out-of-scope construction work and write approved ones into the
 project system (Procore) as change events or daily-log entries, exactly once.

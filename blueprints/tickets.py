@@ -4,6 +4,7 @@ from __future__ import annotations
 from flask import Blueprint, Response, g, request
 
 from blueprints.api import PROJECT_SYSTEM_ERRORS, api_route, error_codes
+from blueprints.openapi_texts import PIECE_TEXT
 from models.schemas import (
     ApprovalResult,
     ApproveInput,
@@ -15,6 +16,7 @@ from models.schemas import (
     TicketInput,
     TicketList,
     TicketListQuery,
+    UploadProgress,
 )
 from models import utcnow
 from services import (
@@ -23,6 +25,7 @@ from services import (
     documents,
     evidence,
     export,
+    photo_uploads,
     storage,
     ticket_queries,
     ticket_shapes,
@@ -122,20 +125,41 @@ def add_photos(ticket_id: str, body: PhotosInput) -> Ticket:
 
 @api_route(bp, "/tickets/<ticket_id>/photo-uploads/<key>", method="PUT", tag="evidence", response=Ticket,
            query=PhotoUploadQuery, binary_body=PHOTO_BODY_TYPES,
+           headers={photo_uploads.HEADER: PIECE_TEXT}, accepted=UploadProgress,
            errors=error_codes({400: ("validation_failed",), 404: ("ticket_not_found", "not_found"),
-                               408: ("upload_cut_off",), 409: ("ticket_written",)}, STORAGE_ERRORS),
-           extra_responses=STORAGE_TEXT)
-def put_photo(ticket_id: str, key: str, query: PhotoUploadQuery) -> Ticket:
+                               408: ("upload_cut_off",),
+                               409: ("ticket_written", "upload_offset_mismatch")}, STORAGE_ERRORS),
+           extra_responses={**STORAGE_TEXT,
+                            409: "`ticket_written`: the ticket is written and takes no more "
+                                 "photos. `upload_offset_mismatch`: the piece does not start "
+                                 "where the server's bytes of this photo end; `details.offset` "
+                                 "and `Upload-Offset` say where."})
+def put_photo(ticket_id: str, key: str, query: PhotoUploadQuery) -> Ticket | Response:
     """Attach one photo under your own key (1-64 letters, digits, '-', '_'); again changes nothing.
 
-    The body is the image itself (JPEG, PNG or WebP, at most 2 MiB); `name`, `taken_at`, `lat`
-    and `lng` may be given in the query. For senders on a weak signal: one small upload per
-    photo, each safe to repeat. Send `photos_expected` with the ticket so it shows the photos
-    as arriving until all are in.
+    The body is the image itself (JPEG, PNG or WebP, at most 2 MiB), whole or a piece at a time
+    (`Content-Range`); `name`, `taken_at`, `lat` and `lng` may be given in the query. For
+    senders on a weak signal: one small upload per photo, or per piece of it, each safe to
+    repeat; a photo the ticket holds is answered as held, whatever the piece. Send
+    `photos_expected` with the ticket so it shows the photos as arriving until all are in.
     """
-    find_ticket(g.company_id, ticket_id)  # an unknown ticket is a 404 whatever the body
-    photo = capture.photo_from_upload(request.get_data(), query.model_dump(exclude_none=True))
-    return evidence.put_photo(g.company_id, ticket_id, capture.part_key(key), photo)[0]
+    ticket = find_ticket(g.company_id, ticket_id)  # an unknown ticket is a 404 whatever the body
+    key = capture.part_key(key)
+    if key in evidence.photo_keys(ticket.id):
+        return ticket_shapes.get_ticket(g.company_id, ticket.id)
+    answer = photo_uploads.take(
+        g.company_id, ticket.link_token, f"t:{ticket.id}:{key}", request.get_data(),
+        request.headers.get(photo_uploads.HEADER),
+        lambda whole: evidence.put_photo(
+            g.company_id, ticket.id, key,
+            capture.photo_from_upload(whole.data, query.model_dump(exclude_none=True)),
+            counted=whole.counted)[0])
+    if isinstance(answer, photo_uploads.Progress):
+        response = Response(UploadProgress(offset=answer.offset, total=answer.total)
+                            .model_dump_json(), status=202, mimetype="application/json")
+        response.headers["Upload-Offset"] = str(answer.offset)
+        return response
+    return answer
 
 
 @api_route(bp, "/tickets/<ticket_id>/approve", method="POST", tag="approval", body=ApproveInput,

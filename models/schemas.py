@@ -110,17 +110,27 @@ class NteExceededDetail(Shape):
     after: str = Field(description="Written once this ticket is too, as a decimal string.")
 
 
+class UploadProgress(Shape):
+    """How much of a photo sent in pieces the server holds (a 202 to a piece that was not the
+    last; the details of a 409 `upload_offset_mismatch`)."""
+
+    offset: int = Field(ge=0, description="Bytes of the photo the server holds, from byte 0 "
+                                          "on: the next piece starts at this byte.")
+    total: int = Field(ge=1, description="The photo's size in bytes, as its pieces give it.")
+
+
 class ErrorDetail(Shape):
     """The inside of every error body."""
 
     code: str = Field(description="Stable, machine-readable error code; each response lists "
                                   "the codes it can carry.")
     message: str = Field(description="Human-readable explanation.")
-    details: list[FieldProblem] | list[LineRefusal] | NteExceededDetail | None = Field(
-        default=None, description=(
+    details: list[FieldProblem] | list[LineRefusal] | NteExceededDetail | UploadProgress | None = \
+        Field(default=None, description=(
             "A 400 `validation_failed` lists every problem at once as FieldProblem items; a 409 "
             "`lines_need_review` lists every refused line as LineRefusal items; a 409 "
-            "`nte_exceeded` is one NteExceededDetail; otherwise absent."))
+            "`nte_exceeded` is one NteExceededDetail; a 409 `upload_offset_mismatch` is one "
+            "UploadProgress (where the photo's next piece must start); otherwise absent."))
 
 
 class ErrorBody(Shape):

@@ -26,6 +26,7 @@ from services import (
     evidence,
     i18n,
     links,
+    photo_uploads,
     projects,
     rates,
     signatures,
@@ -97,13 +98,15 @@ def submit(token: str, payload: dict[str, Any], via: str) -> tuple[Ticket, bool]
     data = tickets.validate_ticket(payload)
     captured_via = via if via in CAPTURE_VIAS else "link"
     if isinstance(revises, str) and revises:
-        return tickets.revise_ticket(link.company_id, link.token, revises[:64], data,
-                                     captured_via=captured_via, language=language)
-    ticket, created = tickets.create_ticket(link.company_id, data, captured_via=captured_via,
-                                            link_token=link.token, project_checked=True,
-                                            language=language)
+        ticket, created = tickets.revise_ticket(link.company_id, link.token, revises[:64], data,
+                                                captured_via=captured_via, language=language)
+    else:
+        ticket, created = tickets.create_ticket(link.company_id, data, captured_via=captured_via,
+                                                link_token=link.token, project_checked=True,
+                                                language=language)
     if data.client_ref and isinstance(keys, list):
-        # Photos uploaded while the ticket was being written, those the phone still lists.
+        # Photos uploaded while the ticket (or its correction) was being written, those the
+        # phone still lists.
         evidence.attach_staged(link.company_id, ticket.id, link.token, data.client_ref,
                                [str(key) for key in keys[:12]])
         ticket = get_ticket(link.company_id, ticket.id, Wait.NO)
@@ -192,26 +195,52 @@ def photo_from_upload(raw: bytes, args: Any) -> PhotoIn:
     return validate(PhotoIn, payload)
 
 
-def put_photo(token: str, client_ref: str, key: str, raw: bytes, args: Any) -> tuple[Ticket, bool]:
-    """One photo of a ticket sent through a capture link, idempotent by the photo's key."""
+def _upload_name(link: Any, client_ref: str, key: str) -> str:
+    """The name a photo's pieces wait under: the link, the phone's reference and the key, so
+    pieces sent ahead of the ticket's text and after it are the same upload."""
+    return f"l:{links.token_digest(link.token)}:{client_ref}:{key}"
+
+
+def put_photo(token: str, client_ref: str, key: str, raw: bytes, args: Any,
+              content_range: str | None = None) -> tuple[Ticket, bool] | photo_uploads.Progress:
+    """One photo (or one piece of it) of a ticket sent through a capture link, idempotent by
+    the photo's key: a photo the ticket holds is answered at once, whatever the piece."""
     link, ticket_id = _ticket_for_ref(token, client_ref)
-    return evidence.put_photo(link.company_id, ticket_id, part_key(key),
-                              photo_from_upload(raw, args), Wait.NO)
+    key = part_key(key)
+    if key in evidence.photo_keys(ticket_id):
+        return get_ticket(link.company_id, ticket_id, Wait.NO), False
+    return photo_uploads.take(
+        link.company_id, link.token, _upload_name(link, client_ref, key), raw, content_range,
+        lambda whole: evidence.put_photo(link.company_id, ticket_id, key,
+                                         photo_from_upload(whole.data, args), Wait.NO,
+                                         counted=whole.counted))
 
 
-def stage_photo(token: str, client_ref: str, key: str, raw: bytes, args: Any) -> dict[str, Any]:
-    """A photo taken while its ticket is still being written, kept until the ticket's text comes."""
+def stage_photo(token: str, client_ref: str, key: str, raw: bytes, args: Any,
+                content_range: str | None = None) -> dict[str, Any] | photo_uploads.Progress:
+    """A photo (or one piece of it) taken while its ticket is still being written, kept until
+    the ticket's text comes; if the text overtook it, it goes straight onto the ticket."""
     link = links.resolve_token(token)
     if not _PART_KEY.fullmatch(client_ref):
         raise NotFound("no such ticket reference", code="not_found")
     key = part_key(key)
-    photo = photo_from_upload(raw, args)
     ticket_id = ticket_records.link_ticket_id(link.company_id, link.token, client_ref)
-    if ticket_id is not None:  # the text overtook it: the photo goes straight onto the ticket
-        created = evidence.put_photo(link.company_id, ticket_id, key, photo, Wait.NO)[1]
-    else:
-        created = evidence.stage_photo(link.company_id, link.token, client_ref, key, photo)
-    return {"kept": True, "created": created}
+    if (key in evidence.photo_keys(ticket_id) if ticket_id is not None
+            else evidence.is_staged(link.token, client_ref, key)):
+        return {"kept": True, "created": False}
+
+    def attach(whole: photo_uploads.Whole) -> dict[str, Any]:
+        photo = photo_from_upload(whole.data, args)
+        if ticket_id is not None:
+            created = evidence.put_photo(link.company_id, ticket_id, key, photo, Wait.NO,
+                                         counted=whole.counted)[1]
+        else:
+            created = evidence.stage_photo(link.company_id, link.token, client_ref, key, photo,
+                                           counted=whole.counted)
+        return {"kept": True, "created": created}
+
+    return photo_uploads.take(link.company_id, link.token, _upload_name(link, client_ref, key),
+                              raw, content_range, attach)
 
 
 def put_signature(token: str, client_ref: str, raw: bytes, args: Any) -> tuple[Ticket, bool]:

@@ -269,13 +269,20 @@ def _check_photo_room(ticket: TicketRecord, adding: int) -> None:
             details=[field_problem("photos", f"at most {room} more photo(s) fit on this ticket")])
 
 
+def photo_keys(ticket_id: str) -> list[str]:
+    """The senders' keys of the photos a ticket holds, in its order."""
+    return [key for key in db.session.scalars(
+        select(TicketPhoto.client_key).where(TicketPhoto.ticket_id == ticket_id)
+        .order_by(TicketPhoto.position)) if key]
+
+
 def put_photo(company_id: int, ticket_id: str, key: str, photo: PhotoIn,
-              wait: Wait = Wait.YES) -> tuple[Ticket, bool]:
+              wait: Wait = Wait.YES, *, counted: int = 0) -> tuple[Ticket, bool]:
     """Attach one photo under the sender's own key; the same key again changes nothing.
 
     Returns the ticket (routed as `wait` allows) and whether this call added the photo.
     Photos arrive one by one from a phone on a weak signal, so each is checked and stored on
-    its own.
+    its own; `counted` bytes of it were counted against the quotas already (its pieces).
     """
     ticket = find_ticket(company_id, ticket_id)
     if any(p.client_key == key for p in ticket.photos):
@@ -284,7 +291,7 @@ def put_photo(company_id: int, ticket_id: str, key: str, photo: PhotoIn,
     checked, problems = check_photos([photo], "photo", ticket.photo_count)
     if problems:
         raise ValidationFailed("the photo could not be used; see details", details=problems)
-    make_room(company_id, ticket.link_token, image_bytes(checked, None))
+    make_room(company_id, ticket.link_token, max(0, image_bytes(checked, None) - counted))
     (row,) = store_photos(checked)
     try:
         with write_transaction() as session:
@@ -327,14 +334,22 @@ def put_signature(company_id: int, ticket_id: str, signature: SignatureIn,
     return get_ticket(company_id, ticket.id, wait), True
 
 
+def is_staged(link_token: str, client_ref: str, key: str) -> bool:
+    """Whether a photo is kept under this key for a ticket still being written."""
+    return db.session.scalar(select(StagedPhoto.id).where(
+        StagedPhoto.link_token == link_token, StagedPhoto.client_ref == client_ref,
+        StagedPhoto.client_key == key)) is not None
+
+
 def stage_photo(company_id: int, link_token: str, client_ref: str, key: str,
-                photo: PhotoIn) -> bool:
+                photo: PhotoIn, *, counted: int = 0) -> bool:
     """Keep a photo taken for a ticket still being written; the same key again changes nothing.
 
-    Returns whether this call kept it.
+    Returns whether this call kept it; `counted` bytes of it were counted against the quotas
+    already (its pieces).
     """
     where = (StagedPhoto.link_token == link_token, StagedPhoto.client_ref == client_ref)
-    if db.session.scalar(select(StagedPhoto.id).where(*where, StagedPhoto.client_key == key)):
+    if is_staged(link_token, client_ref, key):
         return False
     held = db.session.scalar(select(func.count()).select_from(StagedPhoto).where(*where))
     if held >= MAX_PHOTOS:
@@ -343,7 +358,7 @@ def stage_photo(company_id: int, link_token: str, client_ref: str, key: str,
     checked, problems = check_photos([photo], "photo", 0)
     if problems:
         raise ValidationFailed("the photo could not be used; see details", details=problems)
-    make_room(company_id, link_token, image_bytes(checked, None))
+    make_room(company_id, link_token, max(0, image_bytes(checked, None) - counted))
     (row,) = store_photos(checked)
     row.pop("position", None)
     try:

@@ -1,16 +1,26 @@
 /* Sending one kept ticket on a weak signal, shared by the capture page and its service worker:
- * the text first (small, safe to repeat by the phone's reference), then each photo and the
- * signature as its own upload of the image itself, each safe to repeat. What the server
- * has is remembered on the phone after every part, so a drop costs at most the part that
- * was on its way. There is no overall time limit; an upload that makes no progress for
- * STALL_MS is given up and tried again later. Both callers hold the same lock while sending,
- * so one phone never has two senders. */
+ * the text first (small, safe to repeat by the phone's reference; its answer names the photos
+ * the server holds), then each photo the server lacks, a piece at a time (Content-Range, from
+ * the byte the server holds on), then the signature. Each piece is sized to take about
+ * PIECE_SECONDS on the signal there is, so a drop costs at most that much; how far each photo
+ * has come is remembered on the phone after every piece. Progress is what the server has
+ * acknowledged, never what left the phone. "Sent" is said only when the server's own answer
+ * lists every photo and the signature. There is no overall time limit; an upload that makes
+ * no progress for STALL_MS is given up and tried again later. Both callers hold the same lock
+ * while sending, so one phone never has two senders. */
 /* exported CaptureSend */
 var CaptureSend = (function () {
   "use strict";
 
   var STALL_MS = 45000;
+  var PIECE_SECONDS = 1.2;
+  var FIRST_PIECE = 32 * 1024;
+  var MIN_PIECE = 16 * 1024;     // the server takes no smaller piece but a photo's last
+  var MAX_PIECE = 1024 * 1024;
+  var rate = 0;                  // bytes a second the last pieces went at
   var PROGRESS_PREFIX = "progress:";
+  var SENT_PREFIX = "sent:";
+  var KEEP_SENT = 20;
   var LOCK = "capture-send";
   var REFUSED = [400, 404, 410, 413];
   var current = null;  // the upload on its way, to give up at once when the phone loses signal
@@ -39,13 +49,15 @@ var CaptureSend = (function () {
     return { state: "later", status: status, body: body };
   }
 
-  /* One upload. XMLHttpRequest where there is one (it reports upload progress), else fetch. */
-  function upload(method, url, body, type, onProgress) {
+  /* One upload. XMLHttpRequest where there is one (its progress events show it moving), else fetch. */
+  function upload(method, url, body, type, range) {
+    var headers = { "Content-Type": type, "Accept": "application/json" };
+    if (range) { headers["Content-Range"] = range; }
     if (typeof XMLHttpRequest === "undefined") {
       var controller = new AbortController();
       var timer = setTimeout(function () { controller.abort(); }, STALL_MS * 4);
       return fetch(url, { method: method, body: body, credentials: "omit", signal: controller.signal,
-                          headers: { "Content-Type": type, "Accept": "application/json" } })
+                          headers: headers })
         .then(function (response) {
           return response.json().catch(function () { return null; }).then(function (json) {
             return outcomeOf(response.status, json);
@@ -59,12 +71,8 @@ var CaptureSend = (function () {
       function stalled() { request.abort(); }
       function nudge() { clearTimeout(watchdog); watchdog = setTimeout(stalled, STALL_MS); }
       request.open(method, url);
-      request.setRequestHeader("Content-Type", type);
-      request.setRequestHeader("Accept", "application/json");
-      request.upload.onprogress = function (event) {
-        nudge();
-        if (onProgress && event.lengthComputable) { onProgress(event.loaded, event.total); }
-      };
+      Object.keys(headers).forEach(function (name) { request.setRequestHeader(name, headers[name]); });
+      request.upload.onprogress = nudge;
       request.onload = function () {
         clearTimeout(watchdog);
         current = null;
@@ -81,6 +89,49 @@ var CaptureSend = (function () {
       current = request;
       request.send(body);
     });
+  }
+
+  /* The next piece's size: about PIECE_SECONDS at the rate the last pieces went; a rest too
+   * small to be a piece of its own is shared with this one. */
+  function pieceSize(left) {
+    var size = rate ? Math.round(rate * PIECE_SECONDS) : FIRST_PIECE;
+    size = Math.max(MIN_PIECE, Math.min(MAX_PIECE, size));
+    if (left <= size) { return left; }
+    if (left - size < MIN_PIECE) { return left >= 2 * MIN_PIECE ? Math.ceil(left / 2) : left; }
+    return size;
+  }
+
+  function learn(bytes, ms) {
+    var sample = bytes * 1000 / Math.max(ms, 1);
+    rate = rate ? (rate + sample) / 2 : sample;
+  }
+
+  /* Where the server says a photo's next piece starts, from a 202 or a 409 upload_offset_mismatch. */
+  function offsetOf(outcome) {
+    var body = outcome.body || {};
+    if (outcome.status === 202 && typeof body.offset === "number") { return body.offset; }
+    var error = body.error || {};
+    if (outcome.status === 409 && error.code === "upload_offset_mismatch" && error.details &&
+        typeof error.details.offset === "number") { return error.details.offset; }
+    return null;
+  }
+
+  /* Send a photo a piece at a time from byte `from`; acknowledged(offset) after each piece the
+   * server kept. Resolves with the outcome of the last piece (200 once the photo is whole). */
+  function sendPieces(url, blob, from, acknowledged) {
+    function next(offset, mismatches) {
+      var size = pieceSize(blob.size - offset), started = Date.now();
+      var range = "bytes " + offset + "-" + (offset + size - 1) + "/" + blob.size;
+      return upload("PUT", url, blob.slice(offset, offset + size), blob.type, range).then(function (outcome) {
+        var held = offsetOf(outcome);
+        if (held === null || held >= blob.size || mismatches > 2) { return outcome; }
+        if (outcome.status === 202) { learn(size, Date.now() - started); }
+        return Promise.resolve(acknowledged(held)).then(function () {
+          return next(held, outcome.status === 409 ? mismatches + 1 : 0);
+        });
+      });
+    }
+    return next(from >= 0 && from < blob.size ? from : 0, 0);
   }
 
   function partsBase(entry) { return entry.url.split("?")[0] + "/" + encodeURIComponent(entry.payload.client_ref); }
@@ -109,43 +160,60 @@ var CaptureSend = (function () {
     return text;
   }
 
-  /* Send one kept ticket part by part. store: idb-keyval; hooks.progress(words) tells the tray.
-   * Resolves {state: "sent" | "refused" | "later", status, body}. */
+  function blank() { return { text: null, photos: {}, offsets: {}, signature: false }; }
+
+  /* Send one kept ticket part by part. store: idb-keyval; hooks.progress(step) tells the tray.
+   * Resolves {state: "sent" | "refused" | "later", status, body}; "later" with `missing` when
+   * the server's answer still lacks a photo or the signature the phone holds. */
   function send(entry, store, hooks) {
     hooks = hooks || {};
     var say = hooks.progress || function () {};
     var ref = entry.payload.client_ref;
     var photos = entry.payload.photos || [];
     var signature = entry.payload.signature && entry.payload.signature.image ? entry.payload.signature : null;
-    var done;
+    var blobs = photos.map(function (photo) { return toBlob(photo.data_url); });
+    var size = blobs.reduce(function (sum, blob) { return sum + blob.size; }, 0);
+    var done, answer, settled = 0;
 
     function keep() { return store.set(PROGRESS_PREFIX + ref, done).catch(function () {}); }
+    function holds(key) { return (answer.photo_keys || []).indexOf(key) >= 0; }
 
     return store.get(PROGRESS_PREFIX + ref).catch(function () { return null; }).then(function (found) {
-      done = found || { text: null, photos: {}, signature: false };
-      if (done.text) { return { state: "sent", status: 200, body: done.text }; }
+      done = found || blank();
+      done.offsets = done.offsets || {};
       say({ part: "text" });
+      // Every time: safe to repeat, and its answer says which photos the server holds.
       return upload("POST", entry.url, JSON.stringify(textOf(entry.payload)), "application/json");
     }).then(function (outcome) {
       if (outcome.state !== "sent") { return outcome; }
-      done.text = outcome.body;
+      done.text = answer = outcome.body || {};
       return keep().then(function () {
         return photos.reduce(function (chain, photo, index) {
           return chain.then(function (last) {
             if (last.state !== "sent") { return last; }
-            var key = photoKey(photo, index);
-            if (done.photos[key]) { return last; }
-            say({ part: "photo", number: index + 1, of: photos.length });
+            var key = photoKey(photo, index), blob = blobs[index];
+            if (holds(key) || done.photos[key] === "refused") { settled += blob.size; return last; }
+            var step = { part: "photo", number: index + 1, of: photos.length, total: blob.size, size: size };
+            function tell(offset) {
+              step.loaded = offset;
+              step.sent = settled + offset;
+              say(step);
+            }
+            tell(done.offsets[key] || 0);
             var coords = photo.coords || {};
             var url = partsBase(entry) + "/photos/" + encodeURIComponent(key) +
               query({ name: photo.name, taken_at: photo.taken_at, lat: coords.lat, lng: coords.lng });
-            var blob = toBlob(photo.data_url);
-            return upload("PUT", url, blob, blob.type, function (loaded, total) {
-              say({ part: "photo", number: index + 1, of: photos.length, loaded: loaded, total: total });
+            return sendPieces(url, blob, done.offsets[key] || 0, function (offset) {
+              done.offsets[key] = offset;
+              tell(offset);
+              return keep();
             }).then(function (result) {
               if (result.state === "sent" || result.status === 400 || result.status === 413) {
                 // Kept by the server, or an image it can never use: either way, not sent again.
-                done.photos[key] = result.state === "sent" ? true : "refused";
+                if (result.state === "sent") { answer = result.body || answer; done.photos[key] = true; }
+                else { done.photos[key] = "refused"; }
+                delete done.offsets[key];
+                settled += blob.size;
                 return keep().then(function () { return last; });
               }
               return result;
@@ -154,14 +222,15 @@ var CaptureSend = (function () {
         }, Promise.resolve(outcome));
       });
     }).then(function (outcome) {
-      if (outcome.state !== "sent" || !signature || done.signature) { return outcome; }
+      if (outcome.state !== "sent" || !signature || answer.signed || done.signature) { return outcome; }
       say({ part: "signature" });
       var blob = toBlob(signature.image);
       var url = partsBase(entry) + "/signature" +
         query({ name: signature.name, role: signature.role, signed_at: signature.signed_at,
                 qualifier: signature.qualifier, qualifier_reason: signature.qualifier_reason });
       return upload("PUT", url, blob, blob.type).then(function (result) {
-        if (result.state === "sent" || result.status === 400) {
+        if (result.state === "sent") { answer = result.body || answer; return outcome; }
+        if (result.status === 400) {  // an image it can never use: not sent again
           done.signature = true;
           return keep().then(function () { return outcome; });
         }
@@ -169,27 +238,73 @@ var CaptureSend = (function () {
       });
     }).then(function (outcome) {
       if (outcome.state !== "sent") { return outcome; }
-      var refused = Object.keys(done.photos).filter(function (key) { return done.photos[key] === "refused"; });
+      var refused = photos.map(photoKey).filter(function (key) { return done.photos[key] === "refused"; });
+      var missing = photos.map(photoKey).filter(function (key) {
+        return done.photos[key] !== "refused" && !holds(key);
+      }).length + (signature && !answer.signed && !done.signature ? 1 : 0);
+      if (missing) { return { state: "later", status: 0, missing: missing }; }
       return { state: "sent", status: 200, body: done.text, photosRefused: refused.length };
     });
   }
 
+  /* Remember a sent ticket on the phone (the tray's list, and what a correction starts from):
+   * it replaces the ticket it corrected, and only the KEEP_SENT latest are kept. */
+  function recordSent(store, entry, body, photosRefused, projectName) {
+    var record = { reference: body.reference, sent_at: new Date().toISOString(), state: "sent",
+                   photos_refused: photosRefused || 0,
+                   project_name: entry.project_name || projectName || null, client_ref: entry.payload.client_ref,
+                   description: entry.payload.description, url: entry.url, payload: entry.payload };
+    var replaced = entry.payload.revises ? store.del(SENT_PREFIX + entry.payload.revises) : Promise.resolve();
+    return replaced.then(function () {
+      return store.set(SENT_PREFIX + entry.payload.client_ref, record);
+    }).then(function () {
+      return store.keys();
+    }).then(function (keys) {
+      var sent = keys.filter(function (key) { return String(key).indexOf(SENT_PREFIX) === 0; });
+      if (sent.length <= KEEP_SENT) { return; }
+      return Promise.all(sent.map(function (key) { return store.get(key).then(function (e) { return [key, e]; }); }))
+        .then(function (pairs) {
+          pairs.sort(function (a, b) { return (a[1] && a[1].sent_at) < (b[1] && b[1].sent_at) ? -1 : 1; });
+          return Promise.all(pairs.slice(0, pairs.length - KEEP_SENT).map(function (pair) { return store.del(pair[0]); }));
+        });
+    }).catch(function () {});
+  }
+
   function forget(store, ref) { return store.del(PROGRESS_PREFIX + ref).catch(function () {}); }
 
-  /* A photo sent ahead while its ticket is still being written (PUT .../drafts/<ref>/photos/<key>). */
-  function stagePhoto(token, ref, photo, onProgress) {
+  /* A photo sent ahead while its ticket is still being written (PUT .../drafts/<ref>/photos/<key>),
+   * a piece at a time like any other; onProgress(acknowledged, total) after each piece. */
+  function stagePhoto(token, ref, photo, store, onProgress) {
     var coords = photo.coords || {};
     var url = "/c/" + encodeURIComponent(token) + "/drafts/" + encodeURIComponent(ref) + "/photos/" +
       encodeURIComponent(photo.key) + query({ name: photo.name, taken_at: photo.taken_at, lat: coords.lat, lng: coords.lng });
     var blob = toBlob(photo.data_url);
-    return upload("PUT", url, blob, blob.type, onProgress);
+    return progressOf(store, ref).then(function (done) {
+      var from = done.offsets[photo.key] || 0;
+      if (onProgress) { onProgress(from, blob.size); }
+      return sendPieces(url, blob, from, function (offset) {
+        if (onProgress) { onProgress(offset, blob.size); }
+        return progressOf(store, ref).then(function (now) {
+          now.offsets[photo.key] = offset;
+          return store.set(PROGRESS_PREFIX + ref, now);
+        }).catch(function () {});
+      });
+    });
   }
 
-  /* Remember that the server holds a photo of this reference, so sending skips it. */
-  function markHeld(store, ref, key) {
+  function progressOf(store, ref) {
     return store.get(PROGRESS_PREFIX + ref).catch(function () { return null; }).then(function (found) {
-      var done = found || { text: null, photos: {}, signature: false };
+      var done = found || blank();
+      done.offsets = done.offsets || {};
+      return done;
+    });
+  }
+
+  /* Remember that the server holds a photo of this reference (its pieces are done with). */
+  function markHeld(store, ref, key) {
+    return progressOf(store, ref).then(function (done) {
       done.photos[key] = true;
+      delete done.offsets[key];
       return store.set(PROGRESS_PREFIX + ref, done);
     }).catch(function () {});
   }
@@ -197,5 +312,5 @@ var CaptureSend = (function () {
   if (typeof self !== "undefined" && self.addEventListener) { self.addEventListener("offline", abort); }
 
   return { send: send, withLock: withLock, forget: forget, abort: abort, stagePhoto: stagePhoto,
-           markHeld: markHeld, PROGRESS_PREFIX: PROGRESS_PREFIX };
+           markHeld: markHeld, recordSent: recordSent, PROGRESS_PREFIX: PROGRESS_PREFIX };
 })();

@@ -9,7 +9,6 @@ importScripts("/static/vendor/idb-keyval-6.3.0.umd.js", "/static/capture-send.js
 
 var QUEUE_PREFIX = "ticket:";
 var REFUSED_PREFIX = "refused:";
-var SENT_PREFIX = "sent:";
 var PAGE_CACHE = "capture-pages-v1";
 var NETWORK_WAIT_MS = 4000;
 var PAGE_PATH = /^\/c\/[A-Za-z0-9_-]+(\/[qs])?$/;
@@ -185,25 +184,19 @@ function sendOne(key) {
   return idbKeyval.get(key).then(function (entry) {
     if (!entry) { return null; }
     return tell({ type: "sending" }).then(function () {
-      return CaptureSend.send(entry, idbKeyval);
+      // The open page's tray follows every acknowledged piece.
+      return CaptureSend.send(entry, idbKeyval, { progress: function (step) { tell({ type: "progress", step: step }); } });
     }).then(function (outcome) {
       if (outcome.state === "sent") {
         return idbKeyval.del(key).then(function () { return CaptureSend.forget(idbKeyval, entry.payload.client_ref); })
-          .then(function () { return recordSent(entry, outcome.body, outcome.photosRefused); })
+          .then(function () { return CaptureSend.recordSent(idbKeyval, entry, outcome.body, outcome.photosRefused); })
           .then(function () { return notify(outcome.body.reference, outcome.photosRefused); });
       }
       if (outcome.state === "refused") { return keepRefused(key, entry, outcome); }
-      return tell({ type: "waiting", status: outcome.status || 0 }).then(function () {
+      return tell({ type: "waiting", status: outcome.status || 0, missing: outcome.missing || 0 }).then(function () {
         throw new Error("not yet");
       });
     });
-  });
-}
-
-function recordSent(entry, body, photosRefused) {
-  return idbKeyval.set(SENT_PREFIX + entry.payload.client_ref, {
-    reference: body.reference, sent_at: new Date().toISOString(), state: "sent", photos_refused: photosRefused || 0,
-    project_name: entry.project_name || null, description: entry.payload.description, url: entry.url
   });
 }
 

@@ -13,7 +13,7 @@
   var REFUSED_PREFIX = "refused:";
   var SENT_PREFIX = "sent:";
   var correcting = null;    // the client reference of a sent-back ticket being corrected
-  var KEEP_SENT = 20;
+  var correctingReference = null;
   var ROW_KINDS = ["labor", "equipment", "materials"];
   var store = window.idbKeyval;
   var form = document.getElementById("ticket-form");
@@ -204,6 +204,11 @@
     return refreshTray().then(function (items) {
       var waiting = items.filter(function (item) { return item.state === "waiting"; });
       if (waiting.length) { return showWaiting(); }
+      if (correcting && !form.hidden) { showCorrecting(); return; }
+      if (!form.hidden && photos.some(function (photo) { return !photo.staged; })) {
+        showStatus("saved", t("Photos kept on this phone; they go when there is signal."));
+        return;
+      }
       var last = items[0];
       if (!last) { showStatus("idle", t("Nothing waiting to send.")); return; }
       var words = describe(last);
@@ -517,12 +522,15 @@
         return chain.then(function (going) {
           var number = photos.indexOf(photo) + 1;
           if (!going || ref !== draftRef || number === 0 || photo.staged) { return going; }
-          sayProgress({ part: "photo", number: number, of: photos.length });
-          return window.CaptureSend.stagePhoto(token, ref, photo, function (loaded, total) {
+          return window.CaptureSend.stagePhoto(token, ref, photo, store, function (loaded, total) {
             sayProgress({ part: "photo", number: number, of: photos.length, loaded: loaded, total: total });
           }).then(function (result) {
-            if (result.state !== "sent") { return false; }
+            if (result.state !== "sent") {
+              if (result.state === "later") { retrySoon(result.status); }
+              return false;
+            }
             photo.staged = ref;
+            retries = 0;  // the signal is good again: a later drop starts from the shortest wait
             return window.CaptureSend.markHeld(store, ref, photo.key).then(function () { return true; });
           });
         });
@@ -530,7 +538,7 @@
     }).catch(function () {}).then(function () {
       staging = false;
       return savePhotos();
-    }).then(function () { if (!form.hidden) { return showQuietState(); } });
+    }).then(function () { if (!form.hidden && !sending) { return showQuietState(); } });
   }
 
   /* ---- Signature: kept as stroke data, so it is redrawn at any size. ---- */
@@ -713,7 +721,8 @@
       rows[kind] = rowsOf(kind).map(function (row) { return rowValues(row) || {}; });
     });
     return { values: values, rows: rows, signature: signatureState(), restored_key: restoredKey,
-             client_ref: draftRef, saved_at: new Date().toISOString() };
+             client_ref: draftRef, correcting: correcting, correcting_reference: correctingReference,
+             saved_at: new Date().toISOString() };
   }
 
   function saveDraftNow() {
@@ -751,6 +760,8 @@
       renderPhotos();
       restoreSignature(draft.signature);
       restoredKey = draft.restored_key || null;
+      correcting = draft.correcting || null;  // a correction stays one after a reload or the camera
+      correctingReference = draft.correcting_reference || null;
       if (draft.client_ref) { draftRef = draft.client_ref; }
       photos.forEach(function (photo, index) { if (!photo.key) { photo.key = "p" + (index + 1); } });
       return true;
@@ -909,16 +920,50 @@
 
   /* ---- Sending ---- */
 
-  /* Words for the tray while a kept ticket goes out part by part. */
+  /* Words for the tray while a ticket goes out part by part, from this page or the service
+   * worker: how much of a photo the server has acknowledged, never what merely left the phone. */
   function sayProgress(step) {
     if (step.part === "text") { showStatus("sending", t("Sending the ticket…")); return; }
     if (step.part === "signature") { showStatus("sending", t("Sending the signature…")); return; }
     var words = t("Sending photo {number} of {count}", { number: num(step.number), count: num(step.of) });
     if (step.total) {
-      words += " (" + new Intl.NumberFormat(LANG, { style: "percent" }).format(step.loaded / step.total) + ")";
+      var share = Math.floor(100 * (step.loaded || 0) / step.total) / 100;
+      words += " (" + new Intl.NumberFormat(LANG, { style: "percent" }).format(share) + ")";
     }
     showStatus("sending", words);
-    if (!progress.hidden) { progress.value = Math.round(100 * (step.number - 1) / step.of); }
+    if (!progress.hidden && step.size) { progress.value = Math.floor(100 * (step.sent || 0) / step.size); }
+  }
+
+  /* Why a ticket still waits, in front of "{count} waiting": no signal only when none answered. */
+  function waitingWhy(status) {
+    if (status === 507) { return t("The office is out of space.") + " "; }
+    return !status || status === 408 ? t("No signal.") + " " : "";
+  }
+
+  /* With the page open, a try the signal cut is tried again within seconds (2, 4, then every
+   * 8 s), not when the browser next wakes the service worker; "online" tries at once. One the
+   * office turned away for now (busy, out of space) waits a minute. */
+  var RETRY_MS = [2000, 4000, 8000];
+  var OFFICE_RETRY_MS = 60000;
+  var retries = 0;
+  var retryTimer = null;
+
+  function retrySoon(status) {
+    if (retryTimer) { return; }
+    var wait = status && status !== 408 ? OFFICE_RETRY_MS : RETRY_MS[Math.min(retries, RETRY_MS.length - 1)];
+    retries += 1;
+    retryTimer = setTimeout(function () {
+      retryTimer = null;
+      flushQueue();
+      stagePhotos();
+    }, wait);
+  }
+
+  function retryNow() {
+    if (retryTimer) { clearTimeout(retryTimer); retryTimer = null; }
+    retries = 0;
+    flushQueue();
+    stagePhotos();
   }
 
   function send(entry) {
@@ -941,24 +986,7 @@
 
   function recordSent(entry, body, photosRefused) {
     if (!store) { return Promise.resolve(); }
-    var record = { reference: body.reference, sent_at: new Date().toISOString(), state: "sent",
-                   photos_refused: photosRefused || 0,
-                   project_name: entry.project_name || projectName, client_ref: entry.payload.client_ref,
-                   description: entry.payload.description, url: entry.url, payload: entry.payload };
-    var replaced = entry.payload.revises ? store.del(SENT_PREFIX + entry.payload.revises) : Promise.resolve();
-    return replaced.then(function () {
-      return store.set(SENT_PREFIX + entry.payload.client_ref, record);
-    }).then(function () {
-      return store.keys();
-    }).then(function (keys) {
-      var sent = keys.filter(function (key) { return String(key).indexOf(SENT_PREFIX) === 0; });
-      if (sent.length <= KEEP_SENT) { return; }
-      return Promise.all(sent.map(function (key) { return store.get(key).then(function (e) { return [key, e]; }); }))
-        .then(function (pairs) {
-          pairs.sort(function (a, b) { return (a[1] && a[1].sent_at) < (b[1] && b[1].sent_at) ? -1 : 1; });
-          return Promise.all(pairs.slice(0, pairs.length - KEEP_SENT).map(function (pair) { return store.del(pair[0]); }));
-        });
-    }).catch(function () {});
+    return window.CaptureSend.recordSent(store, entry, body, photosRefused, projectName);
   }
 
   /* What the office made of this phone's sent tickets (asked by the client references only this
@@ -980,6 +1008,7 @@
         body: JSON.stringify({ client_refs: Object.keys(byRef) })
       }).then(function (response) { return response.ok ? response.json() : { data: [] }; })
         .then(function (answer) {
+          markSentBack(answer.data || [], byRef);
           var list = document.getElementById("my-tickets-list");
           var askBox = document.getElementById("sign-request-form");
           if (askBox && list.contains(askBox)) { askBox.hidden = true; section.appendChild(askBox); }
@@ -1026,6 +1055,28 @@
           section.hidden = !(answer.data || []).length;
         });
     }).catch(function () {});
+  }
+
+  /* The tray's record of each sent ticket follows what the office did: one sent back says so,
+   * with the reason, never a green "Sent". */
+  function markSentBack(found, byRef) {
+    var changed = found.filter(function (ticket) {
+      var record = byRef[ticket.client_ref];
+      if (!record) { return false; }
+      var state = ticket.status === "rejected" ? "sent-back" : "sent";
+      if ((record.state || "sent") === state && (record.reason || null) === (ticket.reason || null)) { return false; }
+      record.state = state;
+      record.reason = ticket.reason || null;
+      return true;
+    }).map(function (ticket) {
+      var record = byRef[ticket.client_ref];
+      return store.set(SENT_PREFIX + ticket.client_ref, record).catch(function () {});
+    });
+    if (!changed.length) { return; }
+    Promise.all(changed).then(function () {
+      var quiet = /(^| )(sent|refused|idle)( |$)/.test(statusBox.className) && !sending;
+      return quiet ? showQuietState() : refreshTray();
+    });
   }
 
   /* "The super isn't here": a signing link for one of this phone's tickets, e-mailed or texted. */
@@ -1100,11 +1151,18 @@
   function correct(reference, record) {
     fillForm(record.payload);
     correcting = record.client_ref;
+    correctingReference = reference;
     form.hidden = false;
     document.getElementById("done").hidden = true;
-    showStatus("saved", t("Correcting {reference}: change what is needed and send it again. It stays the same ticket.",
-                          { reference: reference }));
+    showCorrecting();
     form.scrollIntoView();
+    saveDraftNow();
+    savePhotos().then(stagePhotos);  // its photos go ahead while the crew corrects it
+  }
+
+  function showCorrecting() {
+    showStatus("saved", t("Correcting {reference}: change what is needed and send it again. It stays the same ticket.",
+                          { reference: correctingReference }));
   }
 
   function askForBackgroundSync() {
@@ -1132,11 +1190,19 @@
     var words = t("Sent {reference} {time}", { reference: reference, time: clock() });
     if (photosRefused) { words += ". " + photosRefusedWords(photosRefused); }
     showStatus("sent", words);
+    retries = 0;
+    var kept = document.getElementById("kept");
+    if (!kept.hidden) {  // "kept on this phone" is no longer true: it is sent
+      kept.hidden = true;
+      document.getElementById("done-reference").textContent = reference;
+      document.getElementById("done").hidden = false;
+    }
     refreshTray();
   }
 
   function restore(key, entry) {
     restoredKey = key;
+    correcting = entry.payload.revises || null;
     form.hidden = false;
     document.getElementById("kept").hidden = true;
     document.getElementById("done").hidden = true;
@@ -1196,7 +1262,8 @@
                     showStatus("refused", t("Sent back: {reason}", { reason: refusedReason(outcome) }) + ".");
                   });
                 }
-                return showWaiting(outcome.status === 507 ? t("The office is out of space.") + " " : t("No signal.") + " ");
+                retrySoon(outcome.status);
+                return showLater(outcome);
               });
             });
           });
@@ -1204,6 +1271,15 @@
       });
     }).catch(function () {}).then(function () { sending = false; })
       .then(refreshTray).then(offerRefused);
+  }
+
+  /* The tray once a try did not get everything through: why, and that it keeps trying. */
+  function showLater(outcome) {
+    if (outcome.missing) {
+      showStatus("saved", t("Not all of it reached the office yet. It keeps trying."));
+      return Promise.resolve();
+    }
+    return showWaiting(waitingWhy(outcome.status));
   }
 
   function dropRestored() {
@@ -1290,8 +1366,10 @@
     button.disabled = true;
     rememberMe(entry.payload);
     remember(entry).then(function () {
-      // Safe on the phone from here on: only now may the form be emptied.
+      // Safe on the phone from here on: only now may the form be emptied (the entry itself
+      // says which ticket it corrects; the next one corrects none).
       draftRef = newClientRef();
+      correcting = correctingReference = null;
       return dropRestored().then(clearDraft).then(function () { return true; });
     }, function () { return false; }).then(function (kept) {
       if (!kept) {
@@ -1329,6 +1407,7 @@
           // Kept on the phone too, so closing the tab loses nothing.
           return keepRefused(entry, outcome).then(function (key) {
             restoredKey = key;
+            correcting = entry.payload.revises || null;
             saveDraftNow();
             showErrors((outcome.body && outcome.body.error) || { details: [] });
             showStatus("refused", linkGone(outcome) ? t("Sent back: this link no longer works; ask your project manager for a new one. The ticket is kept on this phone.")
@@ -1341,7 +1420,8 @@
         document.getElementById("kept").hidden = false;
         window.scrollTo(0, 0);
         askForBackgroundSync();
-        return showWaiting(outcome.status === 507 ? t("The office is out of space.") + " " : t("No signal.") + " ").then(refreshTray);
+        retrySoon(outcome.status);
+        return showLater(outcome).then(refreshTray);
       });
     });
   });
@@ -1367,23 +1447,19 @@
     navigator.serviceWorker.register("/c/sw.js", { scope: "/c/" }).catch(function () {});
     navigator.serviceWorker.ready.then(keepThisPage).catch(function () {});
     navigator.serviceWorker.addEventListener("message", function (event) {
-      if (event.data && event.data.type === "sent") { showSent(event.data.reference, event.data.photos_refused); }
-      // The worker sends what waits in the background: the tray says so, not "No signal".
-      if (event.data && event.data.type === "sending") { showStatus("sending", t("Sending the ticket…")); }
-      if (event.data && event.data.type === "waiting" && !sending) {
-        showWaiting(event.data.status === 507 ? t("The office is out of space.") + " " : t("No signal.") + " ");
-      }
+      var data = event.data || {};
+      if (data.type === "sent") { showSent(data.reference, data.photos_refused); }
+      // The worker sends what waits in the background: the tray follows it, not "No signal".
+      if (data.type === "sending") { showStatus("sending", t("Sending the ticket…")); }
+      if (data.type === "progress" && data.step) { sayProgress(data.step); }
+      if (data.type === "waiting" && !sending) { showLater(data); retrySoon(data.status); }
     });
   }
-  window.addEventListener("online", function () {
-    // Signal is back: whichever sender goes first (this page or the worker), it is sending now.
-    if (statusBox.classList.contains("saved")) { showStatus("sending", t("Sending the ticket…")); }
-    flushQueue();
-  });
+  // Signal is back: send at once (the tray says "Sending" as soon as a sender starts).
+  window.addEventListener("online", retryNow);
   setUpSignature();
   setUpSignRequest();
   draftRef = newClientRef();
-  window.addEventListener("online", function () { stagePhotos(); });
   restoreDraft().then(function () {
     recallMe();
     stagePhotos();

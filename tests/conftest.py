@@ -12,6 +12,7 @@ from app import create_app
 from tests.databases import limiter_settings, private_database
 
 pytest_plugins = ["tests.plugins.databases", "tests.plugins.sandbox", "tests.plugins.browser",
+                  "tests.plugins.network",
                   "tests.plugins.storage"]
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.images import data_url, jpeg_bytes, png_bytes
+from tests.images import data_url, jpeg_bytes, noise_jpeg, png_bytes
 
 pytestmark = pytest.mark.live
 
@@ -267,7 +267,8 @@ def test_generated_client_drives_the_whole_flow(app, acme, generated):
     assert limited.headers["RateLimit-Remaining"] == "0"
 
 
-def test_generated_client_uploads_a_photo_as_its_bytes(app, acme, generated):
+def ticket_for_a_photo(app, acme, generated):
+    """The generated models and types, a client on the app, and a ticket expecting one photo."""
     m = importlib.import_module(f"{PACKAGE}.models")
     types = importlib.import_module(f"{PACKAGE}.types")
     client = importlib.import_module(f"{PACKAGE}.client").AuthenticatedClient(
@@ -276,6 +277,11 @@ def test_generated_client_uploads_a_photo_as_its_bytes(app, acme, generated):
     ticket = api(generated, "tickets.tickets_create_ticket").sync(client=client, body=m.TicketInput(
         project_id=acme.project()["id"], description="Moved the trench",
         reason="Gas line", directed_by="Sam", photos_expected=1))
+    return m, types, client, ticket
+
+
+def test_generated_client_uploads_a_photo_as_its_bytes(app, acme, generated):
+    m, types, client, ticket = ticket_for_a_photo(app, acme, generated)
     taken = dt.datetime(2026, 5, 4, 7, 30, tzinfo=dt.timezone.utc)
     sent = api(generated, "evidence.tickets_put_photo").sync(
         ticket.id, "front", client=client, body=types.File(payload=jpeg_bytes()),
@@ -283,3 +289,32 @@ def test_generated_client_uploads_a_photo_as_its_bytes(app, acme, generated):
     assert isinstance(sent, m.Ticket), sent
     assert sent.photo_count == 1 and sent.photos[0].name == "front.jpg"
     assert sent.photos[0].taken_at == taken and sent.photos[0].coords.lat == 37.77
+
+
+def test_generated_client_sends_a_photo_in_pieces_and_resumes(app, acme, generated):
+    m, types, client, ticket = ticket_for_a_photo(app, acme, generated)
+    photo = noise_jpeg(420, 320, seed=3)
+    upload = api(generated, "evidence.tickets_put_photo")
+    size = 20_000
+
+    def piece(start: int):
+        end = min(start + size, len(photo))
+        return upload.sync_detailed(ticket.id, "front", client=client, name="front.jpg",
+                                    body=types.File(payload=photo[start:end]),
+                                    content_range=f"bytes {start}-{end - 1}/{len(photo)}")
+
+    first = piece(0)
+    assert first.status_code == 202 and isinstance(first.parsed, m.UploadProgress)
+    assert first.parsed.offset == size
+    # A sender that lost track sends from 0 again and is told where the server is.
+    lost = piece(0)
+    assert lost.status_code == 409 and lost.parsed.error.code == "upload_offset_mismatch"
+    offset = lost.parsed.error.details.offset
+    assert offset == size and int(lost.headers["Upload-Offset"]) == size
+    while True:
+        answer = piece(offset)
+        if not isinstance(answer.parsed, m.UploadProgress):
+            break
+        offset = answer.parsed.offset
+    assert isinstance(answer.parsed, m.Ticket), answer
+    assert answer.parsed.photo_count == 1 and answer.parsed.photos[0].name == "front.jpg"

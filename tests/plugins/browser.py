@@ -66,6 +66,15 @@ def phone(chromium):
 
 
 @pytest.fixture
+def phone_without_worker(chromium):
+    """A phone whose page does all the sending (no service worker)."""
+    context = chromium.new_context(viewport={"width": 360, "height": 740}, device_scale_factor=2,
+                                   is_mobile=True, has_touch=True, service_workers="block")
+    yield context
+    context.close()
+
+
+@pytest.fixture
 def tablet(chromium):
     """A tablet-sized browser context for the review queue."""
     context = chromium.new_context(viewport={"width": 1024, "height": 768}, has_touch=True)

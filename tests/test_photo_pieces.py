@@ -1,0 +1,231 @@
+"""Photos sent in pieces (Content-Range): a drop costs only the piece on its way, the server says
+where to go on from, the photo counts once against the quotas, and unfinished pieces are swept."""
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+
+import pytest
+import time_machine
+from sqlalchemy import select
+
+from models import PhotoPiece, StorageUsage, TicketPhoto, db
+from services import photo_uploads
+from services.links import token_digest
+from tests.images import jpeg_bytes, noise_jpeg
+
+PIECE = photo_uploads.MIN_PIECE_BYTES
+
+
+def make_link(client, tenant) -> dict:
+    return client.post("/v1/links", headers=tenant.headers,
+                       json={"project_id": tenant.project()["id"]}).json
+
+
+def pieces(raw: bytes, size: int = PIECE) -> list[tuple[str, bytes]]:
+    """The Content-Range and body of each piece of a photo."""
+    return [(f"bytes {at}-{min(at + size, len(raw)) - 1}/{len(raw)}", raw[at:at + size])
+            for at in range(0, len(raw), size)]
+
+
+def put_piece(client, url: str, piece: tuple[str, bytes], **headers):
+    return client.put(url, data=piece[1], content_type="image/jpeg",
+                      headers={"Content-Range": piece[0], **headers})
+
+
+def link_bytes(app, token: str) -> int:
+    with app.app_context():
+        return db.session.scalar(select(StorageUsage.bytes).where(
+            StorageUsage.scope == "link", StorageUsage.key == token_digest(token))) or 0
+
+
+@pytest.fixture
+def photo() -> bytes:
+    raw = noise_jpeg(420, 320, seed=7)
+    assert len(raw) > 3 * PIECE  # at least four pieces
+    return raw
+
+
+def test_a_photo_in_pieces_resumes_where_the_server_holds_and_counts_once(client, acme, app, photo):
+    link = make_link(client, acme)
+    ref, base = uuid.uuid4().hex, f"/c/{link['token']}/tickets"
+    text = client.post(base, json={"description": "Patched slab", "reason": "Not ours",
+                                   "directed_by": "Sam", "client_ref": ref, "photos_expected": 1})
+    assert text.json["photo_keys"] == [] and text.json["signed"] is False
+    url = f"{base}/{ref}/photos/front?name=front.jpg"
+    parts = pieces(photo)
+    first = put_piece(client, url, parts[0])
+    assert first.status_code == 202 and first.json == {"offset": PIECE, "total": len(photo)}
+    assert first.headers["Upload-Offset"] == str(PIECE)
+    # A phone that lost track (its answer was cut off) is told where to go on from.
+    again = put_piece(client, url, parts[0])
+    assert again.status_code == 409
+    assert again.json["error"]["code"] == "upload_offset_mismatch"
+    assert again.json["error"]["details"] == {"offset": PIECE, "total": len(photo)}
+    assert again.headers["Upload-Offset"] == str(PIECE)
+    assert put_piece(client, url, parts[2]).status_code == 409  # no gap either
+    for part in parts[1:-1]:
+        assert put_piece(client, url, part).status_code == 202
+    last = put_piece(client, url, parts[-1])
+    assert last.status_code == 200 and last.json["photo_keys"] == ["front"]
+    assert last.json["photo_count"] == 1
+    # The last piece again (its answer lost): the photo is held, whatever the piece.
+    assert put_piece(client, url, parts[-1]).json["photo_keys"] == ["front"]
+    with app.app_context():
+        assert db.session.query(PhotoPiece).count() == 0
+        (stored,) = db.session.query(TicketPhoto).all()
+        assert stored.name == "front.jpg" and stored.client_key == "front"
+    # Counted once: the pieces as they came, then only what the stored photo takes beyond them.
+    whole_link = make_link(client, acme)
+    other_ref = uuid.uuid4().hex
+    client.post(f"/c/{whole_link['token']}/tickets", json={
+        "description": "Patched slab", "reason": "Not ours", "directed_by": "Sam",
+        "client_ref": other_ref, "photos_expected": 1})
+    whole = client.put(f"/c/{whole_link['token']}/tickets/{other_ref}/photos/front", data=photo,
+                       content_type="image/jpeg")
+    assert whole.status_code == 200
+    stored_bytes = link_bytes(app, whole_link["token"])
+    assert link_bytes(app, link["token"]) == max(len(photo), stored_bytes)
+
+
+def test_pieces_sent_ahead_and_after_the_text_are_one_photo(client, acme, app, photo):
+    link = make_link(client, acme)
+    ref = uuid.uuid4().hex
+    parts = pieces(photo)
+    drafts = f"/c/{link['token']}/drafts/{ref}/photos/p1?name=site.jpg"
+    assert put_piece(client, drafts, parts[0]).status_code == 202
+    # The crew pressed Send: the text goes, and the photo goes on where it was.
+    text = client.post(f"/c/{link['token']}/tickets", json={
+        "description": "Patched slab", "reason": "Not ours", "directed_by": "Sam",
+        "client_ref": ref, "photos_expected": 1, "photo_keys": ["p1"]})
+    assert text.json["photo_keys"] == []
+    url = f"/c/{link['token']}/tickets/{ref}/photos/p1?name=site.jpg"
+    assert put_piece(client, url, parts[0]).json["error"]["details"]["offset"] == PIECE
+    for part in parts[1:]:
+        answer = put_piece(client, url, part)
+    assert answer.status_code == 200 and answer.json["photo_keys"] == ["p1"]
+
+
+def test_later_pieces_do_not_count_against_the_links_limit(client, acme, app, photo):
+    app.config["CAPTURE_RATE_LIMIT"] = "2 per minute"
+    link = make_link(client, acme)
+    ref = uuid.uuid4().hex
+    with time_machine.travel("2026-07-01T10:00:00Z", tick=False):
+        client.post(f"/c/{link['token']}/tickets", json={
+            "description": "Patched slab", "reason": "Not ours", "directed_by": "Sam",
+            "client_ref": ref, "photos_expected": 2})
+        url = f"/c/{link['token']}/tickets/{ref}/photos/p1"
+        answers = [put_piece(client, url, part).status_code for part in pieces(photo)]
+        assert answers == [202] * (len(answers) - 1) + [200]
+        # A new photo's first piece counts: the limit (text and one photo) is reached.
+        refused = put_piece(client, f"/c/{link['token']}/tickets/{ref}/photos/p2", pieces(photo)[0])
+        assert refused.status_code == 429
+
+
+@pytest.mark.parametrize("header, body, problem", [
+    ("bytes=0-9/10", b"x" * 10, "write it as"),
+    ("bytes 5-2/10", b"x" * 4, "at most LAST"),
+    ("bytes 0-9/9", b"x" * 10, "at most LAST"),
+    ("bytes 0-9/99999999", b"x" * 10, "at most 2097152 bytes"),
+    ("bytes 0-9/100000", b"x" * 5, "the body has 5 bytes"),
+    ("bytes 0-9/100000", b"x" * 10, "at least 16384 bytes"),
+])
+def test_a_wrong_content_range_is_a_plain_400(client, acme, header, body, problem):
+    made = client.post("/v1/tickets", headers=acme.headers, json={
+        "project_id": acme.project()["id"], "description": "Moved trench", "reason": "Gas line",
+        "directed_by": "Sam"}).json
+    refused = client.put(f"/v1/tickets/{made['id']}/photo-uploads/front", data=body,
+                         headers={**acme.headers, "Content-Range": header,
+                                  "Content-Type": "application/octet-stream"})
+    assert refused.status_code == 400 and refused.json["error"]["code"] == "validation_failed"
+    assert refused.json["error"]["details"][0]["field"] == "Content-Range"
+    assert problem in refused.json["error"]["details"][0]["message"]
+
+
+def test_the_api_takes_a_photo_in_pieces(client, acme, app, photo):
+    made = client.post("/v1/tickets", headers=acme.headers, json={
+        "project_id": acme.project()["id"], "description": "Moved trench", "reason": "Gas line",
+        "directed_by": "Sam", "photos_expected": 1}).json
+    url = f"/v1/tickets/{made['id']}/photo-uploads/front?name=front.jpg"
+    parts = pieces(photo, 3 * PIECE)
+    first = put_piece(client, url, parts[0], **acme.headers)
+    assert first.status_code == 202 and first.json == {"offset": 3 * PIECE, "total": len(photo)}
+    wrong = put_piece(client, url, parts[0], **acme.headers)
+    assert wrong.status_code == 409 and wrong.json["error"]["details"]["offset"] == 3 * PIECE
+    for part in parts[1:]:
+        done = put_piece(client, url, part, **acme.headers)
+    assert done.status_code == 200 and done.json["photo_count"] == 1
+    assert done.json["photos"][0]["name"] == "front.jpg"
+    document = client.get("/v1/openapi.json").json
+    operation = document["paths"]["/tickets/{ticket_id}/photo-uploads/{key}"]["put"]
+    assert any(p["in"] == "header" and p["name"] == "Content-Range" for p in operation["parameters"])
+    assert "Upload-Offset" in operation["responses"]["202"]["headers"]
+    assert "upload_offset_mismatch" in operation["responses"]["409"]["x-error-codes"]
+    assert "Upload-Offset" in operation["responses"]["409"]["headers"]
+
+
+def test_a_whole_photo_still_needs_no_header(client, acme):
+    made = client.post("/v1/tickets", headers=acme.headers, json={
+        "project_id": acme.project()["id"], "description": "Moved trench", "reason": "Gas line",
+        "directed_by": "Sam"}).json
+    sent = client.put(f"/v1/tickets/{made['id']}/photo-uploads/front", headers=acme.headers,
+                      data=jpeg_bytes(), content_type="image/jpeg")
+    assert sent.status_code == 200 and sent.json["photo_count"] == 1
+
+
+def test_the_sweep_drops_pieces_left_unfinished(client, acme, app, photo):
+    link = make_link(client, acme)
+    parts = pieces(photo)
+    with time_machine.travel("2026-07-01T10:00:00Z", tick=False):
+        put_piece(client, f"/c/{link['token']}/drafts/{uuid.uuid4().hex}/photos/old", parts[0])
+    with time_machine.travel("2026-07-07T10:00:00Z", tick=False):
+        put_piece(client, f"/c/{link['token']}/drafts/{uuid.uuid4().hex}/photos/new", parts[0])
+    runner = app.test_cli_runner()
+    with time_machine.travel("2026-07-09T12:00:00Z", tick=False):
+        listed = runner.invoke(args=["photos", "orphans"])
+        assert "found 1 photo(s) sent in part and left unfinished over 7 days" in listed.output
+        with app.app_context():
+            assert db.session.query(PhotoPiece).count() == 2
+        removed = runner.invoke(args=["photos", "orphans", "--remove"])
+        assert "dropped 1 photo(s) sent in part" in removed.output
+    with app.app_context():
+        (left,) = db.session.query(PhotoPiece).all()
+        assert left.upload.endswith(":new")
+
+
+def test_a_correction_takes_the_photos_sent_ahead_of_it(client, acme, app):
+    link = make_link(client, acme)
+    base = f"/c/{link['token']}/tickets"
+    first_ref, second_ref = uuid.uuid4().hex, uuid.uuid4().hex
+    sent = client.post(base, json={"description": "Patched slab", "reason": "Not ours",
+                                   "directed_by": "Sam", "client_ref": first_ref}).json
+    client.post(f"/v1/tickets/{sent['id']}/reject", headers=acme.headers,
+                json={"reason": "Add the photos"})
+    # Photos taken while correcting go ahead under the correction's own reference ...
+    for key in ("n1", "n2"):
+        staged = client.put(f"/c/{link['token']}/drafts/{second_ref}/photos/{key}?name={key}.jpg",
+                            data=jpeg_bytes(), content_type="image/jpeg")
+        assert staged.status_code == 200
+    corrected = client.post(base, json={
+        "description": "Patched slab", "reason": "Not ours", "directed_by": "Sam",
+        "client_ref": second_ref, "revises": first_ref, "photos_expected": 2,
+        "photo_keys": ["n1", "n2"]})
+    # ... and the corrected ticket holds them, as its answer says.
+    assert corrected.status_code == 200 and corrected.json["id"] == sent["id"]
+    assert corrected.json["photo_keys"] == ["n1", "n2"] and corrected.json["photo_count"] == 2
+    ticket = client.get(f"/v1/tickets/{sent['id']}", headers=acme.headers).json
+    assert ticket["status"] == "submitted" and ticket["photo_count"] == 2
+    assert [p["name"] for p in ticket["photos"]] == ["n1.jpg", "n2.jpg"]
+
+
+def test_dropping_stale_pieces_counts_uploads_not_pieces(app, acme, client, photo):
+    link = make_link(client, acme)
+    url = f"/c/{link['token']}/drafts/{uuid.uuid4().hex}/photos/p1"
+    with time_machine.travel("2026-07-01T10:00:00Z", tick=False):
+        for part in pieces(photo)[:2]:
+            assert put_piece(client, url, part).status_code == 202
+    with app.app_context():
+        later = dt.datetime(2026, 7, 20, tzinfo=dt.timezone.utc)
+        assert photo_uploads.drop_stale(False, now=later) == 1
+        assert photo_uploads.drop_stale(True, now=later) == 1
+        assert db.session.query(PhotoPiece).count() == 0
