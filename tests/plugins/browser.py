@@ -2,19 +2,22 @@
 from __future__ import annotations
 
 import shutil
+import socket
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
 from flask import Flask
-from werkzeug.serving import make_server
+from werkzeug.serving import ThreadedWSGIServer
 
 CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic",
                  "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
 
 SHUTDOWN_POLL_S = 0.01  # how often a served test app checks whether it was told to stop
+REQUEST_DRAIN_S = 30  # how long closing a served test app waits for requests still running
 
 
 @dataclass(frozen=True)
@@ -25,10 +28,47 @@ class LiveServer:
     app: Flask
 
 
+class DrainingServer(ThreadedWSGIServer):
+    """A threaded werkzeug server whose close ends open connections and waits for their requests.
+
+    A browser's request still running when a test ends would otherwise hand its database
+    connection back after the app's engine was let go, and the connection would never be closed.
+    """
+
+    def __init__(self, app: Flask) -> None:
+        super().__init__("127.0.0.1", 0, app)
+        self._open: dict[socket.socket, threading.Thread] = {}
+        self._open_lock = threading.Lock()
+
+    def process_request_thread(self, request, client_address) -> None:
+        """Serve one connection, remembering it until it ends."""
+        with self._open_lock:
+            self._open[request] = threading.current_thread()
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            with self._open_lock:
+                self._open.pop(request, None)
+
+    def server_close(self) -> None:
+        """Stop listening, end the open connections and wait (bounded) for their threads."""
+        super().server_close()
+        with self._open_lock:
+            still_open = dict(self._open)
+        for connection in still_open:
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # already gone
+        deadline = time.monotonic() + REQUEST_DRAIN_S
+        for thread in still_open.values():
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
+
+
 @pytest.fixture
 def live_server(app) -> Iterator[LiveServer]:
     """The test's app on a free loopback port, served by a threaded werkzeug server."""
-    server = make_server("127.0.0.1", 0, app, threaded=True)
+    server = DrainingServer(app)
     app.config["PUBLIC_BASE_URL"] = f"http://127.0.0.1:{server.server_port}"
     # A short poll lets shutdown() return at once rather than after up to half a second.
     thread = threading.Thread(target=server.serve_forever, args=(SHUTDOWN_POLL_S,),
