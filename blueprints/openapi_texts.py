@@ -280,7 +280,8 @@ change-event line item on the budget code the PM picked, routed like any line (a
 disappeared makes the line need review). Tickets keep the markups they were created with."""),
     "authorizations": ("Not-to-exceed", """\
 A GC directive or change-order request with an authorised amount. A ticket names it with
-`authorization_ref` (an unknown reference is kept and flagged), or the PM links it. `nte` on
+`authorization_ref` (an unknown reference is kept and flagged), or the PM links it. A reference
+is unique per project whatever its case, and found that way: `cd-014` names `CD-014`. `nte` on
 the ticket is the running total of the written and open tickets against it: `warning` from
 80 %, `over` past 100 %. Approving a ticket that takes the written total past the amount
 answers 409 `nte_exceeded` and writes nothing, unless `confirm_over_nte: true`. Two approvals

@@ -303,13 +303,14 @@ def list_authorizations(project_id: str) -> AuthorizationList:
            body=AuthorizationInput, response=NteStatus,
            errors=error_codes(PROJECT_ERRORS, {409: ("authorization_exists",)}), extra_responses={
                409: "Code `authorization_exists`: the project has an authorization with this "
-                    "reference (or `project_system_not_connected`).",
+                    "reference, in any case; two creates of one reference at the same instant "
+                    "make one, the other gets this (or `project_system_not_connected`).",
            })
 def create_authorization(project_id: str, body: AuthorizationInput) -> NteStatus:
     """Record a GC directive or change-order request with its authorised (not-to-exceed) amount.
 
-    `reference` is the GC's number, unique per project; tickets name it in
-    `authorization_ref`. The answer is the authorization with its running total.
+    `reference` is the GC's number, unique per project whatever its case (as tickets'
+    `authorization_ref` finds it: 'cd-014' names 'CD-014'). The answer is the authorization with its running total.
     """
     return authorizations.create(g.company_id, project_id, body)
 

@@ -1257,7 +1257,9 @@ class ProjectMarkupsOut(Shape):
 class AuthorizationInput(InputShape):
     """A GC directive or change-order request with the amount it authorises."""
 
-    reference: str = required_text(60, description="The GC's number, e.g. 'CD-014'; unique per project.")
+    reference: str = required_text(60, description=(
+        "The GC's number, e.g. 'CD-014'; unique per project whatever its case ('cd-014' is the "
+        "same reference)."))
     kind: AuthorizationKind = AuthorizationKind.DIRECTIVE
     title: str | None = Field(default=None, max_length=300)
     amount: Annotated[Decimal, Field(ge=0, le=100_000_000), BeforeValidator(_to_decimal),

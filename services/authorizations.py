@@ -65,10 +65,11 @@ def find(company_id: int, authorization_id: int | str) -> AuthorizationRecord:
 
 def find_by_reference(company_id: int, project_id: str, reference: str
                       ) -> AuthorizationRecord | None:
-    """The project's authorization with this reference (compared without case), if any."""
+    """The project's authorization with this reference (compared without case, by the database's
+    lower() on both sides, as its unique index compares them), if any."""
     return db.session.scalar(select(AuthorizationRecord).where(
         AuthorizationRecord.company_id == company_id, AuthorizationRecord.project_id == project_id,
-        func.lower(AuthorizationRecord.reference) == reference.strip().lower()))
+        func.lower(AuthorizationRecord.reference) == func.lower(reference.strip())))
 
 
 def _totals(record: AuthorizationRecord) -> dict[str, Decimal]:
