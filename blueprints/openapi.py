@@ -11,7 +11,7 @@ from pydantic.json_schema import models_json_schema
 
 from blueprints.api import OPERATIONS, Operation, api_route, error_codes, openapi_path
 from blueprints.openapi_texts import API_DESCRIPTION, BINARY_BODY_TEXT, ERROR_TEXT, TAGS
-from models.schemas import DocumentSchema, ErrorBody
+from models.schemas import NO_NUL, DocumentSchema, ErrorBody
 
 bp = Blueprint("openapi", __name__)
 
@@ -52,9 +52,11 @@ def _query_parameters(model: type[BaseModel], components: dict[str, Any]) -> lis
 
 
 def _path_parameters(rule: str) -> list[dict[str, Any]]:
-    """Document every path variable of a rule as a required string."""
+    """Document every path variable of a rule as a required number or string (a string holds no
+    NUL character: every route refuses one, services/web.py)."""
     return [{"name": name, "in": "path", "required": True,
-             "schema": {"type": "integer", "minimum": 1} if converter == "int:" else {"type": "string"}}
+             "schema": {"type": "integer", "minimum": 1} if converter == "int:"
+             else {"type": "string", "pattern": NO_NUL}}
             for converter, name in re.findall(r"<([^:<>]+:)?([^<>]+)>", rule)]
 
 

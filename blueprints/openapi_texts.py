@@ -47,6 +47,11 @@ Decisions where the contract left the shape open:
   `photos[2]`, `signature.image`. 401 codes are `api_key_missing`, `api_key_malformed`,
   `api_key_invalid` and `api_key_revoked`; a 405 names the allowed methods in `Allow`.
 * **Another company's resources** answer exactly like missing ones: same status, same body.
+  A body's project or cost code that is not there is a 404, as in a path. A body naming what
+  the ticket or project does not have (a line, a budget code, an authorization) is a 409 with
+  its own code (`line_not_found`, `budget_code_not_found`, `authorization_not_found`) and
+  `details` naming each field: well formed, but at odds with the ticket or project as they are
+  now, like a request the ticket's state refuses (written, or already holding 12 photos).
 * **Lists** are objects with a `data` array; `GET /tickets` adds `total`, `limit` and
   `offset`.
 * **Rate limit.** One shared bucket of 120 requests per minute per key (by default) across all `/v1`
@@ -56,11 +61,18 @@ Decisions where the contract left the shape open:
 * **Bodies.** JSON bodies are `application/json` objects (415 otherwise). By default the
   routes that take photos accept up to 34 MiB (room for 12 photos of up to 2 MiB each in
   base64), every other route 256 KiB; past that 413 `payload_too_large`. A body must keep arriving and be in
-  within its deadline (408). A JSON body with too many objects or values, or nested more than
-  8 deep, is 400; so is a NUL character in any text, a query string included. A request
-  refused this way stores nothing.
-* **Times** (`taken_at`, `signed_at`, `captured_at`, ...) are date-times going in and coming
-  out; the dates a person reads (a work day, a daily log's date) are on the jobsite's clock:
+  within its deadline (408). A JSON body with too many objects or values (more than any
+  body its schema allows), or nested more than 8 deep, is 400; so is a NUL character in any
+  text the service reads, a query string included. Fields a schema does not name are
+  ignored. A request refused this way stores nothing.
+* **Rules beyond a field.** Two rules across fields are in the schemas, as JSON Schema
+  `if`/`then`: a `not_verified` signature needs a `qualifier_reason`, and a signing request an
+  `email` or a `phone`. What no schema can say is said where it applies: an image must be a
+  real JPEG, PNG or WebP; a rate sheet names each classification and item once (without
+  regard to case), and its CSV's rows are checked like its JSON fields.
+* **Times** (`taken_at`, `signed_at`, `captured_at`, ...) are date-times going in (RFC 3339,
+  with the offset, in the years 1900 to 2199; blank is none) and coming out; dates going in
+  are `YYYY-MM-DD`; the dates a person reads (a work day, a daily log's date) are on the jobsite's clock:
   the project's time zone as Procore names it, else UTC.
 * **Amounts** are exact decimals rounded to cents (half up); `total` is the sum of the rounded
   line amounts.

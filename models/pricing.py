@@ -24,6 +24,8 @@ class RateSheet(db.Model):
     __table_args__ = (
         Index("ix_rate_sheets_company_project_effective", "company_id", "project_id",
               "effective_from"),
+        # A deleted sheet's id never names another sheet (SQLite would reuse the highest id).
+        {"sqlite_autoincrement": True},
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)

@@ -143,8 +143,10 @@ var CaptureSend = (function () {
             return upload("PUT", url, blob, blob.type, function (loaded, total) {
               say({ part: "photo", number: index + 1, of: photos.length, loaded: loaded, total: total });
             }).then(function (result) {
-              if (result.state === "sent" || result.status === 400 || result.status === 413) {
-                // Kept by the server, or an image it can never use: either way, not sent again.
+              if (result.state === "sent" || result.status === 400 || result.status === 409 ||
+                  result.status === 413) {
+                // Kept by the server, or an image it can never use (not an image, too big, or
+                // a ticket written or already holding 12 photos): either way, not sent again.
                 done.photos[key] = result.state === "sent" ? true : "refused";
                 return keep().then(function () { return last; });
               }

@@ -76,7 +76,7 @@ def test_rejected_tickets_do_not_count_and_links_can_change(client, acme, rival)
     theirs = authorize(client, rival, rival.project()["id"], reference="X-1")
     foreign = client.post(f"/v1/tickets/{loose['id']}/authorization", headers=acme.headers,
                           json={"authorization_id": theirs["id"]})
-    assert foreign.status_code == 400
+    assert foreign.status_code == 409 and foreign.json["error"]["code"] == "authorization_not_found"
     assert foreign.json["error"]["details"][0]["field"] == "authorization_id"
     assert client.get(f"/v1/authorizations/{theirs['id']}", headers=acme.headers).status_code == 404
     dup = client.post(f"/v1/projects/{project}/authorizations", headers=acme.headers,
