@@ -320,7 +320,8 @@ SIX_PLACES = Decimal("0.000001")
 
 
 def _to_decimal(value: Any) -> Any:
-    """Read a JSON number (or numeric text, as forms send) exactly, kept to 6 decimal places.
+    """Read a JSON number (or numeric text, as forms send) exactly: its bounds are checked on
+    the number as sent, then `_six_places` keeps 6 decimal places.
 
     Floats are read through their shortest text, so 0.1 is 0.1 and not 0.1000000000000000055.
     """
@@ -335,13 +336,21 @@ def _to_decimal(value: Any) -> Any:
             raise ValueError("must be a finite number")
         if abs(number) >= 10**12:
             raise ValueError("is far too large")
-        return number.quantize(SIX_PLACES, rounding=ROUND_HALF_UP)
+        return number
     return value
 
 
+def _six_places(number: Decimal) -> Decimal:
+    """A number within its bounds kept to 6 decimal places (rounded half up), never -0."""
+    return number.quantize(SIX_PLACES, rounding=ROUND_HALF_UP) + 0
+
+
 def _number(low: int, high: int) -> Any:
-    """A finite decimal within documented bounds, documented as a JSON number."""
+    """A finite decimal within documented bounds, documented as a JSON number. The bounds hold
+    for the number as sent (-0.0000001 is below 0, as the document's `minimum` says), before
+    it is rounded to 6 places."""
     return Annotated[Decimal, Field(ge=low, le=high), BeforeValidator(_to_decimal),
+                     AfterValidator(_six_places),
                      WithJsonSchema({"type": "number", "minimum": low, "maximum": high})]
 
 
@@ -1331,9 +1340,7 @@ class AuthorizationInput(InputShape):
         "same reference)."))
     kind: AuthorizationKind = AuthorizationKind.DIRECTIVE
     title: str | None = Field(default=None, max_length=300)
-    amount: Annotated[Decimal, Field(ge=0, le=100_000_000), BeforeValidator(_to_decimal),
-                      WithJsonSchema({"type": "number", "minimum": 0, "maximum": 100_000_000})] = \
-        Field(description="The authorised (not-to-exceed) amount.")
+    amount: _number(0, 100_000_000) = Field(description="The authorised (not-to-exceed) amount.")
 
 
 class AuthorizationList(Shape):

@@ -500,3 +500,15 @@ def test_integers_of_a_body_are_json_integers(client, acme):
         made = client.post(f"/v1/projects/{project}/budget-codes", headers=acme.headers,
                            json={"cost_code_item_id": wrong})
         assert made.status_code == 400 and made.json["error"]["details"][0]["field"] == "cost_code_item_id"
+
+
+def test_number_bounds_hold_for_the_number_as_sent(client, acme):
+    """-0.0000001 hours is below the documented minimum of 0 even though it rounds to 0 at six
+    places; -0.0 is 0."""
+    project = acme.project()["id"]
+    for hours, status in ((-0.0000001, 400), (1000.0000004, 400), (-0.0, 200), (999.9999996, 200)):
+        sent = client.post("/v1/tickets", headers=acme.headers, json={
+            **ticket_body(project), "labor": [{"trade": "Laborer", "hours": hours, "rate": 10}]})
+        assert sent.status_code == status, (hours, sent.json)
+        if status == 200:
+            assert sent.json["labor"][0]["hours"] in (0.0, 1000.0) and str(sent.json["labor"][0]["hours"])[0] != "-"
