@@ -65,6 +65,10 @@ Decisions where the contract left the shape open:
   body its schema allows), or nested more than 8 deep, is 400; so is a NUL character in any
   text the service reads, a query string included. Fields a schema does not name are
   ignored. A request refused this way stores nothing.
+* **Links.** An answer that names something new (the ticket, capture link, signing request,
+  rate sheet or authorization a call made; the projects listed) carries OpenAPI `links` to the
+  operations that take it: its id goes into their path, and a listed project's id into the
+  `project_id` of a new ticket's or capture link's body.
 * **Rules beyond a field.** Two rules across fields are in the schemas, as JSON Schema
   `if`/`then`: a `not_verified` signature needs a `qualifier_reason`, and a signing request an
   `email` or a `phone`. What no schema can say is said where it applies: an image must be a

@@ -323,6 +323,41 @@ def test_no_body_the_document_allows_meets_the_element_limits(client):
     assert checked >= 15
 
 
+def test_answers_that_name_something_new_link_to_the_operations_that_take_it(client):
+    """Create a ticket, then read, approve, reject it; make a link, then revoke it; list the
+    projects, then make a ticket or a link on one: as OpenAPI links a client (and schemathesis's
+    stateful phase) follows. Every link names an operation and only parameters it has."""
+    document = client.get("/v1/openapi.json").json
+    operations = {operation["operationId"]: operation for item in document["paths"].values()
+                  for operation in item.values()}
+
+    def links(path: str, method: str) -> dict:
+        return document["paths"][path][method]["responses"]["200"].get("links", {})
+
+    made = links("/tickets", "post")
+    for target in ("tickets_get_ticket", "tickets_approve_ticket", "tickets_reject_ticket",
+                   "tickets_restore_ticket", "signatures_create_signature_request"):
+        assert made[target]["parameters"] == {"ticket_id": "$response.body#/id"}
+    assert links("/links", "post")["links_revoke_link"]["parameters"] == {"token": "$response.body#/token"}
+    assert links("/tickets/{ticket_id}/signature-requests", "post")[
+        "signatures_revoke_signature_request"]["parameters"] == {
+        "ticket_id": "$response.body#/ticket_id", "request_id": "$response.body#/id"}
+    listed = links("/projects", "get")
+    assert listed["tickets_create_ticket"]["requestBody"] == {"project_id": "$response.body#/data/0/id"}
+    assert listed["rates_create_authorization"]["parameters"] == {"project_id": "$response.body#/data/0/id"}
+    assert links("/tickets/{ticket_id}", "get") == {}  # reading names nothing new
+    total = 0
+    for item in document["paths"].values():
+        for operation in item.values():
+            for link in operation["responses"]["200"].get("links", {}).values():
+                target = operations[link["operationId"]]
+                taken = {p["name"] for p in target.get("parameters", []) if p["in"] == "path"}
+                assert set(link.get("parameters", {})) == taken, link
+                assert "parameters" in link or "requestBody" in target
+                total += 1
+    assert total >= 30
+
+
 def test_rules_across_fields_are_in_the_document_as_the_service_applies_them(client, acme):
     """`not_verified` needs a reason; a signing request needs an e-mail or a phone; an older
     free-text qualifier is taken (as the reason): each body the document refuses, the service
