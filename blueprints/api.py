@@ -92,20 +92,34 @@ def _parse_int(text: str) -> int:
     return int(text)
 
 
-# What a JSON body may hold before it is parsed: containers ({ and [) and values (roughly,
-# commas), counted over the raw bytes at C speed; and how deep it may nest. A ticket has at
-# most 200 lines and 12 photos; everything else is smaller. Tens of megabytes of tiny values
-# would take many times their size in memory once parsed.
-JSON_LIMITS = {"upload": (1_000, 10_000), "other": (500, 5_000)}
+# What a JSON body may hold before it is parsed: containers ({ and [) and values (containers
+# plus commas), and how deep it may nest. Tens of megabytes of tiny values would take many times
+# their size in memory once parsed. Each limit is above the most its routes' documented bodies
+# can hold (a ticket: 200 lines and 12 photos, about 230 objects and lists; a rate sheet: 3,000
+# items; tests/test_openapi.py checks it), so only a body the document refuses meets one.
+JSON_LIMITS = {"upload": (1_000, 10_000), "other": (4_000, 20_000)}
 MAX_JSON_DEPTH = 8
 _UPLOAD_ENDPOINTS = frozenset({"links.capture_submit", "tickets.create_ticket", "tickets.add_photos"})
+# A JSON string, escapes included, to leave out of the count: text may hold any commas and brackets.
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+
+
+def _element_counts(raw: bytes) -> tuple[int, int]:
+    """Containers and values of a raw JSON body (values: containers plus commas)."""
+    containers = raw.count(b"{") + raw.count(b"[")
+    return containers, containers + raw.count(b",")
 
 
 def _check_json_size(raw: bytes) -> None:
-    """Refuse a body with too many elements before parsing it."""
+    """Refuse a body with too many elements before parsing it.
+
+    The bytes are counted at C speed; only a body over a limit is counted again without its
+    strings, whose commas and brackets are text, not elements."""
     max_containers, max_values = JSON_LIMITS["upload" if request.endpoint in _UPLOAD_ENDPOINTS else "other"]
-    containers = raw.count(b"{") + raw.count(b"[")
-    if containers > max_containers or containers + raw.count(b",") > max_values:
+    containers, values = _element_counts(raw)
+    if containers > max_containers or values > max_values:
+        containers, values = _element_counts(_JSON_STRING.sub(b'""', raw))
+    if containers > max_containers or values > max_values:
         raise BadBody(f"the JSON body has too many elements (at most {max_containers} objects and lists "
                       f"and {max_values} values)")
 
@@ -126,8 +140,9 @@ def _json_depth(value: Any) -> int:
     return deepest
 
 
-def read_json_object(required: bool = True) -> dict[str, Any]:
-    """Read the request body as a JSON object, refusing anything else with a clear 4xx."""
+def read_json_object(required: bool = True, *, refuse_nul: bool = True) -> dict[str, Any]:
+    """Read the request body as a JSON object, refusing anything else with a clear 4xx (and a
+    NUL character in any text, unless the caller checks the fields it reads: `refuse_nul`)."""
     raw = request.get_data(cache=True)
     if not raw.strip():
         if required:
@@ -147,10 +162,16 @@ def read_json_object(required: bool = True) -> dict[str, Any]:
         raise BadBody("the body must be a JSON object", code="invalid_body")
     if _json_depth(data) > MAX_JSON_DEPTH:
         raise BadBody(f"the JSON body is nested too deeply (at most {MAX_JSON_DEPTH} levels)")
-    if _holds_nul(data):
+    if refuse_nul:
+        refuse_nul_in(data)
+    return data
+
+
+def refuse_nul_in(value: Any) -> None:
+    """400 invalid_body when any text of a body holds a NUL character."""
+    if _holds_nul(value):
         raise BadBody("the body holds a NUL character (\\u0000), which no text may contain",
                       code="invalid_body")
-    return data
 
 
 def _holds_nul(value: Any) -> bool:
@@ -213,8 +234,10 @@ def api_route(bp: Blueprint, rule: str, *, method: str = "GET", tag: str,
             if query is not None:
                 kwargs["query"] = validate(query, request.args.to_dict(flat=True))
             if body is not None:
-                data = read_json_object(required=body_required)
+                # A NUL is refused in the fields the body is read for; unknown ones are ignored.
+                data = read_json_object(required=body_required, refuse_nul=False)
                 kwargs["body"] = validator(data) if validator else validate(body, data)
+                refuse_nul_in(kwargs["body"].model_dump())
             return to_json(view(**kwargs))
 
         bp.add_url_rule(API_PREFIX + rule, endpoint=view.__name__,

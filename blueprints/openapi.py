@@ -17,7 +17,17 @@ from blueprints.openapi_texts import (
     ERROR_TEXT,
     TAGS,
 )
-from models.schemas import DocumentSchema, ErrorBody
+from models.schemas import (
+    NO_NUL,
+    DocumentSchema,
+    ErrorBody,
+    Link,
+    NteStatus,
+    ProjectList,
+    RateSheet,
+    SignatureRequestCreated,
+    Ticket,
+)
 
 bp = Blueprint("openapi", __name__)
 
@@ -59,10 +69,57 @@ def _query_parameters(model: type[BaseModel], components: dict[str, Any]) -> lis
 
 
 def _path_parameters(rule: str) -> list[dict[str, Any]]:
-    """Document every path variable of a rule as a required string."""
+    """Document every path variable of a rule as a required number or string (a string holds no
+    NUL character: every route refuses one, services/web.py)."""
     return [{"name": name, "in": "path", "required": True,
-             "schema": {"type": "integer", "minimum": 1} if converter == "int:" else {"type": "string"}}
+             "schema": {"type": "integer", "minimum": 1} if converter == "int:"
+             else {"type": "string", "pattern": NO_NUL}}
             for converter, name in re.findall(r"<([^:<>]+:)?([^<>]+)>", rule)]
+
+
+def _path_names(rule: str) -> list[str]:
+    """The names of a rule's path variables, in order."""
+    return [name for _, name in re.findall(r"<([^:<>]+:)?([^<>]+)>", rule)]
+
+
+# What an answer names that other operations take, for the document's links: a path parameter's
+# name, and where the answer carries its value (a JSON pointer into the answer).
+ANSWER_NAMES: dict[type[BaseModel], dict[str, str]] = {
+    Ticket: {"ticket_id": "/id"},
+    Link: {"token": "/token"},
+    SignatureRequestCreated: {"ticket_id": "/ticket_id", "request_id": "/id"},
+    RateSheet: {"sheet_id": "/id"},
+    NteStatus: {"authorization_id": "/id"},
+    ProjectList: {"project_id": "/data/0/id"},
+}
+
+
+def _links(source: Operation) -> dict[str, Any]:
+    """OpenAPI links from an answer that names something new (the ticket a create made, the
+    projects a list shows) to each operation that takes it: in its path (with the source's own
+    path values for the rest), or, for an operation with no path values, as a field of its body.
+
+    An image download is left out: a new ticket has no signature image yet, so following the
+    link would end in a 404 for a ticket that is there."""
+    names = ANSWER_NAMES.get(source.response, {}) if source.response is not None else {}
+    own = _path_names(source.rule)
+    new = {name for name in names if name not in own}
+    links: dict[str, Any] = {}
+    for target in OPERATIONS if new else ():
+        if (target.media_type or "").startswith("image/"):
+            continue
+        wanted = _path_names(target.rule)
+        link: dict[str, Any] = {"operationId": target.endpoint.replace(".", "_")}
+        if wanted and new & set(wanted) and set(wanted) <= set(names) | set(own):
+            link["parameters"] = {name: f"$response.body#{names[name]}" if name in names
+                                  else f"$request.path.{name}" for name in wanted}
+        elif not wanted and target.body is not None and new & set(target.body.model_fields):
+            link["requestBody"] = {name: f"$response.body#{names[name]}"
+                                   for name in sorted(new & set(target.body.model_fields))}
+        else:
+            continue
+        links[link["operationId"]] = link
+    return links
 
 
 RATE_LIMIT_HEADERS = {
@@ -167,6 +224,9 @@ def _operation_object(operation: Operation, refs: dict, components: dict[str, An
     ok: dict[str, Any] = {"description": "Success."}
     if not operation.public:
         ok["headers"] = dict(RATE_LIMIT_HEADERS)
+    links = _links(operation)
+    if links:
+        ok["links"] = links
     if operation.response is not None:
         ok["content"] = {"application/json": {"schema": refs[(operation.response, "serialization")]}}
     elif operation.media_type == "application/json":  # free-form JSON (this very document)

@@ -62,6 +62,11 @@ Decisions where the contract left the shape open:
   `photos[2]`, `signature.image`. 401 codes are `api_key_missing`, `api_key_malformed`,
   `api_key_invalid` and `api_key_revoked`; a 405 names the allowed methods in `Allow`.
 * **Another company's resources** answer exactly like missing ones: same status, same body.
+  A body's project or cost code that is not there is a 404, as in a path. A body naming what
+  the ticket or project does not have (a line, a budget code, an authorization) is a 409 with
+  its own code (`line_not_found`, `budget_code_not_found`, `authorization_not_found`) and
+  `details` naming each field: well formed, but at odds with the ticket or project as they are
+  now, like a request the ticket's state refuses (written, or already holding 12 photos).
 * **Lists** are objects with a `data` array; `GET /tickets` adds `total`, `limit` and
   `offset`.
 * **Rate limit.** One shared bucket of 120 requests per minute per key (by default) across all `/v1`
@@ -71,11 +76,22 @@ Decisions where the contract left the shape open:
 * **Bodies.** JSON bodies are `application/json` objects (415 otherwise). By default the
   routes that take photos accept up to 34 MiB (room for 12 photos of up to 2 MiB each in
   base64), every other route 256 KiB; past that 413 `payload_too_large`. A body must keep arriving and be in
-  within its deadline (408). A JSON body with too many objects or values, or nested more than
-  8 deep, is 400; so is a NUL character in any text, a query string included. A request
-  refused this way stores nothing.
-* **Times** (`taken_at`, `signed_at`, `captured_at`, ...) are date-times going in and coming
-  out; the dates a person reads (a work day, a daily log's date) are on the jobsite's clock:
+  within its deadline (408). A JSON body with too many objects or values (more than any
+  body its schema allows), or nested more than 8 deep, is 400; so is a NUL character in any
+  text the service reads, a query string included. Fields a schema does not name are
+  ignored. A request refused this way stores nothing.
+* **Links.** An answer that names something new (the ticket, capture link, signing request,
+  rate sheet or authorization a call made; the projects listed) carries OpenAPI `links` to the
+  operations that take it: its id goes into their path, and a listed project's id into the
+  `project_id` of a new ticket's or capture link's body.
+* **Rules beyond a field.** Two rules across fields are in the schemas, as JSON Schema
+  `if`/`then`: a `not_verified` signature needs a `qualifier_reason`, and a signing request an
+  `email` or a `phone`. What no schema can say is said where it applies: an image must be a
+  real JPEG, PNG or WebP; a rate sheet names each classification and item once (without
+  regard to case), and its CSV's rows are checked like its JSON fields.
+* **Times** (`taken_at`, `signed_at`, `captured_at`, ...) are date-times going in (RFC 3339,
+  with the offset, in the years 1900 to 2199; blank is none) and coming out; dates going in
+  are `YYYY-MM-DD`; the dates a person reads (a work day, a daily log's date) are on the jobsite's clock:
   the project's time zone as Procore names it, else UTC.
 * **Amounts** are exact decimals rounded to cents (half up); `total` is the sum of the rounded
   line amounts.
@@ -297,7 +313,8 @@ change-event line item on the budget code the PM picked, routed like any line (a
 disappeared makes the line need review). Tickets keep the markups they were created with."""),
     "authorizations": ("Not-to-exceed", """\
 A GC directive or change-order request with an authorised amount. A ticket names it with
-`authorization_ref` (an unknown reference is kept and flagged), or the PM links it. `nte` on
+`authorization_ref` (an unknown reference is kept and flagged), or the PM links it. A reference
+is unique per project whatever its case, and found that way: `cd-014` names `CD-014`. `nte` on
 the ticket is the running total of the written and open tickets against it: `warning` from
 80 %, `over` past 100 %. Approving a ticket that takes the written total past the amount
 answers 409 `nte_exceeded` and writes nothing, unless `confirm_over_nte: true`. Two approvals

@@ -272,9 +272,11 @@ def get_markups(project_id: str) -> ProjectMarkupsOut:
 
 
 @api_route(bp, "/projects/<project_id>/markups", method="PUT", tag="markups", body=MarkupsInput,
-           response=ProjectMarkupsOut, errors=PROJECT_ERRORS, extra_responses={
-               400: "The body has problems, or a markup's `budget_code_id` is not a budget code "
-                    "of the project (named in `details` as `markups[<i>].budget_code_id`).",
+           response=ProjectMarkupsOut,
+           errors=error_codes(PROJECT_ERRORS, {409: ("budget_code_not_found",)}), extra_responses={
+               409: "`budget_code_not_found`: a markup's `budget_code_id` is not a budget code of "
+                    "the project (each named in `details` as `markups[<i>].budget_code_id`); or "
+                    "`project_system_not_connected`. Nothing was changed.",
            })
 def save_markups(project_id: str, body: MarkupsInput) -> ProjectMarkupsOut:
     """Set a project's markups (overhead, profit, bond, insurance, tax) in the order they apply.
@@ -303,13 +305,14 @@ def list_authorizations(project_id: str) -> AuthorizationList:
            body=AuthorizationInput, response=NteStatus,
            errors=error_codes(PROJECT_ERRORS, {409: ("authorization_exists",)}), extra_responses={
                409: "Code `authorization_exists`: the project has an authorization with this "
-                    "reference (or `project_system_not_connected`).",
+                    "reference, in any case; two creates of one reference at the same instant "
+                    "make one, the other gets this (or `project_system_not_connected`).",
            })
 def create_authorization(project_id: str, body: AuthorizationInput) -> NteStatus:
     """Record a GC directive or change-order request with its authorised (not-to-exceed) amount.
 
-    `reference` is the GC's number, unique per project; tickets name it in
-    `authorization_ref`. The answer is the authorization with its running total.
+    `reference` is the GC's number, unique per project whatever its case (as tickets'
+    `authorization_ref` finds it: 'cd-014' names 'CD-014'). The answer is the authorization with its running total.
     """
     return authorizations.create(g.company_id, project_id, body)
 
@@ -327,16 +330,18 @@ def get_authorization(authorization_id: int) -> NteStatus:
 
 @api_route(bp, "/tickets/<ticket_id>/authorization", method="POST", tag="authorizations",
            body=TicketAuthorizationInput, response=Ticket,
-           errors={404: ("ticket_not_found", "authorization_not_found"), 409: ("ticket_written",)},
+           errors={404: ("ticket_not_found",), 409: ("ticket_written", "authorization_not_found")},
            extra_responses={
-               409: "Code `ticket_written`: a written ticket keeps its authorization.",
+               409: "`ticket_written`: a written ticket keeps its authorization; "
+                    "`authorization_not_found`: the id is no authorization of the ticket's project "
+                    "(`details` names `authorization_id`).",
            })
 def link_ticket_authorization(ticket_id: str, body: TicketAuthorizationInput) -> Ticket:
     """Count a ticket not yet written against one of its project's authorizations, or none.
 
     Send `authorization_id: null` to count it against none. An id that is not an
-    authorization of the ticket's project is a 400 naming `authorization_id`. The answer is
-    the ticket with its `nte`.
+    authorization of the ticket's project is a 409 `authorization_not_found` naming
+    `authorization_id` in `details`. The answer is the ticket with its `nte`.
     """
     ticket = find_ticket(g.company_id, ticket_id)
     authorizations.link_ticket(g.company_id, ticket, body.authorization_id)

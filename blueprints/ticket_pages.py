@@ -198,9 +198,11 @@ def create_budget_code_page(ticket_id: str) -> Response:
     """Create the budget code a line lacks, through the same service as the budget-codes endpoint."""
     form = request.form.to_dict()
     ticket = find_ticket(current_user.company_id, ticket_id)
-    try:
-        body = validate(BudgetCodeInput, {"cost_code_item_id": form.get("cost_code_item_id"),
-                                          "cost_type": form.get("cost_type") or "other"})
+    chosen_code = form.get("cost_code_item_id") or ""
+    try:  # a form's field is text; the body's id is a JSON integer
+        body = validate(BudgetCodeInput, {
+            "cost_code_item_id": int(chosen_code) if chosen_code.isdecimal() and len(chosen_code) < 19
+            else chosen_code or None, "cost_type": form.get("cost_type") or "other"})
         made = projects.create_budget_code(current_user.company_id, ticket.project_id,
                                            body.cost_code_item_id, body.cost_type)
     except ServiceError as error:

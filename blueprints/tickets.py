@@ -41,6 +41,10 @@ STORAGE_TEXT = {507: "A daily storage quota of the link, the company or the serv
 # Content-Type says, so image/jpeg works too; the document names only application/octet-stream,
 # the one binary body type generated clients (openapi-python-client) take without a warning.
 PHOTO_BODY_TYPES = ("application/octet-stream",)
+# What a ticket's state refuses photos for: the request is fine, the ticket has no room for it.
+PHOTOS_CONFLICT_TEXT = ("`ticket_written` (a written ticket takes no more photos) or `photos_full` "
+                        "(the ticket holds 12 photos at most; `details` says how many more fit). "
+                        "Nothing was stored.")
 
 
 @api_route(bp, "/tickets", tag="tickets", query=TicketListQuery, response=TicketList)
@@ -111,14 +115,15 @@ def get_ticket(ticket_id: str) -> Ticket:
 
 @api_route(bp, "/tickets/<ticket_id>/photos", method="POST", tag="evidence", body=PhotosInput,
            validator=evidence.validate_photos, response=Ticket,
-           errors=error_codes({404: ("ticket_not_found",), 409: ("ticket_written",)}, STORAGE_ERRORS),
-           extra_responses=STORAGE_TEXT)
+           errors=error_codes({404: ("ticket_not_found",), 409: ("ticket_written", "photos_full")},
+                              STORAGE_ERRORS),
+           extra_responses={**STORAGE_TEXT, 409: PHOTOS_CONFLICT_TEXT})
 def add_photos(ticket_id: str, body: PhotosInput) -> Ticket:
     """Attach 1 to 12 photos to a ticket that is not written yet.
 
     Each photo as a data URL or bare base64, checked like a ticket's own. Every photo is
     checked before any is stored; `details` names each bad one as `photos[<i>]`. A ticket
-    holds at most 12 photos in all.
+    holds at most 12 photos in all: more than it has room for is a 409 `photos_full`.
     """
     return evidence.add_photos(g.company_id, ticket_id, body.photos)
 
@@ -128,12 +133,12 @@ def add_photos(ticket_id: str, body: PhotosInput) -> Ticket:
            headers={photo_uploads.HEADER: PIECE_TEXT}, accepted=UploadProgress,
            errors=error_codes({400: ("validation_failed",), 404: ("ticket_not_found", "not_found"),
                                408: ("upload_cut_off",),
-                               409: ("ticket_written", "upload_offset_mismatch")}, STORAGE_ERRORS),
+                               409: ("ticket_written", "photos_full", "upload_offset_mismatch")},
+                              STORAGE_ERRORS),
            extra_responses={**STORAGE_TEXT,
-                            409: "`ticket_written`: the ticket is written and takes no more "
-                                 "photos. `upload_offset_mismatch`: the piece does not start "
-                                 "where the server's bytes of this photo end; `details.offset` "
-                                 "and `Upload-Offset` say where."})
+                            409: PHOTOS_CONFLICT_TEXT + " `upload_offset_mismatch`: the piece "
+                                 "does not start where the server's bytes of this photo end; "
+                                 "`details.offset` and `Upload-Offset` say where."})
 def put_photo(ticket_id: str, key: str, query: PhotoUploadQuery) -> Ticket | Response:
     """Attach one photo under your own key (1-64 letters, digits, '-', '_'); again changes nothing.
 
@@ -166,14 +171,14 @@ def put_photo(ticket_id: str, key: str, query: PhotoUploadQuery) -> Ticket | Res
            response=ApprovalResult, body_required=False,
            errors=error_codes({404: ("ticket_not_found", "project_not_found"),
                                409: ("ticket_rejected", "lines_need_review", "no_change_events",
-                                     "approval_in_progress", "nte_exceeded"),
+                                     "approval_in_progress", "nte_exceeded", "line_not_found",
+                                     "budget_code_not_found"),
                                502: ("project_system_write_unconfirmed",),
                                503: ("document_busy",)},
                               PROJECT_SYSTEM_ERRORS),
            extra_responses={
-               400: "The body or a `routes` entry is unusable (code `validation_failed`): a key "
-                    "that is not a line index of the ticket, or a value that is not a budget "
-                    "code id of its project, named in `details` as `routes.<key>`.",
+               400: "The body has problems (code `validation_failed`), such as a `routes` key "
+                    "that is not a line index, named in `details` as `routes.<key>`.",
                409: "Nothing was written. `ticket_rejected` (the ticket is rejected and "
                     "`allow_rejected` is not true); `lines_need_review` (`details` lists each "
                     "refused line as {line, reason, description}: for a change event, a line "
@@ -185,7 +190,10 @@ def put_photo(ticket_id: str, key: str, query: PhotoUploadQuery) -> Ticket | Res
                     "`nte_exceeded` (writing it takes the written tickets against its "
                     "not-to-exceed authorization past the authorised amount; `details` gives "
                     "{authorization_id, reference, authorized, written, ticket, after}; send "
-                    "`confirm_over_nte: true` if the GC agreed).",
+                    "`confirm_over_nte: true` if the GC agreed); `line_not_found` or "
+                    "`budget_code_not_found` (a `routes` entry names a line the ticket does not "
+                    "have, or a budget code its project does not have, when any does; `details` "
+                    "names each as `routes.<key>`).",
                502: "The project system refused or could not take the write; the message is "
                     "its own. The ticket stays approvable, and a retry finds any record the "
                     "failed attempt left (by origin id) instead of writing a second one. "

@@ -5,7 +5,7 @@ import datetime as dt
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import JSON, Date, ForeignKey, Index, String, UniqueConstraint
+from sqlalchemy import JSON, Date, ForeignKey, Index, String, func
 from sqlalchemy.orm import Mapped, mapped_column
 
 from models.base import Money, db, utcnow
@@ -24,6 +24,8 @@ class RateSheet(db.Model):
     __table_args__ = (
         Index("ix_rate_sheets_company_project_effective", "company_id", "project_id",
               "effective_from"),
+        # A deleted sheet's id never names another sheet (SQLite would reuse the highest id).
+        {"sqlite_autoincrement": True},
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -59,14 +61,11 @@ class ProjectMarkups(db.Model):
 class Authorization(db.Model):
     """A GC directive or change-order request with an authorised (not-to-exceed) amount.
 
-    Tickets that reference it count against it while submitted or written.
+    Tickets that reference it count against it while submitted or written. Its reference is
+    unique in its project whatever its case, as it is looked up (the index below).
     """
 
     __tablename__ = "authorizations"
-    __table_args__ = (
-        UniqueConstraint("company_id", "project_id", "reference",
-                         name="uq_authorizations_company_project_reference"),
-    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     company_id: Mapped[int] = mapped_column(ForeignKey("companies.id"))
@@ -76,3 +75,10 @@ class Authorization(db.Model):
     title: Mapped[str | None] = mapped_column(String(300))
     amount: Mapped[Decimal] = mapped_column(Money())
     created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+
+
+# One reference per project, compared as it is looked up (services/authorizations.py): without case.
+# SQLite's reflection cannot read an index on an expression, so a batch migration that rebuilds
+# this table must create it again (migrations/versions/0024).
+Index("uq_authorizations_company_project_lower_reference", Authorization.company_id,
+      Authorization.project_id, func.lower(Authorization.reference), unique=True)

@@ -6,6 +6,7 @@ document is never a second, hand-kept copy.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from enum import StrEnum
 from typing import Annotated, Any, Literal
@@ -127,7 +128,9 @@ class ErrorDetail(Shape):
     message: str = Field(description="Human-readable explanation.")
     details: list[FieldProblem] | list[LineRefusal] | NteExceededDetail | UploadProgress | None = \
         Field(default=None, description=(
-            "A 400 `validation_failed` lists every problem at once as FieldProblem items; a 409 "
+            "A 400 `validation_failed` lists every problem at once as FieldProblem items, and so "
+            "does a 409 for what a body names that the ticket or project does not have "
+            "(`line_not_found`, `budget_code_not_found`, `authorization_not_found`); a 409 "
             "`lines_need_review` lists every refused line as LineRefusal items; a 409 "
             "`nte_exceeded` is one NteExceededDetail; a 409 `upload_offset_mismatch` is one "
             "UploadProgress (where the photo's next piece must start); otherwise absent."))
@@ -287,10 +290,26 @@ class CostCodeQuery(InputShape):
                           description="Case-insensitive substring of the code or the name.")
 
 
+def _whole_number(value: Any) -> Any:
+    """Refuse booleans and text where a JSON integer is meant; 17.0 still counts as 17."""
+    if isinstance(value, (bool, str)):
+        raise ValueError("must be an integer")
+    return value
+
+
+def whole_number(**bounds: int) -> Any:
+    """A JSON integer of a body within bounds: never `true` or "5", which the parser would
+    otherwise read as 1 and 5 (the bounds come first, or the document would not show them)."""
+    return Annotated[int, Field(**bounds), BeforeValidator(_whole_number)]
+
+
+RecordId = whole_number(gt=0, lt=2**63)
+
+
 class BudgetCodeInput(InputShape):
     """A budget code to create for a cost code and cost type."""
 
-    cost_code_item_id: int = Field(gt=0, lt=2**63)
+    cost_code_item_id: RecordId
     cost_type: CostTypeName = Field(default="other", description="Defaults to 'other'.")
 
 
@@ -322,7 +341,8 @@ SIX_PLACES = Decimal("0.000001")
 
 
 def _to_decimal(value: Any) -> Any:
-    """Read a JSON number (or numeric text, as forms send) exactly, kept to 6 decimal places.
+    """Read a JSON number (or numeric text, as forms send) exactly: its bounds are checked on
+    the number as sent, then `_six_places` keeps 6 decimal places.
 
     Floats are read through their shortest text, so 0.1 is 0.1 and not 0.1000000000000000055.
     """
@@ -337,13 +357,21 @@ def _to_decimal(value: Any) -> Any:
             raise ValueError("must be a finite number")
         if abs(number) >= 10**12:
             raise ValueError("is far too large")
-        return number.quantize(SIX_PLACES, rounding=ROUND_HALF_UP)
+        return number
     return value
 
 
+def _six_places(number: Decimal) -> Decimal:
+    """A number within its bounds kept to 6 decimal places (rounded half up), never -0."""
+    return number.quantize(SIX_PLACES, rounding=ROUND_HALF_UP) + 0
+
+
 def _number(low: int, high: int) -> Any:
-    """A finite decimal within documented bounds, documented as a JSON number."""
+    """A finite decimal within documented bounds, documented as a JSON number. The bounds hold
+    for the number as sent (-0.0000001 is below 0, as the document's `minimum` says), before
+    it is rounded to 6 places."""
     return Annotated[Decimal, Field(ge=low, le=high), BeforeValidator(_to_decimal),
+                     AfterValidator(_six_places),
                      WithJsonSchema({"type": "number", "minimum": low, "maximum": high})]
 
 
@@ -353,9 +381,14 @@ Rate = _number(0, 100_000)
 Quantity = _number(0, 1_000_000)
 
 
+ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
 def _date_text(value: Any) -> Any:
-    """Take a date only as ISO text (or a date), never as a number of seconds; blank is none."""
-    if isinstance(value, (int, float, bool)):
+    """Take a date only as ISO text, YYYY-MM-DD (or a date), never as a number of seconds ("0"
+    is no date, though the parser would read it as 1970-01-01); blank is none."""
+    if isinstance(value, (int, float, bool)) or (isinstance(value, str) and value
+                                                 and not ISO_DATE.fullmatch(value)):
         raise ValueError("must be an ISO date, e.g. 2026-05-04")
     return None if value == "" else value
 
@@ -430,28 +463,37 @@ class Coords(InputShape):
 
 
 _DATETIME = TypeAdapter(dt.datetime)
+# The document's `format: date-time` (RFC 3339): a date, a time and the offset from UTC. The
+# parser alone would also take "0.5" (seconds since 1970), a bare date or a time without offset.
+RFC_3339 = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?"
+                      r"(?:[Zz]|[+-][0-9]{2}:[0-9]{2})")
+# A time given is in the years 1900 to 2199: one at the calendar's edge (year 1 or 9999) cannot
+# be moved to UTC or to a jobsite's clock.
+TIME_YEARS = r"^(?:19|2[01])[0-9]{2}-"
 
 
 def _check_timestamp(value: str | None) -> str | None:
-    """Accept an RFC 3339 / ISO 8601 date-time string and keep it exactly as given."""
+    """Accept an RFC 3339 date-time string of the years 1900 to 2199 and keep it exactly as
+    given; blank is none."""
     if value is None or value == "":
         return None
     try:
-        float(value)  # pydantic would read "0.5" as seconds since 1970; the document says text
-    except ValueError:
-        pass
-    else:
-        raise ValueError("not an ISO 8601 date-time, e.g. 2026-05-04T07:30:00Z")
-    try:
+        if not RFC_3339.fullmatch(value) or not re.match(TIME_YEARS, value):
+            raise ValueError(value)
         _DATETIME.validate_python(value)
-    except ValidationError:
-        raise ValueError("not an ISO 8601 date-time, e.g. 2026-05-04T07:30:00Z")
+    except (ValueError, ValidationError):
+        raise ValueError("not an RFC 3339 date-time of the years 1900 to 2199, "
+                         "e.g. 2026-05-04T07:30:00Z") from None
     return value
 
 
+TIME_SCHEMA = {"type": "string", "format": "date-time", "maxLength": 40, "pattern": TIME_YEARS}
 DateTimeText = Annotated[str, Field(max_length=40), AfterValidator(_check_timestamp),
-                         WithJsonSchema({"type": "string", "format": "date-time", "maxLength": 40})]
-Timestamp = Annotated[DateTimeText | None, Field(default=None)]
+                         WithJsonSchema(TIME_SCHEMA)]
+# A blank time (a form's empty field) is none: the document says so, as the code does.
+Timestamp = Annotated[DateTimeText | None, Field(default=None), WithJsonSchema(
+    {"anyOf": [TIME_SCHEMA, {"type": "string", "maxLength": 0}, {"type": "null"}]},
+    mode="validation")]
 
 
 class PhotoIn(InputShape):
@@ -491,8 +533,8 @@ def legacy_qualifier(data: Any) -> Any:
     """A qualifier sent as free text (before the three choices) is kept as the reason, with no choice."""
     if isinstance(data, dict):
         qualifier = data.get("qualifier")
-        if isinstance(qualifier, str) and qualifier.strip() \
-                and qualifier.strip() not in QUALIFIER_CODES:
+        if isinstance(qualifier, str) and qualifier.strip(ECMA_SPACE) \
+                and qualifier.strip(ECMA_SPACE) not in QUALIFIER_CODES:
             data = {**data, "qualifier": None,
                     "qualifier_reason": data.get("qualifier_reason") or qualifier}
     return data
@@ -508,13 +550,35 @@ QUALIFIER_TEXT = (
 REASON_NEEDED = "say why the work is not verified"
 
 
+class _OrOlderFreeText:
+    """Documents a qualifier as one of the choices, or (deprecated) the free text it once was,
+    which `legacy_qualifier` keeps as the reason (so as long as a reason may be)."""
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: Any, handler: Any) -> dict[str, Any]:
+        """The choices' schema with the older free text beside them."""
+        schema = handler(core_schema)
+        older = {"type": "string", "maxLength": 300, "pattern": NOT_BLANK, "deprecated": True,
+                 "description": "Older free text: kept as the `qualifier_reason`, with no choice."}
+        return {**schema, "anyOf": [*schema["anyOf"][:1], older, *schema["anyOf"][1:]]}
+
+
 class SignatureIn(InputShape):
     """The signature of the general contractor's person; it counts only with an image."""
+
+    # The rule across fields, for the document: `not_verified` comes with a reason.
+    model_config = ConfigDict(json_schema_extra={
+        "if": {"required": ["qualifier"],
+               "properties": {"qualifier": {"type": "string", "pattern": r"^\s*not_verified\s*$"}}},
+        "then": {"required": ["qualifier_reason"],
+                 "properties": {"qualifier_reason": {"type": "string", "pattern": NOT_BLANK}}},
+    })
 
     name: str | None = Field(default=None, max_length=200)
     role: str | None = Field(default=None, max_length=200)
     signed_at: Timestamp = None
-    qualifier: SignatureQualifier | None = Field(default=None, description=QUALIFIER_TEXT)
+    qualifier: Annotated[SignatureQualifier | None, _OrOlderFreeText] = Field(
+        default=None, description=QUALIFIER_TEXT)
     qualifier_reason: str | None = Field(default=None, max_length=300, description=(
         "Why, in the signer's words; required with `not_verified`."))
     image: str | None = Field(default=None, description="data:image/png;base64,... of the drawing.")
@@ -573,8 +637,8 @@ class TicketInput(InputShape, TicketText):
     photos: list[PhotoIn] = Field(default_factory=list, max_length=12,
                                   description="At most 12 photos per ticket.")
     signature: SignatureIn | None = None
-    photos_expected: int | None = Field(
-        default=None, ge=0, le=12, description="How many photos will follow one by one "
+    photos_expected: whole_number(ge=0, le=12) | None = Field(
+        default=None, description="How many photos will follow one by one "
         "(PUT .../photos/{key}); the ticket shows them as arriving until they are all in.")
     worked_on: OptionalIsoDate = Field(default=None, description=(
         "ISO date the work was done; defaults to the capture date on the jobsite's clock. "
@@ -908,14 +972,9 @@ class TicketListQuery(TicketFilters):
 # ----------------------------------------------------------------- approval
 
 Flag = Annotated[bool, Field(strict=True)]
-def _whole_number(value: Any) -> Any:
-    """Refuse booleans and text where a JSON integer is meant; 17.0 still counts as 17."""
-    if isinstance(value, (bool, str)):
-        raise ValueError("must be an integer")
-    return value
-
-
-BudgetCodeId = Annotated[int, Field(gt=0, lt=2**63), BeforeValidator(_whole_number)]
+BudgetCodeId = RecordId
+# A line index as a `routes` key: a whole number written plainly ("0", "12"; not "01" or "+1").
+LINE_INDEX = re.compile(r"0|[1-9][0-9]{0,5}")
 
 
 class ApproveInput(InputShape):
@@ -929,9 +988,13 @@ class ApproveInput(InputShape):
         "Also refuse any line not on a confirmed budget code (`exact: false`); use it "
         "whenever no person reviews the write. Not checked for a daily log entry, which "
         "carries no budget codes."))
-    routes: dict[str, BudgetCodeId] = Field(default_factory=dict, max_length=200, description=(
-        "Per-line budget code override: keys are line indexes as strings (see `routing`), "
-        "values budget code ids of the ticket's project. A line routed here counts as exact."))
+    routes: dict[str, BudgetCodeId] = Field(
+        default_factory=dict, max_length=200,
+        json_schema_extra={"propertyNames": {"pattern": f"^(?:{LINE_INDEX.pattern})$"}}, description=(
+            "Per-line budget code override: keys are line indexes as strings (see `routing`), "
+            "values budget code ids of the ticket's project. A line routed here counts as exact. "
+            "A line the ticket lacks, or a budget code its project lacks, is a 409 "
+            "(`line_not_found`, `budget_code_not_found`) naming each `routes.<key>`."))
     confirm_over_nte: Flag = Field(default=False, description=(
         "Approve although the written tickets against the ticket's not-to-exceed authorization, "
         "this one included, pass its authorised amount. Without it such an approval is refused "
@@ -1014,13 +1077,24 @@ class LinkList(Shape):
 
 # ------------------------------------------------------------------ signature requests
 
-EMAIL_PATTERN = r"^[^@\s]{1,64}@[^@\s]{1,190}\.[^@\s]{2,63}$"
+# Whitespace spelt out for a pattern both sides apply: "\s" means one set to the document's readers
+# (ECMA-262) and another to the regex that checks the field here (it also counts U+0085).
+SPACE_CLASS = "".join(f"\\u{ord(c):04x}" for c in ECMA_SPACE)
+EMAIL_PATTERN = rf"^[^@{SPACE_CLASS}]{{1,64}}@[^@{SPACE_CLASS}]{{1,190}}\.[^@{SPACE_CLASS}]{{2,63}}$"
 PHONE_PATTERN = r"^\+?[0-9][0-9 ().-]{5,28}[0-9]$"
 
 
 class SignatureRequestInput(InputShape):
     """Whom to ask for a signature, and where to send the signing link: an e-mail address or a
     phone number, or both."""
+
+    # The rule across fields, for the document: without an e-mail address, a phone number (as
+    # `if`/`then`, which generated clients leave to the server, where an `anyOf` would turn the
+    # shape into a union of two).
+    model_config = ConfigDict(json_schema_extra={
+        "if": {"not": {"required": ["email"], "properties": {"email": {"type": "string"}}}},
+        "then": {"required": ["phone"], "properties": {"phone": {"type": "string"}}},
+    })
 
     name: Annotated[str, required_text(200, description="The signer, e.g. 'Sam Ortiz'.")]
     role: str | None = Field(default=None, max_length=200,
@@ -1176,7 +1250,11 @@ class RateSheetCsvInput(InputShape):
 
     name: str = required_text(120)
     effective_from: IsoDate
-    csv: str = Field(min_length=1, max_length=2_000_000, description="The CSV text, with a header row.")
+    csv: str = Field(min_length=1, max_length=200_000, json_schema_extra={"contentMediaType": "text/csv"},
+                     description=(
+        "The CSV text, with a header row (at most 200,000 characters: more rows than a sheet "
+        "holds). Its rows are checked like the JSON sheet's fields, each classification or item "
+        "once, and a bad row refuses the whole sheet."))
 
 
 class RateSheetLaborOut(Shape):
@@ -1285,12 +1363,12 @@ class ProjectMarkupsOut(Shape):
 class AuthorizationInput(InputShape):
     """A GC directive or change-order request with the amount it authorises."""
 
-    reference: str = required_text(60, description="The GC's number, e.g. 'CD-014'; unique per project.")
+    reference: str = required_text(60, description=(
+        "The GC's number, e.g. 'CD-014'; unique per project whatever its case ('cd-014' is the "
+        "same reference)."))
     kind: AuthorizationKind = AuthorizationKind.DIRECTIVE
     title: str | None = Field(default=None, max_length=300)
-    amount: Annotated[Decimal, Field(ge=0, le=100_000_000), BeforeValidator(_to_decimal),
-                      WithJsonSchema({"type": "number", "minimum": 0, "maximum": 100_000_000})] = \
-        Field(description="The authorised (not-to-exceed) amount.")
+    amount: _number(0, 100_000_000) = Field(description="The authorised (not-to-exceed) amount.")
 
 
 class AuthorizationList(Shape):
@@ -1302,6 +1380,6 @@ class AuthorizationList(Shape):
 class TicketAuthorizationInput(InputShape):
     """Which authorization a ticket counts against; null to count it against none."""
 
-    authorization_id: Annotated[int, Field(gt=0, lt=2**63), BeforeValidator(_whole_number)] | None = \
+    authorization_id: RecordId | None = \
         Field(description=(
         "An authorization of the ticket's project (see /projects/{id}/authorizations), or null."))

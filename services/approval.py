@@ -30,7 +30,7 @@ from flask import current_app
 
 from models import Ticket as TicketRecord
 from models import db, utcnow
-from models.schemas import ApprovalResult, ApproveInput, Ticket
+from models.schemas import LINE_INDEX, ApprovalResult, ApproveInput, Ticket
 from services import authorizations, documents, learning, projects, storage
 from services.connections import client_for, project_system_errors
 from services.database import write_transaction
@@ -167,22 +167,30 @@ def _refuse_rejected(ticket: TicketRecord, allow_rejected: bool) -> None:
 
 def _routes(ticket: TicketRecord, codes: Catalog, overrides: dict[str, int],
             actor: str) -> list[Route]:
-    """Route the ticket's lines and apply the caller's overrides; 400 for unusable ones."""
+    """Route the ticket's lines and apply the caller's overrides: 400 for a key that is no line
+    index, 409 for a line the ticket lacks (`line_not_found`) or a budget code its project lacks
+    (`budget_code_not_found`, when any is), each named in `details`."""
     routes = codes.router.route_all(ticket.lines, learning.suggester(ticket))
+    lines = f"its lines are 0 to {len(routes) - 1}" if routes else "it has no lines"
+    malformed = [field_problem(f"routes.{key}", f"{key[:20]!r} is not a line index; {lines}")
+                 for key in overrides if not LINE_INDEX.fullmatch(key)]
+    if malformed:
+        raise ValidationFailed("some routes cannot be used; see details", details=malformed)
     chosen: dict[int, BudgetCode] = {}
-    problems: list[dict[str, str]] = []
+    missing: dict[str, list[dict[str, str]]] = {"line_not_found": [], "budget_code_not_found": []}
     for key, code_id in overrides.items():
         field = f"routes.{key}"
-        if not (key.isdecimal() and str(int(key)) == key and int(key) < len(routes)):
-            lines = f"its lines are 0 to {len(routes) - 1}" if routes else "it has no lines"
-            problems.append(field_problem(field, f"no line {key[:20]!r} on this ticket; {lines}"))
+        if int(key) >= len(routes):
+            missing["line_not_found"].append(field_problem(field, f"no line {key} on this ticket; {lines}"))
         elif (code := codes.budget_code_by_id(code_id)) is None:
-            problems.append(field_problem(
+            missing["budget_code_not_found"].append(field_problem(
                 field, f"budget code {code_id} is not on project {ticket.project_id}"))
         else:
             chosen[int(key)] = code
-    if problems:
-        raise ValidationFailed("some routes cannot be used; see details", details=problems)
+    if any(missing.values()):
+        raise Conflict("some routes name what this ticket or its project does not have; see details",
+                       code="budget_code_not_found" if missing["budget_code_not_found"] else "line_not_found",
+                       details=missing["line_not_found"] + missing["budget_code_not_found"])
     return [_routed_by_person(route, chosen[route.line], actor) if route.line in chosen else route
             for route in routes]
 

@@ -17,7 +17,7 @@ from models import db
 from models.schemas import AuthorizationInput, NteStatus
 from services import projects
 from services.database import write_transaction
-from services.errors import Conflict, NotFound, ValidationFailed, field_problem
+from services.errors import Conflict, NotFound, field_problem
 
 WARN_AT = Decimal(80)
 HUNDRED = Decimal(100)
@@ -65,10 +65,11 @@ def find(company_id: int, authorization_id: int | str) -> AuthorizationRecord:
 
 def find_by_reference(company_id: int, project_id: str, reference: str
                       ) -> AuthorizationRecord | None:
-    """The project's authorization with this reference (compared without case), if any."""
+    """The project's authorization with this reference (compared without case, by the database's
+    lower() on both sides, as its unique index compares them), if any."""
     return db.session.scalar(select(AuthorizationRecord).where(
         AuthorizationRecord.company_id == company_id, AuthorizationRecord.project_id == project_id,
-        func.lower(AuthorizationRecord.reference) == reference.strip().lower()))
+        func.lower(AuthorizationRecord.reference) == func.lower(reference.strip())))
 
 
 def _totals(record: AuthorizationRecord) -> dict[str, Decimal]:
@@ -159,7 +160,8 @@ def link_ticket(company_id: int, ticket: TicketRecord, authorization_id: int | N
             AuthorizationRecord.company_id == company_id,
             AuthorizationRecord.project_id == ticket.project_id))
         if record is None:
-            raise ValidationFailed("the authorization cannot be used; see details", details=[
+            raise Conflict("no such authorization on the ticket's project; see details",
+                           code="authorization_not_found", details=[
                 field_problem("authorization_id", f"authorization {authorization_id} is not on "
                                                   f"project {ticket.project_id}")])
     with write_transaction() as session:

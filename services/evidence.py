@@ -23,7 +23,7 @@ from models.schemas import PhotoIn, PhotosInput, SignatureIn, Ticket, TicketInpu
 from services import image_pool, quotas, signatures, storage
 from services import photos as images
 from services.database import write_transaction
-from services.errors import NotFound, ValidationFailed, field_problem
+from services.errors import Conflict, NotFound, ValidationFailed, field_problem
 from services.ticket_records import check_unwritten, find_ticket, locked
 from services.ticket_shapes import Wait, get_ticket
 from services.validation import validation_details
@@ -260,12 +260,13 @@ def add_photos(company_id: int, ticket_id: str, items: list[PhotoIn]) -> Ticket:
 
 
 def _check_photo_room(ticket: TicketRecord, adding: int) -> None:
-    """Refuse photos on a written ticket, or beyond 12 in all."""
+    """Refuse photos on a written ticket, or beyond 12 in all: the ticket's state, 409."""
     check_unwritten(ticket)
     if ticket.photo_count + adding > MAX_PHOTOS:
         room = MAX_PHOTOS - ticket.photo_count
-        raise ValidationFailed(
+        raise Conflict(
             f"a ticket holds at most {MAX_PHOTOS} photos; this one has {ticket.photo_count}",
+            code="photos_full",
             details=[field_problem("photos", f"at most {room} more photo(s) fit on this ticket")])
 
 

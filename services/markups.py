@@ -16,7 +16,7 @@ from models import ProjectMarkups, db, utcnow
 from models.schemas import Markup, MarkupsInput, ProjectMarkupsOut
 from services import projects
 from services.database import write_transaction
-from services.errors import ValidationFailed, field_problem
+from services.errors import Conflict, field_problem
 
 CENT = Decimal("0.01")
 HUNDRED = Decimal(100)
@@ -53,7 +53,8 @@ def save_markups(company_id: int, project_id: str, data: MarkupsInput,
                 for i, item in enumerate(data.markups)
                 if codes.budget_code_by_id(item.budget_code_id) is None]
     if problems:
-        raise ValidationFailed("some markups cannot be used; see details", details=problems)
+        raise Conflict("some markups name a budget code the project does not have; see details",
+                       code="budget_code_not_found", details=problems)
     stored = [{"name": item.name or KIND_NAMES[item.kind], "kind": item.kind,
                "percent": _text(item.percent), "applies_to": list(dict.fromkeys(item.applies_to)),
                "compound": item.compound, "budget_code_id": item.budget_code_id}

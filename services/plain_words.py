@@ -48,9 +48,18 @@ PLAIN_ERRORS = {
     "cost_code_not_found": "That cost code is no longer in Procore; pick another.",
     "project_not_found": "This ticket's project is no longer in Procore.",
     "ticket_not_found": "This ticket no longer exists.",
+    "budget_code_not_found": "A chosen budget code is no longer in Procore; pick the budget codes again.",
+    "line_not_found": "This ticket's lines changed; reload it and pick the budget codes again.",
+    "authorization_not_found": "That not-to-exceed authorization is no longer on this project; "
+                               "pick another.",
+    "photos_full": "This ticket already holds 12 photos, the most it can take.",
     "document_busy": "The ticket's document could not be made just now. Nothing was written; "
                      "try again in a moment.",
 }
+
+
+# Refusals of an approval's chosen budget codes, each naming its line as `routes.<line>`.
+ROUTE_REFUSALS = ("validation_failed", "budget_code_not_found", "line_not_found")
 
 
 PLAIN_LINE_REASONS = {
@@ -90,7 +99,7 @@ def plain_error(error: ServiceError) -> PlainError:
                           act=f"Go to line {first + 1}" if first is not None else None)
     if error.code == "nte_exceeded" and isinstance(error.details, dict):
         return _over_nte(error.details)
-    if error.code == "validation_failed" and isinstance(error.details, list):
+    if error.code in ROUTE_REFUSALS and isinstance(error.details, list):
         lines = {int(d["field"].split(".", 1)[1]): "has a budget code that can no longer be used: "
                  "pick another" for d in error.details if isinstance(d, dict)
                  and str(d.get("field", "")).startswith("routes.")

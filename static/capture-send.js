@@ -134,6 +134,14 @@ var CaptureSend = (function () {
     return next(from >= 0 && from < blob.size ? from : 0, 0);
   }
 
+  /* An answer that sending the same photo again can never change (a 409 about where a piece
+   * starts is not one: the next try starts where the server says). */
+  function refusedForGood(result) {
+    if (result.status === 400 || result.status === 413) { return true; }
+    var error = (result.body || {}).error || {};
+    return result.status === 409 && error.code !== "upload_offset_mismatch";
+  }
+
   function partsBase(entry) { return entry.url.split("?")[0] + "/" + encodeURIComponent(entry.payload.client_ref); }
 
   function photoKey(photo, index) { return photo.key || "p" + (index + 1); }
@@ -208,8 +216,9 @@ var CaptureSend = (function () {
               tell(offset);
               return keep();
             }).then(function (result) {
-              if (result.state === "sent" || result.status === 400 || result.status === 413) {
-                // Kept by the server, or an image it can never use: either way, not sent again.
+              if (result.state === "sent" || refusedForGood(result)) {
+                // Kept by the server, or an image it can never take (not an image, too big, or a
+                // ticket written or already holding 12 photos): either way, not sent again.
                 if (result.state === "sent") { answer = result.body || answer; done.photos[key] = true; }
                 else { done.photos[key] = "refused"; }
                 delete done.offsets[key];

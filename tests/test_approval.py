@@ -336,8 +336,15 @@ def test_routes_are_validated(client, acme, rival):
     assert response.status_code == 400
     error = response.json["error"]
     assert error["code"] == "validation_failed"
-    assert {d["field"] for d in error["details"]} == \
-        {"routes.7", "routes.-1", "routes.x", "routes.01", "routes.0", "routes.1"}
+    assert {d["field"] for d in error["details"]} == {"routes.-1", "routes.x", "routes.01"}
+    # Well-formed, naming what is not there: a line the ticket lacks, budget codes its project lacks.
+    response = act(client, acme, ticket["id"], "approve", {"routes": {
+        "7": foreign, "0": 999_999_999, "1": foreign}})
+    error = response.json["error"]
+    assert response.status_code == 409 and error["code"] == "budget_code_not_found"
+    assert [d["field"] for d in error["details"]] == ["routes.7", "routes.0", "routes.1"]
+    response = act(client, acme, ticket["id"], "approve", {"routes": {"7": foreign}})
+    assert response.status_code == 409 and response.json["error"]["code"] == "line_not_found"
     for body, field in (({"routes": {"0": "abc"}}, "routes.0"),
                         ({"routes": {"0": True}}, "routes.0"),
                         ({"allow_unrouted": "yes"}, "allow_unrouted"),

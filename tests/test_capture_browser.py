@@ -1384,14 +1384,25 @@ def test_photos_go_ahead_while_the_crew_keeps_writing(client, acme, live_server,
     assert uploads.most_at_once == 1
 
 
-def test_a_photo_the_server_cannot_use_is_named_in_the_tray(client, acme, live_server, phone, app):
+UNUSABLE_PHOTO = {
+    "not an image": (400, {"code": "validation_failed", "message": "the photo could not be used",
+                           "details": [{"field": "photo[0].data_url",
+                                        "message": "photo 1: not a JPEG, PNG or WebP image"}]}),
+    "no room": (409, {"code": "photos_full", "message": "a ticket holds at most 12 photos",
+                      "details": [{"field": "photos", "message": "at most 0 more photo(s) fit"}]}),
+}
+
+
+@pytest.mark.parametrize("refusal", sorted(UNUSABLE_PHOTO))
+def test_a_photo_the_server_cannot_use_is_named_in_the_tray(client, acme, live_server, phone, app,
+                                                            refusal):
     link = create_link(client, acme)
     page = open_capture(phone, link["url"])
+    status, error = UNUSABLE_PHOTO[refusal]
 
     def unusable(route):
-        route.fulfill(status=400, content_type="application/json", body=json.dumps({"error": {
-            "code": "validation_failed", "message": "the photo could not be used",
-            "details": [{"field": "photo[0].data_url", "message": "photo 1: not a JPEG, PNG or WebP image"}]}}))
+        route.fulfill(status=status, content_type="application/json",
+                      body=json.dumps({"error": error}))
     phone.route("**/photos/*name=site-2.jpg*", unusable)
     add_site_photos(page, 2)
     fill_ticket(page)

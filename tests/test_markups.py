@@ -89,7 +89,7 @@ def test_markup_budget_codes_are_checked(client, acme, rival, codes):
     response = set_markups(client, acme, project, [
         markup("overhead", 10, ["labor"], codes["01-310.O"]),
         markup("profit", 5, ["labor"], other)])
-    assert response.status_code == 400
+    assert response.status_code == 409 and response.json["error"]["code"] == "budget_code_not_found"
     assert [d["field"] for d in response.json["error"]["details"]] == ["markups[1].budget_code_id"]
     assert client.get(f"/v1/projects/{project}/markups", headers=acme.headers).json["markups"] == []
     bad = set_markups(client, acme, project, [markup("fee", 10, [], codes["01-310.O"])])

@@ -76,7 +76,7 @@ def test_rejected_tickets_do_not_count_and_links_can_change(client, acme, rival)
     theirs = authorize(client, rival, rival.project()["id"], reference="X-1")
     foreign = client.post(f"/v1/tickets/{loose['id']}/authorization", headers=acme.headers,
                           json={"authorization_id": theirs["id"]})
-    assert foreign.status_code == 400
+    assert foreign.status_code == 409 and foreign.json["error"]["code"] == "authorization_not_found"
     assert foreign.json["error"]["details"][0]["field"] == "authorization_id"
     assert client.get(f"/v1/authorizations/{theirs['id']}", headers=acme.headers).status_code == 404
     dup = client.post(f"/v1/projects/{project}/authorizations", headers=acme.headers,
@@ -114,33 +114,67 @@ def test_pages_show_the_running_total_and_ask_for_confirmation(app, client, acme
     assert "COR-7 recorded: not to exceed $2,500.00." in made.get_data(as_text=True)
 
 
-def test_the_same_reference_created_at_once_answers_409_not_500(app, client, acme, monkeypatch):
-    """Two creates both past the look-up (the race): the database's unique reference decides."""
+@pytest.mark.parametrize("second", ["CD-020", "cd-020"])
+def test_the_same_reference_created_at_once_answers_409_not_500(app, client, acme, monkeypatch, second):
+    """Two creates both past the look-up (the race): the database's unique reference decides,
+    whatever the case, as the look-up compares."""
     from services import authorizations
 
     project = acme.project()["id"]
     authorize(client, acme, project, reference="CD-020")
     monkeypatch.setattr(authorizations, "find_by_reference", lambda *args: None)
     again = client.post(f"/v1/projects/{project}/authorizations", headers=acme.headers,
-                        json={"reference": "CD-020", "amount": 10})
+                        json={"reference": second, "amount": 10})
     assert again.status_code == 409 and again.json["error"]["code"] == "authorization_exists"
+    other = client.post(f"/v1/projects/{project}/authorizations", headers=acme.headers,
+                        json={"reference": "CD-0200", "amount": 10})
+    assert other.status_code == 200
 
 
 def test_concurrent_creates_of_one_reference_make_one(app, acme):
+    """Six creates of one reference in different cases at the same instant: one 200, five 409."""
     import threading
 
     project = acme.project()["id"]
     start, statuses = threading.Barrier(6), []
 
-    def create_one() -> None:
+    def create_one(reference: str) -> None:
         worker = app.test_client()
         start.wait()
         statuses.append(worker.post(f"/v1/projects/{project}/authorizations", headers=acme.headers,
-                                    json={"reference": "CD-021", "amount": 10}).status_code)
+                                    json={"reference": reference, "amount": 10}).status_code)
 
-    threads = [threading.Thread(target=create_one) for _ in range(6)]
+    threads = [threading.Thread(target=create_one, args=(reference,))
+               for reference in ("CD-021", "cd-021", "Cd-021", "cD-021", "CD-021", "cd-021")]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     assert sorted(statuses) == [200] + [409] * 5
+
+
+def test_the_migration_keeps_references_told_apart_by_case_alone(app, client, acme):
+    """Two references only a race could make (differing in case alone) survive the migration to
+    one reference per project whatever its case: the first as it was, the later one numbered."""
+    from flask_migrate import downgrade, upgrade
+    from sqlalchemy import select, text
+
+    from models import Authorization, db
+
+    project = acme.project()["id"]
+    first = authorize(client, acme, project, reference="CD-030")
+    with app.app_context():
+        db.session.remove()
+        downgrade(revision="0025")  # references unique as written
+        with db.engine.begin() as connection:
+            connection.execute(text(
+                "INSERT INTO authorizations (company_id, project_id, reference, kind, amount, created_at) "
+                "SELECT company_id, project_id, 'cd-030', kind, amount, created_at FROM authorizations "
+                "WHERE id = :id"), {"id": first["id"]})
+        upgrade()
+        references = list(db.session.scalars(select(Authorization.reference).order_by(Authorization.id)))
+        db.session.remove()
+    assert references[0] == "CD-030" and references[1].startswith("cd-030 (")
+    again = client.post(f"/v1/projects/{project}/authorizations", headers=acme.headers,
+                        json={"reference": "Cd-030", "amount": 5})
+    assert again.status_code == 409 and again.json["error"]["code"] == "authorization_exists"

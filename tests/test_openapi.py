@@ -158,8 +158,9 @@ def test_date_times_are_date_times_both_ways_and_cost_types_an_enum(client):
     schemas = client.get("/v1/openapi.json").json["components"]["schemas"]
 
     def formats(schema: dict) -> set:
-        options = schema.get("anyOf", [schema])
-        return {option.get("format") for option in options if option.get("type") == "string"}
+        options = schema.get("anyOf", [schema])  # a blank input time (maxLength 0) is none
+        return {option.get("format") for option in options
+                if option.get("type") == "string" and option.get("maxLength") != 0}
 
     assert formats(schemas["PhotoIn"]["properties"]["taken_at"]) == {"date-time"}
     assert formats(schemas["SignatureIn"]["properties"]["signed_at"]) == {"date-time"}
@@ -274,3 +275,112 @@ def test_each_set_of_enum_values_is_one_named_component(client):
     assert schemas["HourType"]["enum"] == ["st", "ot", "dt"]
     assert schemas["MarkupKind"]["enum"] == ["overhead", "profit", "bond", "insurance", "tax"]
     assert schemas["AuthorizationKind"]["enum"] == ["directive", "change_order_request"]
+
+
+def _most_elements(node, schemas) -> tuple[int, int]:
+    """The most containers and values a body the schema allows can hold (declared fields only)."""
+    if "$ref" in node:
+        return _most_elements(schemas[node["$ref"].rsplit("/", 1)[1]], schemas)
+    branches = node.get("anyOf") or node.get("oneOf")
+    if branches:
+        counts = [_most_elements(branch, schemas) for branch in branches]
+        return max(c for c, _ in counts), max(v for _, v in counts)
+    if node.get("type") == "array":
+        containers, values = _most_elements(node["items"], schemas)
+        return 1 + node["maxItems"] * containers, 1 + node["maxItems"] * values
+    if node.get("type") == "object" or "properties" in node:
+        containers, values = 1, 1
+        for field in node.get("properties", {}).values():
+            inner = _most_elements(field, schemas)
+            containers, values = containers + inner[0], values + inner[1]
+        extra = node.get("additionalProperties")
+        if isinstance(extra, dict):
+            inner = _most_elements(extra, schemas)
+            containers += node["maxProperties"] * inner[0]
+            values += node["maxProperties"] * inner[1]
+        return containers, values
+    return 0, 1
+
+
+def test_no_body_the_document_allows_meets_the_element_limits(client):
+    """The element count refuses only what the document refuses: every body schema's most objects,
+    lists and values stay under its route's limits (and every list and map has a largest size)."""
+    from blueprints.api import _UPLOAD_ENDPOINTS, JSON_LIMITS
+
+    document = client.get("/v1/openapi.json").json
+    schemas = document["components"]["schemas"]
+    checked = 0
+    for item in document["paths"].values():
+        for operation in item.values():
+            content = operation.get("requestBody", {}).get("content", {})
+            if "application/json" not in content:
+                continue
+            endpoint = operation["operationId"].replace("_", ".", 1)
+            containers, values = _most_elements(content["application/json"]["schema"], schemas)
+            limit = JSON_LIMITS["upload" if endpoint in _UPLOAD_ENDPOINTS else "other"]
+            assert containers <= limit[0] and values <= limit[1], (endpoint, containers, values, limit)
+            checked += 1
+    assert checked >= 15
+
+
+def test_answers_that_name_something_new_link_to_the_operations_that_take_it(client):
+    """Create a ticket, then read, approve, reject it; make a link, then revoke it; list the
+    projects, then make a ticket or a link on one: as OpenAPI links a client (and schemathesis's
+    stateful phase) follows. Every link names an operation and only parameters it has."""
+    document = client.get("/v1/openapi.json").json
+    operations = {operation["operationId"]: operation for item in document["paths"].values()
+                  for operation in item.values()}
+
+    def links(path: str, method: str) -> dict:
+        return document["paths"][path][method]["responses"]["200"].get("links", {})
+
+    made = links("/tickets", "post")
+    for target in ("tickets_get_ticket", "tickets_approve_ticket", "tickets_reject_ticket",
+                   "tickets_restore_ticket", "signatures_create_signature_request"):
+        assert made[target]["parameters"] == {"ticket_id": "$response.body#/id"}
+    assert links("/links", "post")["links_revoke_link"]["parameters"] == {"token": "$response.body#/token"}
+    assert links("/tickets/{ticket_id}/signature-requests", "post")[
+        "signatures_revoke_signature_request"]["parameters"] == {
+        "ticket_id": "$response.body#/ticket_id", "request_id": "$response.body#/id"}
+    listed = links("/projects", "get")
+    assert listed["tickets_create_ticket"]["requestBody"] == {"project_id": "$response.body#/data/0/id"}
+    assert listed["rates_create_authorization"]["parameters"] == {"project_id": "$response.body#/data/0/id"}
+    assert links("/tickets/{ticket_id}", "get") == {}  # reading names nothing new
+    total = 0
+    for item in document["paths"].values():
+        for operation in item.values():
+            for link in operation["responses"]["200"].get("links", {}).values():
+                target = operations[link["operationId"]]
+                taken = {p["name"] for p in target.get("parameters", []) if p["in"] == "path"}
+                assert set(link.get("parameters", {})) == taken, link
+                assert "parameters" in link or "requestBody" in target
+                total += 1
+    assert total >= 30
+
+
+def test_rules_across_fields_are_in_the_document_as_the_service_applies_them(client, acme):
+    """`not_verified` needs a reason; a signing request needs an e-mail or a phone; an older
+    free-text qualifier is taken (as the reason): each body the document refuses, the service
+    refuses, and each it allows, the service takes."""
+    from tests.test_approval import create, ticket_body
+
+    document = client.get("/v1/openapi.json").json
+    schemas = document["components"]["schemas"]
+
+    def allowed(name: str, body: dict) -> bool:
+        schema = {**schemas[name], "components": {"schemas": schemas}}
+        return jsonschema.Draft202012Validator(schema).is_valid(body)
+
+    project = acme.project()["id"]
+    for signature in ({"qualifier": "not_verified"}, {"qualifier": "not_verified", "qualifier_reason": " "},
+                      {"qualifier": "not_verified", "qualifier_reason": "Hours are high"},
+                      {"qualifier": "Checked the hours only"}, {"qualifier": "verified"}):
+        answer = client.post("/v1/tickets", headers=acme.headers,
+                             json=ticket_body(project, signature=signature))
+        assert allowed("SignatureIn", signature) is (answer.status_code == 200), (signature, answer.json)
+    ticket = create(client, acme)["id"]
+    for where in ({}, {"email": None, "phone": None}, {"phone": "+1 555 010 0100"},
+                  {"email": "sam@gc.example"}):
+        body = {"name": "Sam Ortiz", **where}
+        answer = client.post(f"/v1/tickets/{ticket}/signature-requests", headers=acme.headers, json=body)
+        assert allowed("SignatureRequestInput", body) is (answer.status_code == 200), (body, answer.json)

@@ -65,3 +65,19 @@ def test_the_document_and_the_code_agree_on_blank_dates_and_numeric_times(client
     refused = client.put(f"/v1/tickets/{made.json['id']}/photo-uploads/k1?taken_at=0.5",
                          headers={**acme.headers, "Content-Type": "image/jpeg"}, data=jpeg_bytes())
     assert refused.status_code == 400 and refused.json["error"]["code"] == "validation_failed"
+
+
+def test_times_are_rfc_3339_as_documented_and_blank_is_none(client, acme):
+    """A time is a date, a time and its offset, as `format: date-time` says, in the years 1900 to
+    2199 (the document's pattern); the parser's other readings (a bare date, no offset, seconds)
+    and times at the calendar's edge are refused; a blank one is none."""
+    document = client.get("/v1/openapi.json").json
+    signed_at = document["components"]["schemas"]["SignatureIn"]["properties"]["signed_at"]
+    assert {"type": "string", "maxLength": 0} in signed_at["anyOf"]
+    body = {"project_id": acme.project()["id"], "description": "d", "reason": "r", "directed_by": "s"}
+    for given, status in (("", 200), ("2026-05-04T07:30:00Z", 200), ("2026-05-04t07:30:00.5+02:00", 200),
+                          ("2026-05-04", 400), ("2026-05-04T07:30:00", 400), ("1714807800", 400),
+                          ("0001-01-01T00:30:00+01:00", 400), ("9999-12-31T23:59:59Z", 400)):
+        made = client.post("/v1/tickets", headers=acme.headers,
+                           json={**body, "signature": {"name": "Sam", "signed_at": given}})
+        assert made.status_code == status, (given, made.json)

@@ -182,6 +182,9 @@ def test_a_sheet_is_deleted_from_the_page_and_tickets_keep_their_prices(app, cli
     gone = client.delete(f"/v1/rate-sheets/{api['id']}", headers=acme.headers)
     assert gone.status_code == 200 and gone.json["id"] == api["id"]
     assert client.get(f"/v1/rate-sheets/{api['id']}", headers=acme.headers).status_code == 404
+    # The newest sheet's id, once deleted, names no later sheet (SQLite would reuse it).
+    assert save(client, acme)["id"] != api["id"]
+    assert client.get(f"/v1/rate-sheets/{api['id']}/csv", headers=acme.headers).status_code == 404
 
 
 def test_a_csv_with_lone_carriage_returns_is_read_or_refused_never_a_500(client, acme):

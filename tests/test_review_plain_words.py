@@ -91,3 +91,18 @@ def test_a_write_procore_did_not_confirm_is_not_called_unwritten(app, client, ac
     again = browser.post(f"/tickets/{ticket['id']}/approve", {"destination": "change_event"})
     assert "Written to Procore" in visible_text(again.get_data(as_text=True))
     assert len(origin_rows(sandbox_server, "change_events", ticket["id"])) == 1
+
+
+def test_a_chosen_budget_code_gone_from_procore_is_said_per_line(app, client, acme):
+    """A page's pick that Procore no longer has (the API's 409 budget_code_not_found) is named
+    by its line, in plain words."""
+    browser = sign_in(app, client, acme)
+    ticket = new_ticket(client, acme, labor=[{"trade": "Laborer", "hours": 2, "rate": 50,
+                                              "costCode": "02-200"}])
+    refused = browser.post(f"/tickets/{ticket['id']}/approve", {
+        "destination": "change_event", "routes[0]": "999999999"})
+    assert refused.status_code == 422
+    text = visible_text(refused.get_data(as_text=True))
+    assert "1 chosen budget code can no longer be used. Nothing was written." in text
+    assert "Line 1 has a budget code that can no longer be used: pick another" in text
+    assert_plain(refused.get_data(as_text=True))

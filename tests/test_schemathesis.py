@@ -1,4 +1,5 @@
-"""Property-based checks of every /v1 operation against its own OpenAPI document."""
+"""Property-based checks of every /v1 operation against its own OpenAPI document: each operation
+alone, then chains of calls along the document's links (the stateful phase)."""
 from __future__ import annotations
 
 import tempfile
@@ -9,6 +10,7 @@ from hypothesis import HealthCheck, settings
 
 from app import create_app
 from tests.conftest import connect_tenant
+from tests import schemathesis_hooks  # noqa: F401 - the cases' content (registered on import)
 
 
 class CurrentApp:
@@ -29,42 +31,72 @@ with tempfile.TemporaryDirectory() as _folder:
                               "SQLALCHEMY_DATABASE_URI": "sqlite://"})
     schema = schemathesis.openapi.from_wsgi("/v1/openapi.json", current)
 
+SUITE_SETTINGS = settings(max_examples=25, deadline=None, derandomize=True,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
+                                                 HealthCheck.function_scoped_fixture])
+
 
 @pytest.fixture
-def api_tenant(app):
-    """A connected company on the app under test; the rate limit is lifted for generated calls."""
+def api_app(app):
+    """The app under test, taking the generated calls; its rate limit is lifted for them."""
     app.config["API_RATE_LIMIT"] = "100000 per minute"
     current.app = app
-    return connect_tenant(app)
+    return app
+
+
+@pytest.fixture
+def api_tenant(api_app):
+    """A connected company on the app under test."""
+    return connect_tenant(api_app)
+
+
+def assert_codes_documented(case, response) -> None:
+    """Every error code an operation answers is listed on its documented response (a 405 for a
+    method the path does not serve is no response of the operation)."""
+    documented = case.operation.definition.raw["responses"].get(str(response.status_code))
+    if response.status_code >= 400 and documented is not None:
+        assert response.json()["error"]["code"] in documented["x-error-codes"]
 
 
 @schema.parametrize()
-@settings(max_examples=25, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
-                                 HealthCheck.function_scoped_fixture])
+@SUITE_SETTINGS
 def test_every_operation_conforms(case, api_tenant):
-    """No 5xx; statuses, content types, headers and bodies as documented; no key means 401."""
-    excluded = []
-    body = case.body if isinstance(case.body, dict) else {}
-    if body.get("photos") or "rate-sheets" in case.path:
-        # A rate sheet's rows are checked beyond what a schema can say (CSV text row by row,
-        # each classification or item once), and rightly answer 400.
-        # Generated image data is never a real image either.
-        excluded.append(schemathesis.checks.positive_data_acceptance)
-    signature = body.get("signature") if isinstance(body.get("signature"), dict) else {}
-    if (signature.get("qualifier") == "not_verified" and not signature.get("qualifier_reason")) \
-            or (case.path.endswith("/signature-requests") and case.method == "POST"
-                and not (body.get("email") or body.get("phone"))):
-        # Two rules across fields, written in the fields' descriptions: "not verified" needs
-        # its reason, and a signing link needs an e-mail address or a phone number.
-        excluded.append(schemathesis.checks.positive_data_acceptance)
-    if case.method == "GET":
-        # A query string has no JSON types: a generated `false` arrives as the text "false",
-        # which is a valid string, so "schema-violating" query values are not wrong here.
-        excluded.append(schemathesis.checks.negative_data_rejection)
-    response = case.call_and_validate(headers=dict(api_tenant.headers), excluded_checks=excluded)
-    documented = case.operation.definition.raw["responses"].get(str(response.status_code))
-    if response.status_code >= 400 and documented is not None:
-        # Every error code an operation answers is listed on its documented response (a 405
-        # for a method the path does not serve is no response of the operation).
-        assert response.json()["error"]["code"] in documented["x-error-codes"]
+    """No 5xx; statuses, content types, headers and bodies as documented; what the document
+    calls valid is accepted and what it calls invalid refused; no key means 401."""
+    response = case.call_and_validate(headers=dict(api_tenant.headers))
+    assert_codes_documented(case, response)
+
+
+def linked_calls(app) -> type:
+    """The document's state machine: each chain of calls on a company of its own (so a chain
+    replayed meets the same answers), checking error codes too."""
+
+    class LinkedCalls(schema.as_state_machine()):
+        """Chains of calls along the document's links."""
+
+        def setup(self):
+            """A fresh connected company and key for this chain."""
+            self.headers = dict(connect_tenant(app).headers)
+
+        def get_call_kwargs(self, case):
+            """Every call carries the chain's key."""
+            return {"headers": self.headers}
+
+        def after_call(self, response, case):
+            """Error codes as documented, besides what the state machine records."""
+            super().after_call(response, case)
+            assert_codes_documented(case, response)
+
+        def validate_response(self, response, case, additional_checks=None, **kwargs):
+            """Every check, knowing the key is the caller's own (not one generated for the case)."""
+            case.validate_response(response, additional_checks=additional_checks, headers=self.headers,
+                                   transport_kwargs=kwargs or None, recorder=self.recorder)
+
+    return LinkedCalls
+
+
+def test_linked_operations_conform(api_app):
+    """Create a ticket, then read, price, approve, reject or restore it; make a link and revoke it;
+    list projects, then save a rate sheet or an authorization on one and read or delete it: every
+    check on every step, and a resource made is there until it is deleted."""
+    linked_calls(api_app).run(settings=settings(SUITE_SETTINGS, max_examples=20, stateful_step_count=15))

@@ -229,13 +229,13 @@ def test_twelve_photo_limits(client, acme, app):
     url = f"/v1/tickets/{ticket['id']}/photos"
     assert client.post(url, headers=acme.headers, json={"photos": []}).status_code == 400
     over = client.post(url, headers=acme.headers, json={"photos": [photo] * 3})
-    assert over.status_code == 400
+    assert over.status_code == 409 and over.json["error"]["code"] == "photos_full"
     assert "at most 2 more" in over.json["error"]["details"][0]["message"]
     added = client.post(url, headers=acme.headers, json={"photos": [photo, photo]})
     assert added.status_code == 200 and added.json["photo_count"] == 12, added.json
     assert [p["name"] for p in added.json["photos"]][-2:] == ["photo-11.jpg", "photo-12.jpg"]
     full = client.post(url, headers=acme.headers, json={"photos": [photo]})
-    assert full.status_code == 400
+    assert full.status_code == 409 and full.json["error"]["code"] == "photos_full"
     assert count_rows(app, TicketPhoto) == 12
 
 
@@ -487,3 +487,28 @@ def test_a_resent_ticket_is_answered_without_waiting_either(client, acme, app, m
     assert again.status_code == 200 and again.json["id"] == first.json["id"]
     assert calls == [] and again.json["routing_pending"] is True
     assert count_rows(app, Ticket) == 1
+
+
+def test_integers_of_a_body_are_json_integers(client, acme):
+    """`false` or "3" where the document says integer is refused, not read as 0 or 3."""
+    project = acme.project()["id"]
+    for wrong in (False, True, "3"):
+        sent = client.post("/v1/tickets", headers=acme.headers,
+                           json={**ticket_body(project), "photos_expected": wrong})
+        assert sent.status_code == 400, wrong
+        assert [d["field"] for d in sent.json["error"]["details"]] == ["photos_expected"]
+        made = client.post(f"/v1/projects/{project}/budget-codes", headers=acme.headers,
+                           json={"cost_code_item_id": wrong})
+        assert made.status_code == 400 and made.json["error"]["details"][0]["field"] == "cost_code_item_id"
+
+
+def test_number_bounds_hold_for_the_number_as_sent(client, acme):
+    """-0.0000001 hours is below the documented minimum of 0 even though it rounds to 0 at six
+    places; -0.0 is 0."""
+    project = acme.project()["id"]
+    for hours, status in ((-0.0000001, 400), (1000.0000004, 400), (-0.0, 200), (999.9999996, 200)):
+        sent = client.post("/v1/tickets", headers=acme.headers, json={
+            **ticket_body(project), "labor": [{"trade": "Laborer", "hours": hours, "rate": 10}]})
+        assert sent.status_code == status, (hours, sent.json)
+        if status == 200:
+            assert sent.json["labor"][0]["hours"] in (0.0, 1000.0) and str(sent.json["labor"][0]["hours"])[0] != "-"

@@ -24,9 +24,11 @@ def test_the_api_takes_and_shows_worked_on(client, acme):
     made = client.post("/v1/tickets", headers=acme.headers, json=body)
     assert made.status_code in (200, 201), made.json
     assert made.json["worked_on"] == "2026-11-20"
-    bad = client.post("/v1/tickets", headers=acme.headers, json={**body, "worked_on": "Friday"})
-    assert bad.status_code == 400
-    assert any(d["field"] == "worked_on" for d in bad.json["error"]["details"])
+    # Only YYYY-MM-DD, as the document's `format: date` says: never a count of seconds ("0").
+    for wrong in ("Friday", "0", "1763596800", "20261120", "2026-11-20T00:00:00"):
+        bad = client.post("/v1/tickets", headers=acme.headers, json={**body, "worked_on": wrong})
+        assert bad.status_code == 400, wrong
+        assert any(d["field"] == "worked_on" for d in bad.json["error"]["details"])
     plain = client.post("/v1/tickets", headers=acme.headers, json={k: v for k, v in body.items()
                                                                     if k != "worked_on"})
     assert plain.json["worked_on"] is None

@@ -43,3 +43,13 @@ def test_local_date_follows_daylight_saving():
         dt.date(2026, 1, 9)
     assert local_date(dt.datetime(2026, 7, 10, 7, 30, tzinfo=dt.timezone.utc), pacific) == \
         dt.date(2026, 7, 10)
+
+
+def test_a_time_at_the_calendars_edge_is_shown_in_utc_not_a_crash():
+    """A time kept from before times were bounded (year 9999 or year 1) cannot move to a
+    jobsite's clock; it is shown in UTC instead of failing the page or document."""
+    from services.project_system.zones import on_clock
+
+    edge = dt.datetime(9999, 12, 31, 23, 59, tzinfo=dt.timezone.utc)
+    assert on_clock(edge, ZoneInfo("Pacific/Kiritimati")) == "9999-12-31 23:59 UTC"
+    assert on_clock("0001-01-01T00:00:00Z", ZoneInfo("America/Los_Angeles")) == "0001-01-01 00:00 UTC"

@@ -197,7 +197,10 @@ def on_clock(moment: dt.datetime | str | None, zone: ZoneInfo) -> str:
             return moment
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=dt.timezone.utc)
-    return f"{moment.astimezone(zone):%Y-%m-%d %H:%M %Z}"
+    try:
+        return f"{moment.astimezone(zone):%Y-%m-%d %H:%M %Z}"
+    except OverflowError:  # a time at the calendar's very edge (kept from before times were bounded)
+        return f"{moment.replace(tzinfo=None).isoformat(sep=' ', timespec='minutes')} {moment.tzname()}"
 
 
 def jobsite_time(moment: dt.datetime, zone: ZoneInfo) -> str:

@@ -10,14 +10,13 @@ from pathlib import Path
 
 import pytest
 import requests
-import schemathesis
 from hypothesis import HealthCheck, settings
 
 from models import Ticket, db
 from tests.test_approval import origin_rows
 from tests.test_concurrency import drive
 from tests.test_crash import start_server
-from tests.test_schemathesis import current, schema
+from tests.test_schemathesis import assert_codes_documented, current, linked_calls, schema
 from tests.test_serve import free_port
 
 pytestmark = pytest.mark.soak
@@ -48,15 +47,26 @@ def test_schemathesis_randomised(case, app):
         current.app = app
         app.extensions["soak_tenant"] = connect_tenant(app)
     tenant = app.extensions["soak_tenant"]
-    excluded = []
-    body = case.body if isinstance(case.body, dict) else {}
-    if body.get("photos"):
-        excluded.append(schemathesis.checks.positive_data_acceptance)
-    if case.method == "GET":
-        excluded.append(schemathesis.checks.negative_data_rejection)  # untyped query strings
-    case.call_and_validate(headers=dict(tenant.headers), excluded_checks=excluded)
+    response = case.call_and_validate(headers=dict(tenant.headers))
+    assert_codes_documented(case, response)
     CASES[case.operation.label] += 1
     record("schemathesis", {"cases": sum(CASES.values()), "operations": len(CASES), "failures": 0})
+
+
+def test_schemathesis_linked_randomised(app):
+    """Many more and longer chains of calls along the document's links than CI runs, freshly seeded."""
+    app.config["API_RATE_LIMIT"] = "1000000 per minute"
+    current.app = app
+    steps: Counter = Counter()
+
+    class Counted(linked_calls(app)):
+        def after_call(self, response, case):
+            super().after_call(response, case)
+            steps[case.operation.label] += 1
+
+    Counted.run(settings=settings(max_examples=200, stateful_step_count=25, deadline=None,
+                                  suppress_health_check=list(HealthCheck)))
+    record("schemathesis_linked", {"steps": sum(steps.values()), "operations": len(steps), "failures": 0})
 
 
 def test_mixed_load_rounds(app, acme, live_server):

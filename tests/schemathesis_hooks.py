@@ -1,0 +1,66 @@
+"""What JSON Schema cannot make, for the cases the document calls valid: a schemathesis hook.
+
+Registered on import (tests/test_schemathesis.py imports it). The same check from the command
+line, with every check and phase, against a served app (`make run`; lift API_RATE_LIMIT), from
+the repository's root (schemathesis.toml is read there):
+`PYTHONPATH=. SCHEMATHESIS_HOOKS=tests.schemathesis_hooks .venv/bin/schemathesis run --checks all
+--phases examples,coverage,fuzzing,stateful -H "X-API-Key: <key>" http://HOST:PORT/v1/openapi.json`.
+"""
+from __future__ import annotations
+
+import schemathesis
+
+from tests.images import data_url, jpeg_bytes, png_bytes
+
+# What JSON Schema cannot make, for the cases the document calls valid: an image (a photo's
+# data, a drawn signature, a photo sent as the body itself) and a CSV whose rows are a rate sheet.
+PHOTO = jpeg_bytes(16, 12)
+PHOTO_URL = data_url(PHOTO)
+DRAWING_URL = data_url(png_bytes(24, 8), "image/png")
+SHEET_CSV = ("kind,item,st,ot,dt,hourly,daily,unit_cost,percent\r\n"
+             "labor,Journeyman Electrician,85,127.5,170,,,,\r\n"
+             "equipment,Scissor lift,,,,35,220,,\r\n"
+             "material,EMT conduit 3/4in,,,,,,2.35,\r\n"
+             "material_markup,,,,,,,,10\r\n")
+# A rate sheet's lists, each naming its items by this field once (compared without case).
+SHEET_NAMES = {"labor": "classification", "equipment": "description", "materials": "description"}
+
+
+def _once_each(items: list, field: str) -> list:
+    """The items of a rate sheet's list, without those repeating an earlier one's name."""
+    seen, kept = set(), []
+    for item in items:
+        name = item.get(field) if isinstance(item, dict) else None
+        key = name.strip().casefold() if isinstance(name, str) else None
+        if key is None or key not in seen:
+            kept.append(item)
+        seen.add(key)
+    return kept
+
+
+@schemathesis.hook
+def map_case(context, case):
+    """Cases the document calls valid carry a real image where it takes one, a readable CSV for
+    a sheet, and each item of a sheet once: rules of content the document states in words."""
+    if case.meta is None or not case.meta.generation.mode.is_positive:
+        return case
+    if case.operation.path.endswith("/photo-uploads/{key}"):
+        case.body = PHOTO
+        return case
+    if not isinstance(case.body, dict):
+        return case
+    body = dict(case.body)
+    if isinstance(body.get("photos"), list):
+        body["photos"] = [dict(photo, data_url=PHOTO_URL)
+                          if isinstance(photo, dict) and isinstance(photo.get("data_url"), str) else photo
+                          for photo in body["photos"]]
+    if isinstance(body.get("signature"), dict) and isinstance(body["signature"].get("image"), str):
+        body["signature"] = dict(body["signature"], image=DRAWING_URL)
+    if "rate-sheets" in case.operation.path:
+        if isinstance(body.get("csv"), str):
+            body["csv"] = SHEET_CSV
+        for name, field in SHEET_NAMES.items():
+            if isinstance(body.get(name), list):
+                body[name] = _once_each(body[name], field)
+    case.body = body
+    return case
