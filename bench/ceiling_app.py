@@ -1,6 +1,6 @@
 """The ceiling: a bare Flask app that answers each benchmarked request with a body of the same size.
 
-It is served by gunicorn with the same settings as bin/serve (one worker, eight threads),
+It is served by waitress with the same settings as bin/serve (one process, eight threads),
 so the ratio service ÷ ceiling shows what the service's own work costs.
 The answers come from BENCH_CEILING_ANSWERS, a JSON object mapping "METHOD /path?query" to
 the service's answer for it, such as {"GET /v1/me": {"status": 200, "type":

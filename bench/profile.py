@@ -4,7 +4,7 @@
     .venv/bin/python -m bench.profile queue --tickets 100000
 
 Starts the service as `make run` does, seeds tickets, sends the request at a steady rate
-(as `make bench` does) while py-spy samples the gunicorn worker (only threads holding the
+(as `make bench` does) while py-spy samples the serving process (only threads holding the
 GIL, so idle and waiting threads do not count), then prints the heaviest frames,
 inclusive, and keeps the collapsed stacks in bench/out/profile-<request>.txt for a flame
 graph. py-spy needs ptrace rights (root, or kernel.yama.ptrace_scope=0).
@@ -33,7 +33,7 @@ def top_frames(collapsed: Path, count: int = 40) -> list[tuple[float, str]]:
         total += int(samples)
         for frame in set(stack.split(";")):
             inclusive[frame] += int(samples)
-    plumbing = ("threading.py", "concurrent/futures", "gunicorn/workers/gthread.py:5")
+    plumbing = ("threading.py", "concurrent/futures", "waitress/task.py")
     return [(100 * n / max(total, 1), frame) for frame, n in inclusive.most_common()
             if not any(part in frame for part in plumbing)][:count]
 

@@ -170,11 +170,11 @@ def figures(r: dict) -> list[dict]:
     mem = r["memory"]
     number += 1
     section = f"{number}. Memory"
-    rows.append(_fig("memory.mb", section, "Gunicorn worker RSS after the load runs",
+    rows.append(_fig("memory.mb", section, "Worker RSS after the load runs",
                      mem["service_mb"], "MB", mem["ceiling_mb"], f"≤ {RSS_TARGET_MB} MB",
                      mem["service_mb"] <= RSS_TARGET_MB))
     if "service_end_mb" in mem:
-        rows.append(_fig("memory.end_mb", section, "Gunicorn worker RSS at the end (after photos "
+        rows.append(_fig("memory.end_mb", section, "Worker RSS at the end (after photos "
                          "and approvals)", mem["service_end_mb"], "MB", mem["ceiling_mb"], "—",
                          None))
     return rows
@@ -328,7 +328,7 @@ def detail_sections(r: dict) -> list[str]:
     out += ["", "Through the live service over HTTP (ms): " +
             ", ".join(f"{t:.0f}" for t in ap["live_ms"]) + ".",
             "", "## Memory", "",
-            f"Gunicorn worker RSS (VmRSS): {r['memory']['service_mb']:.0f} MB after the load runs "
+            f"Worker RSS (VmRSS): {r['memory']['service_mb']:.0f} MB after the load runs "
             f"(ceiling app's worker {r['memory']['ceiling_mb']:.0f} MB), "
             f"{r['memory']['service_end_mb']:.0f} MB at the end (after photos and approvals)."]
     steps = [("after the capture-page loads", "service_after_pages_mb"),
@@ -380,7 +380,7 @@ def write(r: dict, path: Path) -> None:
            "- Bars, p99 at the paced rate and each ticket count: a page or request a person "
            f"waits for at most {PAGE_P99_MS} ms (the queue pages are held to it); every API "
            f"route at most {API_P99_MS} ms (and so within {PAGE_P99_MS} ms too)",
-           "- Ceilings: bench/ceiling_app.py (bare Flask under gunicorn, 8 threads, answers of the "
+           "- Ceilings: bench/ceiling_app.py (bare Flask under waitress, 8 threads, answers of the "
            "same size) measured in the same run for the paced requests; a minimal page with one "
            "textarea for the capture page; see each section",
            "",

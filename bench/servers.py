@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
 VENV_BIN = Path(sys.executable).parent
-GUNICORN_THREADS = 8  # what `make run` (bin/serve) uses
+SERVER_THREADS = 8  # what `make run` (bin/serve) uses
 TIMEOUT_S = 10.0  # a paced request not answered by then counts as timed out (its wait still counts)
 
 
@@ -104,16 +104,17 @@ class Served:
         return f"http://127.0.0.1:{self.port}"
 
     def worker_pid(self) -> int:
-        """The process running the app: gunicorn's worker (whose parent also runs it), or
-        waitress's one process (make run's server, services/serving.py)."""
-        pids = [p for p in descendants(self.process.pid) if self.marker in cmdline(p)]
+        """The process running the app: waitress's one process (services/serving.py for the
+        service, waitress-serve for the ceiling)."""
+        pids = [p for p in (self.process.pid, *descendants(self.process.pid))
+                if self.marker in cmdline(p)]
         workers = [p for p in pids if self.marker in cmdline(_parent(p))] or pids
         if len(workers) != 1:
             raise RuntimeError(f"expected one {self.name} worker, found {workers}")
         return workers[0]
 
     def wait_for_worker(self, timeout_s: float = 60.0) -> None:
-        """Block until the gunicorn worker has booted, or fail after the timeout."""
+        """Block until the serving process has started, or fail after the timeout."""
         deadline = time.monotonic() + timeout_s
         while True:
             try:
@@ -148,7 +149,7 @@ def service_env(instance: Path, port: int, sandbox_port: int) -> dict[str, str]:
     env = dict(os.environ)
     env.pop("DATABASE_URL", None)
     env.update(HOST="127.0.0.1", PORT=str(port), SANDBOX_PORT=str(sandbox_port),
-               THREADS=str(GUNICORN_THREADS), EWT_INSTANCE_PATH=str(instance),
+               THREADS=str(SERVER_THREADS), EWT_INSTANCE_PATH=str(instance),
                EWT_API_RATE_LIMIT="1000000 per second",
                # What bin/serve derives itself, spelt out for the bench's in-process app.
                EWT_SANDBOX_URL=f"http://127.0.0.1:{sandbox_port}",
@@ -175,7 +176,7 @@ def start_service(workdir: Path) -> Served:
 
 
 def start_ceiling(workdir: Path, answers: dict[str, dict]) -> Served:
-    """Start the bare ceiling app under gunicorn with bin/serve's settings (no access log).
+    """Start the bare ceiling app under waitress with bin/serve's settings (no access log).
 
     `answers` maps "METHOD /path?query" to the status, content type and size of the service's
     answer (see bench/ceiling_app.py).
@@ -185,8 +186,9 @@ def start_ceiling(workdir: Path, answers: dict[str, dict]) -> Served:
     log_path = workdir / "ceiling.log"
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
-            [str(VENV_BIN / "gunicorn"), "--workers", "1", "--threads", str(GUNICORN_THREADS),
-             "--bind", f"127.0.0.1:{port}", "bench.ceiling_app:app"],
+            [str(VENV_BIN / "waitress-serve"), f"--threads={SERVER_THREADS}",
+             f"--listen=127.0.0.1:{port}", "--asyncore-use-poll", "--connection-limit=2000",
+             "--channel-timeout=30", "--ident=", "bench.ceiling_app:app"],
             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     served = Served("ceiling", process, port, log_path, "bench.ceiling_app:app")
     wait_for_port(port, 60)
@@ -258,7 +260,7 @@ def _percentile(sorted_ms: list[float], percent: float) -> float:
 class _PacedClient:
     """Keep-alive HTTP connections, one per sending thread, to one loopback server."""
 
-    IDLE_S = 1.0  # a connection idle longer is opened anew: gunicorn drops idle ones after 2 s
+    IDLE_S = 1.0  # a connection idle longer is opened anew, well inside the servers' idle limit
 
     def __init__(self, url: str, method: str, headers: dict[str, str], body: bytes | None) -> None:
         rest = url.split("://", 1)[1]
