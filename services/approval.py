@@ -16,14 +16,9 @@ the record by its origin id.
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import datetime as dt
-import logging
-import math
-import threading
 import uuid
-from collections.abc import Iterator
 from zoneinfo import ZoneInfo
 
 from flask import current_app
@@ -31,7 +26,7 @@ from flask import current_app
 from models import Ticket as TicketRecord
 from models import db, utcnow
 from models.schemas import LINE_INDEX, ApprovalResult, ApproveInput, Ticket
-from services import authorizations, documents, learning, projects, storage
+from services import approval_claims, authorizations, documents, learning, projects, storage
 from services.connections import client_for, project_system_errors
 from services.database import write_transaction
 from services.errors import Conflict, ValidationFailed, field_problem
@@ -65,19 +60,9 @@ from services.approval_records import (
 from services.ticket_records import append_decision, find_ticket, locked
 from services.ticket_shapes import get_ticket, routing_lines
 
-log = logging.getLogger(__name__)
 
-RETRY_AFTER_MAX_S = 5
 # Records are looked up from a little before the ticket was captured: no attempt is older.
 LOOKUP_MARGIN = dt.timedelta(minutes=1)
-
-
-@dataclasses.dataclass(frozen=True)
-class Claim:
-    """This approval's hold on a ticket, and where earlier attempts may have written."""
-
-    id: str
-    earlier: tuple[str, ...]
 
 
 class Document:
@@ -140,11 +125,11 @@ def approve(company_id: int, ticket_id: str, options: ApproveInput, actor: str) 
             plan.document.pdf()
         # One write at a time per company (a slow project system holds one thread, not all),
         # and the claim renewed while the write lasts, so it is never joined by a second one.
-        with project_system_errors(company_id, "write"), _keeping_claim(ticket.id, claim.id), \
+        with project_system_errors(company_id, "write"), approval_claims.keeping_claim(ticket.id, claim.id), \
                 hurried(*_patience()):
             destination, record = _write(client, plan, destination, claim.earlier)
     except Exception:
-        _release(ticket.id, claim.id)
+        approval_claims.release(ticket.id, claim.id)
         raise
     return _finish(company_id, ticket.id, destination, record, routes, actor, codes)
 
@@ -239,31 +224,7 @@ def _check_lines(routes: list[Route], options: ApproveInput) -> None:
                        code="lines_need_review", details=refused)
 
 
-def _claim_expires(ticket: TicketRecord) -> dt.datetime | None:
-    """When the approval claim on a ticket runs out, or None when it has none."""
-    if ticket.approval_claim_id is None or ticket.approval_claimed_at is None:
-        return None
-    return ticket.approval_claimed_at + dt.timedelta(
-        seconds=current_app.config["APPROVAL_CLAIM_TTL_S"])
-
-
-def being_written(ticket: TicketRecord, now: dt.datetime | None = None) -> bool:
-    """Whether an approval holds a live claim on the ticket, so it is being written right now."""
-    expires = _claim_expires(ticket)
-    return expires is not None and expires > (now or utcnow())
-
-
-def _refuse_claimed(ticket: TicketRecord, now: dt.datetime) -> None:
-    """409 approval_in_progress, with Retry-After, while another approval's claim is live."""
-    if not being_written(ticket, now):
-        return
-    expires = _claim_expires(ticket)
-    wait = max(1, min(RETRY_AFTER_MAX_S, math.ceil((expires - now).total_seconds())))
-    raise Conflict("another approval of this ticket is writing it now; retry shortly to see "
-                   "its outcome", code="approval_in_progress", headers={"Retry-After": str(wait)})
-
-
-def _claim(ticket_id: str, allow_rejected: bool, destination: str) -> Claim | None:
+def _claim(ticket_id: str, allow_rejected: bool, destination: str) -> approval_claims.Claim | None:
     """Take the ticket for this approval; None when it turned out to be written already."""
     now = utcnow()
     with write_transaction() as session:
@@ -271,58 +232,13 @@ def _claim(ticket_id: str, allow_rejected: bool, destination: str) -> Claim | No
         if ticket.status == "written":
             return None
         _refuse_rejected(ticket, allow_rejected)
-        _refuse_claimed(ticket, now)
+        approval_claims.refuse_claimed(ticket, now)
         earlier = tuple(kind for kind in ticket.approval_destinations or () if kind != destination)
-        claim = Claim(id=str(uuid.uuid4()), earlier=earlier)
+        claim = approval_claims.Claim(id=str(uuid.uuid4()), earlier=earlier)
         ticket.approval_claim_id = claim.id
         ticket.approval_claimed_at = now
         ticket.approval_destinations = [*earlier, destination]
     return claim
-
-
-def _renew(ticket_id: str, claim_id: str) -> bool:
-    """Move this approval's claim forward to now; False once the claim is no longer ours."""
-    with write_transaction() as session:
-        ticket = locked(session, ticket_id)
-        if ticket.approval_claim_id != claim_id:
-            return False
-        ticket.approval_claimed_at = utcnow()
-        return True
-
-
-@contextlib.contextmanager
-def _keeping_claim(ticket_id: str, claim_id: str) -> Iterator[None]:
-    """Renew the claim every APPROVAL_CLAIM_RENEW_S (default a quarter of its TTL) until the
-    block ends, so only a crashed process's claim ever expires."""
-    app = current_app._get_current_object()
-    every = float(app.config.get("APPROVAL_CLAIM_RENEW_S") or app.config["APPROVAL_CLAIM_TTL_S"] / 4)
-    done = threading.Event()
-
-    def keep() -> None:
-        with app.app_context():
-            while not done.wait(every):
-                try:
-                    if not _renew(ticket_id, claim_id):
-                        return
-                except Exception:  # noqa: BLE001 - a busy database: try again next round
-                    log.warning("could not renew an approval claim; trying again")
-
-    keeper = threading.Thread(target=keep, name="approval-claim", daemon=True)
-    keeper.start()
-    try:
-        yield
-    finally:
-        done.set()
-        keeper.join()
-
-
-def _release(ticket_id: str, claim_id: str) -> None:
-    """Give the ticket back after a failed write, if this approval still holds it."""
-    with write_transaction() as session:
-        ticket = locked(session, ticket_id)
-        if ticket.approval_claim_id == claim_id:
-            ticket.approval_claim_id = None
-            ticket.approval_claimed_at = None
 
 
 def _plan(ticket: TicketRecord, routes: list[Route], zone: ZoneInfo, actor: str,
@@ -478,7 +394,7 @@ def reject(company_id: int, ticket_id: str, actor: str, reason: str | None = Non
         _refuse_written(current)
         if current.status == "rejected":
             raise Conflict("the ticket is already rejected", code="ticket_rejected")
-        _refuse_claimed(current, utcnow())
+        approval_claims.refuse_claimed(current, utcnow())
         current.status = "rejected"
         append_decision(current, "rejected", actor, (reason or "").strip()[:500] or None)
     db.session.expire_all()
@@ -492,7 +408,7 @@ def restore(company_id: int, ticket_id: str, actor: str) -> Ticket:
         current = locked(session, ticket.id)
         _refuse_written(current)
         if current.status == "rejected":
-            _refuse_claimed(current, utcnow())
+            approval_claims.refuse_claimed(current, utcnow())
             current.status = "submitted"
             append_decision(current, "restored", actor)
     db.session.expire_all()

@@ -11,7 +11,7 @@ from flask import current_app
 
 from models import short_reference
 from models.schemas import ApproveInput, NteStatus, Ticket
-from services import approval, authorizations, learning, mail, projects, signing
+from services import approval, approval_claims, authorizations, learning, mail, projects, signing
 from services.errors import Conflict, ServiceError, ValidationFailed
 from services.learned_words import fold, searchable
 from services.plain_words import (
@@ -146,7 +146,7 @@ def ticket_page(company_id: int, ticket_id: str, *, error: ServiceError | None =
         zone=projects.page_time_zone(company_id, ticket.project_id),
         change_events=projects.page_change_events(company_id, ticket.project_id),
         error=error, message=message, chosen=chosen or FormChoices(),
-        being_written=ticket.status != "written" and approval.being_written(record))
+        being_written=ticket.status != "written" and approval_claims.being_written(record))
     try:
         codes = projects.catalog(company_id, ticket.project_id, briefly=True)
     except ServiceError:
