@@ -313,11 +313,9 @@ class UploadCutOff(ServiceError):
 
 
 def _piece_answer(progress: photo_uploads.Progress) -> Response:
-    """202 to a piece of a photo that was not its last: how many bytes the server holds."""
-    response = jsonify({"offset": progress.offset, "total": progress.total})
-    response.status_code = 202
+    """202 to a piece of a photo that was not its last, with the capture page's headers."""
+    response = photo_uploads.progress_answer(progress)
     response.headers.update(CAPTURE_SECURITY_HEADERS)
-    response.headers["Upload-Offset"] = str(progress.offset)
     return response
 
 

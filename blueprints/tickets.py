@@ -160,10 +160,7 @@ def put_photo(ticket_id: str, key: str, query: PhotoUploadQuery) -> Ticket | Res
             capture.photo_from_upload(whole.data, query.model_dump(exclude_none=True)),
             counted=whole.counted)[0])
     if isinstance(answer, photo_uploads.Progress):
-        response = Response(UploadProgress(offset=answer.offset, total=answer.total)
-                            .model_dump_json(), status=202, mimetype="application/json")
-        response.headers["Upload-Offset"] = str(answer.offset)
-        return response
+        return photo_uploads.progress_answer(answer)
     return answer
 
 

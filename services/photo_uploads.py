@@ -22,11 +22,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from flask import current_app
+from flask import Response, current_app
 from sqlalchemy import delete, func, select
 from sqlalchemy.exc import IntegrityError
 
 from models import PhotoPiece, db, utcnow
+from models.schemas import UploadProgress
 from services import quotas
 from services.database import write_transaction
 from services.errors import ServiceError, ValidationFailed, field_problem
@@ -54,6 +55,14 @@ class Progress:
 
     offset: int
     total: int
+
+
+def progress_answer(progress: Progress) -> Response:
+    """The 202 to a piece that was not a photo's last: how many bytes the server holds."""
+    response = Response(UploadProgress(offset=progress.offset, total=progress.total)
+                        .model_dump_json(), status=202, mimetype="application/json")
+    response.headers["Upload-Offset"] = str(progress.offset)
+    return response
 
 
 @dataclass(frozen=True)
