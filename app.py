@@ -42,14 +42,24 @@ def default_config(instance_path: str) -> dict[str, Any]:
         # that take photos; every other route takes SMALL_BODY_BYTES (services/bodies.py).
         "MAX_CONTENT_LENGTH": 34 * MiB,
         "SMALL_BODY_BYTES": 256 * 1024,
-        # make run's server (services/serving.py, waitress) reads each request whole before a
+        # The server (services/serving.py, waitress; make run and deploy/) reads each request whole before a
         # thread runs the app: its headers within REQUEST_HEADER_DEADLINE_S, its body within
         # REQUEST_BODY_DEADLINE_S (photos on one bar), never REQUEST_IDLE_S without a byte;
-        # it keeps at most SERVER_CONNECTION_LIMIT connections open.
+        # it keeps at most SERVER_CONNECTION_LIMIT connections open, SERVER_CONNECTIONS_PER_ADDRESS
+        # of them per client address, and closes a body slower than REQUEST_BODY_MIN_BYTES_S
+        # over REQUEST_BODY_RATE_WINDOW_S (one bar of signal sends about 25 kB a second).
+        # On SIGTERM it finishes the requests in flight within SHUTDOWN_GRACE_S. Behind
+        # TRUSTED_PROXIES proxies connecting from PROXY_ADDRESSES, the client is the address
+        # their X-Forwarded-For names.
         "REQUEST_HEADER_DEADLINE_S": 10,
         "REQUEST_BODY_DEADLINE_S": 300,
+        "REQUEST_BODY_MIN_BYTES_S": 1024,
+        "REQUEST_BODY_RATE_WINDOW_S": 20,
         "REQUEST_IDLE_S": 30,
         "SERVER_CONNECTION_LIMIT": 2000,
+        "SERVER_CONNECTIONS_PER_ADDRESS": 64,
+        "SHUTDOWN_GRACE_S": 30,
+        "PROXY_ADDRESSES": ["127.0.0.1", "::1"],
         "API_RATE_LIMIT": "120 per minute",
         "API_KEY_TOUCH_INTERVAL_S": 60,
         "RATELIMIT_STORAGE_URI": "memory://",

@@ -104,8 +104,8 @@ class Served:
         return f"http://127.0.0.1:{self.port}"
 
     def worker_pid(self) -> int:
-        """The process running the app: waitress's one process (services/serving.py for the
-        service, waitress-serve for the ceiling)."""
+        """The process running the app: waitress's one process (server.py, as make run and
+        deploy/ run it, for the service; waitress-serve for the ceiling)."""
         pids = [p for p in (self.process.pid, *descendants(self.process.pid))
                 if self.marker in cmdline(p)]
         workers = [p for p in pids if self.marker in cmdline(_parent(p))] or pids
@@ -167,7 +167,7 @@ def start_service(workdir: Path) -> Served:
     with open(log_path, "wb") as log:
         process = subprocess.Popen([str(ROOT / "bin" / "serve")], cwd=ROOT, env=env, stdout=log,
                                    stderr=subprocess.STDOUT, start_new_session=True)
-    served = Served("service", process, port, log_path, "services.serving",
+    served = Served("service", process, port, log_path, "-m server ",
                     extra={"instance": instance, "sandbox_port": sandbox_port, "env": env})
     wait_for_port(sandbox_port, 120)
     wait_for_port(port, 120)

@@ -1,6 +1,6 @@
 """How many trickling connections it takes to make /healthz slower than 1 s under `make run`.
 
-Starts bin/serve (waitress, services/serving.py) on a private instance, then opens trickling
+Starts bin/serve (server.py: waitress, services/serving.py) on a private instance, then opens trickling
 connections in steps: each sends a capture link's request headers whole, then its body at a
 byte a second (the slowest a body may come and still be in by the body deadline). After each
 step /healthz is asked three times; the step where its median passes 1 s is the answer.

@@ -29,7 +29,7 @@ def start_server(app, sandbox_server, tmp_path, port: int, **extra_env: str) -> 
                **storage_env(app), **extra_env)
     log = (tmp_path / f"server-{port}.log").open("w")
     server = subprocess.Popen(
-        [sys.executable, "-m", "services.serving", "127.0.0.1", str(port), "8"],
+        [sys.executable, "-m", "server", "127.0.0.1", str(port), "8"],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     log.close()  # the child holds its own copy of the file
     for _ in range(600):  # bounded wait for the worker to answer
