@@ -117,6 +117,10 @@ def default_config(instance_path: str) -> dict[str, Any]:
         "IMAGE_CPU_SECONDS": 5,
         "IMAGE_MEMORY_BYTES": 768 * MiB,
         "IMAGE_REQUEST_BUDGET_S": 30,
+        # At most this many requests of one company wait on the image workers at once (each
+        # holds a server thread); more are answered 503 with Retry-After, as is a request
+        # whose images are not done within the budget: the phone sends them again.
+        "IMAGE_COMPANY_REQUESTS": 3,
         # The signed ticket document is made in the same pool: with this much CPU, within
         # this many seconds; at most DOCUMENT_SLOTS requests of a process wait for it at once,
         # a download at most DOCUMENT_WAIT_S for its turn (an approval waits the whole budget).

@@ -34,7 +34,7 @@ from services import (
 from services.ticket_records import find_ticket
 
 bp = Blueprint("tickets", __name__)
-STORAGE_ERRORS = {503: ("storage_unavailable",), 507: ("storage_quota_exceeded", "storage_full")}
+STORAGE_ERRORS = {503: ("storage_unavailable", "images_busy"), 507: ("storage_quota_exceeded", "storage_full")}
 STORAGE_TEXT = {507: "A daily storage quota of the link, the company or the server is used up "
                      "(see Retry-After), or the disk is at its reserve. Nothing was stored."}
 # A photo sent as the body itself. Its bytes are checked (JPEG, PNG or WebP) whatever the

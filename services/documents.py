@@ -274,10 +274,13 @@ def render_pdf(html: str, *, wait_s: float) -> bytes:
             return pdf_render.render_pdf(html, storage.store_spec())
         settings = image_pool.PoolSettings(config["IMAGE_WORKERS"], config["IMAGE_CPU_SECONDS"],
                                            config["IMAGE_MEMORY_BYTES"])
-        [result] = image_pool.run_all([(pdf_render.render_pdf, (html, storage.store_spec()), {})],
-                                      settings, _config("DOCUMENT_BUDGET_S"),
-                                      cpu_seconds=int(config["DOCUMENT_CPU_SECONDS"]),
-                                      owner=work_owner())
+        try:
+            [result] = image_pool.run_all([(pdf_render.render_pdf, (html, storage.store_spec()), {})],
+                                          settings, _config("DOCUMENT_BUDGET_S"),
+                                          cpu_seconds=int(config["DOCUMENT_CPU_SECONDS"]),
+                                          owner=work_owner())
+        except image_pool.ImagesBusy:
+            result = ImageRejected("not made in time")
     finally:
         slots.release()
     if isinstance(result, ImageRejected):

@@ -50,7 +50,8 @@ def _process_images(function, raws: list[bytes]) -> list[images.ProcessedImage |
     settings = image_pool.PoolSettings(config["IMAGE_WORKERS"], config["IMAGE_CPU_SECONDS"],
                                        config["IMAGE_MEMORY_BYTES"])
     return image_pool.run_all([(function, (raw,), {}) for raw in raws], settings,
-                              max(0.0, deadline - now), owner=work_owner())
+                              max(0.0, deadline - now), owner=work_owner(),
+                              company_requests=int(config["IMAGE_COMPANY_REQUESTS"]))
 
 
 def check_photos(items: list[PhotoIn], field: str, first_position: int

@@ -13,7 +13,11 @@ processes:
   just above what it has used so far, and the kernel ends the worker when it is passed;
 - each worker's address space is capped at `IMAGE_MEMORY_BYTES` (RLIMIT_AS), so an
   allocation past it fails inside the worker instead of growing the server;
-- a request waits at most `IMAGE_REQUEST_BUDGET_S` for all its images together.
+- a request waits at most `IMAGE_REQUEST_BUDGET_S` for all its images together, and at most
+  `IMAGE_COMPANY_REQUESTS` requests of one company wait at once, so a flood cannot take every
+  server thread either; when the pool is saturated (a request over that share, or an image
+  not done by the deadline though within its CPU limit) the request is answered 503 with
+  Retry-After (`ImagesBusy`): a busy host is not a bad photo.
 
 Each worker is its own process on its own pipe: one the kernel ended, or one past its
 image's deadline, fails only that image and is replaced. A worker ends with the server
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures as cf
+import contextlib
 import ctypes
 import multiprocessing
 import os
@@ -37,14 +42,33 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from services.errors import ServiceError
 from services.photos import ImageRejected
 
-__all__ = ["PoolSettings", "run_all"]
+__all__ = ["ImagesBusy", "PoolSettings", "run_all"]
 
-TOO_SLOW = "took too long to read; send it again later"
+TOO_SLOW = "takes too long to read (past its CPU limit)"
 TOO_BIG = "needs too much memory to read"
 Owner = tuple[str, str]
 ANONYMOUS: Owner = ("", "")
+
+
+class ImagesBusy(ServiceError):
+    """The image pool is saturated: nothing was stored; send the same request again later."""
+
+    status = 503
+    code = "images_busy"
+
+    def __init__(self) -> None:
+        super().__init__("the server is busy reading other images; nothing was kept, send it again "
+                         "after the seconds in Retry-After", headers={"Retry-After": "5"})
+
+
+class _Busy:
+    """What a job gets when the pool could not do it in time (not the image's fault)."""
+
+
+BUSY = _Busy()
 
 
 class PoolSettings(tuple):
@@ -224,7 +248,7 @@ class _Pool:
             while (job := self.queue.get()) is not None:
                 if time.monotonic() >= job.deadline or not job.future.set_running_or_notify_cancel():
                     if not job.future.done() and not job.future.cancelled():
-                        job.future.set_result(ImageRejected(TOO_SLOW))
+                        job.future.set_result(BUSY)
                     self.queue.done(job)
                     continue
                 try:
@@ -253,7 +277,7 @@ class _Pool:
         try:
             worker.connection.send((job.cpu, *job.call))
             if not worker.connection.poll(max(0.0, job.deadline - time.monotonic())):
-                return ImageRejected(TOO_SLOW), False  # past its deadline: the worker is ended
+                return BUSY, False  # past its deadline within its CPU limit: the host is busy
             kind, value = worker.connection.recv()
         except (EOFError, OSError):  # the kernel ended it (CPU limit) or it died: this image only
             return ImageRejected(TOO_SLOW), False
@@ -263,7 +287,7 @@ class _Pool:
         """Stop the pool: queued jobs are refused, running ones finish, workers end."""
         for job in self.queue.close():
             if job.future.set_running_or_notify_cancel():
-                job.future.set_result(ImageRejected(TOO_SLOW))
+                job.future.set_result(BUSY)
 
 
 _lock = threading.Lock()
@@ -281,30 +305,56 @@ def _get_pool(settings: PoolSettings) -> _Pool:
         return _pool
 
 
+_waiting_lock = threading.Lock()
+_waiting: collections.Counter = collections.Counter()
+
+
+@contextlib.contextmanager
+def _company_share(company: str, most: int | None):
+    """Count a request of `company` waiting on the pool; ImagesBusy past `most` at once."""
+    with _waiting_lock:
+        if most is not None and _waiting[company] >= most:
+            raise ImagesBusy()
+        _waiting[company] += 1
+    try:
+        yield
+    finally:
+        with _waiting_lock:
+            _waiting[company] -= 1
+            if _waiting[company] <= 0:
+                del _waiting[company]
+
+
 def run_all(calls: list[tuple[Callable[..., Any], tuple, dict]], settings: PoolSettings,
-            budget_s: float, cpu_seconds: int | None = None, owner: Owner = ANONYMOUS) -> list[Any]:
+            budget_s: float, cpu_seconds: int | None = None, owner: Owner = ANONYMOUS,
+            company_requests: int | None = None) -> list[Any]:
     """Run each (function, args, kwargs) in the pool; each result, or the ImageRejected it met.
 
-    The whole list shares one time budget; what is not done by then is refused. Each call
-    gets the settings' CPU seconds, or `cpu_seconds` (a document takes longer than one image).
-    `owner` is (company, link): the queue the calls wait in, taken in turn with the others.
+    The whole list shares one time budget; when any call is not done by then (the pool was
+    saturated, not the image at fault) ImagesBusy is raised, as it is when `company_requests`
+    requests of the owner's company already wait. Each call gets the settings' CPU seconds,
+    or `cpu_seconds` (a document takes longer than one image). `owner` is (company, link):
+    the queue the calls wait in, taken in turn with the others.
     """
     if not calls:
         return []
-    cpu = int(cpu_seconds or settings[1])
-    deadline = time.monotonic() + max(0.0, budget_s)
-    pool = _get_pool(settings)
-    jobs = [_Job(call, cpu, deadline) for call in calls]
-    for job in jobs:
-        pool.queue.put(owner, job)
-    cf.wait([job.future for job in jobs], timeout=max(0.0, deadline - time.monotonic()) + 0.5)
-    results: list[Any] = []
-    for job in jobs:
-        if not job.future.done() and (job.future.cancel() or not job.future.done()):
-            results.append(ImageRejected(TOO_SLOW))
-            continue
-        if job.future.cancelled():
-            results.append(ImageRejected(TOO_SLOW))
-            continue
-        results.append(job.future.result())  # re-raises what the work raised, as a call would
+    with _company_share(owner[0], company_requests):
+        cpu = int(cpu_seconds or settings[1])
+        deadline = time.monotonic() + max(0.0, budget_s)
+        pool = _get_pool(settings)
+        jobs = [_Job(call, cpu, deadline) for call in calls]
+        for job in jobs:
+            pool.queue.put(owner, job)
+        cf.wait([job.future for job in jobs], timeout=max(0.0, deadline - time.monotonic()) + 0.5)
+        results: list[Any] = []
+        busy = False
+        for job in jobs:
+            if job.future.cancelled() or (not job.future.done() and (job.future.cancel() or not job.future.done())):
+                busy = True
+                continue
+            result = job.future.result()  # re-raises what the work raised, as a call would
+            busy = busy or result is BUSY
+            results.append(result)
+    if busy:
+        raise ImagesBusy()
     return results
