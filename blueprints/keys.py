@@ -31,12 +31,11 @@ def keys_page() -> Response:
 @bp.post("/keys")
 @login_required
 def create_key() -> Response:
-    """Create a key and show it once."""
+    """Create a key and show it once (company admins only)."""
     try:
-        issued = keys.issue_key(current_user.company_id, request.form.get("name", ""),
-                                created_by_id=current_user.id)
+        issued = keys.issue_key_by_reviewer(current_user, request.form.get("name", ""))
     except ServiceError as error:
-        return _render(error=error.message, status=422)
+        return _render(error=error.message, status=403 if error.status == 403 else 422)
     return _render(new_key=issued.secret)
 
 

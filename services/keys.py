@@ -17,7 +17,7 @@ from sqlalchemy import select
 
 from models import ApiKey, Company, db, utcnow
 from services.database import write_transaction
-from services.errors import NotFound, Unauthorized, ValidationFailed, field_problem
+from services.errors import NotFound, ServiceError, Unauthorized, ValidationFailed, field_problem
 
 KEY_PREFIX = "ewt_"
 KEY_PATTERN = re.compile(r"^ewt_[A-Za-z0-9_-]{43}$")
@@ -59,6 +59,20 @@ def key_digest(secret: str) -> str:
 def rate_limit_bucket(secret: str) -> str:
     """A non-secret bucket id for the rate limiter, derived from the key's digest."""
     return "key:" + key_digest(secret)[:32]
+
+
+class AdminOnly(ServiceError):
+    """A reviewer who is not a company admin asked for a company-wide key."""
+
+    status = 403
+    code = "admin_only"
+
+
+def issue_key_by_reviewer(reviewer, name: str) -> IssuedKey:
+    """A key made on the keys page: only a company admin may make one (it acts for the company)."""
+    if not getattr(reviewer, "is_admin", False):
+        raise AdminOnly("only a company admin can make API keys; ask one of them")
+    return issue_key(reviewer.company_id, name, created_by_id=reviewer.id)
 
 
 def issue_key(company_id: int, name: str, created_by_id: int | None = None) -> IssuedKey:

@@ -17,7 +17,7 @@ def _make_key(browser, name: str) -> str:
 
 def test_keys_name_their_maker_and_last_use_on_the_page_and_in_me(app, acme):
     with app.app_context():
-        reviewers.create_reviewer(acme.company_id, "pm@acme.example", PASSWORD)
+        reviewers.create_reviewer(acme.company_id, "pm@acme.example", PASSWORD, is_admin=True)
     pm = sign_in(app, app.test_client(), acme, email="pm@acme.example")
     client = app.test_client()
     secret = _make_key(pm, "accounting sync")
@@ -40,7 +40,8 @@ def test_keys_name_their_maker_and_last_use_on_the_page_and_in_me(app, acme):
 def test_disabling_a_reviewer_says_which_keys_then_revokes_them(app, acme):
     with app.app_context():
         reviewers.create_reviewer(acme.company_id, "boss@acme.example", PASSWORD, is_admin=True)
-        worker_id = reviewers.create_reviewer(acme.company_id, "pm@acme.example", PASSWORD).id
+        worker_id = reviewers.create_reviewer(acme.company_id, "pm@acme.example", PASSWORD,
+                                              is_admin=True).id
     pm = sign_in(app, app.test_client(), acme, email="pm@acme.example")
     boss = sign_in(app, app.test_client(), acme, email="boss@acme.example")
     made = _make_key(pm, "field sync")
@@ -64,8 +65,23 @@ def test_disabling_a_reviewer_says_which_keys_then_revokes_them(app, acme):
 
 def test_disabling_on_the_command_line_revokes_the_keys_too(app, acme, runner):
     with app.app_context():
-        reviewers.create_reviewer(acme.company_id, "pm@acme.example", PASSWORD)
+        reviewers.create_reviewer(acme.company_id, "pm@acme.example", PASSWORD, is_admin=True)
     pm = sign_in(app, app.test_client(), acme, email="pm@acme.example")
     made = _make_key(pm, "field sync")
     assert runner.invoke(args=["reviewers", "disable", "--email", "pm@acme.example"]).exit_code == 0
     assert app.test_client().get("/v1/me", headers={"X-API-Key": made}).status_code == 401
+
+
+def test_only_a_company_admin_makes_keys(app, acme):
+    """A key acts for the whole company: a reviewer who is not an admin is refused, and the
+    page offers them no form."""
+    with app.app_context():
+        reviewers.create_reviewer(acme.company_id, "pm@acme.example", PASSWORD)
+    pm = sign_in(app, app.test_client(), acme, email="pm@acme.example")
+    page = pm.get("/keys").get_data(as_text=True)
+    assert 'name="name"' not in page and "only a company admin can make one" in page
+    refused = pm.post("/keys", data={"name": "mine"})
+    assert refused.status_code == 403 and '<code id="new-key">' not in refused.get_data(as_text=True)
+    with app.app_context():
+        from models import ApiKey, db
+        assert db.session.query(ApiKey).filter_by(name="mine").count() == 0

@@ -210,7 +210,9 @@ def test_other_companys_ticket_page_is_a_plain_404(app, client, acme, rival):
 
 
 def test_keys_page_creates_shows_once_and_revokes(app, client, acme):
-    browser = sign_in(app, client, acme)
+    with app.app_context():
+        reviewers.create_reviewer(acme.company_id, "admin@acme.example", PASSWORD, is_admin=True)
+    browser = sign_in(app, client, acme, email="admin@acme.example")
     created = browser.post("/keys", {"name": "estimating export"}, htmx=True)
     html = created.get_data(as_text=True)
     secret = re.search(r'<code id="new-key">(ewt_[A-Za-z0-9_-]{43})</code>', html).group(1)
