@@ -171,6 +171,10 @@ def default_config(instance_path: str) -> dict[str, Any]:
         "LOGIN_ACCOUNT_RATE_LIMIT": "5 per minute;30 per hour",
         "LOGIN_DEVICE_RATE_LIMIT": "5 per minute;30 per hour",
         "DEVICE_COOKIE_DAYS": 180,
+        # A reviewer may ask for a one-time sign-in link by e-mail (valid this many minutes),
+        # this often per account; the links already sent keep working past the limit.
+        "SIGN_IN_LINK_MINUTES": 15,
+        "SIGN_IN_LINK_RATE_LIMIT": "5 per 15 minutes",
         "WTF_CSRF_CHECK_DEFAULT": False,
         "WTF_CSRF_TIME_LIMIT": None,
         # How many reverse proxies stand in front (deploy/Caddyfile: one). 0 ignores every

@@ -7,7 +7,7 @@ import urllib.parse
 from flask import Blueprint, Response, current_app, redirect, render_template, request, url_for
 from flask_login import current_user, login_required, login_user, logout_user
 
-from services import auth, reviewers
+from services import auth, mail, reviewers
 from services.ratelimit import count, count_or_refuse
 from services.web import is_htmx
 
@@ -92,6 +92,40 @@ def login() -> Response | str:
     return response
 
 
+LINK_SENT = ("If that e-mail has a login here, a sign-in link is on its way to it. It works once, "
+             "for {minutes} minutes.")
+
+
+@bp.post("/login/link")
+def request_link() -> Response | str:
+    """E-mail a one-time sign-in link (the answer is the same whether the e-mail has a login)."""
+    if not mail.configured():
+        body = render_template("review/login.html", email="", error=(
+            "E-mail is not set up on this server, so no sign-in link can be sent; ask your "
+            "company admin to reset your password."))
+        return Response(body, status=503, mimetype="text/html")
+    email = request.form.get("link_email", "")
+    auth.send_sign_in_link(email)
+    return render_template("review/login.html", error=None, email=email,
+                           notice=LINK_SENT.format(minutes=_config("SIGN_IN_LINK_MINUTES")))
+
+
+@bp.route("/login/link/<token>", methods=["GET", "POST"])
+def link_sign_in(token: str) -> Response | str:
+    """A sign-in link: a page with one button (mail scanners open links), which signs in once."""
+    reviewer = auth.link_reviewer(token) if request.method == "GET" else auth.use_sign_in_link(token)
+    if reviewer is None:
+        body = render_template("review/login.html", email="", error=(
+            "That sign-in link has been used or is too old. Ask for a new one below."))
+        return Response(body, status=410, mimetype="text/html")
+    if request.method == "GET":
+        return render_template("review/login_link.html", email=reviewer.email)
+    login_user(reviewer)
+    response = redirect(url_for("tickets.queue_page"))
+    auth.remember_device(response, reviewer.email, None)
+    return response
+
+
 @bp.post("/logout")
 @login_required
 def logout() -> Response:
@@ -102,3 +136,5 @@ def logout() -> Response:
 
 
 login.before_body = _count_address_attempt
+request_link.before_body = _count_address_attempt
+link_sign_in.before_body = _count_address_attempt

@@ -56,6 +56,8 @@ class Reviewer(UserMixin, db.Model):
     created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
     # Every session carries the epoch it was opened under; raising it ends them all.
     session_epoch: Mapped[int] = mapped_column(default=0, server_default="0")
+    # Every sign-in link e-mailed carries this epoch; using one raises it (each link works once).
+    sign_in_link_epoch: Mapped[int] = mapped_column(default=0, server_default="0")
     disabled_at: Mapped[dt.datetime | None]
     # A company admin may disable and re-enable the company's other reviewers.
     is_admin: Mapped[bool] = mapped_column(default=False, server_default=false())

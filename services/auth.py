@@ -5,13 +5,16 @@ import hashlib
 import secrets
 
 from argon2.exceptions import InvalidHashError, VerificationError
-from flask import Response, current_app, request
+from flask import Response, current_app, request, url_for
 from flask_login import LoginManager
 from itsdangerous import BadSignature, URLSafeTimedSerializer
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from models import Reviewer, db
+from services import links, mail
 from services.database import write_transaction
+from services.errors import ServiceError
+from services.ratelimit import count_or_refuse
 from services.reviewers import password_hasher
 
 login_manager = LoginManager()
@@ -88,8 +91,16 @@ def _device_signer() -> URLSafeTimedSerializer:
     return URLSafeTimedSerializer(current_app.secret_key, salt="ewt-device-cookie")
 
 
+def _password_mark(email: str) -> str:
+    """A short digest of the account's current password hash: a reset changes it ('' if none)."""
+    stored = db.session.scalar(select(Reviewer.password_hash)
+                               .where(Reviewer.email == (email or "").strip().lower()))
+    return hashlib.sha256(stored.encode()).hexdigest()[:16] if stored else ""
+
+
 def trusted_device(email: str) -> str | None:
-    """The id of this browser's device cookie when it signed in to this account, else None."""
+    """The id of this browser's device cookie when it signed in to this account under its
+    current password, else None (a password reset voids every device cookie)."""
     value = request.cookies.get(DEVICE_COOKIE)
     if not value:
         return None
@@ -99,13 +110,76 @@ def trusted_device(email: str) -> str | None:
         return None
     if not isinstance(data, dict) or data.get("a") != account_digest(email):
         return None
+    if not data.get("p") or data.get("p") != _password_mark(email):
+        return None
     device = data.get("n")
     return device if isinstance(device, str) and device else None
 
 
 def remember_device(response: Response, email: str, device: str | None) -> None:
     """After a right password: give (or renew) this browser's device cookie for the account."""
-    value = _device_signer().dumps({"a": account_digest(email), "n": device or secrets.token_urlsafe(16)})
+    value = _device_signer().dumps({"a": account_digest(email), "n": device or secrets.token_urlsafe(16),
+                                    "p": _password_mark(email)})
     response.set_cookie(DEVICE_COOKIE, value, max_age=int(current_app.config["DEVICE_COOKIE_DAYS"]) * 86400,
                         httponly=True, samesite="Lax", path="/login",
                         secure=bool(current_app.config["SESSION_COOKIE_SECURE"]) or request.is_secure)
+
+
+# One-time sign-in links by e-mail: the way in for the account's owner while an attack holds
+# the password limits (a new browser has no device cookie of its own).
+def _link_signer() -> URLSafeTimedSerializer:
+    """Signs sign-in links with the instance's secret key."""
+    return URLSafeTimedSerializer(current_app.secret_key, salt="ewt-sign-in-link")
+
+
+def send_sign_in_link(email: str) -> None:
+    """E-mail a one-time sign-in link to the reviewer with this e-mail, if there is one.
+
+    The caller answers the same either way (no one learns which e-mails have a login). Past
+    `SIGN_IN_LINK_RATE_LIMIT` per account nothing more is sent, and the links already sent
+    keep working: asking for links cannot void the owner's.
+    """
+    reviewer = db.session.scalar(select(Reviewer).where(Reviewer.email == (email or "").strip().lower()))
+    if reviewer is None or reviewer.disabled_at is not None:
+        return
+    try:
+        count_or_refuse(current_app.config["SIGN_IN_LINK_RATE_LIMIT"], "sign-in-link",
+                        "account:" + account_digest(reviewer.email), "")
+    except ServiceError:
+        return
+    token = _link_signer().dumps({"r": reviewer.id, "n": reviewer.sign_in_link_epoch})
+    minutes = int(current_app.config["SIGN_IN_LINK_MINUTES"])
+    address = links.public_base_url() + url_for("auth.link_sign_in", token=token)
+    mail.send(reviewer.email, "Your sign-in link",
+              f"Open this link to sign in to review tickets. It works once, for {minutes} "
+              f"minutes:\n\n{address}\n\nIf you did not ask for it, ignore this e-mail; "
+              "your password still works as before.\n")
+
+
+def link_reviewer(token: str) -> Reviewer | None:
+    """The active reviewer a sign-in link names while it is fresh and unused, else None."""
+    try:
+        data = _link_signer().loads(token, max_age=int(current_app.config["SIGN_IN_LINK_MINUTES"]) * 60)
+        reviewer = db.session.get(Reviewer, int(data["r"]))
+        epoch = int(data["n"])
+    except (BadSignature, ValueError, TypeError, KeyError):
+        return None
+    if reviewer is None or reviewer.disabled_at is not None or reviewer.sign_in_link_epoch != epoch:
+        return None
+    return reviewer
+
+
+def use_sign_in_link(token: str) -> Reviewer | None:
+    """Spend a sign-in link: its reviewer, once (this link and every earlier one stop working)."""
+    reviewer = link_reviewer(token)
+    if reviewer is None:
+        return None
+    with write_transaction() as session:
+        spent = session.execute(update(Reviewer)
+                                .where(Reviewer.id == reviewer.id,
+                                       Reviewer.sign_in_link_epoch == reviewer.sign_in_link_epoch)
+                                .values(sign_in_link_epoch=Reviewer.sign_in_link_epoch + 1)).rowcount
+    if spent != 1:
+        return None  # used meanwhile by another request
+    db.session.expire(reviewer)
+    return reviewer

@@ -1,13 +1,17 @@
 """Sign-in against an attacker: redirects, throttling, timing, sessions, disabling, passwords."""
 from __future__ import annotations
 
+import datetime as dt
+import re
 import threading
 
 import pytest
+import time_machine
 from argon2 import PasswordHasher
 
 from models import Reviewer, db
 from services import auth, reviewers
+from tests.mailbox import smtp_server
 from tests.test_review_pages import PASSWORD, add_reviewer, csrf_token, sign_in
 
 
@@ -224,3 +228,73 @@ def test_a_device_cookie_counts_only_for_its_own_account(app, acme):
     assert _login(browser, other, PASSWORD).status_code == 429  # no pass on another account
     browser.set_cookie("ewt_device", "forged.value.here", path="/login")
     assert _login(browser, other, PASSWORD).status_code == 429
+
+
+def _attack(app, email: str, tries: int = 30) -> None:
+    """Wrong passwords at one account from many addresses, until it is throttled for strangers."""
+    for n in range(tries):
+        attacker = app.test_client()
+        attacker.environ_base["REMOTE_ADDR"] = f"127.0.0.{n + 2}"
+        _login(attacker, email, f"guess {n}")
+
+
+def _ask_link(client, email: str):
+    token = csrf_token(client.get("/login").get_data(as_text=True))
+    return client.post("/login/link", data={"csrf_token": token, "link_email": email})
+
+
+def _link_in(message) -> str:
+    """The path of the sign-in link in an e-mail."""
+    return re.search(r"https?://[^/\s]+(/login/link/\S+)", message.get_content()).group(1)
+
+
+def test_the_owner_gets_in_from_a_new_browser_by_an_emailed_link_during_an_attack(app, acme):
+    email = add_reviewer(app, acme)
+    _attack(app, email)
+    owner = app.test_client()  # a new browser: no device cookie
+    assert _login(owner, email, PASSWORD).status_code == 429
+    with smtp_server() as mailbox:
+        app.config.update(mailbox.settings())
+        # The attacker asks for links too (more than the limit sends): they only reach the owner.
+        for _ in range(8):
+            assert _ask_link(app.test_client(), email).status_code == 200
+        unknown = _ask_link(app.test_client(), "nobody@acme.example")
+        assert unknown.status_code == 200 and "on its way" in unknown.get_data(as_text=True)
+        assert len(mailbox.messages) == 5  # SIGN_IN_LINK_RATE_LIMIT; no mail for an unknown e-mail
+    assert all(m["To"] == email for m in mailbox.messages)
+    first = _link_in(mailbox.messages[0])
+    page = owner.get(first)  # opening the link (a mail scanner may) does not spend it
+    assert page.status_code == 200 and "Sign in as" in page.get_data(as_text=True)
+    done = owner.post(first, data={"csrf_token": csrf_token(page.get_data(as_text=True))})
+    assert done.status_code == 302 and done.headers["Location"].endswith("/queue")
+    assert owner.get("/queue").status_code == 200
+    # Once: that link and every one sent with it are spent.
+    again = app.test_client()
+    for path in (first, _link_in(mailbox.messages[-1])):
+        assert again.get(path).status_code == 410
+    # The browser it was used in is now a known device: the owner's password works there.
+    owner.post("/logout", data={"csrf_token": csrf_token(owner.get("/queue").get_data(as_text=True))})
+    assert _login(owner, email, PASSWORD).status_code == 302
+
+
+def test_a_sign_in_link_expires(app, acme):
+    email = add_reviewer(app, acme)
+    with smtp_server() as mailbox:
+        app.config.update(mailbox.settings())
+        start = dt.datetime.now(dt.timezone.utc)
+        with time_machine.travel(start, tick=False):
+            _ask_link(app.test_client(), email)
+        path = _link_in(mailbox.messages[0])
+        with time_machine.travel(start + dt.timedelta(minutes=16), tick=False):
+            assert app.test_client().get(path).status_code == 410
+
+
+def test_a_password_reset_voids_device_cookies(app, acme):
+    email = add_reviewer(app, acme)
+    owner = app.test_client()
+    assert _login(owner, email, PASSWORD).status_code == 302
+    with app.app_context():
+        reviewers.reset_password(email, "a brand new passphrase")
+    _attack(app, email)
+    # The cookie given under the old password (one a thief may have copied) no longer passes.
+    assert _login(owner, email, "a brand new passphrase").status_code == 429
