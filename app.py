@@ -109,6 +109,12 @@ def default_config(instance_path: str) -> dict[str, Any]:
         "BACKUP_KEY_FILE": None,
         # Photos a phone sent ahead of its ticket's text are dropped by the sweep after this.
         "STAGED_PHOTO_DAYS": 7,
+        # Photos sent in pieces wait as files of the store: at most this many begun and
+        # unfinished per link (per company through the API), each dropped after this many
+        # hours without a new piece, swept by the running service this often.
+        "PHOTO_UPLOADS_OPEN_PER_LINK": 36,
+        "PHOTO_PIECE_HOURS": 6,
+        "PHOTO_PIECE_SWEEP_S": 600,
         "MAX_PHOTO_BYTES": 2 * MiB,
         # Images are decoded in this many worker processes at most (0: in the request's own
         # thread, for tests only), each image with this much CPU and address space, and a

@@ -215,14 +215,14 @@ def send_reminders_command() -> None:
 def photo_orphans_command(min_age_hours: float, remove: bool) -> None:
     """List image files no ticket refers to (left by refused or interrupted requests, or staged
     for a ticket whose text never came within STAGED_PHOTO_DAYS), and photos sent in part and
-    left unfinished that long."""
+    left unfinished for PHOTO_PIECE_HOURS."""
     stale = photo_sweep.drop_stale_staged(remove)
     days = current_app.config["STAGED_PHOTO_DAYS"]
     click.echo(f"{'dropped' if remove else 'found'} {stale} photo(s) staged over {days} days for "
                "a ticket that never came")
     unfinished = photo_uploads.drop_stale(remove)
     click.echo(f"{'dropped' if remove else 'found'} {unfinished} photo(s) sent in part and "
-               f"left unfinished over {days} days")
+               f"left unfinished over {current_app.config['PHOTO_PIECE_HOURS']} hours")
     report = photo_sweep.sweep_orphans(min_age_hours * 3600, remove=remove)
     now = time.time()
     for orphan in report.found:

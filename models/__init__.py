@@ -6,10 +6,10 @@ from models.pricing import Authorization, ProjectMarkups, RateSheet
 from models.routing import RoutingDecision
 from models.project_system import KnownProject, ProjectSystemConnection
 from models.signing import SignatureRequest
-from models.ticket import Decision, PhotoPiece, StagedPhoto, Ticket, TicketPhoto, short_reference
+from models.ticket import Decision, StagedPhoto, Ticket, TicketPhoto, short_reference
 from models.usage import StorageUsage
 
 __all__ = ["ApiKey", "Authorization", "Base", "CaptureLink", "Company", "Decision", "KnownProject",
            "ProjectMarkups", "ProjectSystemConnection", "RateSheet", "Reviewer", "RoutingDecision", "SignatureRequest",
-           "PhotoPiece", "StagedPhoto",
+           "StagedPhoto",
            "StorageUsage", "Ticket", "TicketPhoto", "short_reference", "UTCDateTime", "db", "utcnow"]

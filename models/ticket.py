@@ -11,7 +11,6 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
-    LargeBinary,
     String,
     Text,
     UniqueConstraint,
@@ -171,24 +170,4 @@ class StagedPhoto(db.Model):
     thumb_key: Mapped[str] = mapped_column(String(80))
     width: Mapped[int] = mapped_column(Integer)
     height: Mapped[int] = mapped_column(Integer)
-    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
-
-
-class PhotoPiece(db.Model):
-    """A piece of a photo sent in pieces (Content-Range), kept until its last piece comes.
-
-    `upload` names the photo being sent: the ticket (or the link and the phone's reference)
-    and the sender's key for the photo. The pieces held, from byte 0 on without a gap, are
-    how far it has come; the photo sweep drops the pieces of an upload left unfinished.
-    """
-
-    __tablename__ = "photo_pieces"
-    __table_args__ = (UniqueConstraint("upload", "start", name="uq_photo_pieces_start"),)
-
-    id: Mapped[int] = mapped_column(primary_key=True)
-    company_id: Mapped[int] = mapped_column(ForeignKey("companies.id"), index=True)
-    upload: Mapped[str] = mapped_column(String(200))
-    total: Mapped[int] = mapped_column(Integer)
-    start: Mapped[int] = mapped_column(Integer)
-    data: Mapped[bytes] = mapped_column(LargeBinary)
     created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)

@@ -349,7 +349,8 @@ def run_all(calls: list[tuple[Callable[..., Any], tuple, dict]], settings: PoolS
         results: list[Any] = []
         busy = False
         for job in jobs:
-            if job.future.cancelled() or (not job.future.done() and (job.future.cancel() or not job.future.done())):
+            unfinished = not job.future.done() and (job.future.cancel() or not job.future.done())
+            if unfinished or job.future.cancelled():
                 busy = True
                 continue
             result = job.future.result()  # re-raises what the work raised, as a call would

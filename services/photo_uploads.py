@@ -7,29 +7,30 @@ server's bytes end is refused with 409 `upload_offset_mismatch`, naming that off
 body and in `Upload-Offset`), so a sender that lost track goes on from there. A body without
 `Content-Range` is the whole photo, as before.
 
-Pieces wait in the database, which every app server shares whatever holds the files (a
-folder or a bucket); the photo, once whole, is checked and stored like any other
-(services/evidence.py) and its pieces are dropped. Each piece counts against the daily
-quotas as it comes, and the whole photo counts only what it takes beyond its pieces, so
-nothing counts twice. Pieces of a photo left unfinished for STAGED_PHOTO_DAYS are dropped by
-the photo sweep (services/photo_sweep.py).
+Pieces wait as files of the store (services/storage.py: a folder or a bucket, which every
+app server shares), never in the database, whose file would only grow; the photo, once whole,
+is checked and stored like any other (services/evidence.py) and its pieces are dropped. Each
+piece counts against the daily quotas and the disk reserve as it comes, and the whole photo
+counts only what it takes beyond its pieces, so nothing counts twice. A link (or, through the
+API, a company) has at most PHOTO_UPLOADS_OPEN_PER_LINK photos begun and unfinished at once;
+one with no new piece for PHOTO_PIECE_HOURS is dropped: by the next piece of the same sender,
+by a sweep the running service makes every PHOTO_PIECE_SWEEP_S as pieces come, and by the
+nightly photo sweep (services/photo_sweep.py).
 """
 from __future__ import annotations
 
-import datetime as dt
+import hashlib
 import re
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
 from flask import Response, current_app
-from sqlalchemy import delete, func, select
-from sqlalchemy.exc import IntegrityError
 
-from models import PhotoPiece, db, utcnow
 from models.schemas import UploadProgress
-from services import quotas
-from services.database import write_transaction
+from services import quotas, storage
 from services.errors import ServiceError, ValidationFailed, field_problem
 
 RANGE = re.compile(r"bytes (\d{1,10})-(\d{1,10})/(\d{1,10})")
@@ -114,22 +115,121 @@ def continues(header: str | None) -> bool:
     return match is not None and int(match.group(1)) > 0
 
 
-def held(upload: str) -> tuple[int, int | None]:
-    """How many bytes of an upload the server holds from byte 0 without a gap, and its size."""
+def _digest(text: str) -> str:
+    """A short digest naming an owner or an upload among the store's pieces."""
+    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:32]
+
+
+def owner_of(company_id: int, link_token: str | None) -> str:
+    """The folder a sender's uploads wait in: its link, else (the API) its company."""
+    return _digest(f"l:{link_token}" if link_token else f"c:{company_id}")
+
+
+def _folder(owner: str, upload: str) -> str:
+    """Where an upload's pieces wait: '<owner>/<upload>/'."""
+    return f"{owner}/{_digest(upload)}/"
+
+
+@dataclass(frozen=True)
+class Held:
+    """One stored piece: its first byte, the photo's size, when it came (the name says, so the
+    app's clock decides, whatever the store's), its length and its name in the store."""
+
+    first: int
+    total: int
+    when: int
+    size: int
+    name: str
+
+
+def _parse_name(entry: storage.Entry) -> Held:
+    """A stored piece from its entry."""
+    first, total, when = (int(part) for part in entry.name.rsplit("/", 1)[1].split("-"))
+    return Held(first, total, when, entry.size, entry.name)
+
+
+def _pieces(folder: str) -> list[Held]:
+    """An upload's pieces by first byte (one per first byte: the earliest)."""
+    found: dict[int, Held] = {}
+    for piece in sorted((_parse_name(e) for e in storage.file_store().list_pieces(folder)),
+                        key=lambda piece: (piece.first, piece.when)):
+        found.setdefault(piece.first, piece)
+    return list(found.values())
+
+
+def _held(pieces: list[Held]) -> tuple[int, int | None]:
+    """How many bytes the pieces hold from byte 0 on without a gap, and the photo's size."""
     offset, total = 0, None
-    for start, length, size in db.session.execute(
-            select(PhotoPiece.start, func.length(PhotoPiece.data), PhotoPiece.total)
-            .where(PhotoPiece.upload == upload).order_by(PhotoPiece.start)):
-        if start != offset or total not in (None, size):
+    for piece in pieces:
+        if piece.first != offset or total not in (None, piece.total):
             break
-        offset, total = offset + int(length), size
+        offset, total = offset + piece.size, piece.total
     return offset, total
 
 
-def drop(upload: str) -> None:
+def held(owner: str, upload: str) -> tuple[int, int | None]:
+    """How many bytes of an upload the server holds from byte 0 without a gap, and its size."""
+    return _held(_pieces(_folder(owner, upload)))
+
+
+def _drop_folder(folder: str) -> None:
+    """Remove every piece under a folder."""
+    store = storage.file_store()
+    for entry in store.list_pieces(folder):
+        store.remove_piece(entry.name)
+
+
+def drop(owner: str, upload: str) -> None:
     """Forget every piece of an upload."""
-    with write_transaction() as session:
-        session.execute(delete(PhotoPiece).where(PhotoPiece.upload == upload))
+    _drop_folder(_folder(owner, upload))
+
+
+def _uploads(prefix: str) -> dict[str, float]:
+    """Each upload folder under `prefix` ('' for all) and its newest piece's time."""
+    newest: dict[str, float] = {}
+    for entry in storage.file_store().list_pieces(prefix):
+        folder = entry.name.rsplit("/", 1)[0] + "/"
+        newest[folder] = max(newest.get(folder, 0.0), float(_parse_name(entry).when))
+    return newest
+
+
+def _expiry_s() -> float:
+    """How long an upload may go without a new piece before it is dropped."""
+    return float(current_app.config["PHOTO_PIECE_HOURS"]) * 3600
+
+
+def _make_room(owner: str, folder: str) -> None:
+    """Before a new upload of `owner`: drop its expired ones; refuse past its open-upload cap."""
+    cutoff = time.time() - _expiry_s()
+    open_now = 0
+    for other, newest in _uploads(owner + "/").items():
+        if newest < cutoff:
+            _drop_folder(other)
+        elif other != folder:
+            open_now += 1
+    most = int(current_app.config["PHOTO_UPLOADS_OPEN_PER_LINK"])
+    if open_now >= most:
+        raise ServiceError(f"this link has {most} photos begun and not finished; finish those, "
+                           "or send this one again later", status=429, code="too_many_uploads",
+                           headers={"Retry-After": "60"})
+
+
+_sweep_lock = threading.Lock()
+_last_sweep = [0.0]
+
+
+def sweep_if_due() -> None:
+    """While the service runs: drop expired uploads at most once every PHOTO_PIECE_SWEEP_S."""
+    now = time.time()
+    if 0 <= now - _last_sweep[0] < float(current_app.config["PHOTO_PIECE_SWEEP_S"]):
+        return  # swept lately (a clock set back counts as due)
+    if not _sweep_lock.acquire(blocking=False):
+        return  # another request is sweeping
+    try:
+        _last_sweep[0] = now
+        drop_stale(remove=True)
+    finally:
+        _sweep_lock.release()
 
 
 def receive(company_id: int, link_token: str | None, upload: str, raw: bytes,
@@ -139,24 +239,30 @@ def receive(company_id: int, link_token: str | None, upload: str, raw: bytes,
     if header is None:
         return Whole(raw, 0)
     piece = parse(header, len(raw), int(current_app.config["MAX_PHOTO_BYTES"]))
-    offset, total = held(upload)
+    sweep_if_due()
+    owner = owner_of(company_id, link_token)
+    folder = _folder(owner, upload)
+    pieces = _pieces(folder)
+    offset, total = _held(pieces)
+    if pieces and time.time() - max(p.when for p in pieces) > _expiry_s():
+        _drop_folder(folder)  # expired: it starts anew
+        pieces, offset, total = [], 0, None
     if total is not None and total != piece.total:  # another photo under the same key: anew
-        drop(upload)
-        offset = 0
+        _drop_folder(folder)
+        pieces, offset = [], 0
     if piece.first != offset:
         raise OffsetMismatch(offset, piece.total)
+    if not pieces:
+        _make_room(owner, folder)
     quotas.check_disk(len(raw))
     quotas.reserve(company_id, link_token, len(raw))
-    try:
-        with write_transaction() as session:
-            session.add(PhotoPiece(company_id=company_id, upload=upload, total=piece.total,
-                                   start=piece.first, data=raw))
-    except IntegrityError:  # the same piece from another sender at the same moment
-        raise OffsetMismatch(held(upload)[0], piece.total) from None
+    store = storage.file_store()
+    if not store.put_piece(f"{folder}{piece.first:010d}-{piece.total}-{int(time.time())}", raw):
+        # the same piece from another sender at the same moment
+        raise OffsetMismatch(held(owner, upload)[0], piece.total)
     if piece.last + 1 < piece.total:
         return Progress(piece.last + 1, piece.total)
-    data = b"".join(db.session.scalars(select(PhotoPiece.data).where(
-        PhotoPiece.upload == upload).order_by(PhotoPiece.start)))
+    data = b"".join(store.read_piece(held_piece.name) for held_piece in _pieces(folder))
     return Whole(data, piece.total)
 
 
@@ -171,17 +277,15 @@ def take(company_id: int, link_token: str | None, upload: str, raw: bytes, heade
         return attach(got)
     finally:
         if header is not None:
-            drop(upload)
+            drop(owner_of(company_id, link_token), upload)
 
 
-def drop_stale(remove: bool, now: dt.datetime | None = None) -> int:
-    """Uploads with no new piece for STAGED_PHOTO_DAYS: how many, and their pieces deleted
+def drop_stale(remove: bool) -> int:
+    """Uploads with no new piece for PHOTO_PIECE_HOURS: how many, and their pieces removed
     when `remove`."""
-    cutoff = (now or utcnow()) - dt.timedelta(days=float(current_app.config["STAGED_PHOTO_DAYS"]))
-    stale = select(PhotoPiece.upload).group_by(PhotoPiece.upload).having(
-        func.max(PhotoPiece.created_at) < cutoff)
-    uploads = list(db.session.scalars(stale))
-    if remove and uploads:
-        with write_transaction() as session:
-            session.execute(delete(PhotoPiece).where(PhotoPiece.upload.in_(uploads)))
-    return len(uploads)
+    cutoff = time.time() - _expiry_s()
+    stale = [folder for folder, newest in _uploads("").items() if newest < cutoff]
+    if remove:
+        for folder in stale:
+            _drop_folder(folder)
+    return len(stale)

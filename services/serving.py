@@ -82,7 +82,8 @@ class LimitedChannel(HTTPChannel):
         parser = self.request
         done = super().received(data)
         if self.from_proxy and self.server.proxies:
-            parsed = self.request if self.request is not None else (self.requests[-1] if self.requests else parser)
+            parsed = self.request if self.request is not None else (
+                self.requests[-1] if self.requests else parser)
             if parsed is not None and parsed.headers_finished:
                 self.rekey(forwarded_client(parsed.headers.get("X_FORWARDED_FOR", ""),
                                             self.server.proxies) or self.client)

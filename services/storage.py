@@ -10,6 +10,11 @@ A file is stored before the transaction that names it commits. Storing one that 
 there refreshes its time, so the sweep (services/photo_sweep.py), which only takes files
 unchanged for an hour or more, never takes one a request is about to name. `put_all` stores
 a request's files all or none: when one fails, those this call created are taken away again.
+
+Pieces of photos still being sent (services/photo_uploads.py) are files of the same store,
+under `pieces/<owner>/<upload>/<first byte>-<size>-<when>` (a folder's `pieces/` subfolder, or the
+bucket's `PREFIX/pieces/`), not rows of the database; the sweep of unreferenced images never
+lists them.
 """
 from __future__ import annotations
 
@@ -33,6 +38,8 @@ from services.errors import ServiceError
 
 EXTENSIONS = {"jpg": "image/jpeg", "png": "image/png"}
 KEY_RE = re.compile(r"[0-9a-f]{64}\.(?:jpg|png)")
+PIECE_RE = re.compile(r"[0-9a-f]{32}/[0-9a-f]{32}/\d{10}-\d{1,10}-\d{1,12}")
+PIECES = "pieces/"
 CHUNK = 64 * 1024
 _PUT_ID = "put-id"
 
@@ -152,6 +159,30 @@ class FileStore:
     def check(self) -> dict:
         """For /healthz: whether the store answers (a folder's disk is checked on its own)."""
         return {"ok": True, "backend": "folder"}
+
+    def put_piece(self, name: str, data: bytes) -> bool:
+        """Store a photo piece under `name` ('<owner>/<upload>/<first>-<size>-<when>'); False if
+        one is there."""
+        raise NotImplementedError
+
+    def read_piece(self, name: str) -> bytes:
+        """A stored piece's bytes; KeyError if absent."""
+        raise NotImplementedError
+
+    def list_pieces(self, prefix: str) -> list[Entry]:
+        """The pieces whose names start with `prefix` ('' for all), their sizes and times."""
+        raise NotImplementedError
+
+    def remove_piece(self, name: str) -> None:
+        """Remove a piece (absent is fine)."""
+        raise NotImplementedError
+
+
+def check_piece(name: str) -> str:
+    """The piece name itself, or ValueError for anything but '<32 hex>/<32 hex>/<first>-<size>-<when>'."""
+    if not isinstance(name, str) or not PIECE_RE.fullmatch(name):
+        raise ValueError("invalid piece name")
+    return name
 
 
 class FolderStore(FileStore):
@@ -273,6 +304,62 @@ class FolderStore(FileStore):
             folder = folder.parent
         status = os.statvfs(folder)
         return status.f_bavail * status.f_frsize
+
+    def put_piece(self, name: str, data: bytes) -> bool:
+        """Write the piece to a temp file, then link it in place (no overwrite), durably."""
+        path = self.root / PIECES / check_piece(name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".part")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                return False
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+        _fsync_dir(path.parent)
+        return True
+
+    def read_piece(self, name: str) -> bytes:
+        """The piece's bytes; KeyError if absent."""
+        try:
+            return (self.root / PIECES / check_piece(name)).read_bytes()
+        except FileNotFoundError:
+            raise KeyError(name) from None
+
+    def list_pieces(self, prefix: str) -> list[Entry]:
+        """The pieces under `prefix` (whole path segments), from the folder."""
+        base = self.root / PIECES
+        start = base / prefix if prefix else base
+        found = []
+        if not start.is_dir():
+            return found
+        for folder, _, names in os.walk(start):
+            for file in names:
+                path = Path(folder, file)
+                name = str(path.relative_to(base))
+                if not PIECE_RE.fullmatch(name):
+                    continue
+                try:
+                    status = path.stat()
+                except FileNotFoundError:
+                    continue
+                found.append(Entry(name=name, key=None, size=status.st_size, modified=status.st_mtime))
+        return found
+
+    def remove_piece(self, name: str) -> None:
+        """Unlink the piece, and its upload's folder and owner's folder once empty."""
+        path = self.root / PIECES / check_piece(name)
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        for folder in (path.parent, path.parent.parent):
+            with contextlib.suppress(OSError):  # not empty, or gone: both fine
+                folder.rmdir()
 
     @contextlib.contextmanager
     def _locked(self, operation: int) -> Iterator[None]:
@@ -455,6 +542,54 @@ class BucketStore(FileStore):
     def free_bytes(self) -> int | None:
         """A bucket has no disk of ours to keep free."""
         return None
+
+    def put_piece(self, name: str, data: bytes) -> bool:
+        """Create the piece's object if absent (If-None-Match: *)."""
+        from botocore.exceptions import ClientError  # noqa: PLC0415
+
+        with bucket_errors():
+            try:
+                self.client.put_object(Bucket=self.bucket, Key=self.prefix + PIECES + check_piece(name),
+                                       Body=data, IfNoneMatch="*")
+            except ClientError as error:
+                if error.response["Error"].get("Code") not in ("PreconditionFailed", "412"):
+                    raise
+                return False
+        return True
+
+    def read_piece(self, name: str) -> bytes:
+        """The piece's bytes; KeyError if absent."""
+        from botocore.exceptions import ClientError  # noqa: PLC0415
+
+        with bucket_errors():
+            try:
+                answer = self.client.get_object(Bucket=self.bucket,
+                                                Key=self.prefix + PIECES + check_piece(name))
+            except ClientError as error:
+                if is_missing(error):
+                    raise KeyError(name) from None
+                raise
+            return answer["Body"].read()
+
+    def list_pieces(self, prefix: str) -> list[Entry]:
+        """The piece objects under `prefix`."""
+        base = self.prefix + PIECES
+        found = []
+        with bucket_errors():
+            pages = self.client.get_paginator("list_objects_v2").paginate(
+                Bucket=self.bucket, Prefix=base + prefix)
+            for page in pages:
+                for item in page.get("Contents", []):
+                    name = item["Key"][len(base):]
+                    if PIECE_RE.fullmatch(name):
+                        found.append(Entry(name=name, key=None, size=int(item["Size"]),
+                                           modified=item["LastModified"].timestamp()))
+        return found
+
+    def remove_piece(self, name: str) -> None:
+        """Delete the piece's object."""
+        with bucket_errors():
+            self.client.delete_object(Bucket=self.bucket, Key=self.prefix + PIECES + check_piece(name))
 
     def check(self) -> dict:
         """Whether the bucket answers a HEAD; the error's kind (never its text) if not."""

@@ -3,14 +3,15 @@ where to go on from, the photo counts once against the quotas, and unfinished pi
 from __future__ import annotations
 
 import datetime as dt
+import os
 import uuid
 
 import pytest
 import time_machine
 from sqlalchemy import select
 
-from models import PhotoPiece, StorageUsage, TicketPhoto, db
-from services import photo_uploads
+from models import StorageUsage, TicketPhoto, db
+from services import photo_uploads, storage
 from services.links import token_digest
 from tests.images import jpeg_bytes, noise_jpeg
 
@@ -72,7 +73,7 @@ def test_a_photo_in_pieces_resumes_where_the_server_holds_and_counts_once(client
     # The last piece again (its answer lost): the photo is held, whatever the piece.
     assert put_piece(client, url, parts[-1]).json["photo_keys"] == ["front"]
     with app.app_context():
-        assert db.session.query(PhotoPiece).count() == 0
+        assert storage.file_store().list_pieces("") == []
         (stored,) = db.session.query(TicketPhoto).all()
         assert stored.name == "front.jpg" and stored.client_key == "front"
     # Counted once: the pieces as they came, then only what the stored photo takes beyond them.
@@ -173,24 +174,28 @@ def test_a_whole_photo_still_needs_no_header(client, acme):
     assert sent.status_code == 200 and sent.json["photo_count"] == 1
 
 
+def stored_pieces(app) -> list[str]:
+    """The names of every piece waiting in the store."""
+    with app.app_context():
+        return [entry.name for entry in storage.file_store().list_pieces("")]
+
+
 def test_the_sweep_drops_pieces_left_unfinished(client, acme, app, photo):
     link = make_link(client, acme)
     parts = pieces(photo)
-    with time_machine.travel("2026-07-01T10:00:00Z", tick=False):
+    with time_machine.travel("2026-07-01T04:00:00Z", tick=False):
         put_piece(client, f"/c/{link['token']}/drafts/{uuid.uuid4().hex}/photos/old", parts[0])
-    with time_machine.travel("2026-07-07T10:00:00Z", tick=False):
+    with time_machine.travel("2026-07-01T09:00:00Z", tick=False):
         put_piece(client, f"/c/{link['token']}/drafts/{uuid.uuid4().hex}/photos/new", parts[0])
     runner = app.test_cli_runner()
-    with time_machine.travel("2026-07-09T12:00:00Z", tick=False):
+    with time_machine.travel("2026-07-01T12:00:00Z", tick=False):
         listed = runner.invoke(args=["photos", "orphans"])
-        assert "found 1 photo(s) sent in part and left unfinished over 7 days" in listed.output
-        with app.app_context():
-            assert db.session.query(PhotoPiece).count() == 2
+        assert "found 1 photo(s) sent in part and left unfinished over 6 hours" in listed.output
+        assert len(stored_pieces(app)) == 2
         removed = runner.invoke(args=["photos", "orphans", "--remove"])
         assert "dropped 1 photo(s) sent in part" in removed.output
-    with app.app_context():
-        (left,) = db.session.query(PhotoPiece).all()
-        assert left.upload.endswith(":new")
+    (left,) = stored_pieces(app)
+    assert left.endswith(f"-{int(dt.datetime(2026, 7, 1, 9, tzinfo=dt.timezone.utc).timestamp())}")
 
 
 def test_a_correction_takes_the_photos_sent_ahead_of_it(client, acme, app):
@@ -224,8 +229,50 @@ def test_dropping_stale_pieces_counts_uploads_not_pieces(app, acme, client, phot
     with time_machine.travel("2026-07-01T10:00:00Z", tick=False):
         for part in pieces(photo)[:2]:
             assert put_piece(client, url, part).status_code == 202
-    with app.app_context():
-        later = dt.datetime(2026, 7, 20, tzinfo=dt.timezone.utc)
-        assert photo_uploads.drop_stale(False, now=later) == 1
-        assert photo_uploads.drop_stale(True, now=later) == 1
-        assert db.session.query(PhotoPiece).count() == 0
+    assert len(stored_pieces(app)) == 2
+    with time_machine.travel("2026-07-01T17:00:00Z", tick=False), app.app_context():
+        assert photo_uploads.drop_stale(False) == 1
+        assert photo_uploads.drop_stale(True) == 1
+    assert stored_pieces(app) == []
+
+
+def _database_bytes(app) -> int:
+    """The SQLite file and its write-ahead log, in bytes."""
+    path = app.config["SQLALCHEMY_DATABASE_URI"].removeprefix("sqlite:///")
+    return sum(os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p))
+
+
+def test_500_unfinished_uploads_through_one_link_stay_out_of_the_database_and_expire(
+        app, acme, client, photo):
+    """A poster link flooded with photos begun and never finished: the pieces are files of
+    the store, at most PHOTO_UPLOADS_OPEN_PER_LINK of them open (the rest told to come back
+    later), the database barely grows, and the running service sweeps them after the expiry."""
+    if not app.config["SQLALCHEMY_DATABASE_URI"].startswith("sqlite:///"):
+        pytest.skip("measures the SQLite file")
+    link = make_link(client, acme)
+    first = pieces(photo)[0]
+    before = _database_bytes(app)
+    cap = app.config["PHOTO_UPLOADS_OPEN_PER_LINK"]
+    statuses = []
+    start = dt.datetime(2026, 7, 1, 10, tzinfo=dt.timezone.utc)
+    with time_machine.travel(start, tick=False) as clock:
+        for n in range(500):  # one every 3 s, within the link's submission limit: 25 minutes
+            clock.move_to(start + dt.timedelta(seconds=3 * n))
+            answer = put_piece(client, f"/c/{link['token']}/drafts/{uuid.uuid4().hex}/photos/p{n}", first)
+            statuses.append(answer.status_code)
+            if answer.status_code == 429:
+                assert answer.json["error"]["code"] == "too_many_uploads"
+                assert int(answer.headers["Retry-After"]) > 0
+    assert statuses[:cap] == [202] * cap and set(statuses[cap:]) == {429}
+    assert len(stored_pieces(app)) == cap
+    assert _database_bytes(app) - before < 10 * 1024 * 1024
+    # Hours later a piece of any other upload makes the service sweep: the unfinished are gone.
+    other = make_link(client, acme)
+    with time_machine.travel("2026-07-01T16:30:00Z", tick=False):
+        assert put_piece(client, f"/c/{other['token']}/drafts/{uuid.uuid4().hex}/photos/x",
+                         first).status_code == 202
+    assert len(stored_pieces(app)) == 1
+    # The flooded link takes new photos again.
+    with time_machine.travel("2026-07-01T16:31:00Z", tick=False):
+        assert put_piece(client, f"/c/{link['token']}/drafts/{uuid.uuid4().hex}/photos/y",
+                         first).status_code == 202

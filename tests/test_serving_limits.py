@@ -8,7 +8,6 @@ import os
 import resource
 import signal
 import socket
-import threading
 import time
 
 import pytest
@@ -187,8 +186,9 @@ def test_sigterm_during_an_upload_lets_it_finish_then_stops(app, acme, sandbox_s
     base = f"http://127.0.0.1:{port}"
     token = requests.post(f"{base}/v1/links", headers=acme.headers, timeout=5,
                           json={"project_id": acme.project()["id"]}).json()["token"]
+    photo = {"name": "site.jpg", "data_url": data_url(noise_jpeg(800, 600))}
     body = json.dumps({"description": "Core drill", "reason": "r", "directed_by": "d",
-                        "photos": [{"name": "site.jpg", "data_url": data_url(noise_jpeg(800, 600))}]}).encode()
+                       "photos": [photo]}).encode()
     answer = b""
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
