@@ -34,9 +34,13 @@ from services import (
 from services.ticket_records import find_ticket
 
 bp = Blueprint("tickets", __name__)
-STORAGE_ERRORS = {503: ("storage_unavailable", "images_busy"), 507: ("storage_quota_exceeded", "storage_full")}
+STORAGE_ERRORS = {503: ("storage_unavailable", "images_busy"),
+                  507: ("storage_quota_exceeded", "storage_full")}
 STORAGE_TEXT = {507: "A daily storage quota of the link, the company or the server is used up "
-                     "(see Retry-After), or the disk is at its reserve. Nothing was stored."}
+                     "(see Retry-After), or the disk is at its reserve. Nothing was stored.",
+                503: "`images_busy`: the server is busy reading other images (the photos are not "
+                     "at fault), or `storage_unavailable`: the bucket could not be reached. Nothing "
+                     "was stored; send the same request again after the seconds in Retry-After."}
 # A photo sent as the body itself. Its bytes are checked (JPEG, PNG or WebP) whatever the
 # Content-Type says, so image/jpeg works too; the document names only application/octet-stream,
 # the one binary body type generated clients (openapi-python-client) take without a warning.
@@ -133,9 +137,13 @@ def add_photos(ticket_id: str, body: PhotosInput) -> Ticket:
            headers={photo_uploads.HEADER: PIECE_TEXT}, accepted=UploadProgress,
            errors=error_codes({400: ("validation_failed",), 404: ("ticket_not_found", "not_found"),
                                408: ("upload_cut_off",),
-                               409: ("ticket_written", "photos_full", "upload_offset_mismatch")},
+                               409: ("ticket_written", "photos_full", "upload_offset_mismatch"),
+                               429: ("too_many_uploads",)},
                               STORAGE_ERRORS),
            extra_responses={**STORAGE_TEXT,
+                            429: "`too_many_uploads`: the company has PHOTO_UPLOADS_OPEN_PER_LINK "
+                                 "photos begun in pieces and not finished; finish those, or send "
+                                 "again after the seconds in Retry-After (unfinished ones expire).",
                             409: PHOTOS_CONFLICT_TEXT + " `upload_offset_mismatch`: the piece "
                                  "does not start where the server's bytes of this photo end; "
                                  "`details.offset` and `Upload-Offset` say where."})
