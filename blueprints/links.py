@@ -221,6 +221,9 @@ def capture_submit(token: str) -> Response:
         link = links.resolve_token(token)
         errors = {d["field"]: capture.plain_message(d["message"])
                   for d in (error.details or []) if isinstance(d, dict)}
+        if error.status == 503:  # a busy server: nothing is wrong with the ticket or its photos
+            errors["_form"] = gettext("The ticket was not sent: the office is busy just now. Keep "
+                                      "this page open and press Send again in a minute.")
         if error.status in (429, 507):
             errors["_form"] = gettext("The ticket was not sent: %(reason)s. Keep this page open "
                                       "and press Send again later.", reason=error.message)
@@ -228,7 +231,7 @@ def capture_submit(token: str) -> Response:
                           else error.message)
         response = _capture_response(render_template(
             "capture/page.html", **_form_context(link, via, request.form.to_dict(), errors)),
-            status=error.status if error.status in (429, 507) else 400)
+            status=error.status if error.status in (429, 503, 507) else 400)
         response.headers.update(error.headers)
         return response
     reference = short_reference(ticket.id)

@@ -102,3 +102,32 @@ def test_the_pool_keeps_working_over_hundreds_of_requests():
     for number, size in enumerate(sizes):
         calls = [(echo_length, (b"x" * (number % 7 + 1),), {})] * size
         assert image_pool.run_all(calls, settings, budget_s=20) == [number % 7 + 1] * size, number
+
+
+def test_a_busy_pool_is_a_503_to_the_phone_the_plain_form_and_the_api(app, client, acme, monkeypatch):
+    """When the pool is saturated the photo is not refused as unusable: 503 images_busy with
+    Retry-After to the capture script and the API, and the plain form says to send again."""
+    import io
+
+    from tests.images import data_url, jpeg_bytes
+
+    def saturated(*_args, **_kwargs):
+        raise image_pool.ImagesBusy()
+
+    app.config["IMAGE_WORKERS"] = 2
+    monkeypatch.setattr(image_pool, "run_all", saturated)
+    token = client.post("/v1/links", headers=acme.headers,
+                        json={"project_id": acme.project()["id"]}).json["token"]
+    ticket = {"description": "Core drill", "reason": "r", "directed_by": "d",
+              "photos": [{"name": "site.jpg", "data_url": data_url(jpeg_bytes())}]}
+    phone = client.post(f"/c/{token}/tickets", json=ticket)
+    assert phone.status_code == 503 and phone.json["error"]["code"] == "images_busy"
+    assert int(phone.headers["Retry-After"]) > 0
+    api = client.post("/v1/tickets", headers=acme.headers,
+                      json={**ticket, "project_id": acme.project()["id"]})
+    assert api.status_code == 503 and api.json["error"]["code"] == "images_busy"
+    form = client.post(f"/c/{token}/tickets", headers={"Accept-Language": "es-MX,es;q=0.9"},
+                       data={"description": "Zanja", "reason": "r", "directed_by": "Sam",
+                             "photo_files": (io.BytesIO(jpeg_bytes()), "site.jpg")},
+                       content_type="multipart/form-data")
+    assert form.status_code == 503 and "la oficina está ocupada" in form.get_data(as_text=True)
