@@ -26,21 +26,21 @@ pytestmark = [pytest.mark.scale, pytest.mark.skipif(
 
 
 def start(app, sandbox_server, tmp_path, name: str) -> tuple[subprocess.Popen, str]:
-    """One app server: gunicorn with four workers, on the shared database and Redis."""
+    """One app server as deployed (server.py: waitress, eight threads), on the shared
+    database and Redis."""
     port = free_port()
     env = dict(os.environ, DATABASE_URL=app.config["SQLALCHEMY_DATABASE_URI"],
                EWT_INSTANCE_PATH=str(tmp_path / name), EWT_SANDBOX_URL=sandbox_server.url,
                EWT_RATELIMIT_STORAGE_URI=REDIS_URL,
                EWT_SECRET_KEY="scale-test", **storage_env(app),
-               # Eight fresh workers each read the codes cold from the sandbox, which answers
+               # Sixteen fresh threads each read the codes cold from the sandbox, which answers
                # from one process and is far slower under this load than Procore; a thread
                # waiting on its neighbour's read past the 1 s default is told 503 busy, which
                # is checked on its own in test_procore_isolation.
                EWT_PROJECT_SYSTEM_SLOT_WAIT_S="30")
     with (tmp_path / f"{name}.log").open("w") as log:
         server = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "--workers", "4", "--threads", "2", "--bind",
-             f"127.0.0.1:{port}", "app:create_app()"],
+            [sys.executable, "-m", "server", "127.0.0.1", str(port), "8"],
             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     for _ in range(600):  # bounded wait until a worker answers
