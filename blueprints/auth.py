@@ -117,7 +117,7 @@ def link_sign_in(token: str) -> Response | str:
     if reviewer is None:
         body = render_template("review/login.html", email="", error=(
             "That sign-in link has been used or is too old. Ask for a new one below."))
-        return Response(body, status=410, mimetype="text/html")
+        return Response(body, status=404, mimetype="text/html")  # no such link (any more)
     if request.method == "GET":
         return render_template("review/login_link.html", email=reviewer.email)
     login_user(reviewer)

@@ -11,8 +11,9 @@ from tests.images import data_url, jpeg_bytes, png_bytes
 
 PASSWORD = "correct horse battery"
 
-# Capture and signing pages are public: the token in their URL is the credential, whoever holds it.
-PUBLIC_PREFIXES = ("/c/", "/s/", "/static/")
+# Capture, signing and sign-in-link pages are public: the token in their URL is the credential,
+# whoever holds it.
+PUBLIC_PREFIXES = ("/c/", "/s/", "/static/", "/login/link/")
 
 
 def owned_resources(client, owner) -> dict[str, str]:
