@@ -151,6 +151,9 @@ def service_env(instance: Path, port: int, sandbox_port: int) -> dict[str, str]:
     env.update(HOST="127.0.0.1", PORT=str(port), SANDBOX_PORT=str(sandbox_port),
                THREADS=str(SERVER_THREADS), EWT_INSTANCE_PATH=str(instance),
                EWT_API_RATE_LIMIT="1000000 per second",
+               # One load generator stands for many clients: its address may hold more than
+               # one client's share of connections (bench.trickle sets the share back).
+               EWT_SERVER_CONNECTIONS_PER_ADDRESS="4096",
                # What bin/serve derives itself, spelt out for the bench's in-process app.
                EWT_SANDBOX_URL=f"http://127.0.0.1:{sandbox_port}",
                EWT_SANDBOX_DB_PATH=str(instance / "sandbox.sqlite3"),
@@ -158,11 +161,12 @@ def service_env(instance: Path, port: int, sandbox_port: int) -> dict[str, str]:
     return env
 
 
-def start_service(workdir: Path) -> Served:
-    """Start bin/serve (what `make run` runs) on free ports with its instance under workdir."""
+def start_service(workdir: Path, **settings: str) -> Served:
+    """Start bin/serve (what `make run` runs) on free ports with its instance under workdir,
+    with `settings` (EWT_* variables) on top of the bench's environment."""
     port, sandbox_port = free_port(), free_port()
     instance = workdir / "instance"
-    env = service_env(instance, port, sandbox_port)
+    env = {**service_env(instance, port, sandbox_port), **settings}
     log_path = workdir / "serve.log"
     with open(log_path, "wb") as log:
         process = subprocess.Popen([str(ROOT / "bin" / "serve")], cwd=ROOT, env=env, stdout=log,

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import requests
 
+from app import default_config
 from bench.servers import start_service
 
 HERE = Path(__file__).resolve().parent
@@ -92,7 +93,8 @@ def measure() -> dict:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 8192), hard))
     with tempfile.TemporaryDirectory() as folder:
-        service = start_service(Path(folder))
+        service = start_service(Path(folder), EWT_SERVER_CONNECTIONS_PER_ADDRESS=str(
+            default_config(folder)["SERVER_CONNECTIONS_PER_ADDRESS"]))
         try:
             base = service.url
             head = (f"POST /c/{'t' * 32}/tickets HTTP/1.1\r\nHost: 127.0.0.1\r\n"
