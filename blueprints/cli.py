@@ -75,7 +75,7 @@ def revoke_key_command(prefix: str) -> None:
 @reviewers_cli.command("create")
 @click.option("--company", "company_id", type=int, required=True)
 @click.option("--email", required=True)
-@click.option("--admin", is_flag=True, help="May disable the company's other reviewers.")
+@click.option("--admin", is_flag=True, help="May disable the company's other reviewers and make API keys.")
 @click.password_option()
 def create_reviewer_command(company_id: int, email: str, admin: bool, password: str) -> None:
     """Create a reviewer login."""

@@ -192,8 +192,8 @@ Extra-work tickets runs at $URL
 Next steps, as root (README.md, "Self-hosting"); ewt-admin runs the app's commands as $SERVICE_USER:
   1. Create your company; it prints its id:
        ewt-admin companies create --name "Your Firm"
-  2. Create a reviewer login for a project manager (the password is asked for):
-       ewt-admin reviewers create --company 1 --email pm@example.com
+  2. Create a reviewer login for a project manager (the password is asked for; --admin may make API keys):
+       ewt-admin reviewers create --company 1 --email pm@example.com --admin
   3. Connect Procore (README.md, "Connecting a real Procore company"):
        ewt-admin project-system connect --company 1 --environment production \\
          --client-id ID --procore-company-id N
