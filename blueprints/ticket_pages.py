@@ -5,7 +5,9 @@ same services as the API; `bp` here is that blueprint with its pages, as the app
 """
 from __future__ import annotations
 
-from flask import Response, redirect, render_template, request, url_for
+import math
+
+from flask import Response, jsonify, redirect, render_template, request, url_for
 from flask_login import current_user, login_required
 
 from blueprints.tickets import bp, csv_answer, document_answer, image_answer
@@ -13,6 +15,7 @@ from models.schemas import BudgetCodeInput, TicketAuthorizationInput
 from services import (
     approval,
     authorizations,
+    connections,
     documents,
     evidence,
     export,
@@ -100,6 +103,14 @@ def bulk_approve_one_page() -> Response:
     return Response(render_template("review/_bulk_result.html", item=item, view=view))
 
 
+@bp.get("/queue/bulk/wait")
+@login_required
+def bulk_wait_page() -> Response:
+    """How long Procore's rate limit holds the company's calls now, in whole seconds, for a
+    bulk approval's progress to say why it waits."""
+    return jsonify(wait_s=math.ceil(connections.rate_limit_wait(current_user.company_id)))
+
+
 @bp.get("/queue/export.csv")
 @login_required
 def queue_export() -> Response:
@@ -183,13 +194,20 @@ def restore_page(ticket_id: str) -> Response:
 @bp.post("/tickets/<ticket_id>/suggestions")
 @login_required
 def confirm_suggestions_page(ticket_id: str) -> Response:
-    """Confirm every suggested budget code of the ticket on the form, to check and approve."""
+    """Confirm on the form exactly the budget codes 'Confirm all' listed, to check and approve."""
     before = review_ticket.FormChoices.from_form(request.values)
-    chosen = review_ticket.with_suggestions_confirmed(current_user.company_id, ticket_id, before)
+    listed = review_ticket.selected_routes_from_form(request.form.to_dict(), "listed")
+    chosen, changed = review_ticket.confirm_listed(current_user.company_id, ticket_id, before,
+                                                   listed)
     count = len(chosen.confirmed) - len(before.confirmed)
-    return ticket_panel(ticket_id, chosen=chosen, message=(
-        f"{count} suggested budget code{'s are' if count != 1 else ' is'} confirmed. Check them, "
-        "then approve." if count else "There is no suggestion to confirm."))
+    notes = [f"{count} budget code{'s are' if count != 1 else ' is'} confirmed. Check them, then "
+             "approve." if count else "Nothing was confirmed."]
+    if changed:
+        notes.append(f"Line{'s' if len(changed) != 1 else ''} "
+                     f"{', '.join(str(line + 1) for line in changed)} changed since the list was "
+                     "drawn and {} not confirmed: check {} again.".format(
+                         "was" if len(changed) == 1 else "were", "it" if len(changed) == 1 else "them"))
+    return ticket_panel(ticket_id, chosen=chosen, message=" ".join(notes))
 
 
 @bp.post("/tickets/<ticket_id>/budget-codes")

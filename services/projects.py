@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 from zoneinfo import ZoneInfo
 
-from flask import current_app
+from flask import current_app, g, has_request_context
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
@@ -153,6 +153,8 @@ def _read(company_id: int, cache_name: str, key: tuple, ttl_s: float, load: Call
     if not away.resting(company_id):
         future = _in_background(lambda: cache.get_or_load(key, ttl_s, load))
         future.add_done_callback(lambda done: _note_outcome(away, company_id, done))
+        if has_request_context():
+            g.setdefault("project_system_reads", []).append((company_id, future))
         if known is not None:
             return known  # the page shows what it knew; the fresh answer is for the next one
         try:
@@ -225,11 +227,30 @@ def wait_for_background_reads(timeout_s: float) -> None:
     futures_wait(pending, timeout=timeout_s)
 
 
+def settle_reads(seconds: float) -> None:
+    """Give the reads this request started in the background up to `seconds` to end, so a page
+    drawn from stale answers knows whether the project system is away (a refused connection
+    ends at once; a hung one is known on the next page)."""
+    started = g.get("project_system_reads", []) if has_request_context() else []
+    if not started:
+        return
+    futures_wait([future for _company, future in started], timeout=seconds)
+    away = _state("project_system_away", _Away)
+    for company_id, future in started:  # its own callback may not have run yet
+        if future.done():
+            _note_outcome(away, company_id, future)
+
+
 def away_since(company_id: int) -> dt.datetime | None:
     """Since when pages have found the project system away, or None while it answers them."""
     away = _state("project_system_away", _Away)
     with away.lock:
         return away.since.get(company_id)
+
+
+def noticed_away(company_id: int) -> None:
+    """An approval found the project system away: pages say so from now on, as if they had."""
+    _state("project_system_away", _Away).gone(company_id)
 
 
 def clear_caches() -> None:

@@ -18,6 +18,7 @@ from models.schemas import ApproveInput, NteStatus
 from models.ticket import STATUSES
 from services import approval, authorizations, links, projects, signatures, ticket_queries
 from services.errors import ServiceError
+from services.learning import possessive
 from services.plain_words import age_text, held_back, plain_error
 from services.project_system.zones import UTC, on_clock
 from services.ticket_records import find_ticket
@@ -33,6 +34,9 @@ SORT_CHOICES = (("oldest", "Oldest first"), ("newest", "Newest first"),
 
 
 PAGE_SIZE = 25
+# How long a queue drawn from stale answers waits for their fresh reads, to say whether Procore
+# is away on this page rather than the next one.
+AWAY_GRACE_S = 0.3
 
 
 def _date(text: str | None) -> dt.date | None:
@@ -154,7 +158,8 @@ class QueueRow:
     # When the oldest open signing link of an unsigned ticket was sent, on the jobsite's clock
     # ('2026-06-03 20:30 PDT'); None when none is open.
     awaiting_since: str | None = None
-    # Of the lines to check, those whose budget code is a suggestion from past decisions.
+    # Of the lines to check, those whose budget code is a suggestion from past decisions on this
+    # sub's (or unattributed) tickets, which bulk approval may confirm.
     suggested: int = 0
 
     @property
@@ -259,6 +264,8 @@ def queue(company_id: int, view: QueueView | None = None, *, now: dt.datetime | 
                                        wait=Wait.BRIEFLY)
     buckets = [AgeBucket(key=key, label=label, count=totals[key][0], total=totals[key][1])
                for key, label, _days in ticket_queries.AGE_BUCKETS]
+    if projects.away_since(company_id) is None:
+        projects.settle_reads(AWAY_GRACE_S)
     return Queue(rows=rows, counts=ticket_queries.list_status_counts(company_id, where,
                                                                      wait=Wait.BRIEFLY),
                  total=total, view=view, projects=sorted(names.items(), key=lambda item: item[1]),
@@ -287,7 +294,7 @@ def _rows(company_id: int, records: list[TicketRecord], names: dict[str, str],
             age=age_text(record.captured_at, now),
             age_bucket=ticket_queries.age_bucket(record.captured_at, now), total=record.total,
             needs_review=routing.to_check,
-            suggested=sum(1 for line in routing.lines if line.learned and line.needs_review),
+            suggested=sum(1 for line in routing.lines if bulk_confirmable(line)),
             photo_count=record.photo_count, signed=bool(record.signature),
             signed_with=held_back(record.signature),
             change_events=change_events[record.project_id],
@@ -338,6 +345,25 @@ def next_ticket(company_id: int, view: QueueView, current_id: str) -> str | None
 MAX_BULK = 100
 
 
+def bulk_confirmable(line) -> bool:
+    """Whether bulk approval may confirm a routing line's budget code: a suggestion from past
+    decisions on this ticket's sub's (or unattributed) tickets; another sub's habit, a guess from
+    a cost code's name and a line without a code are confirmed on the ticket's own page."""
+    return bool(line.learned and line.needs_review and line.budget_code_id is not None
+                and not line.learned_from_sub)
+
+
+@dataclass(frozen=True)
+class Suggested:
+    """One suggested budget code of a bulk approval, to confirm."""
+
+    line: int
+    description: str
+    budget_code: str
+    budget_code_id: int
+    reason: str
+
+
 @dataclass(frozen=True)
 class BulkItem:
     """One ticket of a bulk approval: before (to confirm) or after (with its outcome)."""
@@ -350,20 +376,11 @@ class BulkItem:
     message: str | None = None
     # Where it goes: "change_event", or "daily_log" on a project without change events.
     destination: str = "change_event"
-    # Lines whose budget code is a suggestion, for the PM to confirm in one step: line index,
-    # what it says, the suggested budget code (its text and id) and why.
+    # Lines whose budget code is a suggestion the approval confirms and writes, each listed.
     suggestions: tuple[Suggested, ...] = ()
-
-
-@dataclass(frozen=True)
-class Suggested:
-    """One suggested budget code of a bulk approval, to confirm."""
-
-    line: int
-    description: str
-    budget_code: str
-    budget_code_id: int
-    reason: str
+    # Why the PM must open the ticket before it is written (a line bulk approval cannot
+    # confirm), each in plain words; such a ticket is left out of the approval.
+    held: tuple[str, ...] = ()
 
 
 def _selected(company_id: int, ids: list[str]) -> list:
@@ -385,20 +402,53 @@ def _destination(company_id: int, project_id: str) -> str:
         else "change_event"
 
 
+def _held(routing, destination: str) -> tuple[str, ...]:
+    """The lines of a ticket that keep it out of a bulk approval, each in plain words: those to
+    check whose code bulk approval may not confirm (a daily log entry carries no codes)."""
+    if destination == "daily_log" or routing.pending:
+        return ()
+    held = []
+    for line in routing.lines:
+        if not line.needs_review or bulk_confirmable(line):
+            continue
+        name = f"Line {line.line + 1} ({line.description[:50]})"
+        if line.learned_from_sub:
+            held.append(f"{name}: {line.budget_code} is {possessive(line.learned_from_sub)} "
+                        f"habit, not this sub's ({line.reason}); open the ticket to confirm it.")
+        elif line.budget_code_id is not None:
+            held.append(f"{name}: {line.budget_code} is a guess ({line.reason}); open the ticket "
+                        "to confirm it.")
+        else:
+            held.append(f"{name} has no budget code; open the ticket to pick one.")
+    return tuple(held)
+
+
 def bulk_selection(company_id: int, ids: list[str]) -> list[BulkItem]:
     """The tickets a bulk approval would write, to confirm their count and total, each with
-    where it goes and the suggested budget codes the PM may confirm in the same step."""
+    where it goes and every suggested budget code the approval would confirm; a ticket with a
+    line it cannot confirm is listed as held, with why."""
     items = []
     for ticket in _selected(company_id, ids):
         routing = routing_of(ticket, Wait.BRIEFLY)
+        destination = _destination(company_id, ticket.project_id)
         items.append(BulkItem(
             id=ticket.id, reference=ticket.reference, description=ticket.description,
-            total=ticket.total, destination=_destination(company_id, ticket.project_id),
-            suggestions=tuple(
+            total=ticket.total, destination=destination, held=_held(routing, destination),
+            suggestions=() if destination == "daily_log" else tuple(
                 Suggested(line=r.line, description=r.description, budget_code=r.budget_code,
                           budget_code_id=r.budget_code_id, reason=r.reason)
-                for r in routing.lines if r.learned and r.needs_review and r.budget_code_id)))
+                for r in routing.lines if bulk_confirmable(r))))
     return items
+
+
+def _unlisted(ticket, confirmed: dict[str, int]) -> bool:
+    """Whether a bulk approval's confirmations for a ticket differ from the suggestions it can
+    confirm now (a suggestion changed since the list was drawn, or one bulk may not confirm)."""
+    if not confirmed:
+        return False
+    allowed = {str(line.line): line.budget_code_id
+               for line in routing_of(ticket, Wait.BRIEFLY).lines if bulk_confirmable(line)}
+    return any(allowed.get(line) != code for line, code in confirmed.items())
 
 
 def bulk_approve(company_id: int, ids: list[str], actor: str,
@@ -406,10 +456,11 @@ def bulk_approve(company_id: int, ids: list[str], actor: str,
     """Approve each ticket once through the one approval service, each with its own outcome.
 
     Only lines on a confirmed budget code go through (as `require_exact`): the suggested codes
-    the PM confirmed in the same step (`confirmed`: ticket id -> line -> budget code id) are
-    sent as the ticket's `routes`; a ticket with another line to check is refused with the
-    reason and the others are still written. A ticket of a project without change events is
-    written as a daily log entry, as its own page would.
+    the confirmation listed (`confirmed`: ticket id -> line -> budget code id) are sent as the
+    ticket's `routes`, and only while they are still the suggestions bulk approval may confirm
+    (never another sub's habit); a ticket with another line to check is refused with the reason
+    and the others are still written. A ticket of a project without change events is written as
+    a daily log entry, as its own page would.
     """
     confirmed = confirmed or {}
     results = []
@@ -421,9 +472,15 @@ def bulk_approve(company_id: int, ids: list[str], actor: str,
         if away is not None:  # Procore was just found away: do not wait on it again per ticket
             results.append(dataclasses.replace(item, outcome="refused", message=away))
             continue
+        routes = confirmed.get(ticket.id, {}) if item.destination == "change_event" else {}
+        if _unlisted(ticket, routes):
+            results.append(dataclasses.replace(item, outcome="refused", message=(
+                "Its suggested budget codes are not the ones listed when you confirmed; open "
+                "the ticket to check them. Nothing was written.")))
+            continue
         try:
             result = approval.approve(company_id, ticket.id, ApproveInput(
-                require_exact=True, routes=confirmed.get(ticket.id, {}),
+                require_exact=True, routes=routes,
                 destination=item.destination if item.destination == "daily_log" else None),
                 actor=actor)
         except ServiceError as error:
@@ -433,6 +490,7 @@ def bulk_approve(company_id: int, ids: list[str], actor: str,
             if error.code in ("project_system_unavailable", "project_system_write_unconfirmed",
                               "project_system_auth_failed"):
                 away = plain.message
+                projects.noticed_away(company_id)
             continue
         as_log = " as a daily log entry" if item.destination == "daily_log" else ""
         results.append(dataclasses.replace(
@@ -448,10 +506,8 @@ def bulk_total(items: list[BulkItem]) -> Decimal:
 
 
 def confirmed_suggestions(form) -> dict[str, dict[str, int]]:
-    """The suggested codes a bulk approval's form confirms (`suggest[<ticket>][<line>]`), only
-    when its "confirm the suggestions" box is ticked."""
-    if form.get("confirm_suggestions") != "on":
-        return {}
+    """The suggested codes a bulk approval's form confirms (`suggest[<ticket>][<line>]`): the
+    ones its confirmation listed, which its button says it confirms."""
     found: dict[str, dict[str, int]] = {}
     for key in form:
         parts = key[len("suggest["):-1].split("][") if key.startswith("suggest[") \

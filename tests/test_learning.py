@@ -238,7 +238,17 @@ def test_the_migration_takes_in_the_tickets_already_written(app, client, acme):
     assert cost_code(line) == "06-100" and line["learned"]
 
 
-def test_bulk_approval_writes_suggestions_the_pm_confirmed_in_one_step(app, client, acme):
+def change_items(app, client, tenant, ticket_id: str) -> list[tuple[str, str]]:
+    """The budget codes of a written ticket's change event, read back from the sandbox."""
+    from tests.test_approval import remote
+
+    written = client.get(f"/v1/tickets/{ticket_id}", headers=tenant.headers).json
+    event = remote(app, tenant).get_change_event(int(written["project_id"]),
+                                                 written["external"]["change_event_id"])
+    return [item["budget_code"]["flat_code"] for item in event["change_items"]]
+
+
+def test_bulk_approval_writes_exactly_the_suggestions_it_lists_and_says_so(app, client, acme):
     from tests.test_review_pages import sign_in
 
     replay(client, acme, HISTORY[:3])
@@ -251,27 +261,71 @@ def test_bulk_approval_writes_suggestions_the_pm_confirmed_in_one_step(app, clie
     ids = {"ids": [suggested["id"], unknown["id"]]}
     step_one = browser.client.post("/queue/bulk", data={"csrf_token": browser.token, **ids})
     html = step_one.get_data(as_text=True)
-    assert "Confirm the 2 suggested budget codes above" in html
-    assert "06-100.L" in html and "chosen twice for Summit Framing" in html
-    hidden = dict(re.findall(r'name="(suggest\[[^"]+\])" value="(\d+)"', html))
-    assert len(hidden) == 2
+    # The button says what it does; the list shows each code it writes, with why.
+    assert re.search(r'id="bulk-write">\s*Write 1, confirming 2 suggested codes</button>', html)
+    listed = re.findall(r'<tr data-line="(\d)" data-code="(\d+)"><td>[^<]*</td><td><strong>'
+                        r'([^<]+)</strong></td><td class="hint">([^<]+)</td>', html)
+    assert [(line, code, why.replace("&#39;", "'")) for line, _id, code, why in listed] == [
+        ("0", "06-100.L", "chosen twice for Summit Framing's 'Framer'"),
+        ("1", "09-250.M", "chosen once for Summit Framing's 'Metal studs 3-5/8'")]
+    # The ticket with a line it cannot confirm is left out, with why, and not in the form.
+    assert "Left out: open it to check (1)" in html and "has no budget code" in html
+    form = html[html.index('id="bulk-write-form"'):]
+    form = form[:form.index("</form>")]
+    hidden_ids = re.findall(r'name="ids" value="([^"]+)"', form)
+    assert hidden_ids == [suggested["id"]]
+    hidden = dict(re.findall(r'name="(suggest\[[^"]+\])" value="(\d+)"', form))
+    assert {key: int(value) for key, value in hidden.items()} == {
+        f"suggest[{suggested['id']}][{line}]": int(code_id) for line, code_id, _c, _w in listed}
+    assert "confirm_suggestions" not in html  # no box to forget: the button confirms them
 
-    # Without the box ticked, a ticket with suggestions is left for the PM to check.
-    left = browser.client.post("/queue/bulk/approve",
-                               data={"csrf_token": browser.token, **ids, **hidden})
-    assert "need a check" in left.get_data(as_text=True) or \
-        "needs a check" in left.get_data(as_text=True)
-    assert client.get(f"/v1/tickets/{suggested['id']}", headers=acme.headers).json["status"] == \
-        "submitted"
-    done = browser.client.post("/queue/bulk/approve", data={
-        "csrf_token": browser.token, **ids, **hidden, "confirm_suggestions": "on"})
-    assert done.status_code == 200
+    done = browser.client.post("/queue/bulk/approve",
+                               data={"csrf_token": browser.token, "ids": hidden_ids, **hidden})
+    assert done.status_code == 200 and "1 written" in done.get_data(as_text=True)
+    assert change_items(app, client, acme, suggested["id"]) == ["06-100.L", "09-250.M"]
     written = client.get(f"/v1/tickets/{suggested['id']}", headers=acme.headers).json
-    assert written["status"] == "written"
-    assert [cost_code(line) for line in written["routing"]] == ["06-100", "09-250"]
     assert all(line["exact"] and not line["learned"] for line in written["routing"])
     assert client.get(f"/v1/tickets/{unknown['id']}", headers=acme.headers).json["status"] == \
         "submitted"  # its line had no suggestion: it still needs the PM
+
+
+def test_another_subs_habit_says_whose_and_is_never_confirmed_in_bulk(app, client, acme,
+                                                                      sandbox_server):
+    from tests.test_approval import origin_rows
+    from tests.test_review_pages import sign_in
+
+    replay(client, acme, [("Bayside Rentals", "A", "Lift for the ceiling",
+                           [("equipment", "Scissor lift 19'", "09-250")])] * 3)
+    project = project_of(acme, "A")
+    own = routed(client, acme, "Bayside Rentals", "A", "Lift", "equipment", "Scissor lift 19'")
+    assert own["reason"] == "chosen 3 times for Bayside Rentals' 'Scissor lift 19''"
+    assert own["learned_from_sub"] is None
+    ticket, [place] = send(client, acme, "Sunbelt Rentals", project, "Lift for the soffit",
+                           [("equipment", "Scissor lift 19'")])
+    line = client.get(f"/v1/tickets/{ticket['id']}", headers=acme.headers).json["routing"][place]
+    assert line["learned"] and line["learned_from_sub"] == "Bayside Rentals"
+    assert line["reason"] == "chosen 3 times for Bayside Rentals' 'Scissor lift 19''"
+
+    browser = sign_in(app, client, acme)
+    queue = browser.get("/queue").get_data(as_text=True)
+    assert re.search(rf'value="{ticket["id"]}"[^>]*data-ready="0"', queue)  # not "ready"
+    step_one = browser.client.post("/queue/bulk", data={"csrf_token": browser.token,
+                                                        "ids": [ticket["id"]]})
+    html = step_one.get_data(as_text=True).replace("&#39;", "'")
+    assert "None of these can be written from the queue" in html and 'id="bulk-write"' not in html
+    assert "09-250.E is Bayside Rentals's habit" not in html
+    assert "09-250.E is Bayside Rentals'" in html and "open the ticket to confirm it" in html
+    # Posting the habit as if it had been listed writes nothing.
+    forged = browser.client.post("/queue/bulk/approve", data={
+        "csrf_token": browser.token, "ids": [ticket["id"]],
+        f"suggest[{ticket['id']}][{place}]": str(line["budget_code_id"])})
+    assert "0 written" in forged.get_data(as_text=True)
+    assert "not the ones listed" in forged.get_data(as_text=True)
+    assert origin_rows(sandbox_server, "change_events", ticket["id"]) == []
+    # On its own page the PM sees whose habit it is, and may confirm it there.
+    page = browser.get(f"/tickets/{ticket['id']}").get_data(as_text=True).replace("&#39;", "'")
+    assert page.count("Learned from Bayside Rentals, not this sub") == 2  # its row, the sheet
+    assert "chosen 3 times for Bayside Rentals' 'Scissor lift 19''" in page
 
 
 def test_creating_a_ticket_never_waits_on_learning(app, client, acme):
