@@ -150,7 +150,7 @@ def test_a_pm_searches_the_picker_confirms_all_suggestions_and_approves_on_a_por
     page = portrait_tablet.new_page()
     browser_sign_in(page, live_server, app, acme)
     page.goto(f"{live_server.url}/tickets/{ticket['id']}")
-    assert page.locator(".badge.suggested").count() == 2
+    assert page.locator(".routing .badge.suggested").count() == 2
     assert "chosen twice for Summit Framing's 'Framer'" in page.inner_text("tr[data-line='0']")
     # The line nobody routed before: found by typing part of a code or a word.
     search = page.locator("input.code-search[data-line='1']")
@@ -166,8 +166,15 @@ def test_a_pm_searches_the_picker_confirms_all_suggestions_and_approves_on_a_por
     box = chosen.bounding_box()
     assert box["width"] >= 300  # the chosen code can be read in portrait
     assert page.locator("button.approve").first.is_disabled()  # two suggestions not confirmed
-    page.click("button.confirm-all")
-    page.wait_for_selector("text=2 suggested budget codes are confirmed")
+    page.click("summary.confirm-all")
+    # The sheet opens on the first screen, listing what it confirms: each line, code and why.
+    sheet = page.locator(".confirm-sheet .sheet")
+    box = sheet.bounding_box()
+    assert box["y"] >= 0 and box["y"] + box["height"] <= 1024
+    assert sheet.locator("tr[data-line]").count() == 2
+    assert "chosen twice for Summit Framing's 'Framer'" in sheet.inner_text()
+    page.click("button.confirm-listed")
+    page.wait_for_selector("text=2 budget codes are confirmed")
     page.locator("select[name='routes[1]']").wait_for()
     page.locator("input.code-search[data-line='1']").fill("rough carp")
     page.select_option("select[name='routes[1]']",
@@ -361,3 +368,55 @@ def test_a_decision_whose_words_say_nothing_is_counted_but_suggests_nothing(app,
         client.get(f"/v1/tickets/{first['id']}", headers=acme.headers)
     reads = [s for s in counter.statements if "FROM routing_decisions" in s]
     assert len(reads) == 1 and "max(" in reads[0].lower()
+
+
+def test_confirm_all_lists_every_code_to_check_and_confirms_exactly_those(app, client, acme):
+    from tests.test_review_pages import sign_in
+
+    replay(client, acme, HISTORY[:3])
+    ticket, _ = send(client, acme, "Summit Framing", project_of(acme, "A"), "Framed a closet",
+                     [("labor", "framers"), ("labor", "Concrete finisher"),
+                      ("labor", "Mystery trade")])
+    routing = client.get(f"/v1/tickets/{ticket['id']}", headers=acme.headers).json["routing"]
+    learned, guess, blank = routing
+    assert learned["learned"] and learned["needs_review"]
+    assert guess["budget_code"] and not guess["learned"] and guess["needs_review"]  # a name guess
+    assert blank["budget_code"] is None
+
+    browser = sign_in(app, client, acme)
+    page = browser.get(f"/tickets/{ticket['id']}").get_data(as_text=True).replace("&#39;", "'")
+    sheet = page[page.index('class="confirm-sheet"'):page.index("</details>", page.index(
+        'class="confirm-sheet"'))]
+    # Beside the button: each line it confirms, its code and why; the line it cannot, named.
+    assert "Confirm all 2…" in sheet and "Confirm these 2" in sheet
+    rows = re.findall(r'<tr data-line="(\d)" data-code="(\d+)"', sheet)
+    assert rows == [("0", str(learned["budget_code_id"])), ("1", str(guess["budget_code_id"]))]
+    for line in (learned, guess):
+        assert line["budget_code"] in sheet and line["reason"] in sheet
+    assert "Not covered: line 3 has no budget code" in sheet
+    listed = dict(re.findall(r'name="(listed\[\d\])" value="(\d+)"', sheet))
+    assert listed == {"listed[0]": str(learned["budget_code_id"]),
+                      "listed[1]": str(guess["budget_code_id"])}
+
+    done = browser.post(f"/tickets/{ticket['id']}/suggestions", listed).get_data(as_text=True)
+    assert "2 budget codes are confirmed" in done
+    checked = re.findall(r'name="confirm\[(\d)\]" value="(\d+)" form="approve-form"\s+checked', done)
+    assert checked == [("0", listed["listed[0]"]), ("1", listed["listed[1]"])]
+    assert 'class="confirm-sheet"' not in done  # nothing left to confirm
+
+    # A listed code that is no longer the line's is not confirmed, and the page says so.
+    stale = browser.post(f"/tickets/{ticket['id']}/suggestions", {
+        "listed[0]": listed["listed[0]"], "listed[1]": str(learned["budget_code_id"])})
+    html = stale.get_data(as_text=True)
+    assert "1 budget code is confirmed" in html and "Line 2 changed since the list was drawn" in html
+    assert re.findall(r'name="confirm\[(\d)\]" value="\d+" form="approve-form"\s+checked', html) \
+        == ["0"]
+
+    # Approved with what was confirmed (and a code picked for the blank line): written as listed.
+    codes = budget_codes(client, acme, project_of(acme, "A")["id"])
+    approved = browser.post(f"/tickets/{ticket['id']}/approve", {
+        "confirm[0]": listed["listed[0]"], "confirm[1]": listed["listed[1]"],
+        "routes[2]": str(codes["01-740", "labor"]), "destination": "change_event"})
+    assert "Written to Procore" in approved.get_data(as_text=True)
+    assert change_items(app, client, acme, ticket["id"]) == [
+        learned["budget_code"], guess["budget_code"], "01-740.L"]
