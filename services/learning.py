@@ -68,8 +68,8 @@ class Suggestion:
     budget_code_id: int | None
     budget_code: str
     reason: str
-    # The sub or crew whose decisions these are, when not the ticket's own (None when they are
-    # its own, or name no sub).
+    # The subs or crews whose decisions these are ('Bayside Rentals', 'A and B'), when not the
+    # ticket's own (None when they are its own, or name no sub).
     other_sub: str | None = None
 
 
@@ -166,17 +166,18 @@ class Index:
         backing = [e for e in pool if e.code == chosen]
         latest = backing[-1]
         others = [] if same_sub else list(dict.fromkeys(e.sub for e in reversed(backing) if e.sub))
+        reason = f"chosen {_times(len(backing))} for "
         if same_sub:
-            whose = f"{possessive(latest.sub)} "
-        elif others:  # another sub's habit, named so nobody takes it for this one's
-            whose = f"{possessive(others[0])} " if len(others) == 1 \
-                else f"{others[0]} and {len(others) - 1} other sub{'s' if len(others) > 2 else ''}' "
+            reason += f"{possessive(latest.sub)} '{latest.text}'"
+        elif len(others) == 1:  # another sub's habit, named so nobody takes it for this one's
+            reason += f"{possessive(others[0])} '{latest.text}'"
+        elif others:
+            reason += f"other subs' '{latest.text}' ({', '.join(others)})"
         else:
-            whose = ""
+            reason += f"'{latest.text}'"
         return Suggestion(cost_code=latest.cost_code, cost_type=latest.cost_type,
                           budget_code_id=latest.budget_code_id, budget_code=latest.budget_code,
-                          reason=f"chosen {_times(len(backing))} for {whose}'{latest.text}'",
-                          other_sub=others[0] if others else None)
+                          reason=reason, other_sub=" and ".join(others) or None)
 
 
 def _by_the_work(pool: list[Evidence], described: str) -> list[Evidence]:
