@@ -20,6 +20,7 @@ from services import (
     evidence,
     export,
     projects,
+    review_bulk,
     review_queue,
     review_ticket,
     tickets,
@@ -62,7 +63,7 @@ def _queue_after_bulk(*, confirm=None, results=None, selected=()) -> Response:
     return render_page("review/queue.html", "review/_queue_rows.html", queue=data,
                        tabs=review_queue.STATUS_TABS, sorts=review_queue.SORT_CHOICES, bulk_confirm=confirm,
                        bulk_results=results, selected=set(selected),
-                       bulk_total=review_queue.bulk_total(confirm or results or []))
+                       bulk_total=review_bulk.bulk_total(confirm or results or []))
 
 
 @bp.post("/queue/bulk")
@@ -75,7 +76,7 @@ def bulk_confirm_page() -> Response:
         ids = review_queue.ready_in_view(current_user.company_id, view)
     else:
         ids = request.form.getlist("ids")
-    return _queue_after_bulk(confirm=review_queue.bulk_selection(current_user.company_id, ids),
+    return _queue_after_bulk(confirm=review_bulk.bulk_selection(current_user.company_id, ids),
                              selected=ids)
 
 
@@ -83,9 +84,9 @@ def bulk_confirm_page() -> Response:
 @login_required
 def bulk_approve_page() -> Response:
     """Step two: write each confirmed ticket once and show what happened to each."""
-    results = review_queue.bulk_approve(
+    results = review_bulk.bulk_approve(
         current_user.company_id, request.form.getlist("ids"), actor=current_user.email,
-        confirmed=review_queue.confirmed_suggestions(request.form))
+        confirmed=review_bulk.confirmed_suggestions(request.form))
     return _queue_after_bulk(results=results)
 
 
@@ -94,9 +95,9 @@ def bulk_approve_page() -> Response:
 def bulk_approve_one_page() -> Response:
     """One ticket of a bulk approval, for the page's progress: written or why not, as a line
     of the results."""
-    [item] = review_queue.bulk_approve(
+    [item] = review_bulk.bulk_approve(
         current_user.company_id, request.form.getlist("ids")[:1], actor=current_user.email,
-        confirmed=review_queue.confirmed_suggestions(request.form)) or [None]
+        confirmed=review_bulk.confirmed_suggestions(request.form)) or [None]
     if item is None:
         return Response(status=204)  # another company's or a missing ticket: nothing to say
     view = review_queue.QueueView.from_query_string(request.form.get("from"))

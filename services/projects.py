@@ -151,10 +151,16 @@ def _read(company_id: int, cache_name: str, key: tuple, ttl_s: float, load: Call
     away = _state("project_system_away", _Away)
     known = cache.peek(key, stale=True)
     if not away.resting(company_id):
-        future = _in_background(lambda: cache.get_or_load(key, ttl_s, load))
-        future.add_done_callback(lambda done: _note_outcome(away, company_id, done))
+        asked: list[bool] = []  # whether this read asked the project system (not another's)
+
+        def loading() -> T:
+            asked.append(True)
+            return load()
+        future = _in_background(lambda: cache.get_or_load(key, ttl_s, loading))
+        note = functools.partial(_note_outcome, away, company_id, asked=asked)
+        future.add_done_callback(note)
         if has_request_context():
-            g.setdefault("project_system_reads", []).append((company_id, future))
+            g.setdefault("project_system_reads", []).append((future, note))
         if known is not None:
             return known  # the page shows what it knew; the fresh answer is for the next one
         try:
@@ -181,12 +187,15 @@ def waiting_up_to(seconds: float) -> Iterator[None]:
         _FIRST_WAIT.reset(token)
 
 
-def _note_outcome(away: _Away, company_id: int, done: Future) -> None:
+def _note_outcome(away: _Away, company_id: int, done: Future, asked: list[bool]) -> None:
     """After a page's read: the project system answered, or it is away (a refusal about the
-    request itself, such as a project not found, says nothing about that)."""
+    request itself, such as a project not found, says nothing about that). A read that found
+    another's load of the same answer under way got the last answer known, not the project
+    system's: it says nothing about it either."""
     error = done.exception()
     if error is None:
-        away.back(company_id)
+        if asked:
+            away.back(company_id)
     elif not isinstance(error, ServiceError) or error.status >= 500:
         away.gone(company_id)
 
@@ -234,11 +243,10 @@ def settle_reads(seconds: float) -> None:
     started = g.get("project_system_reads", []) if has_request_context() else []
     if not started:
         return
-    futures_wait([future for _company, future in started], timeout=seconds)
-    away = _state("project_system_away", _Away)
-    for company_id, future in started:  # its own callback may not have run yet
+    futures_wait([future for future, _note in started], timeout=seconds)
+    for future, note in started:  # its own callback may not have run yet
         if future.done():
-            _note_outcome(away, company_id, future)
+            note(future)
 
 
 def away_since(company_id: int) -> dt.datetime | None:

@@ -480,3 +480,47 @@ def test_confirm_all_sheet_single_result_picker_and_full_width_lines_on_tablets(
         line["budget_code"] for line in written["routing"]]
     assert written["routing"][2]["budget_code"] == "06-100.L"
     assert all(line["budget_code"] for line in written["routing"])
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("device", ["tablet", "portrait_tablet"])
+def test_bulk_confirmation_lists_the_codes_its_button_writes_on_tablets(
+        app, client, acme, live_server, request, device):
+    import os
+
+    from tests.test_review_triage import browser_sign_in
+
+    os.makedirs(SHOTS, exist_ok=True)
+    context = request.getfixturevalue(device)
+    replay(client, acme, HISTORY[:3] + [("Bayside Rentals", "A", "Lift for the ceiling",
+                                         [("equipment", "Scissor lift 19'", "09-250")])] * 3)
+    project = project_of(acme, "A")
+    framed = [send(client, acme, "Summit Framing", project, f"Framed closet {i}",
+                   [("labor", "framers"), ("materials", "metal studs")])[0] for i in range(5)]
+    habit, _ = send(client, acme, "Sunbelt Rentals", project, "Lift for the soffit",
+                    [("equipment", "Scissor lift 19'")])
+    page = context.new_page()
+    browser_sign_in(page, live_server, app, acme)
+    page.goto(f"{live_server.url}/queue?project_id={project['id']}")
+    for ticket in [*framed, habit]:
+        page.check(f"input[name=ids][value='{ticket['id']}']")
+    page.click("#bulk-approve")
+    button = page.locator("#bulk-write")
+    assert button.inner_text() == "Write 5, confirming 10 suggested codes"
+    box = page.locator(".bulk-confirm")
+    assert box.locator("table.bulk-suggestions tr[data-line]").count() == 10
+    assert "chosen twice for Summit Framing's 'Framer'" in box.inner_text()
+    held = box.locator(".bulk-held").inner_text()
+    assert "Left out: open it to check (1)" in held and "Bayside Rentals and Summit Framing's habit" in held
+    page.locator(".bulk-confirm h2").scroll_into_view_if_needed()
+    page.screenshot(path=f"{SHOTS}/bulk-confirm-{device}.png")
+    # The button that writes stays on screen while the list is read.
+    on_screen = button.bounding_box()
+    assert 0 <= on_screen["y"] and on_screen["y"] + on_screen["height"] <= \
+        page.viewport_size["height"]
+    button.click()
+    page.wait_for_selector("text=5 written, 0 already in Procore, 0 not written")
+    for ticket in framed:
+        assert change_items(app, client, acme, ticket["id"]) == ["06-100.L", "09-250.M"]
+    assert client.get(f"/v1/tickets/{habit['id']}", headers=acme.headers).json["status"] == \
+        "submitted"
