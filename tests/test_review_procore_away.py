@@ -134,3 +134,19 @@ def test_queue_with_procore_stopped_answers_fast_and_backs_off(app, acme, pile, 
     with page.expect_response(lambda r: "/queue" in r.url):
         page.clock.run_for(40_000)
     assert len(started) == 2 and max(overlap) == 1
+
+
+def test_a_bulk_approval_that_finds_procore_away_says_so_on_the_queue(app, client, acme, pile,
+                                                                     sandbox_server):
+    from tests.test_approval import origin_rows
+    browser = sign_in(app, client, acme)
+    target = next(t for t in pile if t.clean and t.signed)
+    html = browser.post("/queue/bulk", {"ids": [target.id]}, htmx=True).get_data(as_text=True)
+    assert "Procore is not answering" not in html
+    app.config["SANDBOX_URL"] = "http://127.0.0.1:9"  # what the pages read is still fresh
+    app.config["PROJECT_SYSTEM_READ_RETRIES"] = 0
+    done = browser.post("/queue/bulk/approve", {"ids": [target.id]}, htmx=True)
+    html = done.get_data(as_text=True)
+    assert "0 written" in html and "Procore is not answering; approvals will wait" in html
+    assert "Procore is not answering" in browser.get("/queue").get_data(as_text=True)
+    assert origin_rows(sandbox_server, "change_events", target.id) == []
