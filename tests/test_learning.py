@@ -422,18 +422,21 @@ def test_confirm_all_lists_every_code_to_check_and_confirms_exactly_those(app, c
         learned["budget_code"], guess["budget_code"], "01-740.L"]
 
 
-SHOTS = "/tmp/ewt-review-shots"
+def shot(page, name: str) -> None:
+    """A screenshot to look at, into EWT_SCREENSHOTS when it names a folder."""
+    import os
+    folder = os.environ.get("EWT_SCREENSHOTS")
+    if folder:
+        os.makedirs(folder, exist_ok=True)
+        page.screenshot(path=f"{folder}/{name}.png")
 
 
 @pytest.mark.browser
 @pytest.mark.parametrize("device", ["tablet", "portrait_tablet"])
 def test_confirm_all_sheet_single_result_picker_and_full_width_lines_on_tablets(
         app, client, acme, live_server, request, device):
-    import os
-
     from tests.test_review_triage import browser_sign_in
 
-    os.makedirs(SHOTS, exist_ok=True)
     context = request.getfixturevalue(device)
     height = context.pages[0].viewport_size["height"] if context.pages else \
         {"tablet": 768, "portrait_tablet": 1024}[device]
@@ -450,7 +453,7 @@ def test_confirm_all_sheet_single_result_picker_and_full_width_lines_on_tablets(
     width = page.evaluate("document.documentElement.clientWidth")
     for part in ("table.routing", "table.routing tr[data-line='0']", "table.routing tfoot tr"):
         assert page.locator(part).first.bounding_box()["width"] >= width - 80, part
-    page.screenshot(path=f"{SHOTS}/ticket-{device}.png")
+    shot(page, f"ticket-{device}")
     page.click("summary.confirm-all")
     sheet = page.locator(".confirm-sheet .sheet")
     box = sheet.bounding_box()
@@ -462,7 +465,7 @@ def test_confirm_all_sheet_single_result_picker_and_full_width_lines_on_tablets(
     assert "chosen 4 times for other subs' 'Scissor lift 19'' (Bayside Rentals, Summit Framing)" \
         in habit  # Bayside's habit and Summit's scissor lift
     assert "Not covered: line 3 has no budget code" in sheet.inner_text()
-    page.screenshot(path=f"{SHOTS}/confirm-all-{device}.png")
+    shot(page, f"confirm-all-{device}")
     page.click("button.confirm-listed")
     page.wait_for_selector("text=3 budget codes are confirmed")
     assert page.locator("button.approve").first.is_disabled()  # line 3 still has no code
@@ -486,11 +489,8 @@ def test_confirm_all_sheet_single_result_picker_and_full_width_lines_on_tablets(
 @pytest.mark.parametrize("device", ["tablet", "portrait_tablet"])
 def test_bulk_confirmation_lists_the_codes_its_button_writes_on_tablets(
         app, client, acme, live_server, request, device):
-    import os
-
     from tests.test_review_triage import browser_sign_in
 
-    os.makedirs(SHOTS, exist_ok=True)
     context = request.getfixturevalue(device)
     replay(client, acme, HISTORY[:3] + [("Bayside Rentals", "A", "Lift for the ceiling",
                                          [("equipment", "Scissor lift 19'", "09-250")])] * 3)
@@ -513,7 +513,7 @@ def test_bulk_confirmation_lists_the_codes_its_button_writes_on_tablets(
     held = box.locator(".bulk-held").inner_text()
     assert "Left out: open it to check (1)" in held and "Bayside Rentals and Summit Framing's habit" in held
     page.locator(".bulk-confirm h2").scroll_into_view_if_needed()
-    page.screenshot(path=f"{SHOTS}/bulk-confirm-{device}.png")
+    shot(page, f"bulk-confirm-{device}")
     # The button that writes stays on screen while the list is read.
     on_screen = button.bounding_box()
     assert 0 <= on_screen["y"] and on_screen["y"] + on_screen["height"] <= \

@@ -7,6 +7,7 @@ import pytest
 
 from tests.pile import seed_pile
 from tests.test_approval import origin_rows
+from tests.test_learning import shot
 from tests.test_review_pages import sign_in
 from tests.test_review_triage import browser_sign_in
 
@@ -184,6 +185,7 @@ def test_bulk_says_when_it_waits_for_procores_rate_limit(app, acme, pile, live_s
     page.wait_for_function("() => /Waiting for Procore's rate limit \\(\\d+ s\\)/.test("
                            "document.querySelector('.bulk-progress-title').textContent)",
                            timeout=15000)
+    shot(page, "bulk-waiting-tablet")
     seconds = int(waiting.search(title.inner_text()).group(1))
     assert 1 <= seconds <= 10
     page.wait_for_selector("text=3 written, 0 already in Procore, 0 not written", timeout=60000)

@@ -115,6 +115,8 @@ def test_queue_with_procore_stopped_answers_fast_and_backs_off(app, acme, pile, 
     assert noticed_away(app, acme)
     page.reload()
     assert "Procore is not answering; approvals will wait" in page.inner_text(".procore-down", timeout=2000)
+    from tests.test_learning import shot
+    shot(page, "queue-procore-away-tablet")
     started, finished, overlap = [], [], []
 
     def on_request(request):
