@@ -412,6 +412,11 @@ def test_confirm_all_lists_every_code_to_check_and_confirms_exactly_those(app, c
     assert re.findall(r'name="confirm\[(\d)\]" value="\d+" form="approve-form"\s+checked', html) \
         == ["0"]
 
+    # A list no page drew is confirmed nowhere, and refused without an error.
+    odd = browser.post(f"/tickets/{ticket['id']}/suggestions", {
+        "listed[0]": "²", "listed[²]": listed["listed[1]"], "listed[1]": "9" * 40})
+    assert odd.status_code == 200 and "Nothing was confirmed." in odd.get_data(as_text=True)
+
     # Approved with what was confirmed (and a code picked for the blank line): written as listed.
     codes = budget_codes(client, acme, project_of(acme, "A")["id"])
     approved = browser.post(f"/tickets/{ticket['id']}/approve", {
