@@ -108,8 +108,8 @@ def _bulk(tapper: Tapper) -> None:
         ".bulk-confirm, p.alert"))
     if not page.locator(".bulk-confirm").count():
         return
-    if page.locator('input[name="confirm_suggestions"]').count():
-        tapper.tap('input[name="confirm_suggestions"]', then=lambda: None)
+    if not page.locator("#bulk-write").count():  # every one left for its own page
+        return
     tapper.tap("#bulk-write", then=lambda: page.wait_for_function(
         "pattern => new RegExp(pattern).test((document.querySelector('.bulk-results h2') || "
         "{}).textContent || '')", arg=DONE.pattern, timeout=300_000))
@@ -125,8 +125,10 @@ def _one_by_one(tapper: Tapper, base_url: str) -> None:
     tapper.tap("tr.queue-row td.description a", then=lambda: page.wait_for_selector(
         ".decision-bar"))
     while "/tickets/" in page.url:
-        if page.locator("button.confirm-all").count():
-            tapper.tap("button.confirm-all", then=_settled(page))
+        if page.locator("summary.confirm-all").count():  # its sheet, then confirm what it lists
+            tapper.tap("summary.confirm-all", then=lambda: page.wait_for_selector(
+                "button.confirm-listed"))
+            tapper.tap("button.confirm-listed", then=_settled(page))
         daily_log = page.locator('input[name="destination"][value="daily_log"]:checked').count()
         # Lines still to check: a guess or suggestion not ticked, or a line with no code chosen.
         open_lines = [] if daily_log else page.locator("tr[data-check]").evaluate_all(

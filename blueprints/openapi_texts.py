@@ -150,7 +150,10 @@ lines before (their words in any order, misspelt, shortened or in Spanish, the s
 weighing more; a line routed to a new code twice in a row sets the new habit), at the cost
 code and cost type level, so another project's choice lands on this project's own budget
 code: such a line is routed, not exact, needs review, with `learned: true` and a `reason`
-such as "chosen 4 times for Summit Framing's 'Framer'". Only the crew's own codes kept and
+such as "chosen 4 times for Summit Framing's 'Framer'". When those decisions were on another
+sub's tickets, the reason names whose ("chosen 3 times for Bayside Rentals' 'Scissor lift'")
+and `learned_from_sub` says it; confirm such a line only where a person saw it (the review
+pages never confirm it in bulk). Only the crew's own codes kept and
 the codes a person picked or confirmed (approve `routes`) count as choices. Failing that, a
 cost code without that type lends its `other` code, or the trade or description is matched
 against cost code names (routed, not exact, needs review); else the line is unrouted. Every

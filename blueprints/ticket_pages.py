@@ -5,7 +5,9 @@ same services as the API; `bp` here is that blueprint with its pages, as the app
 """
 from __future__ import annotations
 
-from flask import Response, redirect, render_template, request, url_for
+import math
+
+from flask import Response, jsonify, redirect, render_template, request, url_for
 from flask_login import current_user, login_required
 
 from blueprints.tickets import bp, csv_answer, document_answer, image_answer
@@ -13,10 +15,12 @@ from models.schemas import BudgetCodeInput, TicketAuthorizationInput
 from services import (
     approval,
     authorizations,
+    connections,
     documents,
     evidence,
     export,
     projects,
+    review_bulk,
     review_queue,
     review_ticket,
     tickets,
@@ -59,7 +63,7 @@ def _queue_after_bulk(*, confirm=None, results=None, selected=()) -> Response:
     return render_page("review/queue.html", "review/_queue_rows.html", queue=data,
                        tabs=review_queue.STATUS_TABS, sorts=review_queue.SORT_CHOICES, bulk_confirm=confirm,
                        bulk_results=results, selected=set(selected),
-                       bulk_total=review_queue.bulk_total(confirm or results or []))
+                       bulk_total=review_bulk.bulk_total(confirm or results or []))
 
 
 @bp.post("/queue/bulk")
@@ -72,7 +76,7 @@ def bulk_confirm_page() -> Response:
         ids = review_queue.ready_in_view(current_user.company_id, view)
     else:
         ids = request.form.getlist("ids")
-    return _queue_after_bulk(confirm=review_queue.bulk_selection(current_user.company_id, ids),
+    return _queue_after_bulk(confirm=review_bulk.bulk_selection(current_user.company_id, ids),
                              selected=ids)
 
 
@@ -80,9 +84,9 @@ def bulk_confirm_page() -> Response:
 @login_required
 def bulk_approve_page() -> Response:
     """Step two: write each confirmed ticket once and show what happened to each."""
-    results = review_queue.bulk_approve(
+    results = review_bulk.bulk_approve(
         current_user.company_id, request.form.getlist("ids"), actor=current_user.email,
-        confirmed=review_queue.confirmed_suggestions(request.form))
+        confirmed=review_bulk.confirmed_suggestions(request.form))
     return _queue_after_bulk(results=results)
 
 
@@ -91,13 +95,21 @@ def bulk_approve_page() -> Response:
 def bulk_approve_one_page() -> Response:
     """One ticket of a bulk approval, for the page's progress: written or why not, as a line
     of the results."""
-    [item] = review_queue.bulk_approve(
+    [item] = review_bulk.bulk_approve(
         current_user.company_id, request.form.getlist("ids")[:1], actor=current_user.email,
-        confirmed=review_queue.confirmed_suggestions(request.form)) or [None]
+        confirmed=review_bulk.confirmed_suggestions(request.form)) or [None]
     if item is None:
         return Response(status=204)  # another company's or a missing ticket: nothing to say
     view = review_queue.QueueView.from_query_string(request.form.get("from"))
     return Response(render_template("review/_bulk_result.html", item=item, view=view))
+
+
+@bp.get("/queue/bulk/wait")
+@login_required
+def bulk_wait_page() -> Response:
+    """How long Procore's rate limit holds the company's calls now, in whole seconds, for a
+    bulk approval's progress to say why it waits."""
+    return jsonify(wait_s=math.ceil(connections.rate_limit_wait(current_user.company_id)))
 
 
 @bp.get("/queue/export.csv")
@@ -183,13 +195,20 @@ def restore_page(ticket_id: str) -> Response:
 @bp.post("/tickets/<ticket_id>/suggestions")
 @login_required
 def confirm_suggestions_page(ticket_id: str) -> Response:
-    """Confirm every suggested budget code of the ticket on the form, to check and approve."""
+    """Confirm on the form exactly the budget codes 'Confirm all' listed, to check and approve."""
     before = review_ticket.FormChoices.from_form(request.values)
-    chosen = review_ticket.with_suggestions_confirmed(current_user.company_id, ticket_id, before)
+    listed = review_ticket.selected_routes_from_form(request.form.to_dict(), "listed")
+    chosen, changed = review_ticket.confirm_listed(current_user.company_id, ticket_id, before,
+                                                   listed)
     count = len(chosen.confirmed) - len(before.confirmed)
-    return ticket_panel(ticket_id, chosen=chosen, message=(
-        f"{count} suggested budget code{'s are' if count != 1 else ' is'} confirmed. Check them, "
-        "then approve." if count else "There is no suggestion to confirm."))
+    notes = [f"{count} budget code{'s are' if count != 1 else ' is'} confirmed. Check them, then "
+             "approve." if count else "Nothing was confirmed."]
+    if changed:
+        notes.append(f"Line{'s' if len(changed) != 1 else ''} "
+                     f"{', '.join(str(line + 1) for line in changed)} changed since the list was "
+                     "drawn and {} not confirmed: check {} again.".format(
+                         "was" if len(changed) == 1 else "were", "it" if len(changed) == 1 else "them"))
+    return ticket_panel(ticket_id, chosen=chosen, message=" ".join(notes))
 
 
 @bp.post("/tickets/<ticket_id>/budget-codes")

@@ -852,6 +852,10 @@ class RoutingLine(Shape):
     learned: bool = Field(default=False, description=(
         "The budget code is a suggestion from where this company put the most similar lines "
         "before (see `reason`): routed, not exact, to be confirmed like any other check."))
+    learned_from_sub: str | None = Field(default=None, description=(
+        "When a suggestion (`learned`) comes from the decisions on another sub's or crew's "
+        "tickets, not this ticket's own: whose. The review pages never confirm such a line in "
+        "bulk; the PM confirms it on the ticket."))
 
 
 class AuthorizationKind(StrEnum):

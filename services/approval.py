@@ -188,10 +188,12 @@ def _routed_by_person(route: Route, code: BudgetCode, actor: str) -> Route:
     """
     if code.cost_type == route.cost_type:
         return dataclasses.replace(route, budget_code=code, exact=True, needs_review=False,
-                                   reason=f"routed by {actor}", learned=False, picked=True)
+                                   reason=f"routed by {actor}", learned=False, picked=True,
+                                   learned_from_sub=None)
     kind = code.cost_type or "unknown"
     return dataclasses.replace(
         route, budget_code=code, exact=False, needs_review=True, learned=False, picked=True,
+        learned_from_sub=None,
         reason=f"routed by {actor} to {code.flat_code}, {article(kind)} {kind} budget code, but "
                f"the line is {route.cost_type}")
 

@@ -114,6 +114,20 @@ def client_for(company_id: int) -> ProjectSystem:
         return client
 
 
+def rate_limit_wait(company_id: int) -> float:
+    """How many seconds a call to the company's project system would now wait for its rate
+    limit (0.0: none, or not connected)."""
+    try:
+        client = client_for(company_id)
+    except ServiceError:
+        return 0.0
+    budget = getattr(client, "budget", None)
+    try:
+        return max(budget.waiting(client.clock()), 0.0) if budget is not None else 0.0
+    except redis.RedisError:  # the shared budget cannot be read: nothing to say, not an error
+        return 0.0
+
+
 class ProjectSystemBusy(ServiceError):
     """This company already has as many project-system calls under way as it may, or the
     project system asked for a pause (Retry-After says how long)."""

@@ -68,6 +68,14 @@ class Suggestion:
     budget_code_id: int | None
     budget_code: str
     reason: str
+    # The subs or crews whose decisions these are ('Bayside Rentals', 'A and B'), when not the
+    # ticket's own (None when they are its own, or name no sub).
+    other_sub: str | None = None
+
+
+def possessive(name: str) -> str:
+    """'Summit Framing's', 'Bayside Rentals''."""
+    return f"{name}'" if name.endswith(("s", "S")) else f"{name}'s"
 
 
 def _times(count: int) -> str:
@@ -157,10 +165,19 @@ class Index:
             chosen = _most_chosen(_by_the_work(pool, words(description or "")))
         backing = [e for e in pool if e.code == chosen]
         latest = backing[-1]
-        whose = f"{latest.sub}'s " if latest.sub and same_sub else ""
+        others = [] if same_sub else list(dict.fromkeys(e.sub for e in reversed(backing) if e.sub))
+        reason = f"chosen {_times(len(backing))} for "
+        if same_sub:
+            reason += f"{possessive(latest.sub)} '{latest.text}'"
+        elif len(others) == 1:  # another sub's habit, named so nobody takes it for this one's
+            reason += f"{possessive(others[0])} '{latest.text}'"
+        elif others:
+            reason += f"other subs' '{latest.text}' ({', '.join(others)})"
+        else:
+            reason += f"'{latest.text}'"
         return Suggestion(cost_code=latest.cost_code, cost_type=latest.cost_type,
                           budget_code_id=latest.budget_code_id, budget_code=latest.budget_code,
-                          reason=f"chosen {_times(len(backing))} for {whose}'{latest.text}'")
+                          reason=reason, other_sub=" and ".join(others) or None)
 
 
 def _by_the_work(pool: list[Evidence], described: str) -> list[Evidence]:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 from zoneinfo import ZoneInfo
 
-from flask import current_app
+from flask import current_app, g, has_request_context
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
@@ -151,8 +151,16 @@ def _read(company_id: int, cache_name: str, key: tuple, ttl_s: float, load: Call
     away = _state("project_system_away", _Away)
     known = cache.peek(key, stale=True)
     if not away.resting(company_id):
-        future = _in_background(lambda: cache.get_or_load(key, ttl_s, load))
-        future.add_done_callback(lambda done: _note_outcome(away, company_id, done))
+        asked: list[bool] = []  # whether this read asked the project system (not another's)
+
+        def loading() -> T:
+            asked.append(True)
+            return load()
+        future = _in_background(lambda: cache.get_or_load(key, ttl_s, loading))
+        note = functools.partial(_note_outcome, away, company_id, asked=asked)
+        future.add_done_callback(note)
+        if has_request_context():
+            g.setdefault("project_system_reads", []).append((future, note))
         if known is not None:
             return known  # the page shows what it knew; the fresh answer is for the next one
         try:
@@ -179,12 +187,15 @@ def waiting_up_to(seconds: float) -> Iterator[None]:
         _FIRST_WAIT.reset(token)
 
 
-def _note_outcome(away: _Away, company_id: int, done: Future) -> None:
+def _note_outcome(away: _Away, company_id: int, done: Future, asked: list[bool]) -> None:
     """After a page's read: the project system answered, or it is away (a refusal about the
-    request itself, such as a project not found, says nothing about that)."""
+    request itself, such as a project not found, says nothing about that). A read that found
+    another's load of the same answer under way got the last answer known, not the project
+    system's: it says nothing about it either."""
     error = done.exception()
     if error is None:
-        away.back(company_id)
+        if asked:
+            away.back(company_id)
     elif not isinstance(error, ServiceError) or error.status >= 500:
         away.gone(company_id)
 
@@ -225,11 +236,29 @@ def wait_for_background_reads(timeout_s: float) -> None:
     futures_wait(pending, timeout=timeout_s)
 
 
+def settle_reads(seconds: float) -> None:
+    """Give the reads this request started in the background up to `seconds` to end, so a page
+    drawn from stale answers knows whether the project system is away (a refused connection
+    ends at once; a hung one is known on the next page)."""
+    started = g.get("project_system_reads", []) if has_request_context() else []
+    if not started:
+        return
+    futures_wait([future for future, _note in started], timeout=seconds)
+    for future, note in started:  # its own callback may not have run yet
+        if future.done():
+            note(future)
+
+
 def away_since(company_id: int) -> dt.datetime | None:
     """Since when pages have found the project system away, or None while it answers them."""
     away = _state("project_system_away", _Away)
     with away.lock:
         return away.since.get(company_id)
+
+
+def noticed_away(company_id: int) -> None:
+    """An approval found the project system away: pages say so from now on, as if they had."""
+    _state("project_system_away", _Away).gone(company_id)
 
 
 def clear_caches() -> None:

@@ -1,5 +1,5 @@
-"""The review queue: its view (filters, sort and page in the URL), its rows, bulk approval and
-the ticket that comes next."""
+"""The review queue: its view (filters, sort and page in the URL), its rows, the tickets ready
+for bulk approval and the ticket that comes next."""
 from __future__ import annotations
 
 import dataclasses
@@ -14,13 +14,12 @@ from sqlalchemy.orm import undefer
 
 from models import Ticket as TicketRecord
 from models import utcnow
-from models.schemas import ApproveInput, NteStatus
+from models.schemas import NteStatus
 from models.ticket import STATUSES
-from services import approval, authorizations, links, projects, signatures, ticket_queries
-from services.errors import ServiceError
-from services.plain_words import age_text, held_back, plain_error
+from services import authorizations, links, projects, signatures, ticket_queries
+from services.plain_words import age_text, held_back
+from services.review_bulk import MAX_BULK, bulk_confirmable
 from services.project_system.zones import UTC, on_clock
-from services.ticket_records import find_ticket
 from services.ticket_shapes import Wait, routing_of
 
 
@@ -33,6 +32,9 @@ SORT_CHOICES = (("oldest", "Oldest first"), ("newest", "Newest first"),
 
 
 PAGE_SIZE = 25
+# How long a queue drawn from stale answers waits for their fresh reads, to say whether Procore
+# is away on this page rather than the next one (only while it is not known away already).
+AWAY_GRACE_S = 0.5
 
 
 def _date(text: str | None) -> dt.date | None:
@@ -154,7 +156,8 @@ class QueueRow:
     # When the oldest open signing link of an unsigned ticket was sent, on the jobsite's clock
     # ('2026-06-03 20:30 PDT'); None when none is open.
     awaiting_since: str | None = None
-    # Of the lines to check, those whose budget code is a suggestion from past decisions.
+    # Of the lines to check, those whose budget code is a suggestion from past decisions on this
+    # sub's (or unattributed) tickets, which bulk approval may confirm.
     suggested: int = 0
 
     @property
@@ -259,6 +262,8 @@ def queue(company_id: int, view: QueueView | None = None, *, now: dt.datetime | 
                                        wait=Wait.BRIEFLY)
     buckets = [AgeBucket(key=key, label=label, count=totals[key][0], total=totals[key][1])
                for key, label, _days in ticket_queries.AGE_BUCKETS]
+    if projects.away_since(company_id) is None:
+        projects.settle_reads(AWAY_GRACE_S)
     return Queue(rows=rows, counts=ticket_queries.list_status_counts(company_id, where,
                                                                      wait=Wait.BRIEFLY),
                  total=total, view=view, projects=sorted(names.items(), key=lambda item: item[1]),
@@ -287,7 +292,7 @@ def _rows(company_id: int, records: list[TicketRecord], names: dict[str, str],
             age=age_text(record.captured_at, now),
             age_bucket=ticket_queries.age_bucket(record.captured_at, now), total=record.total,
             needs_review=routing.to_check,
-            suggested=sum(1 for line in routing.lines if line.learned and line.needs_review),
+            suggested=sum(1 for line in routing.lines if bulk_confirmable(line)),
             photo_count=record.photo_count, signed=bool(record.signature),
             signed_with=held_back(record.signature),
             change_events=change_events[record.project_id],
@@ -331,132 +336,3 @@ def next_ticket(company_id: int, view: QueueView, current_id: str) -> str | None
         later = ids[ids.index(current_id) + 1:]
         return later[0] if later else None
     return next((i for i in ids if i != current_id), None)
-
-
-# ------------------------------------------------------------------ bulk approval
-
-MAX_BULK = 100
-
-
-@dataclass(frozen=True)
-class BulkItem:
-    """One ticket of a bulk approval: before (to confirm) or after (with its outcome)."""
-
-    id: str
-    reference: str
-    description: str
-    total: Decimal
-    outcome: str | None = None  # written, already, refused
-    message: str | None = None
-    # Where it goes: "change_event", or "daily_log" on a project without change events.
-    destination: str = "change_event"
-    # Lines whose budget code is a suggestion, for the PM to confirm in one step: line index,
-    # what it says, the suggested budget code (its text and id) and why.
-    suggestions: tuple[Suggested, ...] = ()
-
-
-@dataclass(frozen=True)
-class Suggested:
-    """One suggested budget code of a bulk approval, to confirm."""
-
-    line: int
-    description: str
-    budget_code: str
-    budget_code_id: int
-    reason: str
-
-
-def _selected(company_id: int, ids: list[str]) -> list:
-    """The company's tickets among the ids, each once, in the order given (at most 100)."""
-    wanted = list(dict.fromkeys(i for i in ids if i))[:MAX_BULK]
-    found = []
-    for ticket_id in wanted:
-        try:
-            found.append(find_ticket(company_id, ticket_id))
-        except ServiceError:
-            continue  # another company's or a missing ticket: not offered, not written
-    return found
-
-
-def _destination(company_id: int, project_id: str) -> str:
-    """Where a bulk approval writes a ticket of a project: a daily log entry only where the
-    project is known to have no change events (unknown: a change event, refused if not)."""
-    return "daily_log" if projects.page_change_events(company_id, project_id) is False \
-        else "change_event"
-
-
-def bulk_selection(company_id: int, ids: list[str]) -> list[BulkItem]:
-    """The tickets a bulk approval would write, to confirm their count and total, each with
-    where it goes and the suggested budget codes the PM may confirm in the same step."""
-    items = []
-    for ticket in _selected(company_id, ids):
-        routing = routing_of(ticket, Wait.BRIEFLY)
-        items.append(BulkItem(
-            id=ticket.id, reference=ticket.reference, description=ticket.description,
-            total=ticket.total, destination=_destination(company_id, ticket.project_id),
-            suggestions=tuple(
-                Suggested(line=r.line, description=r.description, budget_code=r.budget_code,
-                          budget_code_id=r.budget_code_id, reason=r.reason)
-                for r in routing.lines if r.learned and r.needs_review and r.budget_code_id)))
-    return items
-
-
-def bulk_approve(company_id: int, ids: list[str], actor: str,
-                 confirmed: dict[str, dict[str, int]] | None = None) -> list[BulkItem]:
-    """Approve each ticket once through the one approval service, each with its own outcome.
-
-    Only lines on a confirmed budget code go through (as `require_exact`): the suggested codes
-    the PM confirmed in the same step (`confirmed`: ticket id -> line -> budget code id) are
-    sent as the ticket's `routes`; a ticket with another line to check is refused with the
-    reason and the others are still written. A ticket of a project without change events is
-    written as a daily log entry, as its own page would.
-    """
-    confirmed = confirmed or {}
-    results = []
-    away = None
-    for ticket in _selected(company_id, ids):
-        item = BulkItem(id=ticket.id, reference=ticket.reference,
-                        description=ticket.description, total=ticket.total,
-                        destination=_destination(company_id, ticket.project_id))
-        if away is not None:  # Procore was just found away: do not wait on it again per ticket
-            results.append(dataclasses.replace(item, outcome="refused", message=away))
-            continue
-        try:
-            result = approval.approve(company_id, ticket.id, ApproveInput(
-                require_exact=True, routes=confirmed.get(ticket.id, {}),
-                destination=item.destination if item.destination == "daily_log" else None),
-                actor=actor)
-        except ServiceError as error:
-            plain = plain_error(error)
-            results.append(dataclasses.replace(
-                item, outcome="refused", message=" ".join([plain.message, *plain.points])))
-            if error.code in ("project_system_unavailable", "project_system_write_unconfirmed",
-                              "project_system_auth_failed"):
-                away = plain.message
-            continue
-        as_log = " as a daily log entry" if item.destination == "daily_log" else ""
-        results.append(dataclasses.replace(
-            item, outcome="already" if result.already else "written",
-            message=f"It was already in Procore{as_log}." if result.already else
-            f"Written to Procore{as_log}."))
-    return results
-
-
-def bulk_total(items: list[BulkItem]) -> Decimal:
-    """The dollar total of some tickets."""
-    return sum((item.total for item in items), Decimal("0.00"))
-
-
-def confirmed_suggestions(form) -> dict[str, dict[str, int]]:
-    """The suggested codes a bulk approval's form confirms (`suggest[<ticket>][<line>]`), only
-    when its "confirm the suggestions" box is ticked."""
-    if form.get("confirm_suggestions") != "on":
-        return {}
-    found: dict[str, dict[str, int]] = {}
-    for key in form:
-        parts = key[len("suggest["):-1].split("][") if key.startswith("suggest[") \
-            and key.endswith("]") else []
-        value = form.get(key) or ""
-        if len(parts) == 2 and parts[1].isdecimal() and value.isdecimal() and len(value) < 19:
-            found.setdefault(parts[0][:40], {})[parts[1]] = int(value)
-    return found

@@ -97,11 +97,17 @@ class TicketPage(TicketView):
     search: dict[int, str] = field(default_factory=dict)
 
     @property
-    def suggestions(self) -> list[int]:
-        """The lines whose budget code is a suggestion from past decisions, still to confirm."""
-        return [r.line for r in self.ticket.routing
-                if r.learned and r.needs_review and r.budget_code_id is not None
+    def to_confirm(self) -> list:
+        """The lines to check whose budget code is a suggestion or a guess, not yet confirmed or
+        picked on the form: what 'Confirm all' lists and confirms."""
+        return [r for r in self.ticket.routing if r.needs_review and r.budget_code_id is not None
                 and r.line not in self.chosen.confirmed and r.line not in self.chosen.routes]
+
+    @property
+    def to_pick(self) -> list:
+        """The lines to check without any budget code, not yet picked: 'Confirm all' names them."""
+        return [r for r in self.ticket.routing if r.needs_review and r.budget_code_id is None
+                and r.line not in self.chosen.routes]
 
     @property
     def down_for(self) -> str:
@@ -189,15 +195,24 @@ def _search_words(company_id: int, codes: Catalog) -> dict[int, str]:
     return found
 
 
-def with_suggestions_confirmed(company_id: int, ticket_id: str, chosen: FormChoices) -> FormChoices:
-    """The form's choices with every suggested budget code confirmed, as the PM asked."""
+def confirm_listed(company_id: int, ticket_id: str, chosen: FormChoices,
+                   listed: dict[int, int]) -> tuple[FormChoices, list[int]]:
+    """The form's choices with the budget codes 'Confirm all' listed (`listed`: line -> code id)
+    confirmed, each only while it is still that line's code to check; and the listed lines that
+    changed since, left unconfirmed."""
     routing = routing_of(find_ticket(company_id, ticket_id), Wait.BRIEFLY)
+    current = {line.line: line.budget_code_id for line in routing.lines
+               if line.needs_review and line.budget_code_id is not None}
     confirmed = dict(chosen.confirmed)
-    for line in routing.lines:
-        if line.learned and line.needs_review and line.budget_code_id is not None \
-                and line.line not in chosen.routes:
-            confirmed.setdefault(line.line, line.budget_code_id)
-    return dataclasses.replace(chosen, confirmed=confirmed)
+    changed = []
+    for line, code_id in sorted(listed.items()):
+        if line in chosen.routes:
+            continue  # a code picked on the form stays picked
+        if current.get(line) == code_id:
+            confirmed[line] = code_id
+        else:
+            changed.append(line)
+    return dataclasses.replace(chosen, confirmed=confirmed), changed
 
 
 def _indexed(form: dict[str, str], name: str) -> dict[str, int | str]:
@@ -251,13 +266,18 @@ def approve_from_form(company_id: int, ticket_id: str, form: dict[str, str], act
     return approval.approve(company_id, ticket_id, options, actor=actor)
 
 
+def _number(text: str) -> bool:
+    """Whether a form's text is a whole number that fits an id (ASCII digits, under 19)."""
+    return text.isascii() and text.isdigit() and len(text) < 19
+
+
 def selected_routes_from_form(form: dict[str, str], name: str = "routes") -> dict[int, int]:
     """The per-line choices of a submitted form, to show them again after a refusal."""
     chosen = {}
     for key, value in form.items():
-        if key.startswith(f"{name}[") and key.endswith("]") and value.isdigit():
+        if key.startswith(f"{name}[") and key.endswith("]") and _number(value):
             index = key[len(name) + 1:-1]
-            if index.isdigit():
+            if _number(index):
                 chosen[int(index)] = int(value)
     return chosen
 

@@ -48,6 +48,8 @@ class Route:
     learned: bool = False
     # A person pointed the line at its budget code (an approval's `routes`).
     picked: bool = False
+    # A learned suggestion drawn from another sub's or crew's decisions: whose.
+    learned_from_sub: str | None = None
 
     @property
     def routed(self) -> bool:
@@ -197,7 +199,7 @@ class Router:
         if budget is None:
             return None
         return Route(**base, budget_code=budget, exact=False, needs_review=True,
-                     reason=found.reason, learned=True)
+                     reason=found.reason, learned=True, learned_from_sub=found.other_sub)
 
     def _route_markup(self, index: int, line: dict[str, Any]) -> Route:
         """A markup lands on the budget code the project's settings picked for it, if it is there."""

@@ -7,8 +7,8 @@ import re
 from dataclasses import dataclass, replace
 from decimal import Decimal
 
-from sqlalchemy import (BigInteger, Float, Numeric, String, case, cast, func, literal, or_, select,
-                        union_all)
+from sqlalchemy import (BigInteger, Float, Numeric, String, case, cast, event, func, inspect,
+                        literal, or_, select, union_all)
 from sqlalchemy.orm import defer
 
 from models import db, utcnow
@@ -16,6 +16,7 @@ from models import Ticket as TicketRecord
 from models.ticket import STATUSES
 from models.schemas import TicketList
 from services import signatures
+from services.learned_words import fold, ticket_words
 from services.ticket_records import NEWEST_FIRST, OLDEST_FIRST
 from services.ticket_shapes import Wait, routing_of, shape
 
@@ -57,10 +58,22 @@ SEARCHED = (TicketRecord.description, TicketRecord.reason, TicketRecord.directed
             TicketRecord.captured_by)
 
 
+@event.listens_for(TicketRecord, "before_insert")
+@event.listens_for(TicketRecord, "before_update")
+def _keep_search_words(_mapper, _connection, ticket: TicketRecord) -> None:
+    """Keep a ticket's search words with its lines and sub whenever either is written."""
+    state = inspect(ticket)
+    if state.pending or state.attrs.lines.history.has_changes() \
+            or state.attrs.sub.history.has_changes():
+        ticket.search_words = ticket_words(ticket.lines, ticket.sub)
+
+
 def _search(q: str):
-    """Text found in the description, reason, directed-by or recorded-by, or a T-reference."""
+    """Text found in the description, reason, directed-by or recorded-by, in what a line said or
+    the sub (Spanish or English words for it), or a T-reference."""
     pattern = _like(q)
     matches = [func.lower(column).like(pattern, escape="\\") for column in SEARCHED]
+    matches.append(TicketRecord.search_words.like(_like(fold(q)), escape="\\"))
     reference = T_REFERENCE.match(q.strip())
     if reference:
         digits = (reference.group(1) or reference.group(2)).lower()

@@ -85,7 +85,7 @@ def routing_lines(routes: list[Route]) -> list[RoutingLine]:
         budget_code=r.budget_code.flat_code if r.budget_code else None,
         budget_code_id=r.budget_code.id if r.budget_code else None, routed=r.routed,
         exact=r.exact, needs_review=r.needs_review, reason=r.reason, pricing=r.pricing,
-        learned=r.learned)
+        learned=r.learned, learned_from_sub=r.learned_from_sub)
         for r in routes]
 
 

@@ -183,7 +183,8 @@
 
 /* Ticket page: a budget-code picker narrowed by typing a code, a name or the crew's own words
    ("22-", "plumb", "limpieza"); options that do not match are taken out of the list (phones and
-   tablets show hidden options anyway) and put back when the search is cleared. */
+   tablets show hidden options anyway) and put back when the search is cleared. A search that
+   leaves one code picks it. */
 (function () {
   "use strict";
   function fold(text) {
@@ -218,8 +219,13 @@
     });
     select.value = kept;
     if (select.value !== kept) { select.value = ""; }
-    var found = select.querySelectorAll('option:not([value=""])').length;
+    var left = select.querySelectorAll('option:not([value=""])');
+    var found = left.length;
     search.setAttribute("aria-description", found + (found === 1 ? " code matches" : " codes match"));
+    if (found === 1 && words.length && select.value !== left[0].value) {
+      select.value = left[0].value;  // the search leaves one code: it is the one picked
+      select.dispatchEvent(new Event("change", {bubbles: true}));
+    }
   }
   document.addEventListener("input", function (event) {
     if (event.target.matches("input.code-search")) { filter(event.target); }
@@ -250,9 +256,25 @@
     var title = results.querySelector("h2"), bar = results.querySelector("progress");
     var list = results.querySelector("ul");
     var done = 0, counted = {written: 0, already: 0, refused: 0};
+    var waitFor = 0;
+    // While a ticket is on its way, ask every second whether Procore's rate limit holds it.
+    function watchWait(stillPending) {
+      setTimeout(function () {
+        if (!stillPending()) { return; }
+        fetch(form.getAttribute("data-wait-url"), {credentials: "same-origin"})
+          .then(function (answer) { return answer.ok ? answer.json() : {wait_s: 0}; })
+          .then(function (answer) {
+            if (!stillPending()) { return; }
+            waitFor = answer.wait_s || 0;
+            say();
+            watchWait(stillPending);
+          }, function () { watchWait(stillPending); });
+      }, 1000);
+    }
     function say() {
       title.textContent = done < ids.length ?
-        "Writing " + (done + 1) + " of " + ids.length + " to Procore…" :
+        "Writing " + (done + 1) + " of " + ids.length + " to Procore…" +
+          (waitFor > 0 ? " Waiting for Procore's rate limit (" + waitFor + " s)" : "") :
         counted.written + " written, " + counted.already + " already in Procore, " +
         counted.refused + " not written";
     }
@@ -277,8 +299,8 @@
       form.querySelectorAll('input[name^="suggest[' + ids[index] + ']"]').forEach(function (input) {
         data.append(input.name, input.value);
       });
-      var confirm = form.querySelector('input[name="confirm_suggestions"]');
-      if (confirm && confirm.checked) { data.append("confirm_suggestions", "on"); }
+      var pending = true;
+      watchWait(function () { return pending; });
       fetch(form.getAttribute("data-one-url"), {method: "POST", body: data, credentials: "same-origin"})
         .then(function (answer) { return answer.ok ? answer.text() : Promise.reject(answer.status); })
         .then(function (html) {
@@ -291,7 +313,7 @@
           item.textContent = "A ticket could not be sent; it stays in the queue.";
           list.appendChild(item);
         })
-        .then(function () { done += 1; bar.value = done; say(); one(index + 1); });
+        .then(function () { pending = false; waitFor = 0; done += 1; bar.value = done; say(); one(index + 1); });
     }
     say();
     one(0);

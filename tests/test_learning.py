@@ -150,7 +150,7 @@ def test_a_pm_searches_the_picker_confirms_all_suggestions_and_approves_on_a_por
     page = portrait_tablet.new_page()
     browser_sign_in(page, live_server, app, acme)
     page.goto(f"{live_server.url}/tickets/{ticket['id']}")
-    assert page.locator(".badge.suggested").count() == 2
+    assert page.locator(".routing .badge.suggested").count() == 2
     assert "chosen twice for Summit Framing's 'Framer'" in page.inner_text("tr[data-line='0']")
     # The line nobody routed before: found by typing part of a code or a word.
     search = page.locator("input.code-search[data-line='1']")
@@ -166,8 +166,15 @@ def test_a_pm_searches_the_picker_confirms_all_suggestions_and_approves_on_a_por
     box = chosen.bounding_box()
     assert box["width"] >= 300  # the chosen code can be read in portrait
     assert page.locator("button.approve").first.is_disabled()  # two suggestions not confirmed
-    page.click("button.confirm-all")
-    page.wait_for_selector("text=2 suggested budget codes are confirmed")
+    page.click("summary.confirm-all")
+    # The sheet opens on the first screen, listing what it confirms: each line, code and why.
+    sheet = page.locator(".confirm-sheet .sheet")
+    box = sheet.bounding_box()
+    assert box["y"] >= 0 and box["y"] + box["height"] <= 1024
+    assert sheet.locator("tr[data-line]").count() == 2
+    assert "chosen twice for Summit Framing's 'Framer'" in sheet.inner_text()
+    page.click("button.confirm-listed")
+    page.wait_for_selector("text=2 budget codes are confirmed")
     page.locator("select[name='routes[1]']").wait_for()
     page.locator("input.code-search[data-line='1']").fill("rough carp")
     page.select_option("select[name='routes[1]']",
@@ -238,7 +245,17 @@ def test_the_migration_takes_in_the_tickets_already_written(app, client, acme):
     assert cost_code(line) == "06-100" and line["learned"]
 
 
-def test_bulk_approval_writes_suggestions_the_pm_confirmed_in_one_step(app, client, acme):
+def change_items(app, client, tenant, ticket_id: str) -> list[tuple[str, str]]:
+    """The budget codes of a written ticket's change event, read back from the sandbox."""
+    from tests.test_approval import remote
+
+    written = client.get(f"/v1/tickets/{ticket_id}", headers=tenant.headers).json
+    event = remote(app, tenant).get_change_event(int(written["project_id"]),
+                                                 written["external"]["change_event_id"])
+    return [item["budget_code"]["flat_code"] for item in event["change_items"]]
+
+
+def test_bulk_approval_writes_exactly_the_suggestions_it_lists_and_says_so(app, client, acme):
     from tests.test_review_pages import sign_in
 
     replay(client, acme, HISTORY[:3])
@@ -251,27 +268,71 @@ def test_bulk_approval_writes_suggestions_the_pm_confirmed_in_one_step(app, clie
     ids = {"ids": [suggested["id"], unknown["id"]]}
     step_one = browser.client.post("/queue/bulk", data={"csrf_token": browser.token, **ids})
     html = step_one.get_data(as_text=True)
-    assert "Confirm the 2 suggested budget codes above" in html
-    assert "06-100.L" in html and "chosen twice for Summit Framing" in html
-    hidden = dict(re.findall(r'name="(suggest\[[^"]+\])" value="(\d+)"', html))
-    assert len(hidden) == 2
+    # The button says what it does; the list shows each code it writes, with why.
+    assert re.search(r'id="bulk-write">\s*Write 1, confirming 2 suggested codes</button>', html)
+    listed = re.findall(r'<tr data-line="(\d)" data-code="(\d+)"><td>[^<]*</td><td><strong>'
+                        r'([^<]+)</strong></td><td class="hint">([^<]+)</td>', html)
+    assert [(line, code, why.replace("&#39;", "'")) for line, _id, code, why in listed] == [
+        ("0", "06-100.L", "chosen twice for Summit Framing's 'Framer'"),
+        ("1", "09-250.M", "chosen once for Summit Framing's 'Metal studs 3-5/8'")]
+    # The ticket with a line it cannot confirm is left out, with why, and not in the form.
+    assert "Left out: open it to check (1)" in html and "has no budget code" in html
+    form = html[html.index('id="bulk-write-form"'):]
+    form = form[:form.index("</form>")]
+    hidden_ids = re.findall(r'name="ids" value="([^"]+)"', form)
+    assert hidden_ids == [suggested["id"]]
+    hidden = dict(re.findall(r'name="(suggest\[[^"]+\])" value="(\d+)"', form))
+    assert {key: int(value) for key, value in hidden.items()} == {
+        f"suggest[{suggested['id']}][{line}]": int(code_id) for line, code_id, _c, _w in listed}
+    assert "confirm_suggestions" not in html  # no box to forget: the button confirms them
 
-    # Without the box ticked, a ticket with suggestions is left for the PM to check.
-    left = browser.client.post("/queue/bulk/approve",
-                               data={"csrf_token": browser.token, **ids, **hidden})
-    assert "need a check" in left.get_data(as_text=True) or \
-        "needs a check" in left.get_data(as_text=True)
-    assert client.get(f"/v1/tickets/{suggested['id']}", headers=acme.headers).json["status"] == \
-        "submitted"
-    done = browser.client.post("/queue/bulk/approve", data={
-        "csrf_token": browser.token, **ids, **hidden, "confirm_suggestions": "on"})
-    assert done.status_code == 200
+    done = browser.client.post("/queue/bulk/approve",
+                               data={"csrf_token": browser.token, "ids": hidden_ids, **hidden})
+    assert done.status_code == 200 and "1 written" in done.get_data(as_text=True)
+    assert change_items(app, client, acme, suggested["id"]) == ["06-100.L", "09-250.M"]
     written = client.get(f"/v1/tickets/{suggested['id']}", headers=acme.headers).json
-    assert written["status"] == "written"
-    assert [cost_code(line) for line in written["routing"]] == ["06-100", "09-250"]
     assert all(line["exact"] and not line["learned"] for line in written["routing"])
     assert client.get(f"/v1/tickets/{unknown['id']}", headers=acme.headers).json["status"] == \
         "submitted"  # its line had no suggestion: it still needs the PM
+
+
+def test_another_subs_habit_says_whose_and_is_never_confirmed_in_bulk(app, client, acme,
+                                                                      sandbox_server):
+    from tests.test_approval import origin_rows
+    from tests.test_review_pages import sign_in
+
+    replay(client, acme, [("Bayside Rentals", "A", "Lift for the ceiling",
+                           [("equipment", "Scissor lift 19'", "09-250")])] * 3)
+    project = project_of(acme, "A")
+    own = routed(client, acme, "Bayside Rentals", "A", "Lift", "equipment", "Scissor lift 19'")
+    assert own["reason"] == "chosen 3 times for Bayside Rentals' 'Scissor lift 19''"
+    assert own["learned_from_sub"] is None
+    ticket, [place] = send(client, acme, "Sunbelt Rentals", project, "Lift for the soffit",
+                           [("equipment", "Scissor lift 19'")])
+    line = client.get(f"/v1/tickets/{ticket['id']}", headers=acme.headers).json["routing"][place]
+    assert line["learned"] and line["learned_from_sub"] == "Bayside Rentals"
+    assert line["reason"] == "chosen 3 times for Bayside Rentals' 'Scissor lift 19''"
+
+    browser = sign_in(app, client, acme)
+    queue = browser.get("/queue").get_data(as_text=True)
+    assert re.search(rf'value="{ticket["id"]}"[^>]*data-ready="0"', queue)  # not "ready"
+    step_one = browser.client.post("/queue/bulk", data={"csrf_token": browser.token,
+                                                        "ids": [ticket["id"]]})
+    html = step_one.get_data(as_text=True).replace("&#39;", "'")
+    assert "None of these can be written from the queue" in html and 'id="bulk-write"' not in html
+    assert "09-250.E is Bayside Rentals's habit" not in html
+    assert "09-250.E is Bayside Rentals'" in html and "open the ticket to confirm it" in html
+    # Posting the habit as if it had been listed writes nothing.
+    forged = browser.client.post("/queue/bulk/approve", data={
+        "csrf_token": browser.token, "ids": [ticket["id"]],
+        f"suggest[{ticket['id']}][{place}]": str(line["budget_code_id"])})
+    assert "0 written" in forged.get_data(as_text=True)
+    assert "not the ones listed" in forged.get_data(as_text=True)
+    assert origin_rows(sandbox_server, "change_events", ticket["id"]) == []
+    # On its own page the PM sees whose habit it is, and may confirm it there.
+    page = browser.get(f"/tickets/{ticket['id']}").get_data(as_text=True).replace("&#39;", "'")
+    assert page.count("Learned from Bayside Rentals, not this sub") == 2  # its row, the sheet
+    assert "chosen 3 times for Bayside Rentals' 'Scissor lift 19''" in page
 
 
 def test_creating_a_ticket_never_waits_on_learning(app, client, acme):
@@ -307,3 +368,164 @@ def test_a_decision_whose_words_say_nothing_is_counted_but_suggests_nothing(app,
         client.get(f"/v1/tickets/{first['id']}", headers=acme.headers)
     reads = [s for s in counter.statements if "FROM routing_decisions" in s]
     assert len(reads) == 1 and "max(" in reads[0].lower()
+
+
+def test_confirm_all_lists_every_code_to_check_and_confirms_exactly_those(app, client, acme):
+    from tests.test_review_pages import sign_in
+
+    replay(client, acme, HISTORY[:3])
+    ticket, _ = send(client, acme, "Summit Framing", project_of(acme, "A"), "Framed a closet",
+                     [("labor", "framers"), ("labor", "Concrete finisher"),
+                      ("labor", "Mystery trade")])
+    routing = client.get(f"/v1/tickets/{ticket['id']}", headers=acme.headers).json["routing"]
+    learned, guess, blank = routing
+    assert learned["learned"] and learned["needs_review"]
+    assert guess["budget_code"] and not guess["learned"] and guess["needs_review"]  # a name guess
+    assert blank["budget_code"] is None
+
+    browser = sign_in(app, client, acme)
+    page = browser.get(f"/tickets/{ticket['id']}").get_data(as_text=True).replace("&#39;", "'")
+    sheet = page[page.index('class="confirm-sheet"'):page.index("</details>", page.index(
+        'class="confirm-sheet"'))]
+    # Beside the button: each line it confirms, its code and why; the line it cannot, named.
+    assert "Confirm all 2…" in sheet and "Confirm these 2" in sheet
+    rows = re.findall(r'<tr data-line="(\d)" data-code="(\d+)"', sheet)
+    assert rows == [("0", str(learned["budget_code_id"])), ("1", str(guess["budget_code_id"]))]
+    for line in (learned, guess):
+        assert line["budget_code"] in sheet and line["reason"] in sheet
+    assert "Not covered: line 3 has no budget code" in sheet
+    listed = dict(re.findall(r'name="(listed\[\d\])" value="(\d+)"', sheet))
+    assert listed == {"listed[0]": str(learned["budget_code_id"]),
+                      "listed[1]": str(guess["budget_code_id"])}
+
+    done = browser.post(f"/tickets/{ticket['id']}/suggestions", listed).get_data(as_text=True)
+    assert "2 budget codes are confirmed" in done
+    checked = re.findall(r'name="confirm\[(\d)\]" value="(\d+)" form="approve-form"\s+checked', done)
+    assert checked == [("0", listed["listed[0]"]), ("1", listed["listed[1]"])]
+    assert 'class="confirm-sheet"' not in done  # nothing left to confirm
+
+    # A listed code that is no longer the line's is not confirmed, and the page says so.
+    stale = browser.post(f"/tickets/{ticket['id']}/suggestions", {
+        "listed[0]": listed["listed[0]"], "listed[1]": str(learned["budget_code_id"])})
+    html = stale.get_data(as_text=True)
+    assert "1 budget code is confirmed" in html and "Line 2 changed since the list was drawn" in html
+    assert re.findall(r'name="confirm\[(\d)\]" value="\d+" form="approve-form"\s+checked', html) \
+        == ["0"]
+
+    # A list no page drew is confirmed nowhere, and refused without an error.
+    odd = browser.post(f"/tickets/{ticket['id']}/suggestions", {
+        "listed[0]": "²", "listed[²]": listed["listed[1]"], "listed[1]": "9" * 40})
+    assert odd.status_code == 200 and "Nothing was confirmed." in odd.get_data(as_text=True)
+
+    # Approved with what was confirmed (and a code picked for the blank line): written as listed.
+    codes = budget_codes(client, acme, project_of(acme, "A")["id"])
+    approved = browser.post(f"/tickets/{ticket['id']}/approve", {
+        "confirm[0]": listed["listed[0]"], "confirm[1]": listed["listed[1]"],
+        "routes[2]": str(codes["01-740", "labor"]), "destination": "change_event"})
+    assert "Written to Procore" in approved.get_data(as_text=True)
+    assert change_items(app, client, acme, ticket["id"]) == [
+        learned["budget_code"], guess["budget_code"], "01-740.L"]
+
+
+def shot(page, name: str) -> None:
+    """A screenshot to look at, into EWT_SCREENSHOTS when it names a folder."""
+    import os
+    folder = os.environ.get("EWT_SCREENSHOTS")
+    if folder:
+        os.makedirs(folder, exist_ok=True)
+        page.screenshot(path=f"{folder}/{name}.png")
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("device", ["tablet", "portrait_tablet"])
+def test_confirm_all_sheet_single_result_picker_and_full_width_lines_on_tablets(
+        app, client, acme, live_server, request, device):
+    from tests.test_review_triage import browser_sign_in
+
+    context = request.getfixturevalue(device)
+    height = context.pages[0].viewport_size["height"] if context.pages else \
+        {"tablet": 768, "portrait_tablet": 1024}[device]
+    replay(client, acme, HISTORY[:3] + [("Bayside Rentals", "A", "Lift for the ceiling",
+                                         [("equipment", "Scissor lift 19'", "09-250")])] * 3)
+    ticket, _ = send(client, acme, "Sunbelt Rentals", project_of(acme, "A"), "Lift and framing",
+                     [("labor", "framers"), ("labor", "Concrete finisher"),
+                      ("labor", "Mystery trade"), ("equipment", "Scissor lift 19'")])
+    page = context.new_page()
+    browser_sign_in(page, live_server, app, acme)
+    page.goto(f"{live_server.url}/tickets/{ticket['id']}")
+    # The lines take the page's width (at 1024 px they were squeezed into 585 px beside the
+    # evidence).
+    width = page.evaluate("document.documentElement.clientWidth")
+    for part in ("table.routing", "table.routing tr[data-line='0']", "table.routing tfoot tr"):
+        assert page.locator(part).first.bounding_box()["width"] >= width - 80, part
+    shot(page, f"ticket-{device}")
+    page.click("summary.confirm-all")
+    sheet = page.locator(".confirm-sheet .sheet")
+    box = sheet.bounding_box()
+    assert box["y"] >= 0 and box["y"] + box["height"] <= height  # on the first screen
+    assert sheet.locator("tr[data-line]").evaluate_all("rows => rows.map(r => r.dataset.line)") \
+        == ["0", "1", "3"]
+    habit = sheet.locator("tr[data-line='3']").inner_text()
+    assert "Learned from Bayside Rentals and Summit Framing, not this sub" in habit
+    assert "chosen 4 times for other subs' 'Scissor lift 19'' (Bayside Rentals, Summit Framing)" \
+        in habit  # Bayside's habit and Summit's scissor lift
+    assert "Not covered: line 3 has no budget code" in sheet.inner_text()
+    shot(page, f"confirm-all-{device}")
+    page.click("button.confirm-listed")
+    page.wait_for_selector("text=3 budget codes are confirmed")
+    assert page.locator("button.approve").first.is_disabled()  # line 3 still has no code
+    # A search that leaves one code picks it.
+    page.locator("input.code-search[data-line='2']").fill("06-100.l")
+    assert page.locator("select[name='routes[2]']").evaluate("s => s.selectedOptions[0].text") \
+        .startswith("06-100.L")
+    assert not page.locator("button.approve").first.is_disabled()
+    with page.expect_response(lambda r: "/approve" in r.url):
+        page.locator("button.approve").first.click()
+    page.wait_for_selector("text=Written to Procore")
+    written = client.get(f"/v1/tickets/{ticket['id']}", headers=acme.headers).json
+    # Written as confirmed and picked: read back from the change event.
+    assert change_items(app, client, acme, ticket["id"]) == [
+        line["budget_code"] for line in written["routing"]]
+    assert written["routing"][2]["budget_code"] == "06-100.L"
+    assert all(line["budget_code"] for line in written["routing"])
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("device", ["tablet", "portrait_tablet"])
+def test_bulk_confirmation_lists_the_codes_its_button_writes_on_tablets(
+        app, client, acme, live_server, request, device):
+    from tests.test_review_triage import browser_sign_in
+
+    context = request.getfixturevalue(device)
+    replay(client, acme, HISTORY[:3] + [("Bayside Rentals", "A", "Lift for the ceiling",
+                                         [("equipment", "Scissor lift 19'", "09-250")])] * 3)
+    project = project_of(acme, "A")
+    framed = [send(client, acme, "Summit Framing", project, f"Framed closet {i}",
+                   [("labor", "framers"), ("materials", "metal studs")])[0] for i in range(5)]
+    habit, _ = send(client, acme, "Sunbelt Rentals", project, "Lift for the soffit",
+                    [("equipment", "Scissor lift 19'")])
+    page = context.new_page()
+    browser_sign_in(page, live_server, app, acme)
+    page.goto(f"{live_server.url}/queue?project_id={project['id']}")
+    for ticket in [*framed, habit]:
+        page.check(f"input[name=ids][value='{ticket['id']}']")
+    page.click("#bulk-approve")
+    button = page.locator("#bulk-write")
+    assert button.inner_text() == "Write 5, confirming 10 suggested codes"
+    box = page.locator(".bulk-confirm")
+    assert box.locator("table.bulk-suggestions tr[data-line]").count() == 10
+    assert "chosen twice for Summit Framing's 'Framer'" in box.inner_text()
+    held = box.locator(".bulk-held").inner_text()
+    assert "Left out: open it to check (1)" in held and "Bayside Rentals and Summit Framing's habit" in held
+    page.locator(".bulk-confirm h2").scroll_into_view_if_needed()
+    shot(page, f"bulk-confirm-{device}")
+    # The button that writes stays on screen while the list is read.
+    on_screen = button.bounding_box()
+    assert 0 <= on_screen["y"] and on_screen["y"] + on_screen["height"] <= \
+        page.viewport_size["height"]
+    button.click()
+    page.wait_for_selector("text=5 written, 0 already in Procore, 0 not written")
+    for ticket in framed:
+        assert change_items(app, client, acme, ticket["id"]) == ["06-100.L", "09-250.M"]
+    assert client.get(f"/v1/tickets/{habit['id']}", headers=acme.headers).json["status"] == \
+        "submitted"

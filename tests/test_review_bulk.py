@@ -7,6 +7,7 @@ import pytest
 
 from tests.pile import seed_pile
 from tests.test_approval import origin_rows
+from tests.test_learning import shot
 from tests.test_review_pages import sign_in
 from tests.test_review_triage import browser_sign_in
 
@@ -49,8 +50,15 @@ def test_bulk_writes_each_once_and_reports_each(app, client, acme, pile, sandbox
     ids = [t.id for t in chosen] + [to_check.id, no_ce.id]
     confirm = browser.post("/queue/bulk", {"ids": ids, "from": "sort=oldest"}, htmx=True)
     html = confirm.get_data(as_text=True)
-    total = sum(t.total for t in [*chosen, to_check, no_ce])
-    assert f"Write 6 tickets (${total:,.2f}) to Procore?" in html
+    total = sum(t.total for t in [*chosen, no_ce])
+    assert f"Write 5 tickets (${total:,.2f}) to Procore?" in html
+    assert re.search(r'id="bulk-write">\s*Write 5 to Procore</button>', html)
+    # The ticket with a line to check is not in the approval: listed apart, with why.
+    held = html[html.index("Left out: open it to check (1)"):html.index('id="bulk-write-form"')]
+    assert to_check.id in held and "has no budget code; open the ticket to pick one" in held
+    form = html[html.index('id="bulk-write-form"'):]
+    assert set(re.findall(r'name="ids" value="([^"]+)"', form[:form.index("</form>")])) == \
+        {t.id for t in [*chosen, no_ce]}
     assert html.count("as a daily log entry (its project has no change events") == 1
     assert origin_rows(sandbox_server, "change_events", chosen[0].id) == []  # nothing yet
     done = browser.post("/queue/bulk/approve", {"ids": ids, "from": "sort=oldest"}, htmx=True)
@@ -142,3 +150,45 @@ def test_approve_and_next_follows_the_queue_order(app, acme, pile, live_server, 
     assert len(origin_rows(sandbox_server, "change_events", first.id)) == 1
     page.click("text=Back to the queue")
     page.wait_for_url(re.compile(r".*sort=newest.*"))
+
+
+def test_bulk_wait_answer_reads_the_rate_limit_without_taking_a_call(app, client, acme):
+    from tests.test_approval import remote
+
+    browser = sign_in(app, client, acme)
+    assert browser.get("/queue/bulk/wait").json == {"wait_s": 0}
+    budget = remote(app, acme).budget
+    budget.done(0, remote(app, acme).clock() + 6.2)  # Procore said: no call left for 6.2 s
+    assert browser.get("/queue/bulk/wait").json == {"wait_s": 7}
+    assert browser.get("/queue/bulk/wait").json == {"wait_s": 7}  # asking takes nothing
+    budget.done(3, remote(app, acme).clock() + 6.2)
+    assert browser.get("/queue/bulk/wait").json == {"wait_s": 0}
+
+
+@pytest.mark.browser
+def test_bulk_says_when_it_waits_for_procores_rate_limit(app, acme, pile, live_server, tablet,
+                                                        sandbox_server):
+    from tests.test_approval import control
+
+    page = tablet.new_page()
+    browser_sign_in(page, live_server, app, acme)
+    chosen = [t for t in writable(acme, pile) if t.project_id in change_event_projects(acme)][:3]
+    page.goto(f"{live_server.url}/queue?project_id={chosen[0].project_id}&sort=oldest")
+    for ticket in chosen:
+        page.check(f"input[name=ids][value='{ticket.id}']")
+    page.click("#bulk-approve")
+    page.wait_for_selector("#bulk-write")
+    control(sandbox_server, acme).set_spike_limit(10)  # a few calls per 10 s: bulk must wait
+    page.click("#bulk-write")
+    title = page.locator(".bulk-progress-title")
+    waiting = re.compile(r"Writing \d of 3 to Procore… Waiting for Procore's rate limit \((\d+) s\)")
+    page.wait_for_function("() => /Waiting for Procore's rate limit \\(\\d+ s\\)/.test("
+                           "document.querySelector('.bulk-progress-title').textContent)",
+                           timeout=15000)
+    shot(page, "bulk-waiting-tablet")
+    seconds = int(waiting.search(title.inner_text()).group(1))
+    assert 1 <= seconds <= 10
+    page.wait_for_selector("text=3 written, 0 already in Procore, 0 not written", timeout=60000)
+    assert "Waiting" not in title.inner_text()
+    for ticket in chosen:
+        assert len(origin_rows(sandbox_server, "change_events", ticket.id)) == 1

@@ -48,27 +48,29 @@ def test_queue_and_ticket_answer_quickly_from_what_was_known(app, client, acme, 
     browser = sign_in(app, client, acme)
     before = browser.get("/queue").get_data(as_text=True)
     browser.get(f"/tickets/{pile[1].id}")  # the pages have read names, codes and capabilities
-    assert "Procore is unreachable" not in before
+    assert "Procore is not answering" not in before
     stop_procore(app)
     response, took = timed(browser, "/queue")  # what was known, at once; a fresh read goes on
     assert response.status_code == 200 and took < BUDGET, took
+    # That fresh read is refused at once: this very page says so, not only the next one.
+    assert "Procore is not answering; approvals will wait" in response.get_data(as_text=True)
     assert noticed_away(app, acme)
     response, took = timed(browser, "/queue")
     html = response.get_data(as_text=True)
     assert response.status_code == 200 and took < BUDGET, took
-    assert "Procore is unreachable since" in html and 'data-procore="down"' in html
+    assert "Procore is not answering; approvals will wait" in html and 'data-procore="down"' in html
     names = re.findall(r'<td class="project"><span class="clip"[^>]*>([^<]*)</span>', html)
     assert names and all(not name.isdigit() for name in names)  # names, not ids
     assert "of 60 tickets" in html
     response, took = timed(browser, f"/tickets/{pile[1].id}")
     html = response.get_data(as_text=True)
     assert response.status_code == 200 and took < BUDGET, took
-    assert "Procore is unreachable since" in html and "02-200.L" in html
+    assert "Procore is not answering; approvals will wait" in html and "02-200.L" in html
     # One clock: the queue's banner reads the jobsite's, as a ticket page on that site does.
-    since = re.search(r"unreachable since ([^(]+) \(", browser.get("/queue").get_data(
+    since = re.search(r"not answered since ([^(]+) \(", browser.get("/queue").get_data(
         as_text=True)).group(1)
     assert re.fullmatch(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2} [A-Z]{3,4}", since) and "UTC" not in since
-    assert any(f"unreachable since {since} (" in browser.get(f"/tickets/{t.id}").get_data(
+    assert any(f"not answered since {since} (" in browser.get(f"/tickets/{t.id}").get_data(
         as_text=True) for t in pile[:3])
     # The filter that needs the codes still answers in time.
     response, took = timed(browser, "/queue?to_check=1")
@@ -84,7 +86,7 @@ def test_nothing_known_yet_still_answers_in_time(app, client, acme, pile):
         projects.clear_caches()  # as in a process that never read anything
     response, took = timed(browser, "/queue")
     assert response.status_code == 200 and took < BUDGET, took
-    assert "Procore is unreachable since" in response.get_data(as_text=True)
+    assert "Procore is not answering; approvals will wait" in response.get_data(as_text=True)
 
 
 def test_approval_while_away_says_so_and_stays_available(app, client, acme, pile, sandbox_server):
@@ -112,7 +114,9 @@ def test_queue_with_procore_stopped_answers_fast_and_backs_off(app, acme, pile, 
     assert time.monotonic() - start < BUDGET
     assert noticed_away(app, acme)
     page.reload()
-    assert "Procore is unreachable since" in page.inner_text(".procore-down", timeout=2000)
+    assert "Procore is not answering; approvals will wait" in page.inner_text(".procore-down", timeout=2000)
+    from tests.test_learning import shot
+    shot(page, "queue-procore-away-tablet")
     started, finished, overlap = [], [], []
 
     def on_request(request):
@@ -132,3 +136,19 @@ def test_queue_with_procore_stopped_answers_fast_and_backs_off(app, acme, pile, 
     with page.expect_response(lambda r: "/queue" in r.url):
         page.clock.run_for(40_000)
     assert len(started) == 2 and max(overlap) == 1
+
+
+def test_a_bulk_approval_that_finds_procore_away_says_so_on_the_queue(app, client, acme, pile,
+                                                                     sandbox_server):
+    from tests.test_approval import origin_rows
+    browser = sign_in(app, client, acme)
+    target = next(t for t in pile if t.clean and t.signed)
+    html = browser.post("/queue/bulk", {"ids": [target.id]}, htmx=True).get_data(as_text=True)
+    assert "Procore is not answering" not in html
+    app.config["SANDBOX_URL"] = "http://127.0.0.1:9"  # what the pages read is still fresh
+    app.config["PROJECT_SYSTEM_READ_RETRIES"] = 0
+    done = browser.post("/queue/bulk/approve", {"ids": [target.id]}, htmx=True)
+    html = done.get_data(as_text=True)
+    assert "0 written" in html and "Procore is not answering; approvals will wait" in html
+    assert "Procore is not answering" in browser.get("/queue").get_data(as_text=True)
+    assert origin_rows(sandbox_server, "change_events", target.id) == []

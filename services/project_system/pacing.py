@@ -23,6 +23,10 @@ class Budget(Protocol):
         free (nothing taken)."""
         ...
 
+    def waiting(self, now: float) -> float:
+        """How many seconds a call made now would wait for the reset (0.0: none); nothing taken."""
+        ...
+
     def done(self, remaining: int | None, reset: float | None) -> None:
         """A taken call is over; its answer said `remaining` calls until `reset` (unix
         seconds), or said nothing (no answer, or no headers)."""
@@ -49,6 +53,11 @@ class LocalBudget:
             # (past the reset nothing is known until an answer says)
             self._in_flight += 1
             return 0.0
+
+    def waiting(self, now: float) -> float:
+        """How many seconds a call made now would wait for the reset (0.0: none); nothing taken."""
+        with self._lock:
+            return self._reset - now if now < self._reset and self._remaining <= 0 else 0.0
 
     def done(self, remaining: int | None, reset: float | None) -> None:
         """A taken call is over; its answer said `remaining` calls until `reset` (unix
@@ -95,6 +104,7 @@ class RedisBudget:
 
     def __init__(self, client: redis.Redis, key: str) -> None:
         self._key = key
+        self._client = client
         self._take = client.register_script(_TAKE)
         self._done = client.register_script(_DONE)
 
@@ -102,6 +112,13 @@ class RedisBudget:
         """Take one call (0.0: send it now, then `done`) or say how many seconds until one is
         free (nothing taken)."""
         return float(self._take(keys=[self._key], args=[repr(now)]))
+
+    def waiting(self, now: float) -> float:
+        """How many seconds a call made now would wait for the reset (0.0: none); nothing taken."""
+        remaining, reset = self._client.hmget(self._key, "remaining", "reset")
+        if reset is None or remaining is None or now >= float(reset) or int(remaining) > 0:
+            return 0.0
+        return float(reset) - now
 
     def done(self, remaining: int | None, reset: float | None) -> None:
         """A taken call is over; its answer said `remaining` calls until `reset` (unix
