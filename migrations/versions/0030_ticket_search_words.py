@@ -1,7 +1,7 @@
 """the words the queue search finds a ticket by: its lines and its sub
 
-Revision ID: 0028
-Revises: 0027
+Revision ID: 0030
+Revises: 0029
 Create Date: 2026-11-29 01:00:00
 
 A PM looks for "scissor", "ayudante" or "Sunbelt": what a line said and the sub live in the
@@ -15,8 +15,8 @@ import sqlalchemy as sa
 from services.learned_words import ticket_words
 
 
-revision = '0028'
-down_revision = '0027'
+revision = '0030'
+down_revision = '0029'
 branch_labels = None
 depends_on = None
 
