@@ -48,7 +48,10 @@
   var draftTimer = null;
   var draftReady = false;
   var draftRef = null;      // the phone's reference for the ticket being written
+  var photosRef = null;     // the reference of the ticket `photos` belongs to: kept only while it is draftRef
   var staging = false;
+  var preparing = Promise.resolve();  // photos being shrunk: Send waits for them
+  var preparingStep = null; // {number, count} while a photo is shrunk, for the tray
 
   var LANG = document.documentElement.lang || "en";
   // The page's words in the crew's language (one catalog with the server's), {name} filled in.
@@ -202,6 +205,7 @@
 
   function showQuietState() {
     return refreshTray().then(function (items) {
+      if (preparingStep && !form.hidden) { showPreparing(); return; }
       var waiting = items.filter(function (item) { return item.state === "waiting"; });
       if (waiting.length) { return showWaiting(); }
       if (correcting && !form.hidden) { showCorrecting(); return; }
@@ -344,7 +348,9 @@
       }
       return attempt(0);
     }).then(function (blob) {
-      return blobToDataUrl(blob).then(function (url) { return { dataUrl: url, size: blob.size }; });
+      return Promise.all([blobToDataUrl(blob), digestKey(blob)]).then(function (both) {
+        return { dataUrl: both[0], size: blob.size, key: both[1] };
+      });
     });
   }
 
@@ -485,13 +491,19 @@
     var room = MAX_PHOTOS - photos.length;
     var error = form.querySelector('[data-error-for="photos"]');
     error.textContent = files.length > room ? t("Only {count} photos fit on one ticket.", { count: num(MAX_PHOTOS) }) : "";
-    files.slice(0, Math.max(room, 0)).reduce(function (chain, file) {
+    var taking = files.slice(0, Math.max(room, 0));
+    var count = photos.length + taking.length;
+    // Shrunk one after another, after any still being shrunk; Send waits for all of them.
+    preparing = taking.reduce(function (chain, file, index) {
       return chain.then(function () {
+        preparingStep = { number: count - taking.length + index + 1, count: count };
+        if (!sending) { showPreparing(); }
         return readExif(file).then(function (exif) {
           return compress(file).then(function (result) { return [exif, result]; });
         }).then(function (both) {
           var exif = both[0], result = both[1];
-          photos.push({ key: photoKeyFor(), name: file.name || "photo.jpg", data_url: result.dataUrl, size: result.size,
+          if (photos.some(function (photo) { return photo.key === result.key; })) { return; }  // the same picture twice
+          photos.push({ key: result.key, name: file.name || "photo.jpg", data_url: result.dataUrl, size: result.size,
                         taken_at: exif.taken_at || localIso(new Date(file.lastModified || Date.now())),
                         coords: exif.coords || null });
           renderPhotos();
@@ -500,7 +512,17 @@
           error.textContent = t("Could not read {name}; try taking it again.", { name: file.name || t("a photo") });
         });
       });
-    }, Promise.resolve()).then(function () { input.value = ""; stagePhotos(); });
+    }, preparing).then(function () {
+      preparingStep = null;
+      input.value = "";
+      if (!sending) { showQuietState(); }
+      stagePhotos();
+    });
+  }
+
+  function showPreparing() {
+    showStatus("sending", t("Preparing photo {number} of {count}",
+                            { number: num(preparingStep.number), count: num(preparingStep.count) }));
   }
 
   photoInputs.forEach(function (input) {
@@ -509,21 +531,33 @@
 
   function photoKeyFor() { return "ph" + newClientRef().replace(/-/g, "").slice(0, 16); }
 
+  /* A photo's key: the digest of its bytes ("d" and 40 hex digits of SHA-256), so the office
+   * and the phone name the same picture alike on any ticket and its corrections. */
+  function digestKey(blob) {
+    if (!(window.crypto && crypto.subtle && crypto.subtle.digest)) { return Promise.resolve(photoKeyFor()); }
+    return blobBytes(blob).then(function (bytes) { return crypto.subtle.digest("SHA-256", bytes); }).then(function (hash) {
+      return "d" + Array.prototype.map.call(new Uint8Array(hash), function (b) {
+        return ("0" + b.toString(16)).slice(-2);
+      }).join("").slice(0, 40);
+    }).catch(function () { return photoKeyFor(); });
+  }
+
   /* Photos go ahead as they are taken, while the crew keeps writing: one at a time, under the
    * send lock, each remembered once the server holds it so sending the ticket skips it. */
   function stagePhotos() {
     if (!store || staging || !draftRef || !window.CaptureSend || navigator.onLine === false) { return Promise.resolve(); }
-    var todo = photos.filter(function (photo) { return !photo.staged && photo.key; });
+    // (a photo the office holds on the ticket being corrected is not sent again)
+    var todo = photos.filter(function (photo) { return !photo.staged && !photo.held && photo.key; });
     if (!todo.length) { return Promise.resolve(); }
     staging = true;
     var ref = draftRef;
     return window.CaptureSend.withLock(function () {
       return todo.reduce(function (chain, photo) {
         return chain.then(function (going) {
-          var number = photos.indexOf(photo) + 1;
+          var number = photos.indexOf(photo) + 1, of = photos.length;
           if (!going || ref !== draftRef || number === 0 || photo.staged) { return going; }
           return window.CaptureSend.stagePhoto(token, ref, photo, store, function (loaded, total) {
-            sayProgress({ part: "photo", number: number, of: photos.length, loaded: loaded, total: total });
+            if (ref === draftRef) { sayProgress({ part: "photo", number: number, of: of, loaded: loaded, total: total }); }
           }).then(function (result) {
             if (result.state !== "sent") {
               if (result.state === "later") { retrySoon(result.status); }
@@ -690,10 +724,12 @@
     clearErrors();
     ticketFields().forEach(function (name) { setField(name, payload[name]); });
     ROW_KINDS.forEach(function (kind) { fillRows(kind, payload[kind]); });
+    // Each photo keeps its key: what the office holds under it is not sent again.
     photos = (payload.photos || []).map(function (p) {
-      return { key: photoKeyFor(), name: p.name, data_url: p.data_url, taken_at: p.taken_at,
+      return { key: p.key || photoKeyFor(), name: p.name, data_url: p.data_url, taken_at: p.taken_at,
                coords: p.coords || null, size: 0 };
     });
+    photosRef = draftRef;
     renderPhotos();
     if (payload.signature) {
       setField("signature.name", payload.signature.name);
@@ -736,9 +772,11 @@
     draftTimer = setTimeout(saveDraftNow, 250);
   }
 
+  /* The form's photos, kept with the reference of the ticket they belong to; once that ticket
+   * is kept to send, nothing writes them back for the next one. */
   function savePhotos() {
-    if (!store || !draftReady) { return Promise.resolve(); }
-    return store.set(DRAFT_PHOTOS_KEY, photos.slice()).catch(function () {});
+    if (!store || !draftReady || photosRef !== draftRef) { return Promise.resolve(); }
+    return store.set(DRAFT_PHOTOS_KEY, { client_ref: draftRef, photos: photos.slice() }).catch(function () {});
   }
 
   function clearDraft() {
@@ -747,11 +785,21 @@
     return Promise.all([store.del(DRAFT_KEY), store.del(DRAFT_PHOTOS_KEY)]).catch(function () {});
   }
 
+  /* The draft and its photos, unless their ticket was kept to send or sent already (the page
+   * went away between keeping it and emptying the form): then the form starts empty. Photos
+   * are taken back only with the ticket they were taken for. */
   function restoreDraft() {
-    if (!store) { draftReady = true; return Promise.resolve(false); }
-    return Promise.all([store.get(DRAFT_KEY), store.get(DRAFT_PHOTOS_KEY)]).then(function (found) {
-      var draft = found[0], kept = found[1];
-      if (!draft && !(kept && kept.length)) { return false; }
+    if (!store) { draftReady = true; photosRef = draftRef; return Promise.resolve(false); }
+    return Promise.all([store.get(DRAFT_KEY), store.get(DRAFT_PHOTOS_KEY), store.keys()]).then(function (found) {
+      var draft = found[0], kept = found[1], keys = found[2].map(String);
+      function gone(ref) { return !!ref && (keys.indexOf(QUEUE_PREFIX + ref) >= 0 || keys.indexOf(SENT_PREFIX + ref) >= 0); }
+      if (draft && gone(draft.client_ref)) { draft = null; }
+      var keptRef = kept && !Array.isArray(kept) ? kept.client_ref : null;
+      var ours = Array.isArray(kept) ? !!draft  // kept before photos named their ticket
+        : !!keptRef && !gone(keptRef) && (!draft || !draft.client_ref || draft.client_ref === keptRef);
+      kept = !ours ? [] : Array.isArray(kept) ? kept.filter(function (photo) { return !gone(photo.staged); }) : kept.photos || [];
+      if (!draft && !kept.length) { return clearDraft().then(function () { return false; }); }
+      if (draft && draft.client_ref) { draftRef = draft.client_ref; } else if (keptRef && ours) { draftRef = keptRef; }
       draft = draft || { values: {}, rows: {} };
       Object.keys(draft.values || {}).forEach(function (name) { setField(name, draft.values[name]); });
       ROW_KINDS.forEach(function (kind) { if (draft.rows && draft.rows[kind]) { fillRows(kind, draft.rows[kind]); } });
@@ -762,10 +810,10 @@
       restoredKey = draft.restored_key || null;
       correcting = draft.correcting || null;  // a correction stays one after a reload or the camera
       correctingReference = draft.correcting_reference || null;
-      if (draft.client_ref) { draftRef = draft.client_ref; }
       photos.forEach(function (photo, index) { if (!photo.key) { photo.key = "p" + (index + 1); } });
       return true;
     }).catch(function () { return false; }).then(function (restored) {
+      photosRef = draftRef;
       draftReady = true;
       return restored;
     });
@@ -1047,7 +1095,7 @@
               button.type = "button";
               button.className = "secondary";
               button.textContent = t("Correct and send again");
-              button.addEventListener("click", function () { correct(ticket.reference, record); });
+              button.addEventListener("click", function () { correct(ticket, record); });
               item.appendChild(button);
             }
             list.appendChild(item);
@@ -1148,10 +1196,14 @@
     });
   }
 
-  function correct(reference, record) {
+  /* A sent-back ticket back in the form; the photos the office holds on it (by the keys, the
+   * digests, it reports) stay there and are not sent again. */
+  function correct(ticket, record) {
     fillForm(record.payload);
+    var held = ticket.photo_keys || [];
+    photos.forEach(function (photo) { photo.held = held.indexOf(photo.key) >= 0; });
     correcting = record.client_ref;
-    correctingReference = reference;
+    correctingReference = ticket.reference;
     form.hidden = false;
     document.getElementById("done").hidden = true;
     showCorrecting();
@@ -1345,6 +1397,7 @@
     form.reset();
     ROW_KINDS.forEach(function (kind) { fillRows(kind, []); });
     photos = [];
+    photosRef = draftRef;
     renderPhotos();
     restoreSignature(null);
     projectNotice.hidden = true;
@@ -1353,6 +1406,14 @@
 
   form.addEventListener("submit", function (event) {
     event.preventDefault();
+    var button = form.querySelector("button[type=submit]");
+    if (button.disabled) { return; }
+    button.disabled = true;
+    // A photo still being shrunk was taken for this ticket: it goes with it.
+    preparing.then(function () { button.disabled = false; sendForm(); });
+  });
+
+  function sendForm() {
     clearErrors();
     var problems = checkForm();
     if (problems.length) {
@@ -1363,12 +1424,16 @@
     var entry = { url: form.getAttribute("data-submit-url"), payload: buildPayload(), saved_at: new Date().toISOString(),
                   signature: signatureState(), project_id: projectId, project_name: projectName, token: token };
     var button = form.querySelector("button[type=submit]");
+    var ticketPhotos = photos;
     button.disabled = true;
     rememberMe(entry.payload);
     remember(entry).then(function () {
       // Safe on the phone from here on: only now may the form be emptied (the entry itself
-      // says which ticket it corrects; the next one corrects none).
+      // says which ticket it corrects; the next one corrects none). Its photos are the
+      // entry's now: the next ticket starts with none, whatever is still going up.
       draftRef = newClientRef();
+      photos = [];
+      photosRef = draftRef;
       correcting = correctingReference = null;
       return dropRestored().then(clearDraft).then(function () { return true; });
     }, function () { return false; }).then(function (kept) {
@@ -1406,8 +1471,13 @@
         if (outcome.state === "refused") {
           // Kept on the phone too, so closing the tab loses nothing.
           return keepRefused(entry, outcome).then(function (key) {
+            // Still this form's ticket, under its own reference: its photos come back to it.
             restoredKey = key;
+            draftRef = entry.payload.client_ref;
+            photos = ticketPhotos;
+            photosRef = draftRef;
             correcting = entry.payload.revises || null;
+            savePhotos();
             saveDraftNow();
             showErrors((outcome.body && outcome.body.error) || { details: [] });
             showStatus("refused", linkGone(outcome) ? t("Sent back: this link no longer works; ask your project manager for a new one. The ticket is kept on this phone.")
@@ -1424,7 +1494,7 @@
         return showLater(outcome).then(refreshTray);
       });
     });
-  });
+  }
 
   document.querySelectorAll("[data-record-another]").forEach(function (link) {
     link.addEventListener("click", function (event) {
