@@ -93,10 +93,24 @@
 
   /* ---- The tray: one line saying what happened, actions, and this phone's tickets. ---- */
 
+  /* The tray's one line. "Sending" stands only while the office acknowledges bytes: with no
+   * answer for STALE_MS it says so instead. */
+  var STALE_MS = 1000;
+  var staleTimer = null;
+
   function showStatus(kind, text) {
     statusBox.className = "queue-status " + kind;
     statusBox.textContent = text;
+    statusBox.title = text;
     trayActions.textContent = "";
+    clearTimeout(staleTimer);
+    if (kind === "sending") {
+      staleTimer = setTimeout(function () {
+        showStatus(navigator.onLine === false ? "saved" : "waiting-answer",
+                   navigator.onLine === false ? t("Waiting for signal") : t("Waiting for an answer…"));
+      }, STALE_MS);
+    }
+    if (kind !== "saved") { stopCountdown(); }
   }
 
   function trayButton(text, onClick) {
@@ -129,7 +143,7 @@
   }
 
   function refusedReason(entry) {
-    if (entry.status === 404 || entry.status === 410) { return t("its link no longer works"); }
+    if (entry.status === 404 || entry.status === 410) { return t("This link was closed by the office"); }
     if (entry.status === 413) { return t("the photos are too big"); }
     return t("some fields need fixing");
   }
@@ -157,7 +171,9 @@
     var project = entry.project_name ? entry.project_name + ": " : "";
     var state;
     if (item.state === "waiting") { state = t("Waiting to send"); }
-    else if (item.state === "sent-back") { state = t("Sent back: {reason}", { reason: entry.reason || refusedReason(entry) }); }
+    else if (item.state === "sent-back") {
+      state = linkGone(entry) ? refusedReason(entry) : t("Sent back: {reason}", { reason: entry.reason || refusedReason(entry) });
+    }
     else {
       state = t("Sent {reference} {time}", { reference: entry.reference, time: clock(entry.sent_at) });
       if (entry.photos_refused) { state += ". " + photosRefusedWords(entry.photos_refused); }
@@ -183,7 +199,8 @@
         li.appendChild(state);
         ticketList.appendChild(li);
       });
-      trayToggle.textContent = t("This phone's tickets ({count})", { count: num(items.length) });
+      trayToggle.textContent = num(items.length);  // the words are its name; the line keeps room for the tray's
+      trayToggle.setAttribute("aria-label", t("This phone's tickets ({count})", { count: num(items.length) }));
       return items;
     });
   }
@@ -194,13 +211,26 @@
     });
   }
 
+  /* Something waits to go: why, in one line; "Waiting for signal" only when the phone is
+   * offline, else when the next try starts, counted down. */
+  var countdown = null;
+
+  function stopCountdown() { if (countdown) { clearInterval(countdown); countdown = null; } }
+
   function showWaiting(prefix) {
-    return waitingCount().then(function (count) {
-      if (!count) { return; }
-      showStatus("saved", (prefix || "") + tn("{count} waiting. Kept on this phone; it sends by itself when there is signal.",
-                                              "{count} waiting. Kept on this phone; they send by themselves when there is signal.",
-                                              count, { count: num(count) }));
-    });
+    prefix = prefix || "";
+    if (navigator.onLine === false) { showStatus("saved", prefix + t("Waiting for signal")); return Promise.resolve(); }
+    if (!retryTimer) { showStatus("saved", prefix + t("Waiting to send")); return Promise.resolve(); }
+    function tick() {
+      if (navigator.onLine === false) { statusBox.textContent = prefix + t("Waiting for signal"); return; }
+      var seconds = Math.max(1, Math.ceil((retryAt - Date.now()) / 1000));
+      statusBox.textContent = prefix + t("Trying again in {seconds} s", { seconds: num(seconds) });
+      statusBox.title = statusBox.textContent;
+    }
+    showStatus("saved", "");
+    tick();
+    countdown = setInterval(function () { if (retryTimer) { tick(); } else { stopCountdown(); } }, 1000);
+    return Promise.resolve();
   }
 
   function showQuietState() {
@@ -209,9 +239,8 @@
       var waiting = items.filter(function (item) { return item.state === "waiting"; });
       if (waiting.length) { return showWaiting(); }
       if (correcting && !form.hidden) { showCorrecting(); return; }
-      if (!form.hidden && photos.some(function (photo) { return !photo.staged; })) {
-        showStatus("saved", t("Photos kept on this phone; they go when there is signal."));
-        return;
+      if (!form.hidden && photos.some(function (photo) { return !photo.staged && !photo.held; })) {
+        return showWaiting();
       }
       var last = items[0];
       if (!last) { showStatus("idle", t("Nothing waiting to send.")); return; }
@@ -227,6 +256,18 @@
   }
 
   trayToggle.addEventListener("click", function () { openList(ticketList.hidden); });
+
+  /* The page ends above the tray, so the tray never covers the form (the Send button, the
+   * bottom of the signature pad), upright or on its side. */
+  function makeRoomForTray() {
+    var tray = document.getElementById("tray");
+    var height = Math.ceil(tray.querySelector(".tray-main").getBoundingClientRect().height) + 24;
+    document.body.style.paddingBottom = height + "px";
+    document.documentElement.style.scrollPaddingBottom = height + "px";
+  }
+  if (window.ResizeObserver) { new ResizeObserver(makeRoomForTray).observe(document.getElementById("tray")); }
+  window.addEventListener("resize", makeRoomForTray);
+  makeRoomForTray();
   // Back to the form: the list folds away so it never covers what the crew is filling in.
   form.addEventListener("focusin", function () { if (!ticketList.hidden) { openList(false); } });
 
@@ -348,9 +389,7 @@
       }
       return attempt(0);
     }).then(function (blob) {
-      return Promise.all([blobToDataUrl(blob), digestKey(blob)]).then(function (both) {
-        return { dataUrl: both[0], size: blob.size, key: both[1] };
-      });
+      return blobToDataUrl(blob).then(function (url) { return { dataUrl: url, size: blob.size, blob: blob }; });
     });
   }
 
@@ -502,12 +541,19 @@
           return compress(file).then(function (result) { return [exif, result]; });
         }).then(function (both) {
           var exif = both[0], result = both[1];
-          if (photos.some(function (photo) { return photo.key === result.key; })) { return; }  // the same picture twice
-          photos.push({ key: result.key, name: file.name || "photo.jpg", data_url: result.dataUrl, size: result.size,
+          var photo = { name: file.name || "photo.jpg", data_url: result.dataUrl, size: result.size,
                         taken_at: exif.taken_at || localIso(new Date(file.lastModified || Date.now())),
-                        coords: exif.coords || null });
-          renderPhotos();
-          return savePhotos();
+                        coords: exif.coords || null };
+          return digestKey(result.blob, [photo.name, photo.taken_at, JSON.stringify(photo.coords)].join("|")).then(function (key) {
+            if (photos.some(function (other) { return other.key === key; })) {  // the same file picked twice
+              error.textContent = t("{name} is already on this ticket.", { name: photo.name });
+              return;
+            }
+            photo.key = key;
+            photos.push(photo);
+            renderPhotos();
+            return savePhotos();
+          });
         }).catch(function () {
           error.textContent = t("Could not read {name}; try taking it again.", { name: file.name || t("a photo") });
         });
@@ -521,7 +567,7 @@
   }
 
   function showPreparing() {
-    showStatus("sending", t("Preparing photo {number} of {count}",
+    showStatus("preparing", t("Preparing photo {number} of {count}",
                             { number: num(preparingStep.number), count: num(preparingStep.count) }));
   }
 
@@ -531,11 +577,14 @@
 
   function photoKeyFor() { return "ph" + newClientRef().replace(/-/g, "").slice(0, 16); }
 
-  /* A photo's key: the digest of its bytes ("d" and 40 hex digits of SHA-256), so the office
-   * and the phone name the same picture alike on any ticket and its corrections. */
-  function digestKey(blob) {
+  /* A photo's key: the digest of its bytes and what the phone says of it ("d" and 40 hex
+   * digits of SHA-256), so the office and the phone name the same photo alike on a ticket and
+   * its corrections. */
+  function digestKey(blob, about) {
     if (!(window.crypto && crypto.subtle && crypto.subtle.digest)) { return Promise.resolve(photoKeyFor()); }
-    return blobBytes(blob).then(function (bytes) { return crypto.subtle.digest("SHA-256", bytes); }).then(function (hash) {
+    return blobBytes(new Blob([blob, "\n" + about])).then(function (bytes) {
+      return crypto.subtle.digest("SHA-256", bytes);
+    }).then(function (hash) {
       return "d" + Array.prototype.map.call(new Uint8Array(hash), function (b) {
         return ("0" + b.toString(16)).slice(-2);
       }).join("").slice(0, 40);
@@ -556,8 +605,10 @@
         return chain.then(function (going) {
           var number = photos.indexOf(photo) + 1, of = photos.length;
           if (!going || ref !== draftRef || number === 0 || photo.staged) { return going; }
-          return window.CaptureSend.stagePhoto(token, ref, photo, store, function (loaded, total) {
-            if (ref === draftRef) { sayProgress({ part: "photo", number: number, of: of, loaded: loaded, total: total }); }
+          return window.CaptureSend.stagePhoto(token, ref, photo, store, function (loaded, total, acknowledged) {
+            if (ref === draftRef) {
+              sayProgress({ part: "photo", number: number, of: of, loaded: loaded, total: total, acknowledged: acknowledged });
+            }
           }).then(function (result) {
             if (result.state !== "sent") {
               if (result.state === "later") { retrySoon(result.status); }
@@ -973,6 +1024,7 @@
   function sayProgress(step) {
     if (step.part === "text") { showStatus("sending", t("Sending the ticket…")); return; }
     if (step.part === "signature") { showStatus("sending", t("Sending the signature…")); return; }
+    if (!step.acknowledged) { return; }  // where an earlier try stopped is no sign of signal
     var words = t("Sending photo {number} of {count}", { number: num(step.number), count: num(step.of) });
     if (step.total) {
       var share = Math.floor(100 * (step.loaded || 0) / step.total) / 100;
@@ -982,10 +1034,9 @@
     if (!progress.hidden && step.size) { progress.value = Math.floor(100 * (step.sent || 0) / step.size); }
   }
 
-  /* Why a ticket still waits, in front of "{count} waiting": no signal only when none answered. */
+  /* Why a ticket still waits, when the office said why. */
   function waitingWhy(status) {
-    if (status === 507) { return t("The office is out of space.") + " "; }
-    return !status || status === 408 ? t("No signal.") + " " : "";
+    return status === 507 ? t("The office is out of space.") + " " : "";
   }
 
   /* With the page open, a try the signal cut is tried again within seconds (2, 4, then every
@@ -995,11 +1046,13 @@
   var OFFICE_RETRY_MS = 60000;
   var retries = 0;
   var retryTimer = null;
+  var retryAt = 0;
 
   function retrySoon(status) {
     if (retryTimer) { return; }
     var wait = status && status !== 408 ? OFFICE_RETRY_MS : RETRY_MS[Math.min(retries, RETRY_MS.length - 1)];
     retries += 1;
+    retryAt = Date.now() + wait;
     retryTimer = setTimeout(function () {
       retryTimer = null;
       flushQueue();
@@ -1267,7 +1320,7 @@
                                     { old: entry.project_name, "new": projectName });
       projectNotice.hidden = false;
     }
-    showStatus("refused", gone ? t("Sent back: its link no longer works. Check it and send it from here.")
+    showStatus("refused", gone ? t("This link was closed by the office")
       : t("Sent back: some fields need fixing. Fix the marked fields and send it again."));
     saveDraftNow();
   }
@@ -1281,7 +1334,7 @@
         if (!entry) { return; }
         var here = !linkGone(entry) && entry.url === form.getAttribute("data-submit-url");
         if (here && formIsEmpty()) { restore(refused[0], entry); return; }
-        showStatus("refused", entry.project_name
+        showStatus("refused", linkGone(entry) ? refusedReason(entry) : entry.project_name
           ? t("Sent back: a ticket for {project} could not be sent because {reason}. It is kept on this phone.",
               { project: entry.project_name, reason: refusedReason(entry) })
           : t("Sent back: a ticket could not be sent because {reason}. It is kept on this phone.",
@@ -1311,7 +1364,8 @@
                 }
                 if (outcome.state === "refused") {
                   return keepRefused(entry, outcome).then(function () {
-                    showStatus("refused", t("Sent back: {reason}", { reason: refusedReason(outcome) }) + ".");
+                    showStatus("refused", linkGone(outcome) ? refusedReason(outcome)
+                      : t("Sent back: {reason}", { reason: refusedReason(outcome) }) + ".");
                   });
                 }
                 retrySoon(outcome.status);
@@ -1327,10 +1381,6 @@
 
   /* The tray once a try did not get everything through: why, and that it keeps trying. */
   function showLater(outcome) {
-    if (outcome.missing) {
-      showStatus("saved", t("Not all of it reached the office yet. It keeps trying."));
-      return Promise.resolve();
-    }
     return showWaiting(waitingWhy(outcome.status));
   }
 
@@ -1480,7 +1530,7 @@
             savePhotos();
             saveDraftNow();
             showErrors((outcome.body && outcome.body.error) || { details: [] });
-            showStatus("refused", linkGone(outcome) ? t("Sent back: this link no longer works; ask your project manager for a new one. The ticket is kept on this phone.")
+            showStatus("refused", linkGone(outcome) ? t("This link was closed by the office")
               : t("Sent back: some fields need fixing. Fix the marked fields and send it again."));
             refreshTray();
           });
@@ -1522,11 +1572,20 @@
       // The worker sends what waits in the background: the tray follows it, not "No signal".
       if (data.type === "sending") { showStatus("sending", t("Sending the ticket…")); }
       if (data.type === "progress" && data.step) { sayProgress(data.step); }
-      if (data.type === "waiting" && !sending) { showLater(data); retrySoon(data.status); }
+      if (data.type === "waiting" && !sending) { retrySoon(data.status); showLater(data); }
     });
   }
-  // Signal is back: send at once (the tray says "Sending" as soon as a sender starts).
-  window.addEventListener("online", retryNow);
+  // Signal is back: send at once (the tray says "Sending" as soon as the office answers).
+  window.addEventListener("online", function () {
+    retryNow();
+    if (!sending && !preparingStep) { showQuietState(); }
+  });
+  // Signal is gone: the tray says so at once, never "Sending" into nothing.
+  window.addEventListener("offline", function () {
+    if (/(^| )(sending|saved|waiting-answer)( |$)/.test(statusBox.className) && !preparingStep) {
+      showStatus("saved", t("Waiting for signal"));
+    }
+  });
   setUpSignature();
   setUpSignRequest();
   draftRef = newClientRef();
