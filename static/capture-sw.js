@@ -71,15 +71,21 @@ function languageOfCopy(cache, url) {
 }
 
 /* A kept page's other languages are kept too (each ?lang= its switch offers), so a link in
- * the crew's language opens in it with no signal even when the crew opened another first. */
+ * the crew's language opens in it with no signal even when the crew opened another first. A
+ * copy is fetched again only when it names other assets than the page (a new release), so
+ * no kept language runs an older script and a weak signal carries no page twice. */
 function keepLanguages(url, html) {
   var offered = {}, found, pattern = /href="\?lang=([A-Za-z-]+)"/g;
+  var own = /<html[^>]*\slang="([A-Za-z-]+)"/.exec(html), assets = assetsOf(html).sort().join(" ");
   while ((found = pattern.exec(html))) { offered[found[1]] = true; }
+  if (own) { delete offered[own[1]]; }  // this copy is that language's
   return caches.open(PAGE_CACHE).then(function (cache) {
     return Promise.all(Object.keys(offered).map(function (language) {
       var other = new URL(url.pathname + "?lang=" + language, url.origin);
       return cache.match(other.href, { ignoreVary: true }).then(function (have) {
-        if (have) { return null; }
+        return have ? have.text() : null;
+      }).then(function (kept) {
+        if (kept !== null && assetsOf(kept).sort().join(" ") === assets) { return null; }
         return fetch(other.href, { credentials: "omit" }).then(function (response) {
           return response.status === 200 ? storePage(other, response) : null;
         }).catch(function () {});

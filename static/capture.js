@@ -200,7 +200,7 @@
         ticketList.appendChild(li);
       });
       trayToggle.textContent = num(items.length);  // the words are its name; the line keeps room for the tray's
-      trayToggle.setAttribute("aria-label", t("This phone's tickets ({count})", { count: num(items.length) }));
+      trayToggle.setAttribute("aria-label", t("This phone's tickets") + " " + num(items.length));
       return items;
     });
   }
@@ -1586,6 +1586,8 @@
       showStatus("saved", t("Waiting for signal"));
     }
   });
+  // The language this page is in: with no signal, the next page opens in it too.
+  if (store) { store.set("capture-language", LANG).catch(function () {}); }
   setUpSignature();
   setUpSignRequest();
   draftRef = newClientRef();
