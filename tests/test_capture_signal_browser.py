@@ -119,8 +119,8 @@ def test_the_tray_follows_the_service_worker_and_never_says_no_signal_while_it_s
     page.reload()  # the worker controls the page from here on
     wait_for_script(page)
     fill_ticket(page)
+    signal.cut()  # before the photos, so none of them can go ahead: the worker sends them
     add_site_photos(page, 2)
-    signal.cut()
     page.click("button[type=submit]")
     page.wait_for_selector("#kept:not([hidden])")
     # (the worker may be trying too, as the browser wakes it: the tray says so until it fails)

@@ -161,6 +161,8 @@ def test_the_tray_is_one_line_that_never_covers_the_form(client, acme, live_serv
         assert send["y"] + send["height"] <= tray["y"], (send, tray)
         # Scrolled so the pad's bottom edge shows, the tray is below it, not over it.
         page.locator("#signature-pad").scroll_into_view_if_needed()
+        page.evaluate("document.getElementById('queue-status').textContent = 'Waiting for signal'")
+        page.screenshot(path=str(tmp_path / f"pad-{viewport['width']}.png"))
         pad = page.locator("#signature-pad").bounding_box()
         tray = page.locator("#tray").bounding_box()
         assert pad["y"] + pad["height"] <= tray["y"] + 1, (pad, tray)
