@@ -67,8 +67,7 @@ def shown_lines(lines: list[dict[str, Any]], amounts: bool) -> list[dict[str, An
 
 
 def priced(line: dict[str, Any]) -> bool:
-    """Whether a shown line carries a price: one with no amount, or nothing but zero (no rate
-    entered, none on the rate sheet), is priced by the office later, never shown as $0.00."""
+    """Whether a shown line carries a price (no amount, or zero, means the office prices it)."""
     amount = line.get("amount")
     return amount is not None and Decimal(str(amount)) != 0
 
