@@ -177,6 +177,7 @@ def _page(view: signing.SigningView, *, values: dict | None = None,
     values = values or {"name": request_record.signer_name, "role": request_record.signer_role or ""}
     return _signing_response(render_template(
         "signing/page.html", view=view, token=_token(), values=values, errors=errors or {},
+        priced=signatures.priced, all_priced=signatures.all_priced,
         reference=short_reference(view.ticket.id),
         expires=signing.on_jobsite_clock(request_record, request_record.expires_at),
         script_messages=i18n.script_messages("signing.js")), status=status)

@@ -98,8 +98,10 @@ def submit(token: str, payload: dict[str, Any], via: str) -> tuple[Ticket, bool]
     data = tickets.validate_ticket(payload)
     captured_via = via if via in CAPTURE_VIAS else "link"
     if isinstance(revises, str) and revises:
-        ticket, created = tickets.revise_ticket(link.company_id, link.token, revises[:64], data,
-                                                captured_via=captured_via, language=language)
+        ticket, created = tickets.revise_ticket(
+            link.company_id, link.token, revises[:64], data, captured_via=captured_via,
+            language=language,
+            keep_keys=[str(key) for key in keys[:12]] if isinstance(keys, list) else None)
     else:
         ticket, created = tickets.create_ticket(link.company_id, data, captured_via=captured_via,
                                                 link_token=link.token, project_checked=True,
@@ -137,6 +139,9 @@ def phone_tickets(token: str, client_refs: list[str]) -> list[dict[str, Any]]:
                       "description": ticket.description,
                       "version": 1 + sum(1 for d in ticket.decisions if d.action == "resubmitted"),
                       "signed": bool(ticket.signature),
+                      # the photos it holds, by the phone's keys (digests of their bytes): a
+                      # correction sends only the others
+                      "photo_keys": evidence.photo_keys(ticket.id),
                       "awaiting_signature": ticket.id in awaiting,
                       "can_request_signature": signing.signable(ticket)})
     return found

@@ -66,6 +66,17 @@ def shown_lines(lines: list[dict[str, Any]], amounts: bool) -> list[dict[str, An
     return shown
 
 
+def priced(line: dict[str, Any]) -> bool:
+    """Whether a shown line carries a price (no amount, or zero, means the office prices it)."""
+    amount = line.get("amount")
+    return amount is not None and Decimal(str(amount)) != 0
+
+
+def all_priced(lines: list[dict[str, Any]]) -> bool:
+    """Whether every shown line carries a price, so a total means what it says."""
+    return all(priced(line) for line in lines)
+
+
 def shown_content(ticket: TicketRecord, amounts: bool | None = None) -> dict[str, Any]:
     """What a signer is shown of a ticket, as plain data (the digest is taken of this)."""
     amounts = amounts_shown(ticket.company_id) if amounts is None else amounts

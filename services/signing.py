@@ -39,9 +39,11 @@ from services.errors import Conflict, NotFound, ServiceError
 from services.links import public_base_url
 from services.project_system.zones import on_clock
 from services.signatures import (
+    all_priced,
     amounts_shown,
     content_digest,
     open_conditions,
+    priced,
     record,
     shown_content,
     shown_lines,
@@ -390,10 +392,13 @@ def _mail_text(request: RequestRecord, ticket: TicketRecord, url: str, *, remind
         lines += [gettext("Work: %(text)s", text=ticket.description),
                   gettext("Why it is extra: %(text)s", text=ticket.reason),
                   gettext("Directed by: %(text)s", text=ticket.directed_by), ""]
-        for line in shown_lines(ticket.lines or [], amounts):
+        shown = shown_lines(ticket.lines or [], amounts)
+        for line in shown:
             lines.append("- " + line_text(line, amounts))
         if amounts:
-            lines.append(gettext("Total: $%(amount)s", amount=_money(ticket.total)))
+            lines.append(gettext("Total: $%(amount)s", amount=_money(ticket.total))
+                         if all_priced(shown)
+                         else gettext("Total") + ": " + gettext("Priced by the office"))
         lines += ["", gettext("See the photos and sign here (no account needed; the link works "
                               "until %(date)s):",
                               date=on_jobsite_clock(request, request.expires_at)), url, "",
@@ -421,8 +426,9 @@ def line_text(line: dict[str, Any], amounts: bool) -> str:
                        quantity=line["quantity"])
     else:
         text = gettext("Markup: %(what)s", what=line["description"])
-    if amounts and line.get("amount") is not None:
-        text += f" (${_money(line['amount'])})"
+    if amounts:
+        text += f" (${_money(line['amount'])})" if priced(line) \
+            else f" ({gettext('Priced by the office')})"
     return text
 
 

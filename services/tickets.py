@@ -134,13 +134,16 @@ def _answer_without_waiting(company_id: int, ticket_id: str) -> Ticket:
 
 
 def revise_ticket(company_id: int, link_token: str, revises: str, data: TicketInput, *,
-                  captured_via: str, language: str | None = None) -> tuple[Ticket, bool]:
+                  captured_via: str, language: str | None = None,
+                  keep_keys: list[str] | None = None) -> tuple[Ticket, bool]:
     """A crew's corrected version of a ticket sent back to them, from the link it came through.
 
     The same ticket takes the new content under the new client reference and goes back to
     'Needs review'; its decision history is kept and gains a 'resubmitted' entry naming the
     version. Sending the same correction again (same client_ref) returns it unchanged. The
-    answer is routed without waiting on the project system, as a new ticket's is.
+    answer is routed without waiting on the project system, as a new ticket's is. Photos the
+    ticket holds under a key the correction still lists (`keep_keys`, the phone's digests)
+    stay on it, so the phone sends only the photos that are new.
     """
     if data.client_ref:
         existing = id_for_client_ref(company_id, data.client_ref, link_token)
@@ -159,7 +162,12 @@ def revise_ticket(company_id: int, link_token: str, revises: str, data: TicketIn
         current = locked(session, sent.id)
         _check_sent_back(current.status)
         version = 2 + sum(1 for d in current.decisions if d.action == "resubmitted")
-        session.execute(delete(TicketPhoto).where(TicketPhoto.ticket_id == current.id))
+        order = {key: index for index, key in enumerate(keep_keys or [])}
+        kept = sorted((p for p in current.photos if p.client_key in order),
+                      key=lambda p: order[p.client_key])
+        session.execute(delete(TicketPhoto).where(
+            TicketPhoto.ticket_id == current.id,
+            TicketPhoto.id.not_in([p.id for p in kept])))
         session.expire(current, ["photos"])
         before, earlier = signatures.content_digest(current), current.signature
         for name, value in values.items():
@@ -168,8 +176,11 @@ def revise_ticket(company_id: int, link_token: str, revises: str, data: TicketIn
         signatures.void_if_changed(current, before, earlier)
         current.captured_via = captured_via
         current.language = language or current.language
+        for position, photo in enumerate(kept):
+            photo.position = position
         for row in photo_rows:
-            current.photos.append(TicketPhoto(**row))
+            current.photos.append(TicketPhoto(**dict(row, position=len(kept) + row["position"])))
+        current.photo_count = len(kept) + len(photo_rows)
         current.status = "submitted"
         append_decision(current, "resubmitted", data.captured_by or "the crew",
                         f"version {version}")

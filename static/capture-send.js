@@ -202,24 +202,30 @@ var CaptureSend = (function () {
             var key = photoKey(photo, index), blob = blobs[index];
             if (holds(key) || done.photos[key] === "refused") { settled += blob.size; return last; }
             var step = { part: "photo", number: index + 1, of: photos.length, total: blob.size, size: size };
-            function tell(offset) {
+            // acknowledged: the office's answer to a piece, not where an earlier try stopped
+            function tell(offset, acknowledged) {
               step.loaded = offset;
               step.sent = settled + offset;
+              step.acknowledged = acknowledged;
               say(step);
             }
-            tell(done.offsets[key] || 0);
+            tell(done.offsets[key] || 0, false);
             var coords = photo.coords || {};
             var url = partsBase(entry) + "/photos/" + encodeURIComponent(key) +
               query({ name: photo.name, taken_at: photo.taken_at, lat: coords.lat, lng: coords.lng });
             return sendPieces(url, blob, done.offsets[key] || 0, function (offset) {
               done.offsets[key] = offset;
-              tell(offset);
+              tell(offset, true);
               return keep();
             }).then(function (result) {
               if (result.state === "sent" || refusedForGood(result)) {
                 // Kept by the server, or an image it can never take (not an image, too big, or a
                 // ticket written or already holding 12 photos): either way, not sent again.
-                if (result.state === "sent") { answer = result.body || answer; done.photos[key] = true; }
+                if (result.state === "sent") {
+                  answer = result.body || answer;
+                  done.photos[key] = true;
+                  tell(blob.size, true);  // its last piece, acknowledged
+                }
                 else { done.photos[key] = "refused"; }
                 delete done.offsets[key];
                 settled += blob.size;
@@ -282,7 +288,8 @@ var CaptureSend = (function () {
   function forget(store, ref) { return store.del(PROGRESS_PREFIX + ref).catch(function () {}); }
 
   /* A photo sent ahead while its ticket is still being written (PUT .../drafts/<ref>/photos/<key>),
-   * a piece at a time like any other; onProgress(acknowledged, total) after each piece. */
+   * a piece at a time like any other; onProgress(offset, total, acknowledged) before the first
+   * piece (where an earlier try stopped) and after each piece the office kept. */
   function stagePhoto(token, ref, photo, store, onProgress) {
     var coords = photo.coords || {};
     var url = "/c/" + encodeURIComponent(token) + "/drafts/" + encodeURIComponent(ref) + "/photos/" +
@@ -290,13 +297,16 @@ var CaptureSend = (function () {
     var blob = toBlob(photo.data_url);
     return progressOf(store, ref).then(function (done) {
       var from = done.offsets[photo.key] || 0;
-      if (onProgress) { onProgress(from, blob.size); }
+      if (onProgress) { onProgress(from, blob.size, false); }
       return sendPieces(url, blob, from, function (offset) {
-        if (onProgress) { onProgress(offset, blob.size); }
+        if (onProgress) { onProgress(offset, blob.size, true); }
         return progressOf(store, ref).then(function (now) {
           now.offsets[photo.key] = offset;
           return store.set(PROGRESS_PREFIX + ref, now);
         }).catch(function () {});
+      }).then(function (result) {
+        if (result.state === "sent" && onProgress) { onProgress(blob.size, blob.size, true); }
+        return result;
       });
     });
   }

@@ -11,6 +11,7 @@ var QUEUE_PREFIX = "ticket:";
 var REFUSED_PREFIX = "refused:";
 var PAGE_CACHE = "capture-pages-v1";
 var NETWORK_WAIT_MS = 4000;
+var LANGUAGE_KEY = "capture-language";  // the language the crew's pages were last shown in
 var PAGE_PATH = /^\/c\/[A-Za-z0-9_-]+(\/[qs])?$/;
 
 function kept(url) {
@@ -32,19 +33,64 @@ function forgetLink(url) {
 
 /* The kept copy that answers for an address with no signal: its own; for a page with none, the
  * copy of another form of the same link (QR code, text message, plain link, another ?lang=),
- * the same path first, then the newest kept (keys are in the order they were put). The page's
- * script reads from its own address which form the crew opened. */
+ * the same path first, then the newest kept (keys are in the order they were put). A copy in
+ * the crew's language comes first: the one the address asks for (?lang=), else the one the
+ * crew's pages were last shown in. The page's script reads from its own address which form
+ * the crew opened. */
 function keptCopy(cache, url) {
-  return cache.match(url.href, { ignoreVary: true }).then(function (copy) {
-    if (copy || !PAGE_PATH.test(url.pathname)) { return copy; }
-    return cache.keys().then(function (requests) {
-      var forms = requests.map(function (request) { return new URL(request.url); }).filter(function (other) {
-        return PAGE_PATH.test(other.pathname) && linkOf(other) === linkOf(url);
+  if (!PAGE_PATH.test(url.pathname)) { return cache.match(url.href, { ignoreVary: true }); }
+  var asked = url.searchParams.get("lang");
+  var language = asked ? Promise.resolve(asked) : idbKeyval.get(LANGUAGE_KEY).catch(function () { return null; });
+  return Promise.all([language, cache.keys()]).then(function (found) {
+    var wanted = found[0];
+    var forms = found[1].map(function (request) { return new URL(request.url); }).filter(function (other) {
+      return PAGE_PATH.test(other.pathname) && linkOf(other) === linkOf(url);
+    });
+    return Promise.all(forms.map(function (other) { return languageOfCopy(cache, other); })).then(function (languages) {
+      function rank(other, index) {
+        return (wanted && languages[index] === wanted ? 4 : 0) + (other.href === url.href ? 2 : 0) +
+          (other.pathname === url.pathname ? 1 : 0);
+      }
+      var best = null, bestRank = -1;
+      forms.forEach(function (other, index) {  // the newest of the best, as keys come oldest first
+        if (rank(other, index) >= bestRank) { best = other; bestRank = rank(other, index); }
       });
-      var samePath = forms.filter(function (other) { return other.pathname === url.pathname; });
-      var best = (samePath.length ? samePath : forms).pop();
       return best ? cache.match(best.href, { ignoreVary: true }) : undefined;
     });
+  });
+}
+
+/* The language a kept page is in (its <html lang>). */
+function languageOfCopy(cache, url) {
+  return cache.match(url.href, { ignoreVary: true }).then(function (copy) {
+    return copy ? copy.text() : "";
+  }).then(function (html) {
+    var found = /<html[^>]*\slang="([A-Za-z-]+)"/.exec(html);
+    return found ? found[1] : null;
+  });
+}
+
+/* A kept page's other languages are kept too (each ?lang= its switch offers), so a link in
+ * the crew's language opens in it with no signal even when the crew opened another first. A
+ * copy is fetched again only when it names other assets than the page (a new release), so
+ * no kept language runs an older script and a weak signal carries no page twice. */
+function keepLanguages(url, html) {
+  var offered = {}, found, pattern = /href="\?lang=([A-Za-z-]+)"/g;
+  var own = /<html[^>]*\slang="([A-Za-z-]+)"/.exec(html), assets = assetsOf(html).sort().join(" ");
+  while ((found = pattern.exec(html))) { offered[found[1]] = true; }
+  if (own) { delete offered[own[1]]; }  // this copy is that language's
+  return caches.open(PAGE_CACHE).then(function (cache) {
+    return Promise.all(Object.keys(offered).map(function (language) {
+      var other = new URL(url.pathname + "?lang=" + language, url.origin);
+      return cache.match(other.href, { ignoreVary: true }).then(function (have) {
+        return have ? have.text() : null;
+      }).then(function (kept) {
+        if (kept !== null && assetsOf(kept).sort().join(" ") === assets) { return null; }
+        return fetch(other.href, { credentials: "omit" }).then(function (response) {
+          return response.status === 200 ? storePage(other, response) : null;
+        }).catch(function () {});
+      });
+    }));
   });
 }
 
@@ -115,7 +161,12 @@ function storePage(url, response) {
 }
 
 function store(url, response) {
-  if (response.status === 200 && PAGE_PATH.test(url.pathname)) { return storePage(url, response); }
+  if (response.status === 200 && PAGE_PATH.test(url.pathname)) {
+    var html = response.clone().text();
+    return storePage(url, response).then(function () { return html; }).then(function (text) {
+      return keepLanguages(url, text);
+    });
+  }
   if (response.status === 200) {
     var copy = response.clone();
     return caches.open(PAGE_CACHE).then(function (cache) { return cache.put(url.href, copy); });

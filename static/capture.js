@@ -48,7 +48,10 @@
   var draftTimer = null;
   var draftReady = false;
   var draftRef = null;      // the phone's reference for the ticket being written
+  var photosRef = null;     // the reference of the ticket `photos` belongs to: kept only while it is draftRef
   var staging = false;
+  var preparing = Promise.resolve();  // photos being shrunk: Send waits for them
+  var preparingStep = null; // {number, count} while a photo is shrunk, for the tray
 
   var LANG = document.documentElement.lang || "en";
   // The page's words in the crew's language (one catalog with the server's), {name} filled in.
@@ -90,10 +93,24 @@
 
   /* ---- The tray: one line saying what happened, actions, and this phone's tickets. ---- */
 
+  /* The tray's one line. "Sending" stands only while the office acknowledges bytes: with no
+   * answer for STALE_MS it says so instead. */
+  var STALE_MS = 1000;
+  var staleTimer = null;
+
   function showStatus(kind, text) {
     statusBox.className = "queue-status " + kind;
     statusBox.textContent = text;
+    statusBox.title = text;
     trayActions.textContent = "";
+    clearTimeout(staleTimer);
+    if (kind === "sending") {
+      staleTimer = setTimeout(function () {
+        showStatus(navigator.onLine === false ? "saved" : "waiting-answer",
+                   navigator.onLine === false ? t("Waiting for signal") : t("Waiting for an answer…"));
+      }, STALE_MS);
+    }
+    if (kind !== "saved") { stopCountdown(); }
   }
 
   function trayButton(text, onClick) {
@@ -126,7 +143,7 @@
   }
 
   function refusedReason(entry) {
-    if (entry.status === 404 || entry.status === 410) { return t("its link no longer works"); }
+    if (entry.status === 404 || entry.status === 410) { return t("This link was closed by the office"); }
     if (entry.status === 413) { return t("the photos are too big"); }
     return t("some fields need fixing");
   }
@@ -154,7 +171,9 @@
     var project = entry.project_name ? entry.project_name + ": " : "";
     var state;
     if (item.state === "waiting") { state = t("Waiting to send"); }
-    else if (item.state === "sent-back") { state = t("Sent back: {reason}", { reason: entry.reason || refusedReason(entry) }); }
+    else if (item.state === "sent-back") {
+      state = linkGone(entry) ? refusedReason(entry) : t("Sent back: {reason}", { reason: entry.reason || refusedReason(entry) });
+    }
     else {
       state = t("Sent {reference} {time}", { reference: entry.reference, time: clock(entry.sent_at) });
       if (entry.photos_refused) { state += ". " + photosRefusedWords(entry.photos_refused); }
@@ -180,7 +199,8 @@
         li.appendChild(state);
         ticketList.appendChild(li);
       });
-      trayToggle.textContent = t("This phone's tickets ({count})", { count: num(items.length) });
+      trayToggle.textContent = num(items.length);  // the words are its name; the line keeps room for the tray's
+      trayToggle.setAttribute("aria-label", t("This phone's tickets") + " " + num(items.length));
       return items;
     });
   }
@@ -191,23 +211,36 @@
     });
   }
 
+  /* Something waits to go: why, in one line; "Waiting for signal" only when the phone is
+   * offline, else when the next try starts, counted down. */
+  var countdown = null;
+
+  function stopCountdown() { if (countdown) { clearInterval(countdown); countdown = null; } }
+
   function showWaiting(prefix) {
-    return waitingCount().then(function (count) {
-      if (!count) { return; }
-      showStatus("saved", (prefix || "") + tn("{count} waiting. Kept on this phone; it sends by itself when there is signal.",
-                                              "{count} waiting. Kept on this phone; they send by themselves when there is signal.",
-                                              count, { count: num(count) }));
-    });
+    prefix = prefix || "";
+    if (navigator.onLine === false) { showStatus("saved", prefix + t("Waiting for signal")); return Promise.resolve(); }
+    if (!retryTimer) { showStatus("saved", prefix + t("Waiting to send")); return Promise.resolve(); }
+    function tick() {
+      if (navigator.onLine === false) { statusBox.textContent = prefix + t("Waiting for signal"); return; }
+      var seconds = Math.max(1, Math.ceil((retryAt - Date.now()) / 1000));
+      statusBox.textContent = prefix + t("Trying again in {seconds} s", { seconds: num(seconds) });
+      statusBox.title = statusBox.textContent;
+    }
+    showStatus("saved", "");
+    tick();
+    countdown = setInterval(function () { if (retryTimer) { tick(); } else { stopCountdown(); } }, 1000);
+    return Promise.resolve();
   }
 
   function showQuietState() {
     return refreshTray().then(function (items) {
+      if (preparingStep && !form.hidden) { showPreparing(); return; }
       var waiting = items.filter(function (item) { return item.state === "waiting"; });
       if (waiting.length) { return showWaiting(); }
       if (correcting && !form.hidden) { showCorrecting(); return; }
-      if (!form.hidden && photos.some(function (photo) { return !photo.staged; })) {
-        showStatus("saved", t("Photos kept on this phone; they go when there is signal."));
-        return;
+      if (!form.hidden && photos.some(function (photo) { return !photo.staged && !photo.held; })) {
+        return showWaiting();
       }
       var last = items[0];
       if (!last) { showStatus("idle", t("Nothing waiting to send.")); return; }
@@ -223,6 +256,18 @@
   }
 
   trayToggle.addEventListener("click", function () { openList(ticketList.hidden); });
+
+  /* The page ends above the tray, so the tray never covers the form (the Send button, the
+   * bottom of the signature pad), upright or on its side. */
+  function makeRoomForTray() {
+    var tray = document.getElementById("tray");
+    var height = Math.ceil(tray.querySelector(".tray-main").getBoundingClientRect().height) + 24;
+    document.body.style.paddingBottom = height + "px";
+    document.documentElement.style.scrollPaddingBottom = height + "px";
+  }
+  if (window.ResizeObserver) { new ResizeObserver(makeRoomForTray).observe(document.getElementById("tray")); }
+  window.addEventListener("resize", makeRoomForTray);
+  makeRoomForTray();
   // Back to the form: the list folds away so it never covers what the crew is filling in.
   form.addEventListener("focusin", function () { if (!ticketList.hidden) { openList(false); } });
 
@@ -344,7 +389,7 @@
       }
       return attempt(0);
     }).then(function (blob) {
-      return blobToDataUrl(blob).then(function (url) { return { dataUrl: url, size: blob.size }; });
+      return blobToDataUrl(blob).then(function (url) { return { dataUrl: url, size: blob.size, blob: blob }; });
     });
   }
 
@@ -485,22 +530,45 @@
     var room = MAX_PHOTOS - photos.length;
     var error = form.querySelector('[data-error-for="photos"]');
     error.textContent = files.length > room ? t("Only {count} photos fit on one ticket.", { count: num(MAX_PHOTOS) }) : "";
-    files.slice(0, Math.max(room, 0)).reduce(function (chain, file) {
+    var taking = files.slice(0, Math.max(room, 0));
+    var count = photos.length + taking.length;
+    // Shrunk one after another, after any still being shrunk; Send waits for all of them.
+    preparing = taking.reduce(function (chain, file, index) {
       return chain.then(function () {
+        preparingStep = { number: count - taking.length + index + 1, count: count };
+        if (!sending) { showPreparing(); }
         return readExif(file).then(function (exif) {
           return compress(file).then(function (result) { return [exif, result]; });
         }).then(function (both) {
           var exif = both[0], result = both[1];
-          photos.push({ key: photoKeyFor(), name: file.name || "photo.jpg", data_url: result.dataUrl, size: result.size,
+          var photo = { name: file.name || "photo.jpg", data_url: result.dataUrl, size: result.size,
                         taken_at: exif.taken_at || localIso(new Date(file.lastModified || Date.now())),
-                        coords: exif.coords || null });
-          renderPhotos();
-          return savePhotos();
+                        coords: exif.coords || null };
+          return digestKey(result.blob, [photo.name, photo.taken_at, JSON.stringify(photo.coords)].join("|")).then(function (key) {
+            if (photos.some(function (other) { return other.key === key; })) {  // the same file picked twice
+              error.textContent = t("{name} is already on this ticket.", { name: photo.name });
+              return;
+            }
+            photo.key = key;
+            photos.push(photo);
+            renderPhotos();
+            return savePhotos();
+          });
         }).catch(function () {
           error.textContent = t("Could not read {name}; try taking it again.", { name: file.name || t("a photo") });
         });
       });
-    }, Promise.resolve()).then(function () { input.value = ""; stagePhotos(); });
+    }, preparing).then(function () {
+      preparingStep = null;
+      input.value = "";
+      if (!sending) { showQuietState(); }
+      stagePhotos();
+    });
+  }
+
+  function showPreparing() {
+    showStatus("preparing", t("Preparing photo {number} of {count}",
+                            { number: num(preparingStep.number), count: num(preparingStep.count) }));
   }
 
   photoInputs.forEach(function (input) {
@@ -509,21 +577,38 @@
 
   function photoKeyFor() { return "ph" + newClientRef().replace(/-/g, "").slice(0, 16); }
 
+  /* A photo's key: the digest of its bytes and what the phone says of it ("d" and 40 hex
+   * digits of SHA-256), so the office and the phone name the same photo alike on a ticket and
+   * its corrections. */
+  function digestKey(blob, about) {
+    if (!(window.crypto && crypto.subtle && crypto.subtle.digest)) { return Promise.resolve(photoKeyFor()); }
+    return blobBytes(new Blob([blob, "\n" + about])).then(function (bytes) {
+      return crypto.subtle.digest("SHA-256", bytes);
+    }).then(function (hash) {
+      return "d" + Array.prototype.map.call(new Uint8Array(hash), function (b) {
+        return ("0" + b.toString(16)).slice(-2);
+      }).join("").slice(0, 40);
+    }).catch(function () { return photoKeyFor(); });
+  }
+
   /* Photos go ahead as they are taken, while the crew keeps writing: one at a time, under the
    * send lock, each remembered once the server holds it so sending the ticket skips it. */
   function stagePhotos() {
     if (!store || staging || !draftRef || !window.CaptureSend || navigator.onLine === false) { return Promise.resolve(); }
-    var todo = photos.filter(function (photo) { return !photo.staged && photo.key; });
+    // (a photo the office holds on the ticket being corrected is not sent again)
+    var todo = photos.filter(function (photo) { return !photo.staged && !photo.held && photo.key; });
     if (!todo.length) { return Promise.resolve(); }
     staging = true;
     var ref = draftRef;
     return window.CaptureSend.withLock(function () {
       return todo.reduce(function (chain, photo) {
         return chain.then(function (going) {
-          var number = photos.indexOf(photo) + 1;
+          var number = photos.indexOf(photo) + 1, of = photos.length;
           if (!going || ref !== draftRef || number === 0 || photo.staged) { return going; }
-          return window.CaptureSend.stagePhoto(token, ref, photo, store, function (loaded, total) {
-            sayProgress({ part: "photo", number: number, of: photos.length, loaded: loaded, total: total });
+          return window.CaptureSend.stagePhoto(token, ref, photo, store, function (loaded, total, acknowledged) {
+            if (ref === draftRef) {
+              sayProgress({ part: "photo", number: number, of: of, loaded: loaded, total: total, acknowledged: acknowledged });
+            }
           }).then(function (result) {
             if (result.state !== "sent") {
               if (result.state === "later") { retrySoon(result.status); }
@@ -690,10 +775,12 @@
     clearErrors();
     ticketFields().forEach(function (name) { setField(name, payload[name]); });
     ROW_KINDS.forEach(function (kind) { fillRows(kind, payload[kind]); });
+    // Each photo keeps its key: what the office holds under it is not sent again.
     photos = (payload.photos || []).map(function (p) {
-      return { key: photoKeyFor(), name: p.name, data_url: p.data_url, taken_at: p.taken_at,
+      return { key: p.key || photoKeyFor(), name: p.name, data_url: p.data_url, taken_at: p.taken_at,
                coords: p.coords || null, size: 0 };
     });
+    photosRef = draftRef;
     renderPhotos();
     if (payload.signature) {
       setField("signature.name", payload.signature.name);
@@ -736,9 +823,11 @@
     draftTimer = setTimeout(saveDraftNow, 250);
   }
 
+  /* The form's photos, kept with the reference of the ticket they belong to; once that ticket
+   * is kept to send, nothing writes them back for the next one. */
   function savePhotos() {
-    if (!store || !draftReady) { return Promise.resolve(); }
-    return store.set(DRAFT_PHOTOS_KEY, photos.slice()).catch(function () {});
+    if (!store || !draftReady || photosRef !== draftRef) { return Promise.resolve(); }
+    return store.set(DRAFT_PHOTOS_KEY, { client_ref: draftRef, photos: photos.slice() }).catch(function () {});
   }
 
   function clearDraft() {
@@ -747,11 +836,21 @@
     return Promise.all([store.del(DRAFT_KEY), store.del(DRAFT_PHOTOS_KEY)]).catch(function () {});
   }
 
+  /* The draft and its photos, unless their ticket was kept to send or sent already (the page
+   * went away between keeping it and emptying the form): then the form starts empty. Photos
+   * are taken back only with the ticket they were taken for. */
   function restoreDraft() {
-    if (!store) { draftReady = true; return Promise.resolve(false); }
-    return Promise.all([store.get(DRAFT_KEY), store.get(DRAFT_PHOTOS_KEY)]).then(function (found) {
-      var draft = found[0], kept = found[1];
-      if (!draft && !(kept && kept.length)) { return false; }
+    if (!store) { draftReady = true; photosRef = draftRef; return Promise.resolve(false); }
+    return Promise.all([store.get(DRAFT_KEY), store.get(DRAFT_PHOTOS_KEY), store.keys()]).then(function (found) {
+      var draft = found[0], kept = found[1], keys = found[2].map(String);
+      function gone(ref) { return !!ref && (keys.indexOf(QUEUE_PREFIX + ref) >= 0 || keys.indexOf(SENT_PREFIX + ref) >= 0); }
+      if (draft && gone(draft.client_ref)) { draft = null; }
+      var keptRef = kept && !Array.isArray(kept) ? kept.client_ref : null;
+      var ours = Array.isArray(kept) ? !!draft  // kept before photos named their ticket
+        : !!keptRef && !gone(keptRef) && (!draft || !draft.client_ref || draft.client_ref === keptRef);
+      kept = !ours ? [] : Array.isArray(kept) ? kept.filter(function (photo) { return !gone(photo.staged); }) : kept.photos || [];
+      if (!draft && !kept.length) { return clearDraft().then(function () { return false; }); }
+      if (draft && draft.client_ref) { draftRef = draft.client_ref; } else if (keptRef && ours) { draftRef = keptRef; }
       draft = draft || { values: {}, rows: {} };
       Object.keys(draft.values || {}).forEach(function (name) { setField(name, draft.values[name]); });
       ROW_KINDS.forEach(function (kind) { if (draft.rows && draft.rows[kind]) { fillRows(kind, draft.rows[kind]); } });
@@ -762,10 +861,10 @@
       restoredKey = draft.restored_key || null;
       correcting = draft.correcting || null;  // a correction stays one after a reload or the camera
       correctingReference = draft.correcting_reference || null;
-      if (draft.client_ref) { draftRef = draft.client_ref; }
       photos.forEach(function (photo, index) { if (!photo.key) { photo.key = "p" + (index + 1); } });
       return true;
     }).catch(function () { return false; }).then(function (restored) {
+      photosRef = draftRef;
       draftReady = true;
       return restored;
     });
@@ -925,6 +1024,7 @@
   function sayProgress(step) {
     if (step.part === "text") { showStatus("sending", t("Sending the ticket…")); return; }
     if (step.part === "signature") { showStatus("sending", t("Sending the signature…")); return; }
+    if (!step.acknowledged) { return; }  // where an earlier try stopped is no sign of signal
     var words = t("Sending photo {number} of {count}", { number: num(step.number), count: num(step.of) });
     if (step.total) {
       var share = Math.floor(100 * (step.loaded || 0) / step.total) / 100;
@@ -934,10 +1034,9 @@
     if (!progress.hidden && step.size) { progress.value = Math.floor(100 * (step.sent || 0) / step.size); }
   }
 
-  /* Why a ticket still waits, in front of "{count} waiting": no signal only when none answered. */
+  /* Why a ticket still waits, when the office said why. */
   function waitingWhy(status) {
-    if (status === 507) { return t("The office is out of space.") + " "; }
-    return !status || status === 408 ? t("No signal.") + " " : "";
+    return status === 507 ? t("The office is out of space.") + " " : "";
   }
 
   /* With the page open, a try the signal cut is tried again within seconds (2, 4, then every
@@ -947,11 +1046,13 @@
   var OFFICE_RETRY_MS = 60000;
   var retries = 0;
   var retryTimer = null;
+  var retryAt = 0;
 
   function retrySoon(status) {
     if (retryTimer) { return; }
     var wait = status && status !== 408 ? OFFICE_RETRY_MS : RETRY_MS[Math.min(retries, RETRY_MS.length - 1)];
     retries += 1;
+    retryAt = Date.now() + wait;
     retryTimer = setTimeout(function () {
       retryTimer = null;
       flushQueue();
@@ -1047,7 +1148,7 @@
               button.type = "button";
               button.className = "secondary";
               button.textContent = t("Correct and send again");
-              button.addEventListener("click", function () { correct(ticket.reference, record); });
+              button.addEventListener("click", function () { correct(ticket, record); });
               item.appendChild(button);
             }
             list.appendChild(item);
@@ -1148,10 +1249,14 @@
     });
   }
 
-  function correct(reference, record) {
+  /* A sent-back ticket back in the form; the photos the office holds on it (by the keys, the
+   * digests, it reports) stay there and are not sent again. */
+  function correct(ticket, record) {
     fillForm(record.payload);
+    var held = ticket.photo_keys || [];
+    photos.forEach(function (photo) { photo.held = held.indexOf(photo.key) >= 0; });
     correcting = record.client_ref;
-    correctingReference = reference;
+    correctingReference = ticket.reference;
     form.hidden = false;
     document.getElementById("done").hidden = true;
     showCorrecting();
@@ -1215,7 +1320,7 @@
                                     { old: entry.project_name, "new": projectName });
       projectNotice.hidden = false;
     }
-    showStatus("refused", gone ? t("Sent back: its link no longer works. Check it and send it from here.")
+    showStatus("refused", gone ? t("This link was closed by the office")
       : t("Sent back: some fields need fixing. Fix the marked fields and send it again."));
     saveDraftNow();
   }
@@ -1229,7 +1334,7 @@
         if (!entry) { return; }
         var here = !linkGone(entry) && entry.url === form.getAttribute("data-submit-url");
         if (here && formIsEmpty()) { restore(refused[0], entry); return; }
-        showStatus("refused", entry.project_name
+        showStatus("refused", linkGone(entry) ? refusedReason(entry) : entry.project_name
           ? t("Sent back: a ticket for {project} could not be sent because {reason}. It is kept on this phone.",
               { project: entry.project_name, reason: refusedReason(entry) })
           : t("Sent back: a ticket could not be sent because {reason}. It is kept on this phone.",
@@ -1259,7 +1364,8 @@
                 }
                 if (outcome.state === "refused") {
                   return keepRefused(entry, outcome).then(function () {
-                    showStatus("refused", t("Sent back: {reason}", { reason: refusedReason(outcome) }) + ".");
+                    showStatus("refused", linkGone(outcome) ? refusedReason(outcome)
+                      : t("Sent back: {reason}", { reason: refusedReason(outcome) }) + ".");
                   });
                 }
                 retrySoon(outcome.status);
@@ -1275,10 +1381,6 @@
 
   /* The tray once a try did not get everything through: why, and that it keeps trying. */
   function showLater(outcome) {
-    if (outcome.missing) {
-      showStatus("saved", t("Not all of it reached the office yet. It keeps trying."));
-      return Promise.resolve();
-    }
     return showWaiting(waitingWhy(outcome.status));
   }
 
@@ -1345,6 +1447,7 @@
     form.reset();
     ROW_KINDS.forEach(function (kind) { fillRows(kind, []); });
     photos = [];
+    photosRef = draftRef;
     renderPhotos();
     restoreSignature(null);
     projectNotice.hidden = true;
@@ -1353,6 +1456,14 @@
 
   form.addEventListener("submit", function (event) {
     event.preventDefault();
+    var button = form.querySelector("button[type=submit]");
+    if (button.disabled) { return; }
+    button.disabled = true;
+    // A photo still being shrunk was taken for this ticket: it goes with it.
+    preparing.then(function () { button.disabled = false; sendForm(); });
+  });
+
+  function sendForm() {
     clearErrors();
     var problems = checkForm();
     if (problems.length) {
@@ -1363,12 +1474,16 @@
     var entry = { url: form.getAttribute("data-submit-url"), payload: buildPayload(), saved_at: new Date().toISOString(),
                   signature: signatureState(), project_id: projectId, project_name: projectName, token: token };
     var button = form.querySelector("button[type=submit]");
+    var ticketPhotos = photos;
     button.disabled = true;
     rememberMe(entry.payload);
     remember(entry).then(function () {
       // Safe on the phone from here on: only now may the form be emptied (the entry itself
-      // says which ticket it corrects; the next one corrects none).
+      // says which ticket it corrects; the next one corrects none). Its photos are the
+      // entry's now: the next ticket starts with none, whatever is still going up.
       draftRef = newClientRef();
+      photos = [];
+      photosRef = draftRef;
       correcting = correctingReference = null;
       return dropRestored().then(clearDraft).then(function () { return true; });
     }, function () { return false; }).then(function (kept) {
@@ -1406,11 +1521,16 @@
         if (outcome.state === "refused") {
           // Kept on the phone too, so closing the tab loses nothing.
           return keepRefused(entry, outcome).then(function (key) {
+            // Still this form's ticket, under its own reference: its photos come back to it.
             restoredKey = key;
+            draftRef = entry.payload.client_ref;
+            photos = ticketPhotos;
+            photosRef = draftRef;
             correcting = entry.payload.revises || null;
+            savePhotos();
             saveDraftNow();
             showErrors((outcome.body && outcome.body.error) || { details: [] });
-            showStatus("refused", linkGone(outcome) ? t("Sent back: this link no longer works; ask your project manager for a new one. The ticket is kept on this phone.")
+            showStatus("refused", linkGone(outcome) ? t("This link was closed by the office")
               : t("Sent back: some fields need fixing. Fix the marked fields and send it again."));
             refreshTray();
           });
@@ -1424,7 +1544,7 @@
         return showLater(outcome).then(refreshTray);
       });
     });
-  });
+  }
 
   document.querySelectorAll("[data-record-another]").forEach(function (link) {
     link.addEventListener("click", function (event) {
@@ -1452,11 +1572,22 @@
       // The worker sends what waits in the background: the tray follows it, not "No signal".
       if (data.type === "sending") { showStatus("sending", t("Sending the ticket…")); }
       if (data.type === "progress" && data.step) { sayProgress(data.step); }
-      if (data.type === "waiting" && !sending) { showLater(data); retrySoon(data.status); }
+      if (data.type === "waiting" && !sending) { retrySoon(data.status); showLater(data); }
     });
   }
-  // Signal is back: send at once (the tray says "Sending" as soon as a sender starts).
-  window.addEventListener("online", retryNow);
+  // Signal is back: send at once (the tray says "Sending" as soon as the office answers).
+  window.addEventListener("online", function () {
+    retryNow();
+    if (!sending && !preparingStep) { showQuietState(); }
+  });
+  // Signal is gone: the tray says so at once, never "Sending" into nothing.
+  window.addEventListener("offline", function () {
+    if (/(^| )(sending|saved|waiting-answer)( |$)/.test(statusBox.className) && !preparingStep) {
+      showStatus("saved", t("Waiting for signal"));
+    }
+  });
+  // The language this page is in: with no signal, the next page opens in it too.
+  if (store) { store.set("capture-language", LANG).catch(function () {}); }
   setUpSignature();
   setUpSignRequest();
   draftRef = newClientRef();

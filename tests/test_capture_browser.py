@@ -228,7 +228,8 @@ def test_offline_ticket_is_kept_and_sent_once(client, acme, live_server, phone, 
     page = open_capture(phone, link["url"])
     fill_ticket(page)
     submit_offline(phone, page)
-    assert "Kept on this phone" in page.inner_text("#queue-status")
+    assert page.inner_text("#queue-status") == "Waiting for signal"
+    assert "Kept on this phone" in page.inner_text("#kept")
     with app.app_context():
         assert db.session.query(Ticket).count() == 0
     phone.set_offline(False)
@@ -544,7 +545,7 @@ def test_a_ticket_queued_for_a_revoked_link_goes_through_a_new_one(client, acme,
     new = create_link(client, acme)
     page.goto(new["url"])
     page.wait_for_selector("#tray-actions button")
-    assert "no longer works" in page.inner_text("#queue-status")
+    assert page.inner_text("#queue-status") == "This link was closed by the office"
     assert page.inner_text("#tray-actions button") == "Open it in this form"
     page.click("#tray-actions button")
     assert page.input_value('input[name="labor[0].trade"]') == "Concrete finisher"
@@ -573,7 +574,9 @@ def test_a_ticket_for_a_revoked_link_changes_project_only_when_the_crew_chooses(
     new = client.post("/v1/links", headers=acme.headers, json={"project_id": other["id"]}).json
     page.goto(new["url"])
     page.wait_for_selector("#tray-actions button")
-    assert first["name"] in page.inner_text("#queue-status")
+    assert page.inner_text("#queue-status") == "This link was closed by the office"
+    page.click("#tray-toggle")
+    assert first["name"] in page.inner_text("#phone-tickets")
     choice = page.inner_text("#tray-actions button")
     assert other["name"] in choice
     assert page.input_value('textarea[name="description"]') == ""
@@ -706,8 +709,9 @@ def test_the_tray_stays_on_screen_and_says_what_happened(client, acme, live_serv
     submit_offline(phone, page)
     # The form is emptied only once the ticket is kept, and the page says so where the crew looks.
     assert in_view(page, "#queue-status") and in_view(page, "#kept")
-    assert "1 waiting" in page.inner_text("#queue-status")
-    assert "Kept on this phone" in page.inner_text("#queue-status")
+    assert page.inner_text("#queue-status") == "Waiting for signal"
+    assert page.inner_text("#tray-toggle") == "1"
+    assert "Kept on this phone" in page.inner_text("#kept")
     seen_while_sending = []
 
     def watch(route):
@@ -737,7 +741,8 @@ def test_the_tray_stays_on_screen_and_says_what_happened(client, acme, live_serv
     page.wait_for_selector("#queue-status.saved")
     # (the service worker may try again at once; the tray says so, then says why it waits)
     expect(page.locator("#queue-status")).to_contain_text("out of space")
-    assert "Kept on this phone" in page.inner_text("#queue-status")
+    assert "Trying again in" in page.inner_text("#queue-status")
+    assert "Kept on this phone" in page.inner_text("#kept")
     assert [k[:7] for k in stored_keys(page)] == ["ticket:"]
     states = [li.get_attribute("data-state") for li in page.locator("#phone-tickets li").all()]
     assert sorted(states) == ["sent", "waiting"]
@@ -1166,7 +1171,7 @@ def test_a_drop_in_the_middle_resumes_without_resending_what_the_server_holds(
     fill_ticket(page)
     add_site_photos(page, 6)
     own_bytes = sum(page.evaluate("() => idbKeyval.get('draft-photos:' + document.getElementById("
-                                  "'ticket-form').dataset.token).then(ps => ps.map(p => p.size))"))
+                                  "'ticket-form').dataset.token).then(kept => kept.photos.map(p => p.size))"))
     page.click("button[type=submit]")
     page.wait_for_selector("#queue-status.saved")
     answered = []
@@ -1295,7 +1300,7 @@ def test_every_crew_page_in_spanish_has_no_english(client, acme, live_server, ch
         context.set_offline(True)
         page.click("button[type=submit]")
         page.wait_for_selector("#queue-status.saved")
-        assert "Guardada en este teléfono" in page.inner_text("#queue-status")
+        assert page.inner_text("#queue-status") == "Esperando señal"
         assert_no_english(visible_text(page), "kept ticket")
         context.set_offline(False)
         page.wait_for_selector("#queue-status.sent", timeout=30_000)

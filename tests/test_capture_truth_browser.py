@@ -9,6 +9,7 @@ import pytest
 
 from models import Ticket, db
 from tests.test_capture_browser import (
+    KEPT_ADDRESSES,
     create_link,
     fill_ticket,
     open_capture,
@@ -112,12 +113,12 @@ def test_counts_read_as_words_in_spanish_and_status_lines_stay_short(client, acm
             page.click("button[type=submit]")
             page.wait_for_selector("#kept:not([hidden])")
             page.wait_for_selector("#queue-status.saved")
-            said.append(page.inner_text("#queue-status"))
+            said.append((page.inner_text("#queue-status"), page.inner_text("#tray-toggle")))
             page.click("#kept [data-record-another]")
-        assert said == [
-            "Sin señal. 1 pendiente. Guardada en este teléfono; se envía sola cuando haya señal.",
-            "Sin señal. 2 pendientes. Guardadas en este teléfono; se envían solas cuando haya señal."]
-        # A long message keeps to a few lines, upright or turned sideways.
+        # With no signal the tray says so in one line; how many wait is on the list's button.
+        assert said == [("Esperando señal", "1"), ("Esperando señal", "2")]
+        assert lines_of(page, "#queue-status") == 1
+        # The tray keeps to a small part of the screen, upright or turned sideways.
         assert share_of_screen(page, "#tray") < 0.25
         page.set_viewport_size(LANDSCAPE)
         assert share_of_screen(page, "#tray") < 0.25
@@ -210,3 +211,27 @@ def test_the_signature_pad_keeps_every_stroke_with_the_phone_on_its_side(client,
         assert max(p["x"] for p in points) > 0.8 * size[0]
     finally:
         context.close()
+
+
+def test_a_links_language_is_kept_with_no_signal(client, acme, live_server, phone):
+    link = create_link(client, acme)
+    page = phone.new_page()
+    page.goto(link["url"] + "?lang=en")  # the crew opens it in English first
+    wait_for_script(page)
+    wait_until_kept(page)
+    path = page.evaluate("location.pathname")
+    # The other language is kept with it, so a Spanish link opens in Spanish with no signal.
+    wait_for(page, lambda: path + "?lang=es" in page.evaluate(KEPT_ADDRESSES))
+    phone.set_offline(True)
+    page.goto(link["url"] + "?lang=es")
+    wait_for_script(page)
+    assert page.evaluate("document.documentElement.lang") == "es"
+    assert page.inner_text("button[type=submit]") == "Enviar boleta"
+    # The crew's pages were last in Spanish: the plain link opens in Spanish too.
+    page.goto(link["url"])
+    wait_for_script(page)
+    assert page.evaluate("document.documentElement.lang") == "es"
+    page.goto(link["url"] + "?lang=en")
+    wait_for_script(page)
+    assert page.evaluate("document.documentElement.lang") == "en"
+    phone.set_offline(False)

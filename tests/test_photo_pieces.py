@@ -276,3 +276,33 @@ def test_500_unfinished_uploads_through_one_link_stay_out_of_the_database_and_ex
     with time_machine.travel("2026-07-01T16:31:00Z", tick=False):
         assert put_piece(client, f"/c/{link['token']}/drafts/{uuid.uuid4().hex}/photos/y",
                          first).status_code == 202
+
+
+def test_a_correction_keeps_the_photos_it_still_lists_and_drops_the_others(client, acme, app):
+    link = make_link(client, acme)
+    base = f"/c/{link['token']}/tickets"
+    first_ref, second_ref = uuid.uuid4().hex, uuid.uuid4().hex
+    sent = client.post(base, json={"description": "Patched slab", "reason": "Not ours",
+                                   "directed_by": "Sam", "client_ref": first_ref,
+                                   "photos_expected": 3, "photo_keys": ["a1", "b2", "c3"]}).json
+    for key in ("a1", "b2", "c3"):
+        assert client.put(f"/c/{link['token']}/tickets/{first_ref}/photos/{key}?name={key}.jpg",
+                          data=jpeg_bytes(), content_type="image/jpeg").status_code == 200
+    client.post(f"/v1/tickets/{sent['id']}/reject", headers=acme.headers,
+                json={"reason": "Drop the blurry one, add the sleeve"})
+    # The phone learns which photos the office holds, by their keys ...
+    mine = client.post(f"/c/{link['token']}/mine", json={"client_refs": [first_ref]}).json
+    assert mine["data"][0]["photo_keys"] == ["a1", "b2", "c3"]
+    staged = client.put(f"/c/{link['token']}/drafts/{second_ref}/photos/d4?name=d4.jpg",
+                        data=jpeg_bytes(), content_type="image/jpeg")
+    assert staged.status_code == 200
+    # ... and its correction lists those it keeps: they stay without being sent again.
+    corrected = client.post(base, json={
+        "description": "Patched slab", "reason": "Not ours", "directed_by": "Sam",
+        "client_ref": second_ref, "revises": first_ref, "photos_expected": 3,
+        "photo_keys": ["c3", "a1", "d4"]})
+    assert corrected.status_code == 200 and corrected.json["id"] == sent["id"]
+    assert corrected.json["photo_keys"] == ["c3", "a1", "d4"]
+    ticket = client.get(f"/v1/tickets/{sent['id']}", headers=acme.headers).json
+    assert ticket["photo_count"] == 3
+    assert [p["name"] for p in ticket["photos"]] == ["c3.jpg", "a1.jpg", "d4.jpg"]

@@ -652,3 +652,23 @@ def test_a_sent_back_ticket_is_not_offered_for_signing(app, client, acme):
     assert "Send it to be signed" not in browser.get(f"/tickets/{sent['id']}").get_data(as_text=True)
     mine = client.post(f"/c/{token}/mine", json={"client_refs": ["phone-back-0001"]}).json
     assert mine["data"][0]["can_request_signature"] is False
+
+
+@pytest.mark.parametrize("language, priced_by_office", [("en", "Priced by the office"),
+                                                        ("es", "La oficina pone el precio")])
+def test_an_unpriced_ticket_shows_the_signer_who_prices_it_never_zero_dollars(
+        app, client, acme, language, priced_by_office):
+    # The crew entered no rate and no rate sheet prices the line: the office prices it later.
+    ticket = create(client, acme, labor=[{"trade": "Laborer", "workers": 2, "hours": 3}], equipment=[],
+                    materials=[{"description": "Sleeve", "quantity": 1, "unitCost": 40}])
+    page = client.get(signing_path(ask(client, acme, ticket["id"], language=language))) \
+        .get_data(as_text=True)
+    assert "$0.00" not in page
+    lines = re.findall(r'<li class="sign-line (\w+)">.*?</li>', page, re.S)
+    assert lines == ["labor", "materials"]
+    labor, materials = re.findall(r'<li class="sign-line \w+">(.*?)</li>', page, re.S)
+    assert priced_by_office in labor and "$" not in labor
+    assert "$40.00" in materials
+    # A total without the office's prices would be wrong: it says who prices it.
+    total = re.search(r'<p class="sign-total">(.*?)</p>', page, re.S).group(1)
+    assert priced_by_office in total and "$" not in total

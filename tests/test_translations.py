@@ -49,13 +49,13 @@ def test_every_crew_and_signer_message_has_its_spanish():
 def test_a_script_gets_each_plural_form_of_a_count_from_the_catalog(app):
     from services.i18n import script_messages
 
-    waiting = "{count} waiting. Kept on this phone; it sends by itself when there is signal."
+    refused = "{count} photo could not be used."
     with app.test_request_context("/c/x?lang=es"):
-        forms = script_messages("capture.js")[waiting]
+        forms = script_messages("capture.js")[refused]
         gone = script_messages("capture-gone.js")
     # By the browser's plural categories for Spanish: 1 is "one"; a million is "many".
-    assert forms["one"].startswith("{count} pendiente. Guardada")
-    assert forms["other"].startswith("{count} pendientes. Guardadas")
+    assert forms["one"] == "{count} foto no se pudo usar."
+    assert forms["other"] == "{count} fotos no se pudieron usar."
     assert forms["many"] == forms["other"]
     assert all("(s)" not in form for form in forms.values())
     kept = gone["{count} ticket written with this link is still on this phone and not lost: {names}."]

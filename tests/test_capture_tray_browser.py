@@ -1,0 +1,170 @@
+"""The capture page's tray tells the truth in one line at the bottom that never covers the form:
+what it says, sampled each second, is held against what the signal really did."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.plugins.network import ticket_upload
+from tests.test_capture_browser import (
+    add_site_photos,
+    create_link,
+    fill_ticket,
+    open_capture,
+    queue_for_a_link_then_revoke_it,
+    sign,
+    site_photo,
+    wait_for,
+    wait_for_script,
+)
+from tests.test_capture_signal_browser import KB, through
+from tests.test_capture_truth_browser import LANDSCAPE, PORTRAIT, lines_of
+
+pytestmark = pytest.mark.browser
+
+
+class Seconds:
+    """The tray's words each second, with the ticket's bytes the app had by then and whether
+    the phone was offline (as the browser was told)."""
+
+    def __init__(self, page, signal) -> None:
+        self.page, self.signal = page, signal
+        self.offline = False
+        self.samples: list[tuple[str, int, bool]] = []
+
+    def run(self, seconds: float, until=None) -> None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            started = time.monotonic()
+            words = self.page.inner_text("#queue-status")
+            self.samples.append((words, self.signal.body_bytes(ticket_upload), self.offline))
+            if until is not None and until(words):
+                return
+            self.page.wait_for_timeout(max(0, 1000 - 1000 * (time.monotonic() - started)))
+
+    def sending_without_bytes(self) -> list:
+        """Each second that said "Sending" while no byte of the ticket reached the app."""
+        return [(i, now) for i, (before, now) in enumerate(zip(self.samples, self.samples[1:]))
+                if now[0].startswith("Sending photo") and now[1] == before[1]]
+
+    def waiting_for_signal_online(self) -> list:
+        """Each second that said "Waiting for signal" with the phone online a second already."""
+        return [(i, now) for i, (before, now) in enumerate(zip(self.samples, self.samples[1:]))
+                if now[0].startswith("Waiting for signal") and not now[2] and not before[2]]
+
+
+def test_each_second_the_tray_says_what_the_signal_does(client, acme, app, signal, phone):
+    link = create_link(client, acme)
+    page = open_capture(phone, through(signal, link))
+    fill_ticket(page)
+    signal.set_rates(30 * KB, None)
+    page.set_input_files("#photo-gallery", files=[
+        {"name": f"site-{i + 1}.jpg", "mimeType": "image/jpeg", "buffer": site_photo(i, 1800, 1350)}
+        for i in range(4)])
+    page.wait_for_function("() => document.querySelectorAll('#photo-list img').length === 4",
+                           timeout=60_000)
+    tray = Seconds(page, signal)
+    page.click("button[type=submit]")
+    tray.run(3)
+    # The signal goes, the phone does not know: nothing answers.
+    signal.cut()
+    tray.run(6)
+    said = [words for words, _, _ in tray.samples[-5:]]
+    assert any(words.startswith("Trying again in ") for words in said), said
+    signal.restore()
+    tray.run(3)
+    # The signal goes and the phone knows it.
+    signal.cut()
+    phone.set_offline(True)
+    tray.offline = True
+    tray.run(4)
+    assert tray.samples[-1][0] == "Waiting for signal", tray.samples[-4:]
+    signal.restore()
+    phone.set_offline(False)
+    tray.offline = False
+    tray.run(120, until=lambda words: words.startswith("Sent T-"))
+    assert tray.samples[-1][0].startswith("Sent T-"), tray.samples[-5:]
+    shown = [words for words, _, _ in tray.samples]
+    assert any(words.startswith("Sending photo") for words in shown), shown
+    assert not tray.sending_without_bytes(), tray.samples
+    assert not tray.waiting_for_signal_online(), tray.samples
+    assert all(lines_of(page, "#queue-status") == 1 for _ in [0])
+
+
+def test_while_photos_are_shrunk_the_tray_says_so(client, acme, live_server, phone):
+    link = create_link(client, acme)
+    page = open_capture(phone, link["url"])
+    page.wait_for_selector("#queue-status.idle")
+    cdp = phone.new_cdp_session(page)
+    cdp.send("Emulation.setCPUThrottlingRate", {"rate": 12})  # an older phone, busy
+    page.set_input_files("#photo-gallery", files=[
+        {"name": f"site-{i + 1}.jpg", "mimeType": "image/jpeg", "buffer": site_photo(i, 2400, 1800)}
+        for i in range(3)])
+    said = []
+    deadline = time.monotonic() + 90
+    while page.locator("#photo-list img").count() < 3:
+        said.append(page.inner_text("#queue-status"))
+        assert time.monotonic() < deadline, said[-3:]
+        page.wait_for_timeout(50)
+    cdp.send("Emulation.setCPUThrottlingRate", {"rate": 1})
+    assert "Preparing photo 1 of 3" in said and "Nothing waiting to send." not in said, said
+    assert {words for words in said if words.startswith("Preparing")} <= {
+        "Preparing photo 1 of 3", "Preparing photo 2 of 3", "Preparing photo 3 of 3"}
+
+
+def test_a_revoked_link_says_so_in_the_tray(client, acme, live_server, phone):
+    _, page = queue_for_a_link_then_revoke_it(client, acme, phone)
+    page.wait_for_selector("#queue-status.refused", timeout=20_000)
+    assert page.inner_text("#queue-status") == "This link was closed by the office"
+    page.click("#tray-toggle")
+    assert "Sent back" not in page.inner_text("#phone-tickets")
+    assert "This link was closed by the office" in page.inner_text("#phone-tickets")
+
+
+@pytest.mark.parametrize("viewport", [PORTRAIT, LANDSCAPE], ids=["portrait", "landscape"])
+def test_the_tray_is_one_line_that_never_covers_the_form(client, acme, live_server, chromium,
+                                                         viewport, tmp_path):
+    link = create_link(client, acme)
+    context = chromium.new_context(viewport=viewport, device_scale_factor=2, is_mobile=True,
+                                   has_touch=True)
+    try:
+        page = context.new_page()
+        page.goto(link["url"])
+        wait_for_script(page)
+        fill_ticket(page)
+        add_site_photos(page, 2)
+        context.set_offline(True)
+        page.wait_for_timeout(300)
+        # The longest words the tray says fit whole; longer ones keep to the one line.
+        status = page.locator("#queue-status")
+        for words in ("Sending photo 12 of 12 (100 %)", "This link was closed by the office",
+                      "Enviando foto 12 de 12 (100 %)", "La oficina cerró este enlace"):
+            page.evaluate("(words) => document.getElementById('queue-status').textContent = words",
+                          words)
+            assert status.evaluate("box => box.scrollWidth <= box.clientWidth"), words
+        page.evaluate("document.getElementById('queue-status').textContent = "
+                      "'Sending photo 12 of 12 (100 %) and a good deal more words than fit'")
+        assert lines_of(page, "#queue-status") == 1
+        tray = page.locator("#tray").bounding_box()
+        # one line: a glove-sized button (48 px) and its margins, whatever the words
+        assert tray["height"] <= 68, tray
+        # At the very bottom of the page the signature pad and Send sit above the tray.
+        sign(page)
+        page.evaluate("window.scrollTo(0, document.documentElement.scrollHeight)")
+        page.wait_for_timeout(200)
+        page.screenshot(path=str(tmp_path / f"tray-{viewport['width']}.png"))
+        pad = page.locator("#signature-pad").bounding_box()
+        send = page.locator("button[type=submit]").bounding_box()
+        tray = page.locator("#tray").bounding_box()
+        assert pad["y"] + pad["height"] <= tray["y"], (pad, tray)
+        assert send["y"] + send["height"] <= tray["y"], (send, tray)
+        # Scrolled so the pad's bottom edge shows, the tray is below it, not over it.
+        page.locator("#signature-pad").scroll_into_view_if_needed()
+        page.evaluate("document.getElementById('queue-status').textContent = 'Waiting for signal'")
+        page.screenshot(path=str(tmp_path / f"pad-{viewport['width']}.png"))
+        pad = page.locator("#signature-pad").bounding_box()
+        tray = page.locator("#tray").bounding_box()
+        assert pad["y"] + pad["height"] <= tray["y"] + 1, (pad, tray)
+    finally:
+        context.close()
