@@ -143,7 +143,9 @@ def _line_rows(page: TicketView) -> tuple[list[dict], list[dict]]:
         row = {"number": route.line + 1, "kind": KIND_LABELS.get(route.kind, route.kind),
                "description": route.description, "detail": ", ".join(detail),
                "quantity": quantity, "hours": hours, "rate": rate,
-               "amount": _money(route.amount), "budget_code": route.budget_code,
+               "amount": _money(route.amount) if route.amount or route.kind == "markup"
+               else "Priced by the office",
+               "budget_code": route.budget_code,
                "check": route.needs_review, "priced": _get(pricing, "note")}
         (markups if route.kind == "markup" else costs).append(row)
     return costs, markups
@@ -216,6 +218,7 @@ def document_context(page: TicketView, *, company_name: str, image_keys: dict[in
     """Everything the document template shows, from the ticket as people read it."""
     t = page.ticket
     costs, markups = _line_rows(page)
+    unpriced = {route.kind for route in t.routing if route.kind != "markup" and not route.amount}
     photos = [{"number": index, "name": photo.name, "caption": page.photo_caption(photo),
                "src": pdf_render.IMAGE_SCHEME + image_keys[photo.id]}
               for index, photo in enumerate(t.photos, start=1) if photo.id in image_keys]
@@ -233,8 +236,9 @@ def document_context(page: TicketView, *, company_name: str, image_keys: dict[in
         "lines": costs, "markups": markups, "amounts": amounts,
         "markups_subtotal": _money(page.markups_subtotal) if page.markups_subtotal is not None
         else None,
-        "subtotals": [(label, _money(amount)) for _kind, label, amount in page.subtotals],
-        "total": _money(t.total), "photos": photos,
+        "subtotals": [(label, "Priced by the office" if kind in unpriced else _money(amount))
+                      for kind, label, amount in page.subtotals],
+        "total": "Priced by the office" if unpriced else _money(t.total), "photos": photos,
         "signature": _signature_context(page, stored_signature, content_digest),
         "history": _history(page, approval),
         "made_at": page.clock(utcnow()),

@@ -272,3 +272,13 @@ def test_the_document_is_in_the_api_description_as_a_file(client):
     assert "document_busy" in operation["responses"]["503"]["x-error-codes"]
     approve = document["paths"]["/tickets/{ticket_id}/approve"]["post"]
     assert "document_busy" in approve["responses"]["503"]["x-error-codes"]
+
+
+def test_an_unpriced_ticket_is_priced_by_the_office_never_zero_dollars(client, acme, tmp_path):
+    ticket = create(client, acme, labor=[{"trade": "Laborer", "hours": 3, "workers": 2,
+                                          "costCode": "02-200"}])
+    answer = download(client, acme, ticket["id"])
+    assert answer.status_code == 200, answer.get_data(as_text=True)[:500]
+    flat = " ".join(pdf_text(answer.data, tmp_path).split())
+    assert "$0.00" not in flat
+    assert "Total (USD) Priced by the office" in flat, flat
