@@ -153,7 +153,10 @@ def record(delivery_id: str, outcome: Outcome, at: dt.datetime) -> None:
             delivery.status, delivery.next_attempt_at = "failed", None
         else:
             delivery.next_attempt_at = later
-        if endpoint.enabled and at - endpoint.failing_since >= give_up:
+        # Failing for three days: a delivery was given up with nothing answered since it was
+        # first tried, or nothing at all was answered for that long.
+        given_up = delivery.status == "failed" and endpoint.failing_since <= delivery.first_tried_at
+        if endpoint.enabled and (given_up or at - endpoint.failing_since >= give_up):
             endpoint.enabled = False
             endpoint.disabled_reason = "its deliveries failed for three days"
             disabled = (endpoint.id, endpoint.url, webhooks.company_admins(session,
