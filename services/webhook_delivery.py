@@ -323,6 +323,6 @@ def work(app: Flask, stop: threading.Event) -> None:
                         running[endpoint_id] = pool.submit(_in_app(app, drain), endpoint_id,
                                                            claim_id)
                     db.session.remove()
-            except Exception:  # noqa: BLE001 - the database away for a moment: next round
+            except Exception:  # the database away for a moment: try again next round
                 log.warning("could not claim webhook deliveries; trying again", exc_info=True)
             stop.wait(poll)
