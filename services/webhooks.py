@@ -349,3 +349,15 @@ def emit(session: Session, ticket: TicketRecord, event_type: str, shaped: Ticket
             id="msg_" + uuid.uuid4().hex, company_id=ticket.company_id, endpoint_id=endpoint.id,
             event_type=str(event_type), ticket_id=ticket.id, payload=body, created_at=now,
             status="pending", next_attempt_at=now, attempt_count=0))
+
+
+def page_listing(company_id: int, deliveries: int = 10) -> list[tuple[EndpointShape, list[DeliveryShape]]]:
+    """The keys page's webhooks: each endpoint with its most recent deliveries."""
+    return [(endpoint, list_deliveries(company_id, endpoint.id, deliveries).data)
+            for endpoint in list_endpoints(company_id).data]
+
+
+def replay_by_reviewer(reviewer, endpoint_id: int, delivery_id: str) -> DeliveryShape:
+    """Replay from the keys page: company admins only."""
+    require_admin(reviewer)
+    return replay(reviewer.company_id, endpoint_id, delivery_id)

@@ -308,3 +308,30 @@ def test_the_timeout_and_the_answer_size_are_bounded(app, client, acme, receiver
     attempt = client.get(f"/v1/webhooks/{endpoint['id']}/deliveries",
                          headers=acme.headers).json["data"][0]["attempts"][0]
     assert attempt["error"] == "no answer within the timeout" and attempt["duration_ms"] < 2000
+
+
+def test_the_keys_page_lists_endpoints_and_deliveries_and_admins_send_one_again(
+        app, client, acme, receiver):
+    from services import reviewers
+    from tests.test_review_pages import PASSWORD, sign_in
+
+    with app.app_context():
+        reviewers.create_reviewer(acme.company_id, "boss@acme.example", PASSWORD, is_admin=True)
+        reviewers.create_reviewer(acme.company_id, "pm@acme.example", PASSWORD)
+    endpoint = register(client, acme, receiver.url, description="ERP sync")
+    ticket = create(client, acme)
+    send_due(app)
+    [delivery_id] = receiver.ids()
+    replay = f"/keys/webhooks/{endpoint['id']}/deliveries/{delivery_id}/replay"
+    pm = sign_in(app, app.test_client(), acme, email="pm@acme.example")
+    seen = pm.get("/keys").get_data(as_text=True)
+    assert receiver.url.replace("&", "&amp;") in seen and "ERP sync" in seen
+    assert "submitted" in seen and "received" in seen and f"/tickets/{ticket['id']}" in seen
+    assert replay not in seen
+    assert pm.post(replay, htmx=True).status_code == 403
+    boss = sign_in(app, app.test_client(), acme, email="boss@acme.example")
+    assert replay in boss.get("/keys").get_data(as_text=True)
+    panel = boss.post(replay, htmx=True)
+    assert panel.status_code == 200 and "waiting to be sent" in panel.get_data(as_text=True)
+    send_due(app)
+    assert receiver.ids() == [delivery_id, delivery_id]
