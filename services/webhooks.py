@@ -161,7 +161,9 @@ def _shape(endpoint: WebhookEndpoint, with_secret: bool = False) -> EndpointShap
 
 def _find(session: Session, company_id: int, endpoint_id: int, *, lock: bool = False
           ) -> WebhookEndpoint:
-    """A company's endpoint, or 404 as for a missing one."""
+    """A company's endpoint, or 404 as for a missing one (an id past any row's too)."""
+    if not 0 < endpoint_id < 2**31:
+        raise NotFound("no webhook endpoint with that id", code="webhook_not_found")
     query = select(WebhookEndpoint).where(WebhookEndpoint.id == endpoint_id,
                                           WebhookEndpoint.company_id == company_id)
     if lock:
