@@ -335,3 +335,28 @@ def test_the_keys_page_lists_endpoints_and_deliveries_and_admins_send_one_again(
     assert panel.status_code == 200 and "waiting to be sent" in panel.get_data(as_text=True)
     send_due(app)
     assert receiver.ids() == [delivery_id, delivery_id]
+
+
+def test_a_crews_ticket_is_told_signed_then_sent_back(app, client, acme, receiver):
+    from models.schemas import SignatureIn, TicketInput
+    from services import evidence, links, tickets
+    from tests.images import data_url, png_bytes
+    from tests.test_approval import ticket_body
+
+    endpoint = register(client, acme, receiver.url,
+                        events=["ticket.signed", "ticket.sent_back", "ticket.rejected"])
+    project = acme.project()
+    with app.app_context():
+        token = links.create_link_for_known_project(acme.company_id, project["id"],
+                                                    project["name"], "North crew").token
+        ticket, _ = tickets.create_ticket(acme.company_id,
+                                          TicketInput.model_validate(ticket_body(project["id"])),
+                                          captured_via="link", link_token=token,
+                                          project_checked=True)
+        evidence.put_signature(acme.company_id, ticket.id, SignatureIn(
+            name="Gene Carter", role="GC super", image=data_url(png_bytes(), "image/png")))
+    assert act(client, acme, ticket.id, "reject", {"reason": "Wrong day"}).status_code == 200
+    send_due(app)
+    signed, sent_back = receiver.events(endpoint["secret"])
+    assert (signed["type"], sent_back["type"]) == ("ticket.signed", "ticket.sent_back")
+    assert signed["data"]["signed"] is True and sent_back["data"]["status"] == "rejected"
