@@ -56,8 +56,8 @@ def resolve_checked(host: str, port: int) -> str:
     """Resolve the host now and check every address it has; the first one, to connect to."""
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (socket.gaierror, UnicodeError) as error:
-        raise Refused(f"the host name could not be resolved ({error})") from None
+    except (socket.gaierror, UnicodeError):
+        raise Refused("the address's host name could not be found") from None
     addresses = list(dict.fromkeys(info[4][0] for info in infos))
     if not addresses:
         raise Refused("the host name has no address")
@@ -111,11 +111,15 @@ def post(url: str, body: bytes, headers: dict[str, str]) -> Outcome:
     except Refused as error:
         return Outcome(False, None, took(), str(error)[:300])
     except urllib3.exceptions.TimeoutError:
-        return Outcome(False, None, took(), "no answer within the timeout")
-    except (urllib3.exceptions.HTTPError, OSError, ValueError) as error:
-        return Outcome(False, None, took(), f"could not send: {type(error).__name__}")
+        return Outcome(False, None, took(), "no answer in time")
+    except urllib3.exceptions.SSLError:
+        return Outcome(False, None, took(), "its certificate could not be trusted")
+    except urllib3.exceptions.NewConnectionError:
+        return Outcome(False, None, took(), "could not connect")
+    except (urllib3.exceptions.HTTPError, OSError, ValueError):
+        return Outcome(False, None, took(), "the connection broke off")
     ok = 200 <= status < 300
-    return Outcome(ok, status, took(), None if ok else f"answered {status}")
+    return Outcome(ok, status, took(), None if ok else f"answered with status {status}")
 
 
 # ------------------------------------------------------------------ schedule and records

@@ -129,8 +129,6 @@ def check_url(url: str, field: str = "url") -> str:
     if port == 0:
         raise refuse("the address names port 0")
     allowed = host_allowed_privately(host)
-    if parts.scheme == "http" and not allowed:
-        raise refuse("events are sent only over https")
     if not allowed:
         try:
             public = is_public(host)
@@ -139,6 +137,8 @@ def check_url(url: str, field: str = "url") -> str:
         if not public:
             raise refuse("the address is not a public one (loopback, private, link-local or "
                          "metadata addresses are refused)")
+    if parts.scheme == "http" and not allowed:
+        raise refuse("events are sent only over https")
     return url
 
 

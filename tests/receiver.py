@@ -19,6 +19,9 @@ class Receiver:
         self.arrivals: list[dt.datetime] = []
         self.statuses: list[int] = []
         self.hold = threading.Event()
+        self.location: str | None = None  # sent with each answer, as a redirect would be
+        self.answer_bytes = 2
+        self.written = 0  # bytes of answers the sender took in
         self.held = threading.Event()
         receiver = self
 
@@ -34,9 +37,16 @@ class Receiver:
                 receiver.requests.append(({k.lower(): v for k, v in self.headers.items()}, body))
                 status = receiver.statuses.pop(0) if receiver.statuses else 200
                 self.send_response(status)
-                self.send_header("Content-Length", "2")
+                if receiver.location:
+                    self.send_header("Location", receiver.location)
+                self.send_header("Content-Length", str(receiver.answer_bytes))
                 self.end_headers()
-                self.wfile.write(b"ok")
+                try:
+                    for _ in range(0, receiver.answer_bytes, 65536):
+                        self.wfile.write(b"x" * min(65536, receiver.answer_bytes))
+                        receiver.written += min(65536, receiver.answer_bytes)
+                except OSError:
+                    pass  # the sender stopped reading
 
             def log_message(self, *args) -> None:
                 pass
