@@ -382,3 +382,28 @@ def test_a_redirect_is_not_followed_and_a_long_answer_is_not_read(app, client, a
     attempts = client.get(f"/v1/webhooks/{endpoint['id']}/deliveries",
                           headers=acme.headers).json["data"][0]["attempts"]
     assert [a["status_code"] for a in attempts] == [307, 200]
+
+
+def test_an_endpoint_is_claimed_by_one_worker_at_a_time_and_old_attempts_are_forgotten(
+        app, client, acme, rival, receiver):
+    first = register(client, acme, receiver.url)
+    second = register(client, acme, receiver.url + "&second")
+    third = register(client, rival, receiver.url)
+    create(client, acme)
+    create(client, rival)
+    with app.app_context():
+        app.config["WEBHOOK_PER_COMPANY"] = 1
+        one = webhook_delivery.claim_endpoints(10)
+        assert webhook_delivery.claim_endpoints(10) == []  # another worker, meanwhile: nothing
+        assert {e for e, _ in one} in ({first["id"], third["id"]}, {second["id"], third["id"]})
+        for endpoint_id, claim_id in one:
+            webhook_delivery.drain(endpoint_id, claim_id)
+        [(last, claim_id)] = webhook_delivery.claim_endpoints(10)  # the company's other one
+        assert last in {first["id"], second["id"]} - {e for e, _ in one}
+        webhook_delivery.drain(last, claim_id)
+        assert db.session.query(WebhookDelivery).filter_by(status="delivered").count() == 3
+        webhook_delivery.sweep(dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=29))
+        assert db.session.query(WebhookDelivery).count() == 3
+        webhook_delivery.sweep(dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=31))
+        assert db.session.query(WebhookDelivery).count() == 0
+    assert len(receiver.requests) == 3
