@@ -240,12 +240,12 @@ def _release(endpoint_id: int, claim_id: str) -> None:
             .values(claim_id=None, claimed_until=utcnow()))
 
 
-def drain(endpoint_id: int, claim_id: str) -> int:
+def drain(endpoint_id: int, claim_id: str, stop: threading.Event | None = None) -> int:
     """Send a claimed endpoint's due deliveries one at a time (at most WEBHOOK_BATCH), stopping
-    at the first failure; answers how many were attempted."""
+    at the first failure or when the worker stops; answers how many were attempted."""
     sent = 0
     try:
-        while sent < int(current_app.config["WEBHOOK_BATCH"]):
+        while sent < int(current_app.config["WEBHOOK_BATCH"]) and not (stop and stop.is_set()):
             taken = _next_due(endpoint_id, claim_id)
             if taken is None:
                 break
@@ -325,7 +325,7 @@ def work(app: Flask, stop: threading.Event) -> None:
                         swept = time.monotonic()
                     for endpoint_id, claim_id in claim_endpoints(threads - len(running)):
                         running[endpoint_id] = pool.submit(_in_app(app, drain), endpoint_id,
-                                                           claim_id)
+                                                           claim_id, stop)
                     db.session.remove()
             except Exception:  # the database away for a moment: try again next round
                 log.warning("could not claim webhook deliveries; trying again", exc_info=True)
