@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import jsonschema
 import pytest
 import time_machine
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
@@ -65,6 +66,13 @@ def test_a_ticket_is_told_submitted_then_written_each_verifying(app, client, acm
     assert second["data"]["external"]["change_event_id"] == written.json["external"]["change_event_id"]
     assert len(set(receiver.ids())) == 2
     assert send_due(app) == 0  # delivered once each
+    document = client.get("/v1/openapi.json").json  # each body is as the document says
+    for event in (first, second):
+        documented = document["webhooks"][event["type"]]["post"]
+        schema = {**documented["requestBody"]["content"]["application/json"]["schema"],
+                  "components": document["components"]}
+        jsonschema.Draft202012Validator(schema).validate(event)
+        assert {p["name"] for p in documented["parameters"]} <= set(receiver.requests[0][0])
     headers, body = receiver.requests[0]
     with pytest.raises(WebhookVerificationError):  # a forged body does not verify
         Webhook(endpoint["secret"]).verify(body.replace(b"submitted", b"written"), headers)
