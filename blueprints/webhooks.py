@@ -2,9 +2,9 @@
 secrets, deliveries and replays."""
 from __future__ import annotations
 
-from flask import Blueprint, g
+from flask import Blueprint, Response, g
 
-from blueprints.api import api_route
+from blueprints.api import api_route, to_json
 from models.schemas import (
     WebhookDelivery,
     WebhookDeliveryList,
@@ -25,6 +25,13 @@ URL_REFUSED_TEXT = ("`webhook_url_refused`: the address is not https, or names a
                     "WEBHOOK_ALLOW_PRIVATE allows its host); `details` names the field.")
 
 
+def _unstored(answer: WebhookEndpointCreated) -> Response:
+    """An answer holding a secret, which no cache may keep."""
+    response = to_json(answer)
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
 @api_route(bp, "/webhooks", tag="webhooks", response=WebhookEndpointList)
 def list_webhooks() -> WebhookEndpointList:
     """List the company's webhook endpoints, oldest first.
@@ -38,14 +45,14 @@ def list_webhooks() -> WebhookEndpointList:
 @api_route(bp, "/webhooks", method="POST", tag="webhooks", body=WebhookEndpointInput,
            response=WebhookEndpointCreated, errors=URL_REFUSED,
            extra_responses={400: URL_REFUSED_TEXT})
-def create_webhook(body: WebhookEndpointInput) -> WebhookEndpointCreated:
+def create_webhook(body: WebhookEndpointInput) -> Response:
     """Register an endpoint to be sent the company's ticket events; answers its secret once.
 
     Each event is a POST signed per Standard Webhooks (`webhook-id`, `webhook-timestamp`,
     `webhook-signature`) with the `secret` answered here, which is not shown again (see
     `rotate-secret`). The events and their bodies are in this document's `webhooks` section.
     """
-    return webhooks.create_endpoint(g.company_id, body)
+    return _unstored(webhooks.create_endpoint(g.company_id, body))
 
 
 @api_route(bp, "/webhooks/<int:endpoint_id>", tag="webhooks", response=WebhookEndpoint,
@@ -82,13 +89,13 @@ def delete_webhook(endpoint_id: int) -> WebhookEndpoint:
 
 @api_route(bp, "/webhooks/<int:endpoint_id>/rotate-secret", method="POST", tag="webhooks",
            response=WebhookEndpointCreated, errors=NOT_FOUND)
-def rotate_webhook_secret(endpoint_id: int) -> WebhookEndpointCreated:
+def rotate_webhook_secret(endpoint_id: int) -> Response:
     """Give an endpoint a new secret, answered once; the old one keeps signing for 24 hours.
 
     Meanwhile `webhook-signature` carries a signature by each secret, so a receiver verifies
     with either while it changes over.
     """
-    return webhooks.rotate_secret(g.company_id, endpoint_id)
+    return _unstored(webhooks.rotate_secret(g.company_id, endpoint_id))
 
 
 @api_route(bp, "/webhooks/<int:endpoint_id>/deliveries", tag="webhooks",

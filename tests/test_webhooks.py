@@ -43,6 +43,7 @@ def register(client, tenant, url: str, **extra) -> dict:
     answer = client.post("/v1/webhooks", headers=tenant.headers, json={"url": url, **extra})
     assert answer.status_code == 200, answer.json
     assert answer.json["secret"].startswith("whsec_")
+    assert answer.headers["Cache-Control"] == "no-store"
     return answer.json
 
 
