@@ -38,6 +38,7 @@ from models.schemas import WebhookDelivery as DeliveryShape
 from models.schemas import WebhookEndpoint as EndpointShape
 from services.database import write_transaction
 from services.errors import Conflict, NotFound, ServiceError, field_problem
+from services.ticket_shapes import Wait, shape_ticket
 
 SECRET_PREFIX = "whsec_"
 ROTATED_SECRET_HOURS = 24
@@ -340,8 +341,6 @@ def emit(session: Session, ticket: TicketRecord, event_type: str, shaped: Ticket
     if not endpoints:
         return
     if shaped is None:
-        from services.ticket_shapes import Wait, shape_ticket  # shapes import the services
-
         session.flush()
         shaped = shape_ticket(ticket, Wait.NO)
     now = utcnow()
