@@ -311,7 +311,7 @@ def work(app: Flask, stop: threading.Event) -> None:
     threads = int(app.config["WEBHOOK_WORKER_THREADS"])
     poll = float(app.config["WEBHOOK_POLL_S"])
     running: dict[int, Future] = {}
-    swept = 0.0
+    swept = float("-inf")  # forget old attempts at the start, then hourly
     with ThreadPoolExecutor(threads, thread_name_prefix="webhooks") as pool:
         while not stop.is_set():
             for endpoint_id in [e for e, f in running.items() if f.done()]:
