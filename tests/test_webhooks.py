@@ -416,3 +416,29 @@ def test_an_endpoint_is_claimed_by_one_worker_at_a_time_and_old_attempts_are_for
         webhook_delivery.sweep(dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=31))
         assert db.session.query(WebhookDelivery).count() == 0
     assert len(receiver.requests) == 3
+
+
+def test_two_workers_send_each_delivery_once(app, client, acme, rival, receiver):
+    for tenant, count in ((acme, 3), (rival, 2)):
+        for n in range(count):
+            register(client, tenant, f"{receiver.url}&endpoint={n}")
+    for _ in range(3):
+        create(client, acme)
+        create(client, rival)
+    app.config["WEBHOOK_POLL_S"] = 0.02
+    stops = [threading.Event(), threading.Event()]
+    workers = [threading.Thread(target=webhook_delivery.work, args=(app, stop), daemon=True)
+               for stop in stops]
+    for worker in workers:
+        worker.start()
+    try:
+        wait_for(lambda: len(receiver.requests) >= 3 * 3 + 3 * 2)
+    finally:
+        for stop in stops:
+            stop.set()
+        for worker in workers:
+            worker.join(30)
+    # Both workers ran to the end of what they had taken: a second send would be here.
+    assert len(receiver.ids()) == len(set(receiver.ids())) == 15
+    with app.app_context():
+        assert {d.status for d in db.session.query(WebhookDelivery)} == {"delivered"}
