@@ -14,7 +14,7 @@ from werkzeug.exceptions import SecurityError
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from blueprints import (auth, health, home, keys, links, me, openapi, projects, rates, reviewers,
-                        signatures, ticket_pages)
+                        signatures, ticket_pages, webhooks)
 from blueprints.cli import register_commands
 from blueprints.errors import register_error_handlers
 from models import db
@@ -207,6 +207,27 @@ def default_config(instance_path: str) -> dict[str, Any]:
         # /healthz shows its checks to loopback callers, and to others sending this key in
         # X-Health-Key; everyone else sees only "ok" or "degraded".
         "HEALTHZ_KEY": None,
+        # Webhooks (services/webhook_delivery.py): events go only over https to public
+        # addresses, unless WEBHOOK_ALLOW_PRIVATE names the host or a network holding its
+        # address ("127.0.0.1", "10.0.0.0/8 erp.internal"), where plain http is taken too.
+        # Each attempt waits WEBHOOK_TIMEOUT_S at most and reads at most
+        # WEBHOOK_MAX_RESPONSE_BYTES of the answer; failures are retried after each step of
+        # WEBHOOK_RETRY_SCHEDULE_S (then its last step again) for WEBHOOK_GIVE_UP_S, and an
+        # endpoint failing that long is disabled. The worker sends to WEBHOOK_WORKER_THREADS
+        # endpoints at once, at most WEBHOOK_PER_COMPANY of one company's, looking for due
+        # deliveries every WEBHOOK_POLL_S; a dead worker's endpoints are taken over after
+        # WEBHOOK_CLAIM_TTL_S. Attempts are kept WEBHOOK_KEEP_DAYS.
+        "WEBHOOK_ALLOW_PRIVATE": "",
+        "WEBHOOK_TIMEOUT_S": 10,
+        "WEBHOOK_MAX_RESPONSE_BYTES": 64 * 1024,
+        "WEBHOOK_RETRY_SCHEDULE_S": [5, 300, 1800, 7200, 18000, 36000],
+        "WEBHOOK_GIVE_UP_S": 3 * 24 * 3600,
+        "WEBHOOK_WORKER_THREADS": 8,
+        "WEBHOOK_PER_COMPANY": 2,
+        "WEBHOOK_POLL_S": 1,
+        "WEBHOOK_CLAIM_TTL_S": 60,
+        "WEBHOOK_BATCH": 20,
+        "WEBHOOK_KEEP_DAYS": 30,
     }
 
 
@@ -321,7 +342,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     configure_logging(app)
 
     for blueprint in (home.bp, health.bp, auth.bp, me.bp, openapi.bp, projects.bp, ticket_pages.bp,
-                      links.bp, keys.bp, reviewers.bp, rates.bp, signatures.bp):
+                      links.bp, keys.bp, reviewers.bp, rates.bp, signatures.bp, webhooks.bp):
         app.register_blueprint(blueprint)
     register_error_handlers(app)
     register_commands(app)

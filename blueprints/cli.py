@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import signal
+import threading
 import time
 
 import click
@@ -23,6 +25,7 @@ from services import (
     reviewers,
     signing,
     storage_migration,
+    webhook_delivery,
 )
 from services.errors import ServiceError
 from services.write_test import run as run_write_test
@@ -156,6 +159,7 @@ def register_commands(app: Flask) -> None:
     app.cli.add_command(photos_cli)
     app.cli.add_command(reminders_cli)
     app.cli.add_command(routing_cli)
+    app.cli.add_command(webhooks_cli)
 
 
 project_system_cli = AppGroup("project-system", help="Connect a company to Procore and check it.")
@@ -163,6 +167,7 @@ companies_cli = AppGroup("companies", help="Create and list companies.")
 photos_cli = AppGroup("photos", help="Look after the stored photo and signature files.")
 storage_cli = AppGroup("storage", help="Move the stored files to a bucket.")
 reminders_cli = AppGroup("reminders", help="E-mail reminders of unsigned signing links.")
+webhooks_cli = AppGroup("webhooks", help="Send the webhook events stored for programs.")
 routing_cli = AppGroup("routing", help="See, and undo, what routing learned from the PM's choices.")
 
 
@@ -196,6 +201,24 @@ def routing_explain_command(company_id: int, kind: str, sub: str | None,
 def routing_forget_command(company_id: int, decision_ids: tuple[int, ...]) -> None:
     """Forget past decisions by their number (as `routing explain` lists them)."""
     click.echo(f"{learning.forget(company_id, list(decision_ids))} decision(s) forgotten")
+
+
+@webhooks_cli.command("work")
+def webhooks_work_command() -> None:
+    """Send webhook deliveries until stopped (SIGTERM or Ctrl-C ends it after the sends under
+    way); several may run against one PostgreSQL database."""
+    stop = threading.Event()
+    for number in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(number, lambda *_: stop.set())
+    click.echo("Sending webhook events", err=True)
+    webhook_delivery.work(current_app._get_current_object(), stop)
+
+
+@webhooks_cli.command("send")
+def webhooks_send_command() -> None:
+    """Send the deliveries that are due now, once, and say how many were tried."""
+    attempted = webhook_delivery.run_once(current_app._get_current_object())
+    click.echo(f"{attempted} delivery attempt(s)")
 
 
 @reminders_cli.command("send")

@@ -1,20 +1,26 @@
-"""API keys: the /keys page where reviewers create, see and revoke keys for programs."""
+"""API keys: the /keys page where reviewers create, see and revoke keys for programs, and see
+the company's webhook endpoints with their recent deliveries (admins may send one again)."""
 from __future__ import annotations
 
 from flask import Blueprint, Response, request
 from flask_login import current_user, login_required
 
-from services import keys
+from services import keys, webhooks
 from services.errors import ServiceError
 from services.web import render_page
 
 bp = Blueprint("keys", __name__)
 
 
-def _render(new_key: str | None = None, error: str | None = None, status: int = 200) -> Response:
-    """The keys page, or its panel for htmx."""
-    response = render_page("review/keys.html", "review/_keys.html",
-                           keys=keys.list_keys(current_user.company_id), new_key=new_key, error=error)
+def _render(new_key: str | None = None, error: str | None = None, status: int = 200,
+            template: str = "review/_keys.html", notice: str | None = None) -> Response:
+    """The keys page, or one of its panels for htmx."""
+    on_webhooks = template == "review/_webhooks.html"
+    response = render_page("review/keys.html", template,
+                           keys=keys.list_keys(current_user.company_id), new_key=new_key,
+                           error=None if on_webhooks else error,
+                           webhooks=webhooks.page_listing(current_user.company_id),
+                           webhook_error=error if on_webhooks else None, webhook_notice=notice)
     response.status_code = status
     if new_key:
         response.headers["Cache-Control"] = "no-store"
@@ -48,3 +54,15 @@ def revoke_key(prefix: str) -> Response:
     except ServiceError as error:
         return _render(error=error.message, status=error.status)
     return _render()
+
+
+@bp.post("/keys/webhooks/<int:endpoint_id>/deliveries/<delivery_id>/replay")
+@login_required
+def replay_delivery(endpoint_id: int, delivery_id: str) -> Response:
+    """Send one webhook delivery again (company admins only)."""
+    panel = "review/_webhooks.html"
+    try:
+        webhooks.replay_by_reviewer(current_user, endpoint_id, delivery_id)
+    except ServiceError as error:
+        return _render(error=error.message, status=error.status, template=panel)
+    return _render(template=panel, notice="It will be sent again within a few seconds.")

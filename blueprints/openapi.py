@@ -27,6 +27,8 @@ from models.schemas import (
     RateSheet,
     SignatureRequestCreated,
     Ticket,
+    WebhookEvent,
+    WebhookEventType,
 )
 
 bp = Blueprint("openapi", __name__)
@@ -40,7 +42,8 @@ def _schema_models() -> list[tuple[type[BaseModel], str]]:
     Each model is used one way only, so Pydantic gives each shape one component under its
     own name instead of an `-Input` and an `-Output` copy.
     """
-    pairs: list[tuple[type[BaseModel], str]] = [(ErrorBody, "serialization")]
+    pairs: list[tuple[type[BaseModel], str]] = [(ErrorBody, "serialization"),
+                                                 (WebhookEvent, "serialization")]
     for operation in OPERATIONS:
         for model, mode in ((operation.body, "validation"), (operation.response, "serialization"),
                             (operation.accepted, "serialization")):
@@ -255,6 +258,44 @@ def _operation_object(operation: Operation, refs: dict, components: dict[str, An
     return result
 
 
+WEBHOOK_EVENTS: dict[WebhookEventType, str] = {
+    WebhookEventType.SUBMITTED: "A ticket arrived, or a crew sent a correction of one sent back.",
+    WebhookEventType.SIGNED: "A ticket was signed: from a signing link, or its signature was "
+                             "sent after it.",
+    WebhookEventType.SENT_BACK: "A ticket from a capture link was rejected and sent back to its "
+                                "crew, who may send a correction.",
+    WebhookEventType.WRITTEN: "A ticket was written into the project system; `data.external` "
+                              "names the record.",
+    WebhookEventType.REJECTED: "A ticket sent by a program was rejected.",
+    WebhookEventType.RESTORED: "A rejected ticket was put back in the review queue.",
+}
+
+WEBHOOK_HEADERS = {
+    "webhook-id": "The delivery's id, the same on every retry: drop one already handled.",
+    "webhook-timestamp": "Unix time (seconds) of this attempt.",
+    "webhook-signature": "Space-separated `v1,<base64>` HMAC-SHA256 signatures of "
+                         "`{webhook-id}.{webhook-timestamp}.{body}`, one per secret in use "
+                         "(two for a day after a rotation).",
+}
+
+
+def _webhooks(refs: dict) -> dict[str, Any]:
+    """The document's `webhooks` section: each event the service POSTs to an endpoint."""
+    body = refs[(WebhookEvent, "serialization")]
+    return {str(event): {"post": {
+        "operationId": "webhook_" + str(event).replace(".", "_"),
+        "summary": text.split(";")[0].rstrip("."),
+        "description": f"`{event}`: {text} The body's `type` is `{event}`.",
+        "tags": ["webhooks"],
+        "parameters": [{"name": name, "in": "header", "required": True, "description": about,
+                        "schema": {"type": "string"}} for name, about in WEBHOOK_HEADERS.items()],
+        "requestBody": {"required": True, "content": {"application/json": {"schema": body}}},
+        "responses": {"200": {"description": "Any 2xx answer counts as received; anything "
+                                             "else, or none within 10 seconds, is retried."}},
+        "security": [],
+    }} for event, text in WEBHOOK_EVENTS.items()}
+
+
 def build_openapi_document() -> dict[str, Any]:
     """Assemble the whole OpenAPI 3.1.0 document from the registered operations."""
     refs, definitions = models_json_schema(_schema_models(), ref_template=REF,
@@ -274,6 +315,7 @@ def build_openapi_document() -> dict[str, Any]:
         "tags": [{"name": name, "x-displayName": heading, "description": text}
                  for name, (heading, text) in TAGS.items()],
         "paths": paths,
+        "webhooks": _webhooks(refs),
         "components": {
             "schemas": components,
             "securitySchemes": {

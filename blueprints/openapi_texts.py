@@ -322,6 +322,33 @@ the ticket is the running total of the written and open tickets against it: `war
 80 %, `over` past 100 %. Approving a ticket that takes the written total past the amount
 answers 409 `nte_exceeded` and writes nothing, unless `confirm_over_nte: true`. Two approvals
 against the same authorization at the same instant are not serialised against each other."""),
+    "webhooks": ("Webhooks", """\
+Endpoints of your programs that are sent the company's ticket events, so they need not poll
+`GET /tickets`: `ticket.submitted` (a new ticket, or a crew's correction of one sent back),
+`ticket.signed` (the general contractor's person signed it, or a signature was added),
+`ticket.sent_back` (rejected, and sent back to the crew of the capture link it came through),
+`ticket.rejected` (a ticket sent by a program, rejected), `ticket.restored` (back in the review
+queue) and `ticket.written` (in the project system, with `external`). Each is a POST of
+`{"type", "timestamp", "data"}`, `data` the ticket as `GET /tickets/{ticket_id}` answered at
+that moment (see this document's `webhooks` section), signed per
+[Standard Webhooks](https://www.standardwebhooks.com/): verify `webhook-signature` over
+`webhook-id`, `webhook-timestamp` and the body with the endpoint's secret (its libraries do
+it), and drop a `webhook-id` already seen.
+
+**Delivery.** Each event is stored with the change that caused it and sent by a worker, at
+least once, in no set order across tickets. Any 2xx answer within 10 seconds counts (no
+redirect is followed; at most 64 KiB of the answer is read); otherwise it is sent again with
+the same `webhook-id` after 5 seconds, 5 minutes, 30 minutes, 2, 5 and 10 hours, then every
+10 hours, for three days. An endpoint that fails for three days is disabled and the company's
+admins are e-mailed; `PATCH` it with `enabled: true` once it works. Every attempt is kept 30
+days (`/webhooks/{endpoint_id}/deliveries`); one delivery can be sent again (`replay`).
+
+**Addresses.** Events go only over https to public addresses: a name is resolved at each send
+and every address it has must be public (no loopback, private, link-local or metadata
+address). An address written as such a number is refused when registered (400
+`webhook_url_refused`). The server's `WEBHOOK_ALLOW_PRIVATE` setting may allow hosts or
+networks on the server's own network, over plain http too. Managing webhooks takes any key of
+the company; on the keys page only company admins may."""),
     "openapi": ("This document", """\
 The OpenAPI 3.1 description of this API, the one rendered here. It needs no key."""),
 }

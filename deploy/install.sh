@@ -116,6 +116,9 @@ fi
 if systemctl is-active --quiet "$SERVICE"; then
   systemctl stop "$SERVICE"
 fi
+if systemctl is-active --quiet "$SERVICE-webhooks"; then
+  systemctl stop "$SERVICE-webhooks"
+fi
 
 echo "== Code in $PREFIX"
 mkdir -p "$PREFIX"
@@ -141,7 +144,7 @@ echo "== Migrations"
 echo "== systemd units"
 for unit in "$SERVICE.service" "$SERVICE-sandbox.service" "$SERVICE-backup.service" \
   "$SERVICE-backup.timer" "$SERVICE-reminders.service" "$SERVICE-reminders.timer" \
-  "$SERVICE-sweep.service" "$SERVICE-sweep.timer"; do
+  "$SERVICE-webhooks.service" "$SERVICE-sweep.service" "$SERVICE-sweep.timer"; do
   render "$SOURCE/deploy/$unit" >"/etc/systemd/system/$unit"
   chmod 0644 "/etc/systemd/system/$unit"
 done
@@ -149,11 +152,12 @@ render "$SOURCE/deploy/ewt-admin" >/usr/local/bin/ewt-admin
 chmod 0755 /usr/local/bin/ewt-admin
 systemctl daemon-reload
 systemctl enable --quiet "$SERVICE.service" "$SERVICE-backup.timer" "$SERVICE-reminders.timer" \
+  "$SERVICE-webhooks.service" \
   "$SERVICE-sweep.timer"
 if systemctl is-enabled --quiet "$SERVICE-sandbox.service"; then
   systemctl restart "$SERVICE-sandbox.service"
 fi
-systemctl restart "$SERVICE.service"
+systemctl restart "$SERVICE.service" "$SERVICE-webhooks.service"
 systemctl start "$SERVICE-backup.timer" "$SERVICE-reminders.timer" "$SERVICE-sweep.timer"
 "$PREFIX/.venv/bin/python" -c "import urllib.request
 urllib.request.urlopen('http://127.0.0.1:8000/v1/openapi.json', timeout=30)" ||

@@ -8,8 +8,10 @@ from models.project_system import KnownProject, ProjectSystemConnection
 from models.signing import SignatureRequest
 from models.ticket import Decision, StagedPhoto, Ticket, TicketPhoto, short_reference
 from models.usage import StorageUsage
+from models.webhook import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 
 __all__ = ["ApiKey", "Authorization", "Base", "CaptureLink", "Company", "Decision", "KnownProject",
            "ProjectMarkups", "ProjectSystemConnection", "RateSheet", "Reviewer", "RoutingDecision", "SignatureRequest",
            "StagedPhoto",
-           "StorageUsage", "Ticket", "TicketPhoto", "short_reference", "UTCDateTime", "db", "utcnow"]
+           "StorageUsage", "Ticket", "TicketPhoto", "short_reference", "UTCDateTime", "WebhookAttempt",
+           "WebhookDelivery", "WebhookEndpoint", "db", "utcnow"]

@@ -1387,3 +1387,109 @@ class TicketAuthorizationInput(InputShape):
     authorization_id: RecordId | None = \
         Field(description=(
         "An authorization of the ticket's project (see /projects/{id}/authorizations), or null."))
+
+
+# ------------------------------------------------------------------ webhooks
+
+class WebhookEventType(StrEnum):
+    """A ticket event a webhook endpoint can be sent."""
+
+    SUBMITTED = "ticket.submitted"
+    SIGNED = "ticket.signed"
+    SENT_BACK = "ticket.sent_back"
+    WRITTEN = "ticket.written"
+    REJECTED = "ticket.rejected"
+    RESTORED = "ticket.restored"
+
+
+WEBHOOK_URL_TEXT = ("Where events are sent: an https address of a public host (http only for a "
+                    "host the server's WEBHOOK_ALLOW_PRIVATE setting allows).")
+
+
+class WebhookEndpointInput(InputShape):
+    """A webhook endpoint to register."""
+
+    url: str = required_text(2000, description=WEBHOOK_URL_TEXT)
+    events: list[WebhookEventType] = Field(
+        default_factory=lambda: list(WebhookEventType), min_length=1, max_length=20,
+        description="The events to send; every event when left out.")
+    description: str | None = Field(default=None, max_length=200,
+                                     description="What the endpoint is for, e.g. 'ERP sync'.")
+
+
+class WebhookEndpointPatch(InputShape):
+    """The fields of a webhook endpoint to change; those left out stay as they are."""
+
+    url: str | None = Field(default=None, min_length=1, max_length=2000,
+                            json_schema_extra={"pattern": NOT_BLANK}, description=WEBHOOK_URL_TEXT)
+    events: list[WebhookEventType] | None = Field(default=None, min_length=1, max_length=20)
+    description: str | None = Field(default=None, max_length=200)
+    enabled: Flag | None = Field(default=None, description=(
+        "False stops sending (events meanwhile are not kept for it); true sends again and "
+        "clears a disabling after three days of failures."))
+
+
+class WebhookEndpoint(Shape):
+    """A webhook endpoint of the company; its secret is shown only when it is made or rotated."""
+
+    id: int
+    url: str
+    description: str | None
+    events: list[WebhookEventType]
+    enabled: bool
+    disabled_reason: str | None = Field(description="Why the service disabled it, if it did.")
+    failing_since: dt.datetime | None = Field(
+        description="Since when its deliveries fail; three days of failures disable it.")
+    created_at: dt.datetime
+
+
+class WebhookEndpointCreated(WebhookEndpoint):
+    """A webhook endpoint with its signing secret, shown this once."""
+
+    secret: str = Field(description=(
+        "The Standard Webhooks signing secret (`whsec_` and base64); verify each event's "
+        "`webhook-signature` with it."))
+
+
+class WebhookEndpointList(Shape):
+    """The company's webhook endpoints, oldest first."""
+
+    data: list[WebhookEndpoint]
+
+
+class WebhookAttempt(Shape):
+    """One try at sending a delivery."""
+
+    attempted_at: dt.datetime
+    status_code: int | None = Field(description="The endpoint's answer; null when none came.")
+    duration_ms: int
+    ok: bool
+    error: str | None
+
+
+class WebhookDelivery(Shape):
+    """One event sent (or being sent) to one endpoint, with its attempts of the last 30 days."""
+
+    id: str = Field(description="The `webhook-id` every attempt of this event sends.")
+    endpoint_id: int
+    type: WebhookEventType
+    ticket_id: str | None
+    status: Literal["pending", "delivered", "failed"]
+    created_at: dt.datetime
+    next_attempt_at: dt.datetime | None
+    attempts: list[WebhookAttempt]
+
+
+class WebhookDeliveryList(Shape):
+    """An endpoint's deliveries, newest first."""
+
+    data: list[WebhookDelivery]
+
+
+class WebhookEvent(Shape):
+    """The body of every webhook: the event, when it happened, and the ticket as
+    `GET /v1/tickets/{ticket_id}` answered at that moment."""
+
+    type: WebhookEventType
+    timestamp: dt.datetime
+    data: Ticket

@@ -26,7 +26,8 @@ from flask import current_app
 from models import Ticket as TicketRecord
 from models import db, utcnow
 from models.schemas import LINE_INDEX, ApprovalResult, ApproveInput, Ticket
-from services import approval_claims, authorizations, documents, learning, projects, storage
+from services import (approval_claims, authorizations, documents, learning, projects, storage,
+                      webhooks)
 from services.connections import client_for, project_system_errors
 from services.database import write_transaction
 from services.errors import Conflict, ValidationFailed, field_problem
@@ -371,6 +372,7 @@ def _finish(company_id: int, ticket_id: str, destination: str, record: RemoteRec
             append_decision(ticket, "approved", actor)
             learning.record(session, ticket, routes, lambda code: _cost_code_text(codes, code),
                             lambda route: route.picked)
+            webhooks.emit(session, ticket, webhooks.WebhookEventType.WRITTEN)
     return _written_result(company_id, ticket_id, already=already)
 
 
@@ -399,6 +401,7 @@ def reject(company_id: int, ticket_id: str, actor: str, reason: str | None = Non
         approval_claims.refuse_claimed(current, utcnow())
         current.status = "rejected"
         append_decision(current, "rejected", actor, (reason or "").strip()[:500] or None)
+        webhooks.emit(session, current, webhooks.rejection_event(current))
     db.session.expire_all()
     return get_ticket(company_id, ticket.id)
 
@@ -413,6 +416,7 @@ def restore(company_id: int, ticket_id: str, actor: str) -> Ticket:
             approval_claims.refuse_claimed(current, utcnow())
             current.status = "submitted"
             append_decision(current, "restored", actor)
+            webhooks.emit(session, current, webhooks.WebhookEventType.RESTORED)
     db.session.expire_all()
     return get_ticket(company_id, ticket.id)
 

@@ -20,7 +20,7 @@ from sqlalchemy.exc import IntegrityError
 from models import StagedPhoto, TicketPhoto, db
 from models import Ticket as TicketRecord
 from models.schemas import PhotoIn, PhotosInput, SignatureIn, Ticket, TicketInput
-from services import image_pool, quotas, signatures, storage
+from services import image_pool, quotas, signatures, storage, webhooks
 from services import photos as images
 from services.database import write_transaction
 from services.errors import Conflict, NotFound, ValidationFailed, field_problem
@@ -332,6 +332,7 @@ def put_signature(company_id: int, ticket_id: str, signature: SignatureIn,
         check_unwritten(current)
         current.signature = stored
         signatures.seal(current)
+        webhooks.emit(session, current, webhooks.WebhookEventType.SIGNED)
     db.session.expire_all()
     return get_ticket(company_id, ticket.id, wait), True
 

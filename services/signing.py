@@ -33,7 +33,7 @@ from models.schemas import (
     SignatureRequestList,
     SignatureRequestState,
 )
-from services import evidence, mail, projects
+from services import evidence, mail, projects, webhooks
 from services.database import write_transaction
 from services.errors import Conflict, NotFound, ServiceError
 from services.links import public_base_url
@@ -357,6 +357,7 @@ def sign(token: str, data: SignatureIn, shown_digest: str, *, ip_address: str | 
                                   request_id=current.id)
         current.signed_at = now
         current.next_reminder_at = None
+        webhooks.emit(session, ticket, webhooks.WebhookEventType.SIGNED)
     db.session.expire_all()
     return find_ticket(request.company_id, request.ticket_id)
 

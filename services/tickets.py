@@ -24,6 +24,7 @@ from services import (
     projects,
     rates,
     signatures,
+    webhooks,
 )
 from services.database import write_transaction
 from services.errors import Conflict, NotFound, ValidationFailed
@@ -84,6 +85,7 @@ def create_ticket(company_id: int, data: TicketInput, *, captured_via: str = "ap
             # Shaped from what was just written, before the commit expires it; routed on the
             # codes this process holds, so a crew's answer never waits on the project system.
             created = shape_ticket(record, Wait.NO, just_created=True)
+            webhooks.emit(session, record, webhooks.WebhookEventType.SUBMITTED, shaped=created)
     except IntegrityError:
         existing = id_for_client_ref(company_id, client_ref, link_token) if client_ref else None
         if existing is None:
@@ -184,6 +186,7 @@ def revise_ticket(company_id: int, link_token: str, revises: str, data: TicketIn
         current.status = "submitted"
         append_decision(current, "resubmitted", data.captured_by or "the crew",
                         f"version {version}")
+        webhooks.emit(session, current, webhooks.WebhookEventType.SUBMITTED)
         ticket_id = current.id
     db.session.expire_all()
     return get_ticket(company_id, ticket_id, Wait.NO), True

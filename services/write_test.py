@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from PIL import Image, ImageDraw
 
 from models.schemas import ApproveInput
-from services import approval, connections, projects, tickets
+from services import approval, connections, projects, tickets, webhooks
 from services.approval_records import origin_id
 from services.errors import ServiceError
 from services.project_system import (
@@ -95,13 +95,14 @@ def run(company_id: int, project_id: int | None = None) -> list[Finding]:
                                 "be read"))
         return findings
     scratch = Scratch()
-    try:
-        findings += _step("approving a scratch ticket as a change event",
-                          lambda: _change_event(company_id, client, project, scratch))
-        findings += _step("approving a scratch ticket as a daily log entry",
-                          lambda: _daily_log(company_id, client, project, seen, scratch))
-    finally:
-        findings += _remove(company_id, client, scratch)
+    with webhooks.silenced():  # scratch tickets are nobody's business: no events
+        try:
+            findings += _step("approving a scratch ticket as a change event",
+                              lambda: _change_event(company_id, client, project, scratch))
+            findings += _step("approving a scratch ticket as a daily log entry",
+                              lambda: _daily_log(company_id, client, project, seen, scratch))
+        finally:
+            findings += _remove(company_id, client, scratch)
     return findings
 
 

@@ -67,6 +67,8 @@ def serious_violations(page, impacts: tuple[str, ...] = ("serious", "critical"))
 def test_the_admin_pages_have_no_violations_at_all(app, client, acme, live_server, axe_tablet):
     client.post("/v1/links", headers=acme.headers, json={"project_id": acme.project()["id"],
                                                          "label": "North trailer"})
+    client.post("/v1/webhooks", headers=acme.headers, json={"url": "https://erp.example.com/in"})
+    new_ticket(client, acme)  # a delivery waiting on the keys page
     page = axe_tablet.new_page()
     requests = OpenRequests(page)
     browser_sign_in(page, live_server, app, acme)

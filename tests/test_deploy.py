@@ -33,7 +33,8 @@ BACKUP_DIR = "/var/backups/extra-work-tickets"
 UNITS = ["extra-work-tickets.service", "extra-work-tickets-sandbox.service",
          "extra-work-tickets-backup.service", "extra-work-tickets-backup.timer",
          "extra-work-tickets-reminders.service", "extra-work-tickets-reminders.timer",
-         "extra-work-tickets-sweep.service", "extra-work-tickets-sweep.timer"]
+         "extra-work-tickets-sweep.service", "extra-work-tickets-sweep.timer",
+         "extra-work-tickets-webhooks.service"]
 SIZE_UNITS = {"": 1, "B": 1, "KB": 1000, "KIB": 1024, "MB": 1000**2, "MIB": 1024**2}
 
 
@@ -238,6 +239,21 @@ def test_sweep_units_remove_unused_photo_files_every_night():
     assert re.search(r'^systemctl start .*"\$SERVICE-sweep\.timer"$', script, re.M)
 
 
+def test_webhook_unit_runs_the_worker_always_beside_the_service():
+    """The webhook worker runs `flask webhooks work` on the data folder, restarts whenever it
+    ends, and install.sh installs, enables and (re)starts it."""
+    unit = read_unit("extra-work-tickets-webhooks.service")
+    assert one(unit, "User") == "ewt" and one(unit, "Restart") == "always"
+    assert environment(unit) == {"EWT_INSTANCE_PATH": DATA_DIR, "PYTHONUNBUFFERED": "1"}
+    assert command(one(unit, "ExecStart")) == [f"{VENV_BIN}/flask", "--app", "app", "webhooks",
+                                               "work"]
+    assert one(unit, "ReadWritePaths").split() == [DATA_DIR]
+    script = INSTALL.read_text()
+    assert '"$SERVICE-webhooks.service" "$SERVICE-sweep.service"' in script
+    assert re.search(r'^systemctl enable .*\\\n  "\$SERVICE-webhooks\.service" \\$', script, re.M)
+    assert re.search(r'^systemctl restart .*"\$SERVICE-webhooks\.service"', script, re.M)
+
+
 def test_units_pass_systemd_analyze_verify(tmp_path):
     """systemd itself accepts every unit, with the code folder pointed at this checkout."""
     if shutil.which("systemd-analyze") is None:
@@ -404,7 +420,8 @@ def test_unit_commands_serve_and_back_up(tmp_path):
 
 def test_units_cap_memory_and_tasks():
     """Each unit has a memory ceiling (soft and hard) and a task ceiling."""
-    for name in ("extra-work-tickets.service", "extra-work-tickets-sandbox.service"):
+    for name in ("extra-work-tickets.service", "extra-work-tickets-sandbox.service",
+                 "extra-work-tickets-webhooks.service"):
         text = (DEPLOY / name).read_text()
         for setting in ("MemoryMax", "MemoryHigh", "TasksMax"):
             assert re.search(rf"^{setting}=\S+$", text, re.M), f"{name} lacks {setting}"

@@ -246,6 +246,21 @@ def test_generated_client_drives_the_whole_flow(app, acme, generated):
     revoked = api(generated, "links.links_revoke_link").sync(link.token, client=client)
     assert isinstance(revoked, m.Link) and isinstance(revoked.revoked_at, dt.datetime)
 
+    # Webhooks: an endpoint with its secret once, its deliveries typed, a private address refused.
+    endpoint = api(generated, "webhooks.webhooks_create_webhook").sync(
+        client=client, body=m.WebhookEndpointInput(
+            url="https://erp.example.com/in", events=[m.WebhookEventType.TICKET_WRITTEN]))
+    assert isinstance(endpoint, m.WebhookEndpointCreated) and endpoint.secret.startswith("whsec_")
+    changed = api(generated, "webhooks.webhooks_update_webhook").sync(
+        endpoint.id, client=client, body=m.WebhookEndpointPatch(enabled=False))
+    assert isinstance(changed, m.WebhookEndpoint) and changed.enabled is False
+    deliveries = api(generated, "webhooks.webhooks_list_webhook_deliveries").sync(
+        endpoint.id, client=client)
+    assert isinstance(deliveries, m.WebhookDeliveryList) and deliveries.data == []
+    refused = api(generated, "webhooks.webhooks_create_webhook").sync(
+        client=client, body=m.WebhookEndpointInput(url="http://169.254.169.254/latest"))
+    assert isinstance(refused, m.ErrorBody) and refused.error.code == "webhook_url_refused"
+
     # Errors come back as typed bodies.
     bad = api(generated, "tickets.tickets_create_ticket").sync(client=client, body=m.TicketInput(
         project_id=project_id, description="x", reason="y", directed_by="z",

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 import requests
 
+from tests.receiver import Receiver
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -25,10 +27,11 @@ def free_port() -> int:
 
 @pytest.mark.live
 def test_serve_prints_a_key_that_answers_me(tmp_path):
+    receiver = Receiver()
     port, sandbox_port = free_port(), free_port()
     env = dict(os.environ, HOST="127.0.0.1", PORT=str(port), THREADS="4",
                SANDBOX_PORT=str(sandbox_port),
-               EWT_INSTANCE_PATH=str(tmp_path / "instance"),
+               EWT_INSTANCE_PATH=str(tmp_path / "instance"), EWT_WEBHOOK_ALLOW_PRIVATE="127.0.0.1",
                PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
     env.pop("DATABASE_URL", None)
     process = subprocess.Popen([str(ROOT / "bin" / "serve")], cwd=ROOT, env=env,
@@ -79,6 +82,20 @@ def test_serve_prints_a_key_that_answers_me(tmp_path):
         me = requests.get(f"{base}/v1/me", headers={"X-API-Key": new_key}, timeout=5)
         assert me.status_code == 200
         assert me.json()["company"]["id"] == json.loads(demo.stdout)["company_id"]
+
+        # The webhook worker runs beside them: a new ticket reaches a registered endpoint.
+        hooks = {"Authorization": f"Bearer {key}"}
+        assert requests.post(f"{base}/v1/webhooks", headers=hooks, timeout=10,
+                             json={"url": receiver.url}).status_code == 200
+        ticket = requests.post(f"{base}/v1/tickets", headers=hooks, timeout=30, json={
+            "project_id": projects.json()["data"][0]["id"], "description": "Moved a trench",
+            "reason": "Gas line", "directed_by": "The super",
+            "labor": [{"trade": "Laborer", "hours": 1, "rate": 50}]})
+        assert ticket.status_code == 200, ticket.text
+        deadline = time.monotonic() + 30
+        while not receiver.requests and time.monotonic() < deadline:  # bounded
+            time.sleep(0.05)
+        assert json.loads(receiver.requests[0][1])["data"]["id"] == ticket.json()["id"]
         # A kept-alive connection, open while its answer lives, holds a stopping worker 2 s.
         del response, projects, page, me
     finally:
@@ -86,6 +103,7 @@ def test_serve_prints_a_key_that_answers_me(tmp_path):
         process.wait(timeout=30)
         lines.extend(process.stdout.read().splitlines())
         process.stdout.close()
+        receiver.close()
         for leftover in (port, sandbox_port):
             with socket.socket() as probe:
                 assert probe.connect_ex(("127.0.0.1", leftover)) != 0, f"port {leftover} still served"

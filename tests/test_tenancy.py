@@ -18,6 +18,8 @@ PUBLIC_PREFIXES = ("/c/", "/s/", "/static/", "/login/link/")
 
 def owned_resources(client, owner) -> dict[str, str]:
     """Resources of the owning company, keyed by URL variable name."""
+    endpoint = client.post("/v1/webhooks", headers=owner.headers,
+                           json={"url": "https://erp.example.com/in"}).json
     ticket = client.post("/v1/tickets", headers=owner.headers, json={
         "project_id": owner.project()["id"], "description": "Owner's ticket", "reason": "r",
         "directed_by": "d", "labor": [{"trade": "Laborer", "hours": 1, "rate": 1, "costCode": "02-200"}],
@@ -36,7 +38,10 @@ def owned_resources(client, owner) -> dict[str, str]:
     sheet = client.post("/v1/rate-sheets", headers=owner.headers, json=RATE_SHEET).json
     authorization = client.post(f"/v1/projects/{owner.project()['id']}/authorizations",
                                 headers=owner.headers, json={"reference": "CD-1", "amount": 10}).json
+    delivery = client.get(f"/v1/webhooks/{endpoint['id']}/deliveries",
+                          headers=owner.headers).json["data"][0]
     return {"ticket_id": ticket["id"], "project_id": owner.project()["id"], "token": link["token"],
+            "endpoint_id": str(endpoint["id"]), "delivery_id": delivery["id"],
             "prefix": owner.prefix, "position": "0", "kind": "labor",
             "photo_id": str(ticket["photos"][0]["id"]), "reviewer_id": str(reviewer.id),
             "sheet_id": str(sheet["id"]), "authorization_id": str(authorization["id"]),
@@ -46,7 +51,8 @@ def owned_resources(client, owner) -> dict[str, str]:
 MISSING = {"ticket_id": str(uuid.UUID(int=0x1234)), "project_id": "1", "token": "x" * 32,
            "prefix": "ewt_zzzzzzzz", "position": "0", "kind": "labor", "photo_id": "999999",
            "reviewer_id": "999999", "sheet_id": "999999", "authorization_id": "999999",
-           "key": "front", "request_id": "999999"}
+           "key": "front", "request_id": "999999", "endpoint_id": "999999",
+           "delivery_id": "msg_" + "0" * 32}
 RATE_SHEET = {"name": "Rates", "effective_from": "2026-01-01",
               "labor": [{"classification": "Foreman", "st": 100}]}
 
@@ -75,6 +81,8 @@ def body_for(rule: str, owner_values: dict[str, str]) -> dict:
         return {"authorization_id": None}
     if rule.endswith("/signature-requests"):
         return {"name": "Sam Ortiz", "phone": "+15551234567"}
+    if rule.endswith("/webhooks/<int:endpoint_id>"):
+        return {"description": "Taken over"}
     return {}
 
 
@@ -115,7 +123,7 @@ def test_every_route_with_an_id_treats_foreign_ids_as_missing(app, client, acme,
                 if rule.rule.startswith("/v1/"):
                     response = intruder.open(url, method=method, headers=rival.headers,
                                              json=body_for(rule.rule, owner_values)
-                                             if method in ("POST", "PUT") else None)
+                                             if method in ("POST", "PUT", "PATCH") else None)
                 else:
                     response = intruder.open(url, method=method,
                                              data={"csrf_token": csrf} if method == "POST" else None)
@@ -124,7 +132,7 @@ def test_every_route_with_an_id_treats_foreign_ids_as_missing(app, client, acme,
             assert foreign == missing, f"{method} {rule.rule}"
             assert foreign[0] == 404, f"{method} {rule.rule}: {foreign}"
             checked.append(f"{method} {rule.rule}")
-    assert len(checked) == 51  # every route with an id or token outside the public pages
+    assert len(checked) == 58  # every route with an id or token outside the public pages
     # And nothing of the owner's changed.
     ticket = client.get(f"/v1/tickets/{owner_values['ticket_id']}", headers=acme.headers).json
     assert ticket["status"] == "submitted" and ticket["photo_count"] == 1 and ticket["decisions"] == []
@@ -135,6 +143,8 @@ def test_every_route_with_an_id_treats_foreign_ids_as_missing(app, client, acme,
     link = client.get("/v1/links", headers=acme.headers).json["data"][0]
     assert link["revoked_at"] is None
     assert client.get("/v1/me", headers=acme.headers).status_code == 200
+    (endpoint,) = client.get("/v1/webhooks", headers=acme.headers).json["data"]
+    assert endpoint["description"] is None and endpoint["enabled"] is True
 
 
 @pytest.mark.parametrize("path", ["/v1/tickets", "/v1/links", "/v1/projects"])
