@@ -1,5 +1,8 @@
 """Where stored files live: a local folder (the default) or an S3-compatible bucket.
 
+The module is one thing: the file store's interface and its two backends, kept side by side so
+that each operation reads the same in both.
+
 Every stored file (photos, their thumbnails, signature images, photos staged ahead of their
 ticket) is named by the SHA-256 of its bytes, `<64 hex>.<jpg|png>`, so the same bytes are kept
 once. `STORAGE_URL` picks the backend: unset is the folder `PHOTO_DIR`; `s3://BUCKET/PREFIX` is

@@ -15,7 +15,7 @@ from services.storage import file_store
 from tests.conftest import app_config
 from tests.images import data_url, jpeg_bytes
 
-pytestmark = pytest.mark.sqlite_only  # PostgreSQL is backed up with pg_dump, as README says
+pytestmark = pytest.mark.sqlite_only  # PostgreSQL is backed up with pg_dump, as deploy/README.md says
 
 
 def test_backup_during_writes_then_restore(app, client, acme, live_server, runner, tmp_path,

@@ -217,7 +217,7 @@ def test_migrate_refuses_an_address_that_is_not_a_bucket(runner):
     assert answer.exit_code != 0 and "s3://" in answer.output
 
 
-@pytest.mark.sqlite_only  # PostgreSQL is backed up with pg_dump, as README says
+@pytest.mark.sqlite_only  # PostgreSQL is backed up with pg_dump, as deploy/README.md says
 @pytest.mark.both_stores
 def test_a_backup_to_a_bucket_is_encrypted_verified_and_restores_the_same_tickets_and_files(
         app, client, acme, runner, tmp_path, s3_endpoint):

@@ -1,7 +1,7 @@
 """webhook endpoints, their outbox of deliveries, and delivery attempts
 
-Revision ID: 0030
-Revises: 0029
+Revision ID: 0031
+Revises: 0030
 Create Date: 2026-11-29 02:30:00
 
 Programs register endpoints that are sent signed ticket events. Each event is stored as a
@@ -12,8 +12,8 @@ from alembic import op
 import sqlalchemy as sa
 
 
-revision = '0030'
-down_revision = '0029'
+revision = '0031'
+down_revision = '0030'
 branch_labels = None
 depends_on = None
 
