@@ -4,7 +4,7 @@ from __future__ import annotations
 import contextlib
 import math
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import redis
@@ -75,7 +75,8 @@ def _shared_budget(api_base: str, client_id: str, remote_company_id: int) -> Bud
     storage = str(current_app.config["RATELIMIT_STORAGE_URI"])
     if not storage.startswith(("redis://", "rediss://")):
         return None
-    return RedisBudget(redis.Redis.from_url(storage),
+    # Short timeouts: a Redis that does not answer is paced around (in-process), not waited on.
+    return RedisBudget(redis.Redis.from_url(storage, socket_timeout=1, socket_connect_timeout=1),
                        f"ewt:procore-budget:{api_base}:{client_id}:{remote_company_id}")
 
 
@@ -125,14 +126,31 @@ class ProjectSystemBusy(ServiceError):
 _slots_lock = threading.Lock()
 
 
+# How often a call waiting on the clock of its project-system client looks for a free slot.
+SLOT_POLL_S = 0.05
+
+
+@dataclass(frozen=True)
+class Turn:
+    """How long a call waits its turn: until `until` on `clock` at most, and no longer than
+    the slot wait plus what `paced` (seconds the company's client has spent waiting for
+    Procore's rate limit, a running total) grew by meanwhile."""
+
+    until: float
+    clock: Callable[[], float]
+    paced: Callable[[], float]
+
+
 @contextlib.contextmanager
-def company_slot(company_id: int, kind: str) -> Iterator[None]:
+def company_slot(company_id: int, kind: str, turn: Turn | None = None) -> Iterator[None]:
     """Hold one of the company's project-system slots ("read" or "write") for a call.
 
     One company's slow or hung project system then holds at most its own few slots' worth
     of server threads; a call that cannot get a slot within PROJECT_SYSTEM_SLOT_WAIT_S
     (PROJECT_SYSTEM_WRITE_SLOT_WAIT_S for a write, which may wait out another approval) is
-    refused with 503 project_system_busy instead of queueing behind the others.
+    refused with 503 project_system_busy instead of queueing behind the others. Given a
+    `turn`, the wait also stretches by the time the calls ahead spent waiting for Procore's
+    rate limit (the company's budget, not a hung system), up to the turn's end.
     """
     config = current_app.config
     size = int(config["PROJECT_SYSTEM_READS_PER_COMPANY"] if kind == "read"
@@ -140,8 +158,17 @@ def company_slot(company_id: int, kind: str) -> Iterator[None]:
     with _slots_lock:
         slots = current_app.extensions.setdefault("project_system_slots", {})
         semaphore = slots.setdefault((company_id, kind, size), threading.BoundedSemaphore(size))
-    wait = config["PROJECT_SYSTEM_WRITE_SLOT_WAIT_S" if kind == "write" else "PROJECT_SYSTEM_SLOT_WAIT_S"]
-    if not semaphore.acquire(timeout=float(wait)):
+    wait = float(config["PROJECT_SYSTEM_WRITE_SLOT_WAIT_S" if kind == "write"
+                        else "PROJECT_SYSTEM_SLOT_WAIT_S"])
+    if turn is None:
+        got = semaphore.acquire(timeout=wait)
+    else:
+        started, paced = turn.clock(), turn.paced()
+        while not (got := semaphore.acquire(timeout=SLOT_POLL_S)):
+            now = turn.clock()
+            if now >= min(turn.until, started + wait + turn.paced() - paced):
+                break
+    if not got:
         raise ProjectSystemBusy("the project system is slow for this company right now; try again "
                                 "in a moment", headers={"Retry-After": "5"})
     try:
@@ -151,12 +178,15 @@ def company_slot(company_id: int, kind: str) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def project_system_errors(company_id: int | None = None, kind: str = "read") -> Iterator[None]:
+def project_system_errors(company_id: int | None = None, kind: str = "read",
+                          turn: Turn | None = None) -> Iterator[None]:
     """Turn project-system failures into 502 answers that carry the project system's message.
 
-    Given the company, the block also holds one of its project-system slots (`company_slot`).
+    Given the company, the block also holds one of its project-system slots (`company_slot`,
+    waited for as `turn` says when given).
     """
-    slot = company_slot(company_id, kind) if company_id is not None else contextlib.nullcontext()
+    slot = (company_slot(company_id, kind, turn) if company_id is not None
+            else contextlib.nullcontext())
     try:
         with slot:
             yield

@@ -185,7 +185,8 @@ def _change_event(company_id: int, client: ProcoreClient, project: RemoteProject
                      f"{coded} on a budget code) and "
                      f"{len(files)} files (two photos, the signature, the signed PDF), found "
                      "again by its origin id and read back"))
-    kept = client.attach_files(project.id, record.id, [EXTRA_FILE]).attachment_filenames
+    kept = client.attach_files(project.id, record.id, [EXTRA_FILE],
+                               known_ids=record.attachment_ids).attachment_filenames
     adds = all(name in kept for name in files)
     findings.append((EXTRA_FILE.filename in kept,
                      "attached one more file in a second request: Procore "

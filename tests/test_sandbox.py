@@ -53,7 +53,8 @@ class Api:
         """The id of the default Open change-event status."""
         statuses = self.call("GET", "/rest/v1.0/change_event/statuses",
                              params={"project_id": project_id}).json()
-        return next(row["id"] for row in statuses if row["default_status"])
+        return next(row["id"] for row in statuses
+                    if row["mapped_to_status"] == "open" and row["show_in_select"])
 
     def create_event(self, project_id: int, **fields: Any) -> requests.Response:
         """POST a v1.1 change event with sensible defaults."""

@@ -19,7 +19,7 @@ import requests
 from flask import Flask
 from werkzeug.serving import make_server
 
-from sandbox import create_sandbox_app
+from sandbox import SandboxRequestHandler, create_sandbox_app
 from sandbox.seed import create_demo_company
 from services.project_system import ProcoreClient
 
@@ -150,7 +150,8 @@ def sandbox_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox
     # tests of pacing switch a company to the sandbox's default (Procore's 25 per 10 s).
     app = create_sandbox_app({"SANDBOX_DB_PATH": db_path, "SANDBOX_FILES_DIR": files_dir,
                               "SANDBOX_SPIKE_LIMIT": 0})
-    server = make_server("127.0.0.1", 0, app, threaded=True)
+    server = make_server("127.0.0.1", 0, app, threaded=True,
+                         request_handler=SandboxRequestHandler)
     thread = threading.Thread(target=server.serve_forever, name="procore-sandbox", daemon=True)
     thread.start()
     try:
