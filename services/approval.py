@@ -127,14 +127,14 @@ def approve(company_id: int, ticket_id: str, options: ApproveInput, actor: str) 
             plan.document.pdf()
         # One write at a time per company (a slow project system holds one thread, not all),
         # and the claim renewed while the write lasts, so it is never joined by a second one.
-        # Its turn at the company's write slot and at Procore's rate limit is waited for up
-        # to PROJECT_SYSTEM_APPROVAL_BUDGET_WAIT_S together, then 503 with Retry-After.
-        clock = getattr(client, "clock", time.time)
-        until = clock() + float(current_app.config["PROJECT_SYSTEM_APPROVAL_BUDGET_WAIT_S"])
-        turn = Turn(until, clock, lambda: float(getattr(client, "paced_s", 0.0)))
+        # It waits its turn at the company's write slot while the approvals ahead move on or
+        # wait for Procore's rate limit, and each of its calls waits for the rate limit up to
+        # PROJECT_SYSTEM_APPROVAL_BUDGET_WAIT_S (a whole 60 s window), else 503 Retry-After.
+        turn = Turn(getattr(client, "clock", time.time),
+                    lambda: float(getattr(client, "paced_until", 0.0)))
         with project_system_errors(company_id, "write", turn), \
                 approval_claims.keeping_claim(ticket.id, claim.id), hurried(*_patience()), \
-                patient(until):
+                patient(float(current_app.config["PROJECT_SYSTEM_APPROVAL_BUDGET_WAIT_S"])):
             destination, record = _write(client, plan, destination, claim.earlier)
     except Exception:
         approval_claims.release(ticket.id, claim.id)

@@ -124,6 +124,8 @@ class ProjectSystemBusy(ServiceError):
 
 
 _slots_lock = threading.Lock()
+# How many times each slot pool was given back, so a waiter sees the queue move.
+_released: dict[tuple[int, str, int], int] = {}
 
 
 # How often a call waiting on the clock of its project-system client looks for a free slot.
@@ -132,13 +134,13 @@ SLOT_POLL_S = 0.05
 
 @dataclass(frozen=True)
 class Turn:
-    """How long a call waits its turn: until `until` on `clock` at most, and no longer than
-    the slot wait plus what `paced` (seconds the company's client has spent waiting for
-    Procore's rate limit, a running total) grew by meanwhile."""
+    """How long a call waits its turn: the slot wait after the latest of its start, the last
+    call ahead finishing and the end of the latest wait of the company's client for Procore's
+    rate limit (`paced_until`), all on `clock`: as long as the calls ahead move on or wait
+    for the company's budget, never behind a hung one."""
 
-    until: float
     clock: Callable[[], float]
-    paced: Callable[[], float]
+    paced_until: Callable[[], float]
 
 
 @contextlib.contextmanager
@@ -149,8 +151,8 @@ def company_slot(company_id: int, kind: str, turn: Turn | None = None) -> Iterat
     of server threads; a call that cannot get a slot within PROJECT_SYSTEM_SLOT_WAIT_S
     (PROJECT_SYSTEM_WRITE_SLOT_WAIT_S for a write, which may wait out another approval) is
     refused with 503 project_system_busy instead of queueing behind the others. Given a
-    `turn`, the wait also stretches by the time the calls ahead spent waiting for Procore's
-    rate limit (the company's budget, not a hung system), up to the turn's end.
+    `turn`, the wait counts from the last sign that the calls ahead move on (one finished, or
+    waits for Procore's rate limit: the company's budget, not a hung system).
     """
     config = current_app.config
     size = int(config["PROJECT_SYSTEM_READS_PER_COMPANY"] if kind == "read"
@@ -160,13 +162,19 @@ def company_slot(company_id: int, kind: str, turn: Turn | None = None) -> Iterat
         semaphore = slots.setdefault((company_id, kind, size), threading.BoundedSemaphore(size))
     wait = float(config["PROJECT_SYSTEM_WRITE_SLOT_WAIT_S" if kind == "write"
                         else "PROJECT_SYSTEM_SLOT_WAIT_S"])
+    key = (company_id, kind, size)
     if turn is None:
         got = semaphore.acquire(timeout=wait)
     else:
-        started, paced = turn.clock(), turn.paced()
+        # The slot wait counts from the last time a call ahead finished (the queue moves) or
+        # waited for Procore's rate limit (the company's budget); a hung call ahead still
+        # makes this one give up after the slot wait.
+        started, seen = turn.clock(), _released.get(key, 0)
         while not (got := semaphore.acquire(timeout=SLOT_POLL_S)):
             now = turn.clock()
-            if now >= min(turn.until, started + wait + turn.paced() - paced):
+            if _released.get(key, 0) != seen:
+                started, seen = now, _released.get(key, 0)
+            if now >= max(started, turn.paced_until()) + wait:
                 break
     if not got:
         raise ProjectSystemBusy("the project system is slow for this company right now; try again "
@@ -174,6 +182,8 @@ def company_slot(company_id: int, kind: str, turn: Turn | None = None) -> Iterat
     try:
         yield
     finally:
+        with _slots_lock:
+            _released[key] = _released.get(key, 0) + 1
         semaphore.release()
 
 

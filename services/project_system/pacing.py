@@ -95,10 +95,18 @@ class LocalBudget:
             if remaining is None or reset is None:
                 return
             left = remaining - self._in_flight
-            # Answers of one window may arrive out of order: the lowest count is the truest.
-            self._remaining = min(self._remaining, left) if reset == self._reset else left
-            self._reset = reset
+            if abs(reset - self._reset) <= SAME_WINDOW_S:
+                # Answers of one window may arrive out of order: the lowest count is the
+                # truest, and the latest reset the safest.
+                self._remaining = min(self._remaining, left)
+                self._reset = max(self._reset, reset)
+            else:
+                self._remaining, self._reset = left, reset
 
+
+# Resets this close are one window's: Procore's clock (the Date header) comes in whole
+# seconds, so one reset read on our clock wanders by up to a second.
+SAME_WINDOW_S = 1.5
 
 # Both run inside Redis, so two processes never take the same last call.
 _TAKE = """
@@ -117,11 +125,16 @@ local in_flight = math.max(redis.call('HINCRBY', KEYS[1], 'in_flight', -1), 0)
 redis.call('HSET', KEYS[1], 'in_flight', in_flight)
 if ARGV[1] == '' then return 1 end
 local left, reset = tonumber(ARGV[1]) - in_flight, tonumber(ARGV[2])
+local same = tonumber(ARGV[3])
 local state = redis.call('HMGET', KEYS[1], 'remaining', 'reset')
-if state[2] and tonumber(state[2]) == reset then
-  left = math.min(left, tonumber(state[1]))
+if state[2] then
+  local known = tonumber(state[2])
+  if math.abs(reset - known) <= same then
+    left = math.min(left, tonumber(state[1]))
+    reset = math.max(reset, known)
+  end
 end
-redis.call('HSET', KEYS[1], 'remaining', left, 'reset', ARGV[2])
+redis.call('HSET', KEYS[1], 'remaining', left, 'reset', tostring(reset))
 return 1
 """
 
@@ -167,7 +180,8 @@ class RedisBudget:
         if not self._use_local():
             try:
                 self._done(keys=[self._key], args=["" if remaining is None or reset is None
-                                                    else str(remaining), repr(reset or 0.0)])
+                                                    else str(remaining), repr(reset or 0.0),
+                                                    repr(SAME_WINDOW_S)])
                 return
             except redis.RedisError as error:
                 self._failed(error)

@@ -51,12 +51,15 @@ MAX_WAIT_S = 60.0
 # While set (`hurried`), every call waits at most (connect, read, write) seconds and is not
 # sent again after a transport error: the caller would rather say so than keep a person waiting.
 _HURRIED: ContextVar[tuple[float, float, float] | None] = ContextVar("hurried", default=None)
-# While set (`patient`), the moment (on the client's clock) until which a call may wait for the
-# company's rate-limit budget, overriding the client's own `max_rate_limit_wait_s`.
-_PATIENT_UNTIL: ContextVar[float | None] = ContextVar("patient_until", default=None)
+# While set (`patient`), how long one call may wait for the company's rate-limit budget,
+# instead of the client's own `max_rate_limit_wait_s`.
+_PATIENCE: ContextVar[float | None] = ContextVar("patience", default=None)
 # The longest pause a 429 may ask for and still be waited out within the call; a longer one
 # (Procore's hourly limit) is refused at once with the time to wait.
 RATE_LIMIT_WAIT_S = 10.0
+# A wait that ends this little past a call's patience is still waited: Procore's reset and
+# clock come in whole seconds, so a whole window may read a second or two longer.
+WAIT_ROUNDING_S = 2.0
 BACKOFF_BASE_S = 0.5
 TOKEN_SAFETY_S = 60
 MAX_BODY_BYTES = 20 * 1024 * 1024
@@ -109,14 +112,14 @@ def hurried(connect_s: float, read_s: float, write_s: float) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def patient(until: float) -> Iterator[None]:
-    """Calls made in the block wait for the company's rate-limit budget until `until` (on the
-    client's clock), however long that is, then are refused with the time still to wait."""
-    token = _PATIENT_UNTIL.set(until)
+def patient(seconds: float) -> Iterator[None]:
+    """Calls made in the block each wait up to `seconds` for the company's rate-limit budget
+    (a whole 60 s window, say), then are refused with the time still to wait."""
+    token = _PATIENCE.set(seconds)
     try:
         yield
     finally:
-        _PATIENT_UNTIL.reset(token)
+        _PATIENCE.reset(token)
 
 
 class ProcoreClient:
@@ -162,8 +165,10 @@ class ProcoreClient:
         # The calls Procore's rate limit leaves this company, shared by every thread (and, on
         # Redis, every process): a call waits for the window's reset rather than meet a 429.
         self.budget: Budget = budget or LocalBudget()
-        # Seconds this client's calls have spent waiting for Procore's rate limit, in all.
-        self.paced_s = 0.0
+        # When (on `clock`) the latest wait of this client's calls for Procore's rate limit
+        # ends: the calls queued behind them know the company's budget, not a hung Procore,
+        # holds them up.
+        self.paced_until = 0.0
         self._paced_lock = threading.Lock()
         self.units_readable = True  # False once the company's units answered 403 or 404
         self._uoms_read_at = 0.0
@@ -217,13 +222,14 @@ class ProcoreClient:
             status = response.status_code
             # A 429 is answered before anything is done, so writes may repeat it too.
             if status == 429:
+                now = self.clock()
                 delay = self._retry_delay(response, attempt)
                 if attempt >= self.max_rate_limit_retries or delay > self._patience_s():
                     raise ProjectSystemRateLimited(
                         _error_message(response, body), retry_after_s=delay,
                         request_id=response.headers.get("X-Request-Id"))
                 log.info("Retrying %s %s in %.1f s after HTTP 429", method, path, delay)
-                self._wait_rate_limit(delay)
+                self._wait_rate_limit(delay, now)
                 attempt += 1
                 continue
             if retry and status >= 500 and attempt < self.max_read_retries:
@@ -234,28 +240,29 @@ class ProcoreClient:
                 continue
             return response, body
 
-    def _wait_rate_limit(self, seconds: float) -> None:
-        """Sleep for Procore's rate limit, counted in `paced_s`."""
+    def _wait_rate_limit(self, seconds: float, now: float) -> None:
+        """Sleep for Procore's rate limit (the wait worked out at `now`), noted in
+        `paced_until`."""
         with self._paced_lock:
-            self.paced_s += seconds
+            self.paced_until = max(self.paced_until, now + seconds)
         self.sleep(seconds)
 
     def _patience_s(self) -> float:
-        """How long a call may still wait for the rate limit: until `patient`'s moment in its
-        block, else `max_rate_limit_wait_s`."""
-        until = _PATIENT_UNTIL.get()
-        return self.max_rate_limit_wait_s if until is None else max(until - self.clock(), 0.0)
+        """How long a call may wait for the rate limit: `patient`'s seconds in its block, else
+        `max_rate_limit_wait_s`; a little more for Procore's whole seconds."""
+        patience = _PATIENCE.get()
+        return (self.max_rate_limit_wait_s if patience is None else patience) + WAIT_ROUNDING_S
 
     def _wait_for_budget(self, method: str, path: str) -> None:
         """Wait until the rate limit leaves a call for this one; a longer wait than a call may
         make raises ProjectSystemRateLimited before anything is sent."""
-        while (wait := self.budget.take(self.clock())) > 0:
+        while (wait := self.budget.take(now := self.clock())) > 0:
             if wait > self._patience_s():
                 raise ProjectSystemRateLimited(
                     f"Procore's rate limit leaves no call for {math.ceil(wait)} s",
                     retry_after_s=wait)
             log.info("Pacing %s %s: %.1f s until Procore's rate limit resets", method, path, wait)
-            self._wait_rate_limit(wait)
+            self._wait_rate_limit(wait, now)
 
     def _exchange(self, method: str, url: str, path: str, paced: bool,
                   **kwargs: Any) -> tuple[requests.Response, bytes]:

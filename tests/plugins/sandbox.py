@@ -56,6 +56,35 @@ class FakeClock:
         self.now += seconds
 
 
+class SharedFakeClock(FakeClock):
+    """A FakeClock several threads wait on at once: a wait lasts until the moment the waiting
+    thread last read plus the seconds asked, so waits that overlap in time overlap here too
+    instead of adding up."""
+
+    def __init__(self, start: float) -> None:
+        """Start the clock at ``start`` (unix seconds)."""
+        super().__init__(start)
+        self._lock = threading.Lock()
+        self._read = threading.local()
+
+    def __call__(self) -> float:
+        """The current fake time, remembered as this thread's last reading."""
+        self._read.at = self.now
+        return self.now
+
+    def wait(self, seconds: float, before: Any = None) -> float:
+        """Move the clock to this thread's last reading plus ``seconds`` (if it is not past
+        that already), calling ``before(step)`` first; returns the step."""
+        with self._lock:
+            self.sleeps.append(seconds)
+            step = max(getattr(self._read, "at", self.now) + seconds - self.now, 0.0)
+            if before is not None and step:
+                before(step)
+            self.now += step
+            self._read.at = self.now
+            return step
+
+
 class SandboxControl:
     """Drives the sandbox's /_sandbox switches for one company, with its own token."""
 
@@ -102,14 +131,23 @@ class SandboxControl:
         """Override the company's hourly call limit (None restores the default)."""
         self._call("POST", "/rate_limit", {"per_hour": per_hour})
 
-    def set_spike_limit(self, per_10s: int | str | None, window_s: int = 10) -> None:
+    def set_spike_limit(self, per_10s: int | str | None, window_s: int = 10,
+                        rolling: bool = False) -> None:
         """Limit the company to ``per_10s`` calls per window (None switches it off, "default"
-        goes back to the sandbox's SANDBOX_SPIKE_LIMIT); ``window_s`` 10 or 60."""
-        self._call("POST", "/spike_limit", {"per_10s": per_10s, "window_s": window_s})
+        goes back to the sandbox's SANDBOX_SPIKE_LIMIT); ``window_s`` 10 or 60, fixed or
+        ``rolling``."""
+        self._call("POST", "/spike_limit", {"per_10s": per_10s, "window_s": window_s,
+                                            "rolling": rolling})
 
-    def set_attachments_mode(self, mode: str) -> None:
-        """Make a change event's attachments_by_uuid "add" to its files or "replace" them."""
-        self._call("POST", "/attachments", {"mode": mode})
+    def set_attachments_mode(self, mode: str | None = None, rename: bool | None = None) -> None:
+        """Make a change event's attachments_by_uuid "add" to its files or "replace" them;
+        with ``rename``, store files under another name than sent."""
+        self._call("POST", "/attachments", {"mode": mode, "rename": rename})
+
+    def skew_clock(self, seconds: float) -> None:
+        """Set the company's Procore clock ``seconds`` apart from real time (its
+        X-Rate-Limit-Reset and Date with it)."""
+        self._call("POST", "/clock", {"skew_s": seconds})
 
     def set_error_shape(self, shape: str) -> None:
         """Answer the company's errors in v1's shape or v2.0's ({"error": {...}})."""
