@@ -206,8 +206,8 @@ class ProjectSystem(Protocol):
         """Cost codes, cost types and budget codes together, each read once."""
         ...
 
-    def create_budget_code(self, project_id: int, cost_code_id: int,
-                           cost_type: str) -> BudgetCode:
+    def create_budget_code(self, project_id: int, cost_code_id: int, cost_type: str,
+                           description: str | None = None) -> BudgetCode:
         """Create the budget code for a cost code and cost type, or return the existing one."""
         ...
 

@@ -424,18 +424,20 @@ class ProcoreClient:
                 raise
             return None
 
-    def change_event_tool(self, project_id: int) -> tuple[bool, str]:
-        """Whether change events can be written, and how that was decided, in plain words."""
-        tools = self.list_tools(project_id)
-        if tools is not None:
-            tool = next((row for row in tools if _is_change_event_tool(row)), None)
+    def change_event_tool(self, project_id: int,
+                          tools: list[dict[str, Any]] | None | object = ...) -> tuple[bool, str]:
+        """Whether change events can be written, and how that was decided, in plain words
+        (`tools`: the project's tool list, or None when unreadable, if already read)."""
+        rows = self.list_tools(project_id) if tools is ... else tools
+        if isinstance(rows, list):
+            tool = next((row for row in rows if _is_change_event_tool(row)), None)
             if tool is not None:
                 if not tool.get("is_active", True):
                     return False, (f"the Change Events tool ({tool.get('engine_name')!r}) is "
                                    "switched off on the project")
                 return True, (f"the Change Events tool ({tool.get('engine_name')!r}) is on in "
                               "the project's tool list")
-            unknown = [row for row in tools if not _is_other_tool(row)]
+            unknown = [row for row in rows if not _is_other_tool(row)]
             if not unknown:
                 return False, "the project's tool list has no Change Events tool"
             # A tool known by neither its engine name nor its title (a title in another
@@ -552,10 +554,11 @@ class ProcoreClient:
         return (self._codes_from_rows(rows), cost_types,
                 self._budget_codes(rows, cost_types, wbs_rows))
 
-    def create_budget_code(self, project_id: int, cost_code_id: int,
-                           cost_type: str) -> BudgetCode:
-        """The budget code for a cost code and cost type ("labor" or "L"), created if missing;
-        a sub job's cost code gets its budget code on that sub job."""
+    def create_budget_code(self, project_id: int, cost_code_id: int, cost_type: str,
+                           description: str | None = None) -> BudgetCode:
+        """The budget code for a cost code and cost type ("labor" or "L"), created if missing
+        (with `description`, else "<cost code name>.<cost type name>"); a sub job's cost
+        code gets its budget code on that sub job."""
         # A cost code or cost type the project lacks is reported as a 404 ProjectSystemError.
         cost_codes, cost_types, wbs_rows = self._read_codes(project_id)
         chosen_type = _pick_cost_type(cost_types, cost_type)
@@ -597,7 +600,7 @@ class ProcoreClient:
             raise ProjectSystemError(f"Project {project_id}'s budget code segments have no item "
                                      f"for {wanted}", status=404)
         response, body = self._request("POST", f"{wbs}/wbs_codes", json_body={
-            "description": f"{cost_code['name']}.{chosen_type.name}",
+            "description": description or f"{cost_code['name']}.{chosen_type.name}",
             "segment_items": [{"segment_id": segments[kind]["id"], "segment_item_id": item["id"]}
                               for kind, item in items.items()]})
         made = int(_parse_json(response, body)["id"])
@@ -1041,6 +1044,12 @@ def _pick_cost_type(cost_types: list[CostType], wanted: str) -> CostType | None:
 def _text_or_none(value: Any) -> str | None:
     """A non-empty string field as is; anything else (missing, null, not text) as None."""
     return value if isinstance(value, str) and value.strip() else None
+
+
+def is_daily_log_tool(row: dict[str, Any]) -> bool:
+    """Whether a tool-list row is the Daily Log tool (by engine name or title)."""
+    return bool({str(row.get(key) or "").strip().lower() for key in ("engine_name", "title")}
+                & {"daily_log", "daily log", "dailylog"})
 
 
 def _is_change_event_tool(row: dict[str, Any]) -> bool:
