@@ -628,14 +628,14 @@ def test_pacing_never_sends_past_what_the_rate_limit_leaves(procore_client, sand
                                                              sandbox_control):
     """With one call a window, an attach (upload, PATCH, read-back) waits for each reset
     instead of meeting a 429, and the file is attached once."""
+    sandbox_control.set_spike_limit(None)  # the setup's calls count in no window
     project = project_id(sandbox_company)
     record = procore_client.create_change_event(project, draft(procore_client, project))
     procore_client.list_units_of_measure()
     clock = procore_client.clock
 
     def sleep(seconds: float) -> None:
-        clock.sleep(seconds)
-        sandbox_control.advance_clock(seconds)
+        clock.sleep(seconds)  # the fixture's clock moves the sandbox's on with it
 
     procore_client.sleep = sleep
     # The client's clock reads the frozen sandbox clock's time, so the wait it works out from
@@ -691,13 +691,13 @@ def test_spike_limit_on_a_create_is_waited_out(procore_client, sandbox_company, 
                                                sandbox_server):
     """A 429 the client did not see coming (another process spent the window) on a manpower
     create: one wait, one entry."""
+    sandbox_control.set_spike_limit(None)  # the setup's calls count in no window
     project = project_id(sandbox_company, 2)
     procore_client.list_projects()
     clock = procore_client.clock
 
     def sleep(seconds: float) -> None:
-        clock.sleep(seconds)
-        sandbox_control.advance_clock(seconds)
+        clock.sleep(seconds)  # the fixture's clock moves the sandbox's on with it
 
     procore_client.sleep = sleep
     # The client's clock reads the frozen sandbox clock's time, so the wait it works out from
@@ -737,8 +737,7 @@ def test_two_processes_share_one_budget_through_redis(procore_client, sandbox_se
         client.observer = lambda response, _body: statuses.append(response.status_code)
 
         def sleep(seconds: float) -> None:
-            clock.sleep(seconds)
-            sandbox_control.advance_clock(seconds)
+            clock.sleep(seconds)  # the fixture's clock moves the sandbox's on with it
 
         client.sleep = sleep
     clock.now = sandbox_control.freeze_clock()

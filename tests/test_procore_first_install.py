@@ -28,8 +28,7 @@ def paced_by_the_sandbox(client, control) -> None:
     clock = client.clock
 
     def sleep(seconds: float) -> None:
-        clock.sleep(seconds)
-        control.advance_clock(seconds)
+        clock.sleep(seconds)  # the fixture's clock moves the sandbox's on with it
 
     client.sleep = sleep
     clock.now = control.freeze_clock()

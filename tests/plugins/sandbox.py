@@ -34,13 +34,44 @@ class SandboxServer:
     app: Flask
 
 
-class FakeClock:
-    """Time that only moves when told to; ``sleep`` records each wait and moves time on."""
+def advance_sandbox_clock(db_path: str, company_id: int, seconds: float) -> None:
+    """Move a sandbox company's clock (Procore's, for its rate windows) on by ``seconds``."""
+    with closing(sqlite3.connect(db_path, timeout=10)) as connection:
+        connection.execute("UPDATE companies SET clock_offset_s = coalesce(clock_offset_s, 0) "
+                           "+ ? WHERE id = ?", [seconds, company_id])
+        connection.commit()
 
-    def __init__(self, start: float) -> None:
+
+class SkippingClock:
+    """Real time, but a wait is skipped: it moves this clock and the sandbox company's clock
+    on together, at once (the app's clients, in tests that are not about time)."""
+
+    def __init__(self, db_path: str, company_id: int) -> None:
+        """A clock for one sandbox company's client."""
+        self.db_path, self.company_id = db_path, company_id
+        self.skipped = 0.0
+        self._lock = threading.Lock()
+
+    def __call__(self) -> float:
+        """Real time plus every wait skipped so far."""
+        return time.time() + self.skipped
+
+    def sleep(self, seconds: float) -> None:
+        """Skip a wait: Procore's clock first, so the client never reads ahead of it."""
+        with self._lock:
+            advance_sandbox_clock(self.db_path, self.company_id, seconds)
+            self.skipped += seconds
+
+
+class FakeClock:
+    """Time that only moves when told to; ``sleep`` records each wait and moves time on (and
+    the sandbox company's clock with it, given ``on_sleep``)."""
+
+    def __init__(self, start: float, on_sleep: Any = None) -> None:
         """Start the clock at ``start`` (unix seconds)."""
         self.now = start
         self.sleeps: list[float] = []
+        self._on_sleep = on_sleep
 
     def __call__(self) -> float:
         """The current fake time, in the shape of ``time.time``."""
@@ -49,6 +80,8 @@ class FakeClock:
     def sleep(self, seconds: float) -> None:
         """Record a wait and advance the clock by it, without really waiting."""
         self.sleeps.append(seconds)
+        if self._on_sleep is not None:
+            self._on_sleep(seconds)
         self.now += seconds
 
     def advance(self, seconds: float) -> None:
@@ -184,10 +217,9 @@ def sandbox_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox
     """A sandbox app on a free loopback port, served by a threaded Werkzeug server."""
     folder: Path = tmp_path_factory.mktemp("procore-sandbox")
     db_path, files_dir = str(folder / "sandbox.sqlite3"), str(folder / "files")
-    # No spike limit by default here: the suite makes many calls per company in seconds. The
-    # tests of pacing switch a company to the sandbox's default (Procore's 25 per 10 s).
-    app = create_sandbox_app({"SANDBOX_DB_PATH": db_path, "SANDBOX_FILES_DIR": files_dir,
-                              "SANDBOX_SPIKE_LIMIT": 0})
+    # Procore's spike limit, as the sandbox has it by default (25 calls in 10 s per company):
+    # each test has a company of its own, so one test's calls never slow another's.
+    app = create_sandbox_app({"SANDBOX_DB_PATH": db_path, "SANDBOX_FILES_DIR": files_dir})
     server = make_server("127.0.0.1", 0, app, threaded=True,
                          request_handler=SandboxRequestHandler)
     thread = threading.Thread(target=server.serve_forever, name="procore-sandbox", daemon=True)
@@ -225,8 +257,10 @@ def contract_company(sandbox_server: SandboxServer) -> dict[str, Any]:
 @pytest.fixture
 def contract_client(sandbox_server: SandboxServer,
                     contract_company: dict[str, Any]) -> Iterator[ProcoreClient]:
-    """A ProcoreClient with a FakeClock for the contract company."""
-    clock = FakeClock(time.time())
+    """A ProcoreClient with a FakeClock for the contract company (its waits move the
+    company's sandbox clock on: Procore's spike limit costs no test time)."""
+    clock = FakeClock(time.time(), lambda seconds: advance_sandbox_clock(
+        sandbox_server.db_path, contract_company["company_id"], seconds))
     client = ProcoreClient(sandbox_server.url, sandbox_server.url, contract_company["client_id"],
                            contract_company["client_secret"], contract_company["company_id"],
                            clock=clock, sleep=clock.sleep)
@@ -273,8 +307,10 @@ class ExchangeRecorder:
 @pytest.fixture
 def procore_client(sandbox_server: SandboxServer,
                    sandbox_company: dict[str, Any]) -> Iterator[ProcoreClient]:
-    """A ProcoreClient for this test's company; ``procore_client.clock`` is a FakeClock."""
-    clock = FakeClock(time.time())
+    """A ProcoreClient for this test's company; ``procore_client.clock`` is a FakeClock (its
+    waits move the company's sandbox clock on: Procore's spike limit costs no test time)."""
+    clock = FakeClock(time.time(), lambda seconds: advance_sandbox_clock(
+        sandbox_server.db_path, sandbox_company["company_id"], seconds))
     client = ProcoreClient(sandbox_server.url, sandbox_server.url, sandbox_company["client_id"],
                            sandbox_company["client_secret"], sandbox_company["company_id"],
                            clock=clock, sleep=clock.sleep)
