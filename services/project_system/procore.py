@@ -725,7 +725,7 @@ class ProcoreClient:
             "POST", str(upload["url"]), retry=False, data=fields,
             files={"file": (attachment.filename, attachment.data, attachment.content_type)})
         if stored.status_code >= 300:
-            _raise_for_status(stored, stored_body)
+            _raise_for_status(stored, stored_body, storage=True)
         return str(upload["uuid"])
 
     def attach_files(self, project_id: int, change_event_id: int,
@@ -900,8 +900,9 @@ def _clock_offset(response: requests.Response, now: float) -> float:
 
 
 def _raise_for_status(response: requests.Response, body: bytes, *,
-                      tool: str | None = None) -> None:
-    """Turn an unsuccessful answer into the matching ProjectSystemError."""
+                      tool: str | None = None, storage: bool = False) -> None:
+    """Turn an unsuccessful answer into the matching ProjectSystemError (`storage`: of the file
+    store an upload goes to, whose 403 is its policy, not a permission)."""
     status = response.status_code
     if status < 300:
         return
@@ -914,7 +915,7 @@ def _raise_for_status(response: requests.Response, body: bytes, *,
         raise ProjectSystemAuthError(message, status=status, request_id=request_id)
     if tool is not None and status in (403, 404):
         raise ToolDisabled(_refusal(message, status, tool), status=status, request_id=request_id)
-    if status == 403:
+    if status == 403 and not storage:
         raise ProjectSystemError(f"{message} (the service account lacks a permission this "
                                  "call needs)", status=status, request_id=request_id)
     if status == 429 or status >= 500:
