@@ -131,7 +131,10 @@ def count_request(company_id: int) -> Response | None:
     """
     db = get_db()
     now = sandbox_now(db, company_id)
-    g.sandbox_now = now  # the answer's Date is on the company's clock
+    offset, frozen = db.execute("SELECT clock_offset_s, clock_frozen_at FROM companies "
+                                "WHERE id = ?", [company_id]).fetchone() or (None, None)
+    if offset or frozen is not None:  # the company's clock is not ours: the Date says its time
+        g.sandbox_now = now
     window = int(now // RATE_WINDOW_S) * RATE_WINDOW_S
     with write_transaction(db):
         override, spike_limit, spike_s, rolling = db.execute(
@@ -196,7 +199,6 @@ def rate_headers() -> dict[str, str]:
         int(time.time() // RATE_WINDOW_S) * RATE_WINDOW_S + RATE_WINDOW_S)
     headers = {"X-Rate-Limit-Limit": str(limit), "X-Rate-Limit-Remaining": str(remaining),
                "X-Rate-Limit-Reset": str(int(reset))}
-    now = g.get("sandbox_now")
-    if now is not None and abs(now - time.time()) >= 1:  # the company's clock is set apart
-        headers["Date"] = http_date(now)
+    if g.get("sandbox_now") is not None:  # the company's clock, frozen or set apart
+        headers["Date"] = http_date(g.sandbox_now)
     return headers

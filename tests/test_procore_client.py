@@ -648,7 +648,8 @@ def test_pacing_never_sends_past_what_the_rate_limit_leaves(procore_client, sand
                                 [Attachment("photo-01.jpg", "image/jpeg", b"\xff\xd8photo")])
     sandbox_control.set_spike_limit(None)
     assert [exchange.status for exchange in recorder.exchanges] == [201, 204, 200, 200]
-    assert len(clock.sleeps) == 2 and all(0 < wait <= 10 for wait in clock.sleeps)
+    # at most the 10 s window, and the second Procore's whole-second Date may add
+    assert len(clock.sleeps) == 2 and all(0 < wait <= 11 for wait in clock.sleeps)
     paced = [exchange for exchange in recorder.exchanges if "/rest/" in exchange.url]
     assert all(exchange.answer_headers["X-Rate-Limit-Remaining"] == "0" for exchange in paced)
     event = procore_client.get_change_event(project, record.id)
@@ -749,7 +750,8 @@ def test_two_processes_share_one_budget_through_redis(procore_client, sandbox_se
         sandbox_control.set_spike_limit(None)
         other.close()
     assert 429 not in statuses and statuses.count(200) >= 12
-    assert clock.sleeps and all(0 < wait <= 10 for wait in clock.sleeps)
+    # at most the 10 s window, and the second Procore's whole-second Date may add
+    assert clock.sleeps and all(0 < wait <= 11 for wait in clock.sleeps)
 
 
 @pytest.mark.parametrize("shape", ["v1", "v2"])
