@@ -243,7 +243,7 @@ def list_segments(project_id: int) -> Response:
                    "required": bool(row["required"]), "structure": row["structure"],
                    "is_included_in_project_pattern": row["in_pattern"] != 0,
                    # Procore's type is a boolean; only a tiered segment's leaves are chosen.
-                   "selectable_tiers": False if row["structure"] == "tiered" else True}
+                   "selectable_tiers": row["structure"] != "tiered"}
                   for row in _segments(project["id"])])
 
 
