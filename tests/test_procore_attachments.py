@@ -75,7 +75,8 @@ def test_an_approval_waits_no_longer_than_its_budget_then_says_when_to_retry(
         busy = act(client, acme, ticket["id"], "approve")
     assert busy.status_code == 503 and busy.json["error"]["code"] == "project_system_busy", \
         busy.json
-    assert 20 < int(busy.headers["Retry-After"]) <= 61
+    # the 60 s window, read in Procore's whole seconds and rounded up
+    assert 20 < int(busy.headers["Retry-After"]) <= 62
     assert origin_rows(sandbox_server, "change_events", ticket["id"]) == []
 
 
