@@ -97,6 +97,11 @@ def default_config(instance_path: str) -> dict[str, Any]:
         # The longest pause a project system's 429 may ask for and be waited out in the call;
         # a longer one answers 503 project_system_busy with its Retry-After at once.
         "PROJECT_SYSTEM_RATE_LIMIT_WAIT_S": 10,
+        # Each call of an approval waits for Procore's rate limit (a 10 s or 60 s window) up
+        # to this long, else it answers 503 project_system_busy with Retry-After; meanwhile the
+        # approvals behind it wait their turn (programs approving side by side share the
+        # company's budget).
+        "PROJECT_SYSTEM_APPROVAL_BUDGET_WAIT_S": 60,
         "PROJECT_CACHE_S": 60,
         "CATALOG_CACHE_S": 30,
         "CAPABILITY_CACHE_S": 60,

@@ -99,7 +99,9 @@ Decisions where the contract left the shape open:
   `project_system_not_connected` from the routes that need it. When it refuses or cannot be
   reached the answer is 502 with its own message; when it is busy, or asks for a pause too long
   to wait out within the call (Procore's hourly limit), 503 `project_system_busy` with its
-  wait in `Retry-After`. Nothing was changed in either case.
+  wait in `Retry-After`. Nothing was changed in either case. An approval waits its turn behind
+  the company's other approvals, and up to a whole window (60 s) of Procore's rate limit for
+  each of its calls, so programs may approve side by side.
 """
 
 # The document's sections, one per resource, in the order a reader meets them: each

@@ -26,6 +26,7 @@ from typing import Any
 import click
 from flask import Config, Flask, Response, current_app, g, request
 from werkzeug.exceptions import HTTPException
+from werkzeug.serving import WSGIRequestHandler
 from werkzeug.wrappers import Response as BaseResponse
 
 from sandbox import auth, change_events, contract, control, daily_log, rest, uploads, web
@@ -34,7 +35,31 @@ from sandbox.control import fault_response
 from sandbox.seed import create_demo_company
 from sandbox.store import connect, ensure_schema
 
-__all__ = ["create_sandbox_app"]
+__all__ = ["SandboxRequestHandler", "create_sandbox_app"]
+
+
+class SandboxRequestHandler(WSGIRequestHandler):
+    """Werkzeug's request handler, but the answer's Date is the app's when it sends one (a
+    company's sandbox clock, frozen or set apart by a switch), else the server's."""
+
+    def send_response(self, code: int, message: str | None = None) -> None:
+        """The status line and Server header; Date waits for the app's headers."""
+        self.log_request(code)
+        self.send_response_only(code, message)
+        self.send_header("Server", self.version_string())
+        self._dated = False
+
+    def send_header(self, keyword: str, value: str) -> None:
+        """Send a header, noting a Date."""
+        if keyword.lower() == "date":
+            self._dated = True
+        super().send_header(keyword, value)
+
+    def end_headers(self) -> None:
+        """Add the server's Date when the app sent none."""
+        if not getattr(self, "_dated", True):
+            super().send_header("Date", self.date_time_string())
+        super().end_headers()
 
 
 def create_sandbox_app(config: dict[str, Any] | None = None) -> Flask:

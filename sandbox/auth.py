@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 from flask import Blueprint, Response, current_app, g, jsonify, request
+from werkzeug.http import http_date
 
 from sandbox.common import ApiError, get_db
 from sandbox.store import iso_now, write_transaction
@@ -122,19 +123,29 @@ def sandbox_now(db: Any, company_id: int) -> float:
 
 
 def count_request(company_id: int) -> Response | None:
-    """Count a call against the hourly window and the spike window; a 429 once either is used."""
+    """Count a call against the hourly window and the spike window; a 429 once either is used.
+
+    The spike window is fixed (10 s, or 60 s) by default; a company switched to a rolling
+    window counts the calls of the last `spike_window_s` seconds, and its reset is when the
+    oldest of them leaves the window (one call free again, not all).
+    """
     db = get_db()
     now = sandbox_now(db, company_id)
+    offset, frozen = db.execute("SELECT clock_offset_s, clock_frozen_at FROM companies "
+                                "WHERE id = ?", [company_id]).fetchone() or (None, None)
+    if offset or frozen is not None:  # the company's clock is not ours: the Date says its time
+        g.sandbox_now = now
     window = int(now // RATE_WINDOW_S) * RATE_WINDOW_S
     with write_transaction(db):
-        override, spike_limit, spike_s = db.execute(
-            "SELECT rate_limit_per_hour, spike_limit, spike_window_s FROM companies WHERE id = ?",
-            [company_id]).fetchone() or (None, None, None)
+        override, spike_limit, spike_s, rolling = db.execute(
+            "SELECT rate_limit_per_hour, spike_limit, spike_window_s, spike_rolling "
+            "FROM companies WHERE id = ?", [company_id]).fetchone() or (None, None, None, None)
         if spike_limit is None:  # the company's own setting, else the sandbox's default
             spike_limit = int(current_app.config["SANDBOX_SPIKE_LIMIT"] or 0)
         spike_limit = spike_limit if spike_limit > 0 else None  # 0: no spike limit
         spike_s = spike_s or SPIKE_WINDOW_S
         spike_window = int(now // spike_s) * spike_s
+        spike_reset: float = spike_window + spike_s
         db.execute("DELETE FROM rate_windows WHERE company_id = ? AND window_start < ?",
                    [company_id, window])
         used = db.execute(
@@ -142,7 +153,18 @@ def count_request(company_id: int) -> Response | None:
             "ON CONFLICT (company_id, window_start) DO UPDATE SET count = count + 1 "
             "RETURNING count", [company_id, window]).fetchone()[0]
         spike_used = 0
-        if spike_limit is not None:
+        if spike_limit is not None and rolling:
+            db.execute("DELETE FROM spike_calls WHERE company_id = ? AND at <= ?",
+                       [company_id, now - spike_s])
+            spike_used, oldest = db.execute(
+                "SELECT count(*), min(at) FROM spike_calls WHERE company_id = ?",
+                [company_id]).fetchone()
+            spike_used += 1
+            if spike_used <= spike_limit:
+                db.execute("INSERT INTO spike_calls (company_id, at) VALUES (?, ?)",
+                           [company_id, now])
+            spike_reset = math.ceil((oldest if oldest is not None else now) + spike_s)
+        elif spike_limit is not None:
             db.execute("DELETE FROM spike_windows WHERE company_id = ? AND window_start < ?",
                        [company_id, spike_window])
             spike_used = db.execute(
@@ -156,15 +178,15 @@ def count_request(company_id: int) -> Response | None:
     # The headers report the limit most likely to be hit first (rate_limiting.md).
     spike_left = None if spike_limit is None else max(spike_limit - spike_used, 0)
     if spike_left is not None and spike_left < limit - used:
-        g.rate = (spike_limit, spike_left, spike_window + spike_s)
+        g.rate = (spike_limit, spike_left, spike_reset)
     if used > limit:
         response = Response(RATE_LIMITED, status=429, mimetype="text/plain")
         response.headers["Retry-After"] = str(math.ceil(reset - now))
         return response
     if spike_limit is not None and spike_used > spike_limit:
-        g.rate = (spike_limit, 0, spike_window + spike_s)
+        g.rate = (spike_limit, 0, spike_reset)
         response = Response(RATE_LIMITED_SPIKE, status=429, mimetype="text/plain")
-        response.headers["Retry-After"] = str(max(math.ceil(spike_window + spike_s - now), 1))
+        response.headers["Retry-After"] = str(max(math.ceil(spike_reset - now), 1))
         return response
     return None
 
@@ -175,5 +197,8 @@ def rate_headers() -> dict[str, str]:
         int(current_app.config["SANDBOX_RATE_LIMIT_PER_HOUR"]),
         int(current_app.config["SANDBOX_RATE_LIMIT_PER_HOUR"]),
         int(time.time() // RATE_WINDOW_S) * RATE_WINDOW_S + RATE_WINDOW_S)
-    return {"X-Rate-Limit-Limit": str(limit), "X-Rate-Limit-Remaining": str(remaining),
-            "X-Rate-Limit-Reset": str(reset)}
+    headers = {"X-Rate-Limit-Limit": str(limit), "X-Rate-Limit-Remaining": str(remaining),
+               "X-Rate-Limit-Reset": str(int(reset))}
+    if g.get("sandbox_now") is not None:  # the company's clock, frozen or set apart
+        headers["Date"] = http_date(g.sandbox_now)
+    return headers

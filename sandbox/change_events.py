@@ -262,10 +262,14 @@ def create_change_event() -> tuple[Response, int]:
     db = get_db()
     status = event["status"]
     status_id = status.get("id") if isinstance(status, dict) else None
-    if next(db.query("SELECT id FROM change_event_statuses WHERE id = ? AND company_id = ?",
-                     [status_id, g.company_id]), None) is None:
+    chosen = next(db.query("SELECT * FROM change_event_statuses WHERE id = ? AND company_id = ?",
+                           [status_id, g.company_id]), None)
+    if chosen is None:
         raise ApiError(400, f"Status {status_id!r} is not a change event status of this company",
                        {"status": ["is invalid"]})
+    if not chosen["show_in_select"]:
+        raise ApiError(422, f"Status {chosen['name']!r} is not available for selection",
+                       {"status": ["is not available for selection"]})
     errors: dict[str, list[str]] = {}
     if event["scope"] not in SCOPES:
         errors["scope"] = ["is not included in the list"]

@@ -119,11 +119,15 @@ SPIKE_WINDOWS_S = (10, 60)
 def set_spike_limit() -> Response:
     """Set the company's limit of calls per window: {"per_10s": n} (null switches it off,
     "default" goes back to the sandbox's SANDBOX_SPIKE_LIMIT), and optionally "window_s": 60
-    for the 60-second window some integrators have seen instead of 10."""
+    for the 60-second window some integrators have seen instead of 10, and "rolling": true for
+    a window that rolls (each call counts for window_s seconds after it was made)."""
     company_id = bearer_company()
     body = json_body()
     per_window = body.get("per_10s")
     window_s = body.get("window_s", 10)
+    rolling = body.get("rolling", False)
+    if not isinstance(rolling, bool):
+        raise ApiError(422, "Invalid spike window", {"rolling": ["must be true or false"]})
     if per_window is not None and per_window != "default" and (
             not isinstance(per_window, int) or isinstance(per_window, bool) or per_window < 0):
         raise ApiError(422, "Invalid spike limit", {"per_10s": ["must be a non-negative integer"]})
@@ -132,9 +136,10 @@ def set_spike_limit() -> Response:
     stored = {None: 0, "default": None}.get(per_window, per_window)  # 0 stored means off
     db = get_db()
     with write_transaction(db):
-        db.execute("UPDATE companies SET spike_limit = ?, spike_window_s = ? WHERE id = ?",
-                   [stored, window_s, company_id])
-    return jsonify({"per_10s": per_window, "window_s": window_s})
+        db.execute("UPDATE companies SET spike_limit = ?, spike_window_s = ?, spike_rolling = ? "
+                   "WHERE id = ?", [stored, window_s, int(rolling), company_id])
+        db.execute("DELETE FROM spike_calls WHERE company_id = ?", [company_id])
+    return jsonify({"per_10s": per_window, "window_s": window_s, "rolling": rolling})
 
 
 ERROR_SHAPES = ("v1", "v2")
@@ -175,22 +180,44 @@ def set_latency() -> Response:
 @bp.post("/attachments")
 def set_attachments_mode() -> Response:
     """Whether a change event's `attachments_by_uuid` adds to its files ("add", the default) or
-    replaces them ("replace"): Procore's documents do not say which it does."""
+    replaces them ("replace"): Procore's documents do not say which it does; and with
+    "rename": true, files are stored under another name than sent (as a store that makes
+    names unique or safe would)."""
     company_id = bearer_company()
-    mode = json_body().get("mode")
-    if mode not in ATTACHMENT_MODES:
+    body = json_body()
+    mode, rename = body.get("mode"), body.get("rename")
+    if mode is not None and mode not in ATTACHMENT_MODES:
         raise ApiError(422, "Invalid attachments mode", {"mode": ["must be add or replace"]})
+    if rename is not None and not isinstance(rename, bool):
+        raise ApiError(422, "Invalid attachments mode", {"rename": ["must be true or false"]})
     db = get_db()
     with write_transaction(db):
-        db.execute("UPDATE companies SET attachments_mode = ? WHERE id = ?", [mode, company_id])
-    return jsonify({"mode": mode})
+        if mode is not None:
+            db.execute("UPDATE companies SET attachments_mode = ? WHERE id = ?",
+                       [mode, company_id])
+        if rename is not None:
+            db.execute("UPDATE companies SET rename_files = ? WHERE id = ?",
+                       [int(rename), company_id])
+    return jsonify({"mode": mode, "rename": rename})
 
 
 @bp.post("/clock")
 def advance_clock() -> Response:
-    """Move the company's sandbox clock forward, or with {"freeze": true} stop it where it is."""
+    """Move the company's sandbox clock forward, or with {"freeze": true} stop it where it is,
+    or with {"skew_s": n} set it n seconds apart from real time (Procore's clock is not ours:
+    X-Rate-Limit-Reset and Date then both read n seconds ahead, or behind when negative)."""
     company_id = bearer_company()
     body = json_body()
+    if "skew_s" in body:
+        skew = body["skew_s"]
+        if not isinstance(skew, int | float) or isinstance(skew, bool) or abs(skew) > 86400:
+            raise ApiError(422, "Invalid clock skew", {"skew_s": ["must be a number of seconds "
+                                                                  "within a day"]})
+        db = get_db()
+        with write_transaction(db):
+            db.execute("UPDATE companies SET clock_offset_s = ? WHERE id = ?",
+                       [float(skew), company_id])
+        return jsonify({"skew_s": skew})
     if body.get("freeze") is True:
         db = get_db()
         with write_transaction(db):

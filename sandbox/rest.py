@@ -133,7 +133,9 @@ def list_tools(project_id: int) -> Response:
     wanted = request.args.get("filters[is_active]")
     if wanted in ("true", "false"):
         rows = [row for row in rows if bool(row["is_active"]) == (wanted == "true")]
-    return paged([{"id": row["id"], "engine_name": row["engine_name"],
+    # A tool may be listed under an engine name and title of its own (a company in another
+    # language, a renamed tool): `shown_engine_name` is what the list says.
+    return paged([{"id": row["id"], "engine_name": row["shown_engine_name"] or row["engine_name"],
                    "is_active": bool(row["is_active"]), "position": row["position"],
                    "required": bool(row["required"]), "title": row["title"]} for row in rows])
 
@@ -240,14 +242,16 @@ def list_segments(project_id: int) -> Response:
                    "position": row["position"], "delimiter": row["delimiter"],
                    "required": bool(row["required"]), "structure": row["structure"],
                    "is_included_in_project_pattern": row["in_pattern"] != 0,
-                   "selectable_tiers": "leaf" if row["structure"] == "tiered" else None}
+                   # Procore's type is a boolean; only a tiered segment's leaves are chosen.
+                   "selectable_tiers": row["structure"] != "tiered"}
                   for row in _segments(project["id"])])
 
 
 @bp.get("/v1.0/projects/<int:project_id>/work_breakdown_structure/segments/<int:segment_id>"
         "/segment_items")
 def list_segment_items(project_id: int, segment_id: int) -> Response:
-    """Items of one segment; legacy_cost_code_id picks the item of one cost code."""
+    """Items of one segment; legacy_cost_code_id picks the item of one cost code. A cost-code
+    segment lists the project's own items, or with legacy_sub_job_id those of that sub job."""
     project = company_project(project_id)
     segment = next((row for row in _segments(project["id"]) if row["id"] == segment_id), None)
     if segment is None:
@@ -255,6 +259,9 @@ def list_segment_items(project_id: int, segment_id: int) -> Response:
     rows = list(get_db().query("SELECT * FROM wbs_segment_items WHERE segment_id = ? ORDER BY id",
                                [segment_id]))
     by_id = {row["id"]: row for row in rows}
+    if segment["type"] == "cost_code":
+        sub_job = int_arg("legacy_sub_job_id")
+        rows = [row for row in rows if row["sub_job_id"] == sub_job]
     legacy = int_arg("legacy_cost_code_id")
     if legacy is not None:
         rows = [row for row in rows if row["legacy_cost_code_id"] == legacy]
@@ -359,6 +366,13 @@ def create_wbs_code(project_id: int) -> tuple[Response, int]:
             raise ApiError(422, f"{item['path_code']} is a division; choose a cost code below it",
                            {"segment_items": ["divisions cannot be selected"]})
         chosen[segment["type"]] = item
+    # A sub job's budget codes stand on its own cost-code items, never on the project's (or
+    # another sub job's): Procore refuses the pairing.
+    if "cost_code" in chosen and (chosen.get("sub_job") or {}).get("sub_job_id") != \
+            chosen["cost_code"]["sub_job_id"]:
+        raise ApiError(422, f"Cost code {chosen['cost_code']['path_code']} does not belong to "
+                       "the chosen sub job", {"segment_items": [
+                           "the cost code item belongs to another sub job or to the project"]})
     missing = [row["name"] for row in segments.values()
                if row["required"] and row["in_pattern"] != 0 and row["type"] not in chosen]
     if missing:

@@ -30,12 +30,14 @@ _TOOLS = [
     ("prime_contracts", "Prime Contracts", 0),
 ]
 
-# (code, name, mapped_to_status, default_status)
+# (name, mapped_to_status, default_status, show_in_select): an open status kept for old
+# events, hidden from selection (and still marked default), listed before the one to use.
 _STATUSES = [
-    ("Open", "open", 1),
-    ("Pending", "pending", 0),
-    ("Closed", "closed", 0),
-    ("Void", "void", 0),
+    ("Open (imported)", "open", 1, 0),
+    ("Open", "open", 0, 1),
+    ("Pending", "pending", 0, 1),
+    ("Closed", "closed", 0, 1),
+    ("Void", "void", 0, 1),
 ]
 
 # Procore's default cost types (line item types): code, name, base_type.
@@ -140,6 +142,12 @@ _PATTERN_PROJECTS = [
      "unlisted_change_events": True},
     {"name": "Pending Daily Log Plant", "project_number": "2025-106", "key": "pending_manpower",
      "manpower_status": "pending"},
+    # An active project with neither Change Events nor the Daily Log switched on.
+    {"name": "Quarry Road Storage", "project_number": "2025-110", "key": "no_tools",
+     "change_events": False, "daily_log": False},
+    # Change Events listed under a title in Spanish and an engine name not seen elsewhere.
+    {"name": "Torre Norte", "project_number": "2025-111", "key": "localised_tool",
+     "tool_names": {"change_events": ("gestion_de_cambios", "Eventos de cambio")}},
 ]
 _DEFAULT_SEGMENTS = [("cost_code", "Cost Code", ".", None),
                      ("line_item_type", "Cost Type", ".", None)]
@@ -177,8 +185,8 @@ def _seed(db: sqlite_utils.Database, name: str, contract_projects: bool) -> dict
     })
     db.table("change_event_statuses").insert_all(
         {"id": next_id(db), "company_id": company_id, "name": status_name,
-         "mapped_to_status": mapped, "show_in_select": 1, "default_status": default}
-        for status_name, mapped, default in _STATUSES
+         "mapped_to_status": mapped, "show_in_select": shown, "default_status": default}
+        for status_name, mapped, default, shown in _STATUSES
     )
     db.table("uoms").insert_all(
         {"id": next_id(db), "company_id": company_id, "name": uom, "description": description,
@@ -221,10 +229,14 @@ def _seed_project(db: sqlite_utils.Database, company_id: int, spec: dict[str, An
         "manpower_status": spec.get("manpower_status", "approved"),
     })
     unlisted = spec.get("unlisted_change_events", False)
+    switched = {"change_events": spec["change_events"] and not unlisted,
+                "daily_log": spec.get("daily_log", True)}
+    renamed = spec.get("tool_names", {})
     db.table("project_tools").insert_all(
-        {"id": next_id(db), "project_id": project_id, "engine_name": engine, "title": title,
-         "is_active": int((spec["change_events"] and not unlisted) or
-                          engine != "change_events"),
+        {"id": next_id(db), "project_id": project_id, "engine_name": engine,
+         "title": renamed.get(engine, (None, title))[1],
+         "shown_engine_name": renamed.get(engine, (None, None))[0],
+         "is_active": int(switched.get(engine, True)),
          "position": position, "required": required,
          "listed": int(not (unlisted and engine == "change_events"))}
         for position, (engine, title, required) in enumerate(_TOOLS, start=1)
@@ -253,7 +265,7 @@ def _seed_project(db: sqlite_utils.Database, company_id: int, spec: dict[str, An
                 "id": item_id, "segment_id": segment_ids[kind], "project_id": project_id,
                 "code": code, "name": f"{segment_name} {code}", "parent_id": None,
                 "path_code": code, "legacy_cost_code_id": None, "legacy_line_item_type_id": None,
-                "is_parent": 0, "status": "active"})
+                "is_parent": 0, "status": "active", "sub_job_id": sub_jobs.get(item_id)})
     cost_segment, type_segment = segment_ids["cost_code"], segment_ids["line_item_type"]
     # The budget codes each cost code gets: of no sub job (unless one is required), and of
     # each sub job.
@@ -270,31 +282,39 @@ def _seed_project(db: sqlite_utils.Database, company_id: int, spec: dict[str, An
             "legacy_line_item_type_id": cost_type["id"], "is_parent": 0, "status": "active",
         })
     position = 0
+    # Each sub job has cost-code items of its own (its own cost codes' legacy ids), listed
+    # only with `legacy_sub_job_id`; its budget codes are made on them.
+    owners = [(None, None), *sub_jobs.items()]
     for division_code, division_name, codes in _DIVISIONS:
         position += 1
         divisions = _cost_code(db, project_id, sub_jobs, None, division_code, division_code,
                                division_name, position, now)
-        division_item = next_id(db)
-        db.table("wbs_segment_items").insert({
-            "id": division_item, "segment_id": cost_segment, "project_id": project_id,
-            "code": division_code, "name": division_name, "parent_id": None,
-            "path_code": division_code, "legacy_cost_code_id": divisions[None],
-            "legacy_line_item_type_id": None, "is_parent": 1, "status": "active",
-        })
+        division_items = {}
+        for owner, sub_job_id in owners:
+            division_items[owner] = next_id(db)
+            db.table("wbs_segment_items").insert({
+                "id": division_items[owner], "segment_id": cost_segment,
+                "project_id": project_id, "code": division_code, "name": division_name,
+                "parent_id": None, "path_code": division_code,
+                "legacy_cost_code_id": divisions[owner], "legacy_line_item_type_id": None,
+                "is_parent": 1, "status": "active", "sub_job_id": sub_job_id})
         for code, code_name in codes:
             position += 1
             full_code = f"{division_code}-{code}"
             cost_codes = _cost_code(db, project_id, sub_jobs, divisions, code, full_code,
                                     code_name, position, now)
-            cost_item = next_id(db)
-            db.table("wbs_segment_items").insert({
-                "id": cost_item, "segment_id": cost_segment, "project_id": project_id,
-                "code": code, "name": code_name, "parent_id": division_item,
-                "path_code": full_code, "legacy_cost_code_id": cost_codes[None],
-                "legacy_line_item_type_id": None, "is_parent": 0, "status": "active",
-            })
+            cost_items = {}
+            for owner, sub_job_id in owners:
+                cost_items[owner] = next_id(db)
+                db.table("wbs_segment_items").insert({
+                    "id": cost_items[owner], "segment_id": cost_segment,
+                    "project_id": project_id, "code": code, "name": code_name,
+                    "parent_id": division_items[owner], "path_code": full_code,
+                    "legacy_cost_code_id": cost_codes[owner], "legacy_line_item_type_id": None,
+                    "is_parent": 0, "status": "active", "sub_job_id": sub_job_id})
             db.table("wbs_codes").insert_all(
-                {"id": next_id(db), "project_id": project_id, "cost_code_item_id": cost_item,
+                {"id": next_id(db), "project_id": project_id,
+                 "cost_code_item_id": cost_items[variant],
                  "type_item_id": type_items[type_code][0],
                  "description": f"{code_name}.{type_items[type_code][1]}",
                  "status": "inactive" if (full_code, type_code) in _INACTIVE else "active",

@@ -24,7 +24,7 @@ _SCHEMA: dict[str, tuple[dict[str, type], str | tuple[str, ...]]] = {
                    "service_user_login": str, "rate_limit_per_hour": int, "created_at": str,
                    "spike_limit": int, "clock_offset_s": float, "clock_frozen_at": float,
                    "attachments_mode": str, "latency_ms": float, "spike_window_s": int,
-                   "error_shape": str},
+                   "error_shape": str, "spike_rolling": int, "rename_files": int},
                   "id"),
     "clients": ({"client_id": str, "company_id": int, "secret_sha256": str, "created_at": str},
                 "client_id"),
@@ -35,7 +35,8 @@ _SCHEMA: dict[str, tuple[dict[str, type], str | tuple[str, ...]]] = {
                   "zip": str, "time_zone": str, "stage": str, "active": int,
                   "created_at": str, "updated_at": str, "manpower_status": str}, "id"),
     "project_tools": ({"id": int, "project_id": int, "engine_name": str, "title": str,
-                       "is_active": int, "position": int, "required": int, "listed": int},
+                       "is_active": int, "position": int, "required": int, "listed": int,
+                       "shown_engine_name": str},
                       "id"),
     "change_event_statuses": ({"id": int, "company_id": int, "name": str,
                                "mapped_to_status": str, "show_in_select": int,
@@ -53,7 +54,7 @@ _SCHEMA: dict[str, tuple[dict[str, type], str | tuple[str, ...]]] = {
     "wbs_segment_items": ({"id": int, "segment_id": int, "project_id": int, "code": str,
                            "name": str, "parent_id": int, "path_code": str,
                            "legacy_cost_code_id": int, "legacy_line_item_type_id": int,
-                           "is_parent": int, "status": str}, "id"),
+                           "is_parent": int, "status": str, "sub_job_id": int}, "id"),
     "wbs_codes": ({"id": int, "project_id": int, "cost_code_item_id": int, "type_item_id": int,
                    "description": str, "status": str, "created_at": str, "updated_at": str,
                    "extra_item_ids": str}, "id"),
@@ -83,6 +84,8 @@ _SCHEMA: dict[str, tuple[dict[str, type], str | tuple[str, ...]]] = {
                 "retry_after": int, "created_at": str}, "id"),
     "rate_windows": ({"company_id": int, "window_start": int, "count": int},
                      ("company_id", "window_start")),
+    # Each call of a company in its rolling spike window (POST /_sandbox/spike_limit rolling).
+    "spike_calls": ({"id": int, "company_id": int, "at": float}, "id"),
 }
 
 _INDEXES: dict[str, list[list[str]]] = {
@@ -103,6 +106,7 @@ _INDEXES: dict[str, list[list[str]]] = {
     "attachments": [["owner_kind", "owner_id"]],
     "faults": [["company_id"]],
     "uoms": [["company_id"]],
+    "spike_calls": [["company_id", "at"]],
 }
 
 

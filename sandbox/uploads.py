@@ -33,6 +33,23 @@ SIGNED_FIELDS = ("key", "Content-Type", "Content-Disposition", "policy", "x-amz-
                  "x-amz-signature")
 # How long the fields may be used (the policy's expiration).
 UPLOAD_TTL_S = 3600
+# How long a completed upload may still be attached to a record (Procore: a week).
+UPLOAD_KEPT_S = 7 * 24 * 3600
+
+
+def _created(upload: dict[str, Any]) -> float:
+    """When an upload was made (unix seconds)."""
+    return datetime.fromisoformat(upload["created_at"].replace("Z", "+00:00")).timestamp()
+
+
+def stored_name(db: sqlite_utils.Database, filename: str, attachment_id: int) -> str:
+    """The name a file is kept under: as sent, or, with the company's rename switch, made
+    unique with the attachment's id ("photo.jpg" -> "photo_4321.jpg")."""
+    if not (db.table("companies").get(g.company_id).get("rename_files") or 0):
+        return filename
+    stem, dot, extension = filename.rpartition(".")
+    short = str(attachment_id)[-4:]
+    return f"{stem}_{short}.{extension}" if dot and stem else f"{filename}_{short}"
 
 
 def _upload_uuid() -> str:
@@ -95,8 +112,7 @@ def receive() -> tuple[str, int] | Response:
     if extra:
         return _storage_error(403, "AccessDenied", "Invalid according to Policy: Extra input "
                                                    f"fields: {', '.join(extra)}")
-    created = datetime.fromisoformat(upload["created_at"].replace("Z", "+00:00")).timestamp()
-    if sandbox_now(get_db(), upload["company_id"]) > created + UPLOAD_TTL_S:
+    if sandbox_now(get_db(), upload["company_id"]) > _created(upload) + UPLOAD_TTL_S:
         return _storage_error(403, "AccessDenied", "Invalid according to Policy: Policy expired.")
     file = request.files.get("file")
     if file is None:
@@ -151,6 +167,9 @@ def completed_uploads(db: sqlite_utils.Database, refs: Any,
         elif upload["status"] != "complete":
             errors.setdefault(f"attachments_by_uuid[{index}]", []).append(
                 f"upload {uuid!r} has no file yet")
+        elif _created(upload) + UPLOAD_KEPT_S < sandbox_now(db, g.company_id):
+            errors.setdefault(f"attachments_by_uuid[{index}]", []).append(
+                f"upload {uuid!r} has expired")
         else:
             found.append(upload)
     return found
@@ -166,6 +185,7 @@ def store_uploads(db: sqlite_utils.Database, kind: str, owner_id: int,
         (folder / str(attachment_id)).write_bytes(data)
         db.table("attachments").insert({
             "id": attachment_id, "company_id": g.company_id, "owner_kind": kind,
-            "owner_id": owner_id, "filename": upload["filename"],
+            "owner_id": owner_id,
+            "filename": stored_name(db, upload["filename"], attachment_id),
             "content_type": upload["content_type"], "size": len(data),
             "sha256": hashlib.sha256(data).hexdigest(), "created_at": iso_now()})

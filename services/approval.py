@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import time
 import uuid
 from zoneinfo import ZoneInfo
 
@@ -28,7 +29,7 @@ from models import db, utcnow
 from models.schemas import LINE_INDEX, ApprovalResult, ApproveInput, Ticket
 from services import (approval_claims, authorizations, documents, learning, projects, storage,
                       webhooks)
-from services.connections import client_for, project_system_errors
+from services.connections import Turn, client_for, project_system_errors
 from services.database import write_transaction
 from services.errors import Conflict, ValidationFailed, field_problem
 from services.project_system import (
@@ -44,6 +45,7 @@ from services.project_system import (
     ToolDisabled,
     WriteUnconfirmed,
     hurried,
+    patient,
 )
 from services.projects import Catalog
 from services.routing import Route, article
@@ -126,8 +128,14 @@ def approve(company_id: int, ticket_id: str, options: ApproveInput, actor: str) 
             plan.document.pdf()
         # One write at a time per company (a slow project system holds one thread, not all),
         # and the claim renewed while the write lasts, so it is never joined by a second one.
-        with project_system_errors(company_id, "write"), approval_claims.keeping_claim(ticket.id, claim.id), \
-                hurried(*_patience()):
+        # It waits its turn at the company's write slot while the approvals ahead move on or
+        # wait for Procore's rate limit, and each of its calls waits for the rate limit up to
+        # PROJECT_SYSTEM_APPROVAL_BUDGET_WAIT_S (a whole 60 s window), else 503 Retry-After.
+        turn = Turn(getattr(client, "clock", time.time),
+                    lambda: float(getattr(client, "paced_until", 0.0)))
+        with project_system_errors(company_id, "write", turn), \
+                approval_claims.keeping_claim(ticket.id, claim.id), hurried(*_patience()), \
+                patient(float(current_app.config["PROJECT_SYSTEM_APPROVAL_BUDGET_WAIT_S"])):
             destination, record = _write(client, plan, destination, claim.earlier)
     except Exception:
         approval_claims.release(ticket.id, claim.id)
@@ -324,10 +332,12 @@ def _attach_missing(client: ProjectSystem, plan: Plan, record: RemoteRecord) -> 
     missing = [name for name in wanted if name not in record.attachment_filenames]
     if not missing:
         return
-    kept = client.attach_files(plan.project_id, record.id, _attachments(plan, missing))
+    kept = client.attach_files(plan.project_id, record.id, _attachments(plan, missing),
+                               known_ids=record.attachment_ids)
     if all(name in kept.attachment_filenames for name in wanted):
         return
-    kept = client.attach_files(plan.project_id, record.id, _attachments(plan, wanted))
+    kept = client.attach_files(plan.project_id, record.id, _attachments(plan, wanted),
+                               known_ids=kept.attachment_ids)
     lost = [name for name in wanted if name not in kept.attachment_filenames]
     if lost:
         raise ProjectSystemError(f"the change event does not keep its files ({', '.join(lost)} "

@@ -4,7 +4,7 @@ from __future__ import annotations
 import contextlib
 import math
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import redis
@@ -75,7 +75,8 @@ def _shared_budget(api_base: str, client_id: str, remote_company_id: int) -> Bud
     storage = str(current_app.config["RATELIMIT_STORAGE_URI"])
     if not storage.startswith(("redis://", "rediss://")):
         return None
-    return RedisBudget(redis.Redis.from_url(storage),
+    # Short timeouts: a Redis that does not answer is paced around (in-process), not waited on.
+    return RedisBudget(redis.Redis.from_url(storage, socket_timeout=1, socket_connect_timeout=1),
                        f"ewt:procore-budget:{api_base}:{client_id}:{remote_company_id}")
 
 
@@ -137,16 +138,35 @@ class ProjectSystemBusy(ServiceError):
 
 
 _slots_lock = threading.Lock()
+# How many times each slot pool was given back, so a waiter sees the queue move.
+_released: dict[tuple[int, str, int], int] = {}
+
+
+# How often a call waiting on the clock of its project-system client looks for a free slot.
+SLOT_POLL_S = 0.05
+
+
+@dataclass(frozen=True)
+class Turn:
+    """How long a call waits its turn: the slot wait after the latest of its start, the last
+    call ahead finishing and the end of the latest wait of the company's client for Procore's
+    rate limit (`paced_until`), all on `clock`: as long as the calls ahead move on or wait
+    for the company's budget, never behind a hung one."""
+
+    clock: Callable[[], float]
+    paced_until: Callable[[], float]
 
 
 @contextlib.contextmanager
-def company_slot(company_id: int, kind: str) -> Iterator[None]:
+def company_slot(company_id: int, kind: str, turn: Turn | None = None) -> Iterator[None]:
     """Hold one of the company's project-system slots ("read" or "write") for a call.
 
     One company's slow or hung project system then holds at most its own few slots' worth
     of server threads; a call that cannot get a slot within PROJECT_SYSTEM_SLOT_WAIT_S
     (PROJECT_SYSTEM_WRITE_SLOT_WAIT_S for a write, which may wait out another approval) is
-    refused with 503 project_system_busy instead of queueing behind the others.
+    refused with 503 project_system_busy instead of queueing behind the others. Given a
+    `turn`, the wait counts from the last sign that the calls ahead move on (one finished, or
+    waits for Procore's rate limit: the company's budget, not a hung system).
     """
     config = current_app.config
     size = int(config["PROJECT_SYSTEM_READS_PER_COMPANY"] if kind == "read"
@@ -154,23 +174,43 @@ def company_slot(company_id: int, kind: str) -> Iterator[None]:
     with _slots_lock:
         slots = current_app.extensions.setdefault("project_system_slots", {})
         semaphore = slots.setdefault((company_id, kind, size), threading.BoundedSemaphore(size))
-    wait = config["PROJECT_SYSTEM_WRITE_SLOT_WAIT_S" if kind == "write" else "PROJECT_SYSTEM_SLOT_WAIT_S"]
-    if not semaphore.acquire(timeout=float(wait)):
+    wait = float(config["PROJECT_SYSTEM_WRITE_SLOT_WAIT_S" if kind == "write"
+                        else "PROJECT_SYSTEM_SLOT_WAIT_S"])
+    key = (company_id, kind, size)
+    if turn is None:
+        got = semaphore.acquire(timeout=wait)
+    else:
+        # The slot wait counts from the last time a call ahead finished (the queue moves) or
+        # waited for Procore's rate limit (the company's budget); a hung call ahead still
+        # makes this one give up after the slot wait.
+        started, seen = turn.clock(), _released.get(key, 0)
+        while not (got := semaphore.acquire(timeout=SLOT_POLL_S)):
+            now = turn.clock()
+            if _released.get(key, 0) != seen:
+                started, seen = now, _released.get(key, 0)
+            if now >= max(started, turn.paced_until()) + wait:
+                break
+    if not got:
         raise ProjectSystemBusy("the project system is slow for this company right now; try again "
                                 "in a moment", headers={"Retry-After": "5"})
     try:
         yield
     finally:
+        with _slots_lock:
+            _released[key] = _released.get(key, 0) + 1
         semaphore.release()
 
 
 @contextlib.contextmanager
-def project_system_errors(company_id: int | None = None, kind: str = "read") -> Iterator[None]:
+def project_system_errors(company_id: int | None = None, kind: str = "read",
+                          turn: Turn | None = None) -> Iterator[None]:
     """Turn project-system failures into 502 answers that carry the project system's message.
 
-    Given the company, the block also holds one of its project-system slots (`company_slot`).
+    Given the company, the block also holds one of its project-system slots (`company_slot`,
+    waited for as `turn` says when given).
     """
-    slot = company_slot(company_id, kind) if company_id is not None else contextlib.nullcontext()
+    slot = (company_slot(company_id, kind, turn) if company_id is not None
+            else contextlib.nullcontext())
     try:
         with slot:
             yield

@@ -14,6 +14,7 @@ from sqlalchemy import text
 
 from models import db
 from services import storage
+from services.project_system.pacing import shared_pacing
 
 MIN_FREE_BYTES = 200 * 1024 * 1024
 
@@ -61,6 +62,12 @@ def health() -> tuple[dict[str, Any], bool]:
         seen = dict(_last_seen)
     failing = seen["failed_at"] is not None and (seen["ok_at"] is None or seen["failed_at"] > seen["ok_at"])
     checks["project_system"] = {"ok": not failing, **seen}
+    # On Redis, the Procore call budget each company shares; paced by each process while away.
+    pacing = shared_pacing()
+    if str(current_app.config.get("RATELIMIT_STORAGE_URI", "")).startswith(("redis://",
+                                                                             "rediss://")):
+        checks["project_system_pacing"] = pacing if not pacing["ok"] else {"ok": True}
+    degraded = failing or not pacing["ok"]
     healthy = all(checks[name]["ok"] for name in ("database", "migrations", "disk", "storage"))
-    status = "ok" if healthy and not failing else ("degraded" if healthy else "failing")
+    status = "ok" if healthy and not degraded else ("degraded" if healthy else "failing")
     return {"status": status, "checks": checks}, healthy

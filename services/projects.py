@@ -433,8 +433,9 @@ def search_cost_codes(company_id: int, project_id: str, q: str | None) -> list[C
 
 
 def create_budget_code(company_id: int, project_id: str, cost_code_item_id: int,
-                       cost_type: str) -> BudgetCodeOut:
-    """Create the budget code for a cost code and cost type, or return the one that exists."""
+                       cost_type: str, description: str | None = None) -> BudgetCodeOut:
+    """Create the budget code for a cost code and cost type (with `description`, else the
+    project system's usual one), or return the one that exists."""
     project = require_project(company_id, project_id)
     codes = catalog(company_id, project_id)
     if codes.cost_code_by_id(cost_code_item_id) is None:
@@ -444,7 +445,8 @@ def create_budget_code(company_id: int, project_id: str, cost_code_item_id: int,
     if existing is not None:
         return _budget_code_out(existing, created=False)
     with project_system_errors(company_id, "write"):
-        made = client_for(company_id).create_budget_code(project.id, cost_code_item_id, cost_type)
+        made = client_for(company_id).create_budget_code(project.id, cost_code_item_id, cost_type,
+                                                         description)
     _cache("catalogs").invalidate(("catalog", company_id, _project_key(project_id)))
     return _budget_code_out(made, created=True)
 

@@ -1,12 +1,15 @@
 """The connection write test: scratch tickets approved through the real approval path, then removed.
 
-It reads one project's tools, units of measure, budget-code pattern and statuses; creates a
-budget code the project lacks; captures a scratch ticket (two photos, a signature, a markup
-line) and approves it as a PM would, so its change event is written and its files attached
-and read back; attaches one more file in a second request, to learn whether Procore adds to
-the files or replaces them; approves a second scratch ticket as a daily log entry on a project
-without change events; then deletes both records, the scratch tickets and what learning kept
-of them. Every step is one plain sentence, so a firm learns on day one whether approvals will
+It reads the tool lists of at most MAX_PROJECTS_READ active projects (or of the one named)
+to find a project with Change Events and one with the Daily Log, saying which it uses and
+skipping a step, with a note, where none has the tool. On the first it reads the units of
+measure, budget-code pattern and statuses; makes a labor budget code the project lacks (or
+uses the one an earlier run made); captures a scratch ticket (two photos, a signature, a
+markup line) and approves it as a PM would, so its change event is written and its files
+attached and read back; attaches one more file in a second request, to learn whether Procore
+adds to the files or replaces them. On the second (one without change events where there is
+one) it approves a scratch ticket as a daily log entry. Then it deletes both records, the
+scratch tickets and what learning kept of them. Every step is one plain sentence, so a firm learns on day one whether approvals will
 write; a permission approvals do not need (deleting, the units of measure, the tool list) is
 named as a note, not a failure.
 """
@@ -32,12 +35,16 @@ from services.project_system import (
     RemoteProject,
     RemoteRecord,
 )
-from services.project_system.procore import ProcoreClient
+from services.project_system.procore import ProcoreClient, is_daily_log_tool
 
 # (True, text): works; (False, text): approvals would fail; (None, text): approvals work, but
 # something the firm should know (a permission the service account lacks, say).
 Finding = tuple[bool | None, str]
 ACTOR = "connection test"
+# The description of the labor budget code the test makes, by which a later run finds it.
+TEST_CODE = "Connection test labor (extra-work ticket service)"
+# At most this many projects' tool lists are read to find where the steps can write.
+MAX_PROJECTS_READ = 10
 TEST_NOTE = ("Connection test by the extra-work ticket service. It deletes this record itself "
              "a moment later; if you can read this, delete it.")
 EXTRA_FILE = Attachment("connection-test.txt", "text/plain",
@@ -54,15 +61,39 @@ class Scratch:
     started: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
 
 
-def pick_project(client: ProcoreClient, projects_seen: list[RemoteProject],
-                 wanted: int | None) -> RemoteProject | None:
-    """The chosen project, or the first active one with the change-event tool."""
-    if wanted is not None:
-        return next((project for project in projects_seen if project.id == wanted), None)
-    for project in projects_seen:
-        if project.active and client.change_events_enabled(project.id):
-            return project
-    return None
+@dataclass(frozen=True)
+class Surveyed:
+    """A project whose tools the test read: change events on (and why), Daily Log on (None:
+    its tool list could not be read)."""
+
+    project: RemoteProject
+    change_events: bool
+    why: str
+    daily_log: bool | None
+
+
+def survey(client: ProcoreClient, projects_seen: list[RemoteProject],
+           wanted: int | None) -> list[Surveyed]:
+    """The tools of the named project, or of at most MAX_PROJECTS_READ active ones (a large
+    company has hundreds, each a paced call or two)."""
+    chosen = [project for project in projects_seen if project.id == wanted] if wanted \
+        else [project for project in projects_seen if project.active][:MAX_PROJECTS_READ]
+    found = []
+    for project in chosen:
+        tools = client.list_tools(project.id)
+        enabled, why = client.change_event_tool(project.id, tools)
+        daily_log = None if tools is None else any(
+            is_daily_log_tool(row) and row.get("is_active", True) for row in tools)
+        found.append(Surveyed(project, enabled, why, daily_log))
+    return found
+
+
+def daily_log_project(surveyed: list[Surveyed]) -> Surveyed | None:
+    """Where the daily-log step writes: a project with the Daily Log and without change events
+    (as approvals do), else one with both; one whose tool list is unreadable last."""
+    ranked = sorted((entry for entry in surveyed if entry.daily_log is not False),
+                    key=lambda entry: (entry.daily_log is None, entry.change_events))
+    return ranked[0] if ranked else None
 
 
 def describe_pattern(segments: list[dict]) -> str:
@@ -81,15 +112,29 @@ def run(company_id: int, project_id: int | None = None) -> list[Finding]:
     client = connections.client_for(company_id)
     try:
         seen = client.list_projects()
-        project = pick_project(client, seen, project_id)
+        surveyed = survey(client, seen, project_id)
     except ProjectSystemError as error:
-        return [(False, f"could not list the projects: {error}")]
-    if project is None:
-        return [(False, f"project {project_id} is not visible to the app" if project_id else
-                 "no active project with the Change Events tool is visible; name one with "
-                 "--project")]
-    findings: list[Finding] = [(True, f"write test on project {project.id} {project.name}")]
-    findings += _read_setup(client, project.id)
+        return [(False, f"could not list the projects or their tools: {error}")]
+    if project_id is not None and not surveyed:
+        return [(False, f"project {project_id} is not visible to the app")]
+    read = (f"project {project_id}" if project_id else
+            f"the first {len(surveyed)} active project(s) of {len(seen)}")
+    changes = next((entry for entry in surveyed if entry.change_events), None)
+    logs = daily_log_project(surveyed)
+    findings: list[Finding] = []
+    if changes is None and project_id is not None:
+        findings.append((None, f"change events: {surveyed[0].why}; the change-event step is "
+                               "skipped"))
+    elif changes is None:
+        findings.append((None, f"no project with the Change Events tool among {read}: the "
+                               "change-event step is skipped (name one with --project)"))
+    else:
+        findings.append((True, f"change-event step on project {changes.project.id} "
+                               f"{changes.project.name}"))
+        findings += _read_setup(client, changes.project.id, changes.why)
+    if logs is None:
+        findings.append((None, f"no project with the Daily Log tool among {read}: the daily-log "
+                               "step is skipped"))
     if any(ok is False for ok, _ in findings):
         findings.append((False, "nothing was written, because the project's setup could not "
                                 "be read"))
@@ -97,10 +142,13 @@ def run(company_id: int, project_id: int | None = None) -> list[Finding]:
     scratch = Scratch()
     with webhooks.silenced():  # scratch tickets are nobody's business: no events
         try:
-            findings += _step("approving a scratch ticket as a change event",
-                              lambda: _change_event(company_id, client, project, scratch))
-            findings += _step("approving a scratch ticket as a daily log entry",
-                              lambda: _daily_log(company_id, client, project, seen, scratch))
+            if changes is not None:
+                findings += _step("approving a scratch ticket as a change event",
+                                  lambda: _change_event(company_id, client, changes.project, scratch))
+            if logs is not None:
+                findings += _step(f"approving a scratch ticket as a daily log entry on project "
+                                  f"{logs.project.id} {logs.project.name}",
+                                  lambda: _daily_log(company_id, client, logs, scratch))
         finally:
             findings += _remove(company_id, client, scratch)
     return findings
@@ -114,8 +162,9 @@ def _step(what: str, step: Callable[[], list[Finding]]) -> list[Finding]:
         return [(False, f"{what} failed: {error}")]
 
 
-def _read_setup(client: ProcoreClient, project_id: int) -> list[Finding]:
-    """What the project's tools, units, budget-code pattern and statuses look like."""
+def _read_setup(client: ProcoreClient, project_id: int, why: str) -> list[Finding]:
+    """What the project's tools, units, budget-code pattern and statuses look like (`why`:
+    how its change events were found on)."""
     findings: list[Finding] = []
     try:
         tools = client.list_tools(project_id)
@@ -127,8 +176,7 @@ def _read_setup(client: ProcoreClient, project_id: int) -> list[Finding]:
             names = ", ".join(sorted(str(row.get("engine_name")) for row in tools
                                      if row.get("is_active", True)))
             findings.append((True, f"tools switched on (Procore's engine names): {names}"))
-        enabled, why = client.change_event_tool(project_id)
-        findings.append((enabled, f"change events: {why}"))
+        findings.append((True, f"change events: {why}"))
         units = client.list_units_of_measure()
         hour = client.unit_of_measure("hr")
         if not client.units_readable:
@@ -186,7 +234,8 @@ def _change_event(company_id: int, client: ProcoreClient, project: RemoteProject
                      f"{coded} on a budget code) and "
                      f"{len(files)} files (two photos, the signature, the signed PDF), found "
                      "again by its origin id and read back"))
-    kept = client.attach_files(project.id, record.id, [EXTRA_FILE]).attachment_filenames
+    kept = client.attach_files(project.id, record.id, [EXTRA_FILE],
+                               known_ids=record.attachment_ids).attachment_filenames
     adds = all(name in kept for name in files)
     findings.append((EXTRA_FILE.filename in kept,
                      "attached one more file in a second request: Procore "
@@ -196,9 +245,14 @@ def _change_event(company_id: int, client: ProcoreClient, project: RemoteProject
 
 
 def _labor_code(company_id: int, project_id: int) -> tuple[list[Finding], BudgetCode | None]:
-    """A labor budget code for the test: one created for a cost code without one, else one the
-    project has."""
+    """A labor budget code for the test: the one an earlier run made (found by its
+    description), else one created for a cost code without one, else one the project has."""
     codes = projects.catalog(company_id, str(project_id))
+    earlier = next((code for code in codes.budget_codes
+                    if code.cost_type == "labor" and code.description == TEST_CODE), None)
+    if earlier is not None:
+        return [(True, f"budget code {earlier.flat_code} made by an earlier connection test is "
+                       "used again; none was created")], earlier
     budgeted = {code.cost_code_id for code in codes.budget_codes}
     missing = next((code for code in codes.cost_codes if code.id in budgeted
                     and codes.budget_code(code.id, "labor") is None), None)
@@ -206,7 +260,8 @@ def _labor_code(company_id: int, project_id: int) -> tuple[list[Finding], Budget
     if missing is None:
         return [(True, "every cost code has a labor budget code; none was created")], existing
     try:
-        made = projects.create_budget_code(company_id, str(project_id), missing.id, "labor")
+        made = projects.create_budget_code(company_id, str(project_id), missing.id, "labor",
+                                           TEST_CODE)
     except ServiceError as error:
         return [(None if existing else False,
                  f"could not create a labor budget code for cost code {missing.shown} ({error}); "
@@ -214,33 +269,33 @@ def _labor_code(company_id: int, project_id: int) -> tuple[list[Finding], Budget
     created = projects.catalog(company_id, str(project_id)).budget_code_by_id(made.id)
     return [(True, f"created budget code {made.code} for cost code {missing.shown}, as a PM "
                    "does from the review page (Procore keeps budget codes; this one is unused "
-                   "once the test change event is deleted)")], created
+                   "once the test change event is deleted, and the next test uses it "
+                   "again)")], created
 
 
 # ----------------------------------------------------------------- the daily log
 
-def _daily_log(company_id: int, client: ProcoreClient, project: RemoteProject,
-               seen: list[RemoteProject], scratch: Scratch) -> list[Finding]:
-    """Approve a scratch ticket as a daily log entry on a project without change events, and
+def _daily_log(company_id: int, client: ProcoreClient, target: Surveyed,
+               scratch: Scratch) -> list[Finding]:
+    """Approve a scratch ticket as a daily log entry on a project with the Daily Log tool, and
     find the entry again by its origin id in any status."""
-    target = next((p for p in seen if p.active and p.id != project.id
-                   and not client.change_events_enabled(p.id)), None)
+    project = target.project
     findings: list[Finding] = []
-    if target is None:
-        target = project
-        findings.append((None, "no active project without change events is visible; the daily "
-                               f"log entry goes on project {project.id}"))
-    ticket_id = _scratch_ticket(company_id, target.id, scratch, with_evidence=False)
+    if target.change_events:
+        findings.append((None, "no project with the Daily Log tool and without change events "
+                               f"was found; the daily log entry goes on project {project.id} "
+                               f"{project.name}"))
+    ticket_id = _scratch_ticket(company_id, project.id, scratch, with_evidence=False)
     written = approval.approve(company_id, ticket_id, ApproveInput(destination="daily_log"),
                                ACTOR)
     day = dt.date.fromisoformat(client.get_manpower_log(
-        target.id, written.external.manpower_log_id)["date"])
-    scratch.manpower = (target.id, origin_id(ticket_id), day)
-    found = client.find_manpower_log(target.id, origin_id(ticket_id), day)
-    status = client.get_manpower_log(target.id, written.external.manpower_log_id).get("status")
+        project.id, written.external.manpower_log_id)["date"])
+    scratch.manpower = (project.id, origin_id(ticket_id), day)
+    found = client.find_manpower_log(project.id, origin_id(ticket_id), day)
+    status = client.get_manpower_log(project.id, written.external.manpower_log_id).get("status")
     findings.append((found is not None and found.id == written.external.manpower_log_id,
-                     f"approved a scratch ticket as a daily log entry on project {target.id} "
-                     f"{target.name}: manpower entry {written.external.manpower_log_id} (status "
+                     f"approved a scratch ticket as a daily log entry on project {project.id} "
+                     f"{project.name}: manpower entry {written.external.manpower_log_id} (status "
                      f"{status}), found again by its origin id" if found else
                      "the daily log entry was NOT found again by its origin id: a retry after a "
                      "lost answer could write it twice"))

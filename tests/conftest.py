@@ -96,8 +96,21 @@ class ConnectedTenant(Tenant):
 
 
 @pytest.fixture
-def app(tmp_path, migrated_template, sandbox_server, store_config) -> Flask:
-    """A fresh app on its own migrated database and file store, pointed at the live sandbox."""
+def app(tmp_path, migrated_template, sandbox_server, store_config, monkeypatch) -> Flask:
+    """A fresh app on its own migrated database and file store, pointed at the live sandbox,
+    whose Procore clients wait for Procore's rate limit by moving the sandbox company's clock
+    on instead of sleeping."""
+    from services import connections
+    from services.project_system import ProcoreClient
+    from tests.plugins.sandbox import SkippingClock
+
+    def paced_on_the_sandbox(*args, **kwargs) -> ProcoreClient:
+        client = ProcoreClient(*args, **kwargs)
+        clock = SkippingClock(str(sandbox_server.db_path), client.company_id)
+        client.clock, client.sleep = clock, clock.sleep
+        return client
+
+    monkeypatch.setattr(connections, "ProcoreClient", paced_on_the_sandbox)
     application = create_app(app_config(
         tmp_path, migrated_template, SANDBOX_URL=sandbox_server.url,
         SANDBOX_DB_PATH=str(sandbox_server.db_path), PHOTO_DIR=str(tmp_path / "photos"),

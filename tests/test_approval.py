@@ -5,6 +5,7 @@ import datetime as dt
 import math
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from typing import Any
@@ -19,7 +20,7 @@ from werkzeug.serving import make_server
 from models import Ticket, db, utcnow
 from tests.conftest import ConnectedTenant
 from tests.images import data_url, jpeg_bytes, png_bytes
-from tests.plugins.sandbox import FakeClock, SandboxControl
+from tests.plugins.sandbox import FakeClock, SandboxControl, SharedFakeClock
 
 pytestmark = pytest.mark.live
 
@@ -82,26 +83,30 @@ def control(sandbox_server, tenant: ConnectedTenant) -> SandboxControl:
 
 
 @contextmanager
-def spike_limited(app, tenant: ConnectedTenant, sandbox_server, monkeypatch
+def spike_limited(app, tenant: ConnectedTenant, sandbox_server, monkeypatch, *,
+                  window_s: int = 10, rolling: bool = False, real_share: float = 0.0
                   ) -> Iterator[tuple[FakeClock, list[int]]]:
-    """Procore's spike limit (the sandbox's default, 25 calls in 10 s) on the sandbox's clock,
-    which the tenant's client reads and moves on when it waits, so no test time is spent
-    waiting; yields that clock and the statuses of every answer the client gets."""
+    """Procore's spike limit (the sandbox's default, 25 calls in 10 s, or in a `window_s`
+    window, `rolling` or fixed) on the sandbox's clock, which the tenant's client reads and
+    moves on when it waits, so no test time is spent waiting (but `real_share` of each wait,
+    so other threads see it last); yields that clock and the statuses of every answer the
+    client gets."""
     switch = control(sandbox_server, tenant)
     monkeypatch.setitem(sandbox_server.app.config, "SANDBOX_SPIKE_LIMIT", 25)
     procore = remote(app, tenant)
-    clock = FakeClock(switch.freeze_clock())
+    clock = SharedFakeClock(switch.freeze_clock())
     statuses: list[int] = []
 
     def wait(seconds: float) -> None:
-        switch.advance_clock(seconds)  # Procore's clock first: the client never reads ahead
-        clock.sleep(seconds)
+        # Procore's clock first: the client never reads ahead
+        clock.wait(seconds, before=switch.advance_clock)
+        time.sleep(seconds * real_share)
 
     monkeypatch.setattr(procore, "clock", clock)
     monkeypatch.setattr(procore, "sleep", wait)
     monkeypatch.setattr(procore, "observer", lambda answer, _body: statuses.append(
         answer.status_code))
-    switch.set_spike_limit("default")
+    switch.set_spike_limit("default", window_s=window_s, rolling=rolling)
     try:
         yield clock, statuses
     finally:

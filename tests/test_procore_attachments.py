@@ -25,9 +25,17 @@ def attachment_names(app, tenant, ticket: dict) -> list[str]:
     return [item["filename"] for item in event["attachments"]]
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(("mode", "window_s", "rolling"), [
+    ("add", 10, False), ("replace", 10, False), ("add", 60, True)])
 def test_twelve_tickets_approved_four_at_a_time_each_carry_every_file_once(
-        app, client, acme, sandbox_server, monkeypatch, mode):
+        app, client, acme, sandbox_server, monkeypatch, mode, window_s, rolling):
+    # Procore's 25 calls a window, fixed 10 s or rolling 60 s. A program approves four at a
+    # time: each waits its turn at the company's write slot and its share of the budget, and
+    # none is refused. Time is the sandbox's clock, with a fiftieth of each wait really
+    # slept, against a write-slot wait of a tenth of a second (5 s against a 10 s window in
+    # production): a slot wait that did not stretch over the calls ahead's pacing would
+    # refuse approvals here.
+    app.config["PROJECT_SYSTEM_WRITE_SLOT_WAIT_S"] = 0.1
     switch = control(sandbox_server, acme)
     switch.set_attachments_mode(mode)
     tickets = [create(client, acme, signature=SIGNATURE, photos=[
@@ -37,17 +45,56 @@ def test_twelve_tickets_approved_four_at_a_time_each_carry_every_file_once(
     def approve(ticket: dict):
         return act(app.test_client(), acme, ticket["id"], "approve")
 
-    with spike_limited(app, acme, sandbox_server, monkeypatch) as (clock, statuses):
+    with spike_limited(app, acme, sandbox_server, monkeypatch, window_s=window_s,
+                       rolling=rolling, real_share=0.02) as (clock, statuses):
         with ThreadPoolExecutor(4) as pool:
             answers = list(pool.map(approve, tickets))
-    assert [answer.status_code for answer in answers] == [200] * 12, [a.json for a in answers]
+    assert [answer.status_code for answer in answers] == [200] * 12, [
+        a.json["error"] for a in answers if a.status_code != 200]
     assert 429 not in statuses and len(statuses) > 25  # paced past the limit, never over it
-    assert clock.sleeps and all(0 < seconds <= 10 for seconds in clock.sleeps)
+    assert clock.sleeps and all(0 < seconds <= window_s + 1 for seconds in clock.sleeps)
+    if window_s == 60:  # waits past the 10 s an approval used to be allowed
+        assert max(clock.sleeps) > 10
     for ticket, answer in zip(tickets, answers, strict=True):
         assert len(origin_rows(sandbox_server, "change_events", ticket["id"])) == 1
         assert attachment_names(app, acme, answer.json) == [
             "photo-01-before.jpg", "photo-02-after.jpg", "signature.png",
             f"ticket-T-{ticket['id'][:8].upper()}.pdf"]
+
+
+def test_an_approval_waits_no_longer_than_its_budget_then_says_when_to_retry(
+        app, client, acme, sandbox_server, monkeypatch):
+    # Procore's rolling 60 s window is spent: an approval allowed 20 s answers 503 with
+    # Retry-After (the 60 s left), having written nothing.
+    app.config["PROJECT_SYSTEM_APPROVAL_BUDGET_WAIT_S"] = 20
+    first, ticket = create(client, acme), create(client, acme)
+    assert act(client, acme, first["id"], "approve").status_code == 200  # what it reads, kept
+    with spike_limited(app, acme, sandbox_server, monkeypatch, window_s=60, rolling=True):
+        control(sandbox_server, acme).set_spike_limit(1, window_s=60, rolling=True)
+        remote(app, acme).list_units_of_measure()  # the one call of the window
+        busy = act(client, acme, ticket["id"], "approve")
+    assert busy.status_code == 503 and busy.json["error"]["code"] == "project_system_busy", \
+        busy.json
+    # the 60 s window, read in Procore's whole seconds and rounded up
+    assert 20 < int(busy.headers["Retry-After"]) <= 62
+    assert origin_rows(sandbox_server, "change_events", ticket["id"]) == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_files_procore_stores_under_other_names_are_attached_once(app, client, acme,
+                                                                  sandbox_server, mode):
+    # Procore keeps "photo-01-wall.jpg" as "photo-01-wall_1234.jpg": the approval knows its
+    # files by what it sent, and neither sends them again nor reports them lost.
+    switch = control(sandbox_server, acme)
+    switch.set_attachments_mode(mode, rename=True)
+    ticket = create(client, acme, signature=SIGNATURE,
+                    photos=[{"name": "wall.jpg", "data_url": data_url(jpeg_bytes())}])
+    done = act(client, acme, ticket["id"], "approve")
+    assert done.status_code == 200, done.json
+    names = attachment_names(app, acme, done.json)
+    assert len(names) == 3 and len(set(names)) == 3
+    assert all(name.startswith(("photo-01-wall_", "signature_", "ticket-T-")) for name in names)
+    assert len(origin_rows(sandbox_server, "change_events", ticket["id"])) == 1
 
 
 @pytest.mark.parametrize("mode", MODES)

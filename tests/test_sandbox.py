@@ -53,7 +53,8 @@ class Api:
         """The id of the default Open change-event status."""
         statuses = self.call("GET", "/rest/v1.0/change_event/statuses",
                              params={"project_id": project_id}).json()
-        return next(row["id"] for row in statuses if row["default_status"])
+        return next(row["id"] for row in statuses
+                    if row["mapped_to_status"] == "open" and row["show_in_select"])
 
     def create_event(self, project_id: int, **fields: Any) -> requests.Response:
         """POST a v1.1 change event with sensible defaults."""
@@ -131,10 +132,13 @@ def test_every_answer_carries_request_id_and_rate_limit_headers(api):
     assert [answer.status_code for answer in answers] == [200, 404, 400]
     for answer in answers:
         assert len(answer.headers["X-Request-Id"]) == 32
-        assert int(answer.headers["X-Rate-Limit-Limit"]) == 3600
-        assert 0 <= int(answer.headers["X-Rate-Limit-Remaining"]) <= 3600
-        assert int(answer.headers["X-Rate-Limit-Reset"]) % 3600 == 0
-    assert answers[0].headers["X-Rate-Limit-Remaining"] == "3599"
+        # The nearer limit: the spike limit (25 in 10 s) once calls are counted, else hourly.
+        limit = int(answer.headers["X-Rate-Limit-Limit"])
+        assert limit in (25, 3600)
+        assert 0 <= int(answer.headers["X-Rate-Limit-Remaining"]) <= limit
+        assert int(answer.headers["X-Rate-Limit-Reset"]) % (10 if limit == 25 else 3600) == 0
+    assert answers[0].headers["X-Rate-Limit-Limit"] == "25"
+    assert answers[0].headers["X-Rate-Limit-Remaining"] == "24"
 
 
 def test_lists_page_with_total_per_page_and_link(api):
@@ -590,3 +594,80 @@ def test_contract_projects_differ_as_real_companies_do(sandbox_server, contract_
     assert [item["segment"]["type"] for item in labor["segment_items"]] == [
         "cost_code", "line_item_type"]
     api.session.close()
+
+
+def test_a_rolling_window_frees_one_call_at_a_time(api, sandbox_control):
+    """In a rolling 60 s window each call counts for 60 s after it: the reset is when the
+    oldest leaves, and then one call is free, not all."""
+    sandbox_control.freeze_clock()
+    sandbox_control.set_spike_limit(2, window_s=60, rolling=True)
+    project = api.project()
+    path = f"/rest/v1.0/projects/{project}/tools"
+    first = api.call("GET", path)
+    sandbox_control.advance_clock(20)
+    second = api.call("GET", path)
+    refused = api.call("GET", path)
+    assert (first.status_code, second.status_code, refused.status_code) == (200, 200, 429)
+    reset = int(refused.headers["X-Rate-Limit-Reset"])
+    sandbox_control.advance_clock(41)  # the first call has left the window; the second not
+    assert api.call("GET", path).status_code == 200
+    assert api.call("GET", path).status_code == 429
+    assert reset - int(second.headers["X-Rate-Limit-Reset"]) <= 0
+
+
+def test_a_skewed_clock_shows_in_the_reset_and_the_date(api, sandbox_control):
+    """Procore's clock set 45 s ahead: Date and X-Rate-Limit-Reset both read from it."""
+    from email.utils import parsedate_to_datetime
+
+    sandbox_control.skew_clock(45)
+    sandbox_control.set_spike_limit(5)
+    answer = api.call("GET", f"/rest/v1.0/projects/{api.project()}/tools")
+    procore_now = parsedate_to_datetime(answer.headers["Date"]).timestamp()
+    assert 43 <= procore_now - time.time() <= 46
+    assert 0 < int(answer.headers["X-Rate-Limit-Reset"]) - procore_now <= 10
+
+
+def test_uploads_expire_after_a_week_and_renamed_files(api, sandbox_control):
+    """An upload older than a week cannot be attached; with the rename switch, a file is kept
+    under another name than sent."""
+    project = api.project()
+    event = api.create_event(project).json()
+
+    def upload(name: str) -> str:
+        made = api.call("POST", f"/rest/v1.1/projects/{project}/uploads", json={
+            "response_filename": name, "response_content_type": "image/jpeg"}).json()
+        stored = requests.post(made["url"], data=made["fields"],
+                               files={"file": (name, b"\xff\xd8x", "image/jpeg")}, timeout=10)
+        assert stored.status_code == 204
+        return made["uuid"]
+
+    def attach(uuid: str) -> requests.Response:
+        return api.call("PATCH", f"/rest/v1.1/change_events/{event['id']}",
+                        params={"project_id": project},
+                        json={"change_event": {"attachments_by_uuid": [{"upload_uuid": uuid}]}})
+
+    sandbox_control.set_attachments_mode(rename=True)
+    kept = attach(upload("wall.jpg"))
+    assert kept.status_code == 200
+    [name] = [item["filename"] for item in kept.json()["attachments"]]
+    assert name != "wall.jpg" and name.startswith("wall_") and name.endswith(".jpg")
+    old = upload("old.jpg")
+    sandbox_control.advance_clock(8 * 24 * 3600)
+    expired = attach(old)
+    assert expired.status_code == 422 and "has expired" in json.dumps(expired.json())
+
+
+def test_segments_say_selectable_tiers_as_a_boolean_and_sub_jobs_list_their_own_items(
+        sandbox_server, contract_company):
+    api = Api(sandbox_server.url, contract_company)
+    project = contract_company["contract_projects"]["sub_jobs"]
+    wbs = f"/rest/v1.0/projects/{project}/work_breakdown_structure"
+    segments = {row["type"]: row for row in api.call("GET", f"{wbs}/segments").json()}
+    assert all(isinstance(row["selectable_tiers"], bool) for row in segments.values())
+    sub_jobs = api.call("GET", "/rest/v1.0/sub_jobs", params={"project_id": project}).json()
+    items = f"{wbs}/segments/{segments['cost_code']['id']}/segment_items"
+    own = api.call("GET", items).json()
+    b2 = api.call("GET", items, params={
+        "legacy_sub_job_id": next(row["id"] for row in sub_jobs if row["code"] == "B2")}).json()
+    assert {item["path_code"] for item in own} == {item["path_code"] for item in b2}
+    assert not {item["id"] for item in own} & {item["id"] for item in b2}

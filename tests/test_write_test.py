@@ -61,7 +61,7 @@ def test_write_test_approves_reads_back_and_removes_it_all(app, runner, acme, sa
     result = write_test(runner, acme)
     assert result.exit_code == 0, result.output
     output = result.output
-    for text in ("write test on project", "tools switched on (Procore's engine names): ",
+    for text in ("change-event step on project", "tools switched on (Procore's engine names): ",
                  "change_events", "labor and equipment hours are sent as 'HR'",
                  "budget code pattern: Cost Code . Cost Type", "change event statuses: Open",
                  "created budget code 01-500.L for cost code 01-500",
@@ -129,14 +129,59 @@ def test_write_test_fails_plainly_when_approval_would_fail(app, runner, acme, sa
 
 
 def test_write_test_names_what_does_not_work(app, acme, sandbox_server, contract_company):
-    """On a project whose tool list lacks Change Events, nothing is written and it says why."""
+    """On a project whose tool list lacks Change Events, the change-event step is skipped
+    and it says why; the daily-log step still runs there."""
     connect_to(app, acme, sandbox_server, contract_company)
     project = contract_company["contract_projects"]["unlisted_tool"]
     with app.app_context():
         findings = run(acme.company_id, project)
-    failures = [text for ok, text in findings if not ok]
-    assert failures == ["change events: the project's tool list has no Change Events tool",
-                        "nothing was written, because the project's setup could not be read"]
+    assert [text for ok, text in findings if ok is False] == []
+    assert (None, "change events: the project's tool list has no Change Events tool; the "
+                  "change-event step is skipped") in findings
+    assert any(ok and text.startswith(f"approved a scratch ticket as a daily log entry on "
+                                      f"project {project}") for ok, text in findings), findings
+    assert counts(sandbox_server.db_path, contract_company["company_id"])[0] == 0
+
+
+def test_write_test_writes_the_daily_log_where_the_tool_is_and_reuses_its_budget_code(
+        app, runner, acme, sandbox_server):
+    # The first project without change events (Lincoln Elementary) has its Daily Log off:
+    # the daily log entry goes where the tool is on, and the check says where; a second run
+    # uses the labor budget code the first one made instead of making another.
+    lincoln = acme.project(change_events=False)
+    control(sandbox_server, acme).set_tool(int(lincoln["id"]), "daily_log", False)
+    first, second = write_test(runner, acme), write_test(runner, acme)
+    for result in (first, second):
+        assert result.exit_code == 0, result.output
+        assert "FAIL" not in result.output, result.output
+        assert f"daily log entry on project {lincoln['id']}" not in result.output
+        step = next(line for line in result.output.splitlines()
+                    if "change-event step on project" in line).split("on project ")[1]
+        assert f"as a daily log entry on project {step}: manpower entry" in result.output
+        assert "the daily log entry goes on project" in result.output  # said, as a note
+    assert "created budget code 01-500.L" in first.output
+    assert "budget code 01-500.L made by an earlier connection test is used again" in \
+        second.output
+    with closing(sqlite3.connect(sandbox_server.db_path)) as conn:
+        made = conn.execute(
+            "SELECT count(*) FROM wbs_codes JOIN projects ON projects.id = wbs_codes.project_id "
+            "WHERE description = ? AND projects.company_id = ?",
+            ["Connection test labor (extra-work ticket service)",
+             acme.remote_company_id]).fetchone()[0]
+    assert made == 1
+
+
+def test_write_test_skips_a_step_no_project_has_the_tool_for(app, acme, sandbox_server,
+                                                            contract_company):
+    # A project with neither tool: both steps are skipped with a note, nothing fails.
+    connect_to(app, acme, sandbox_server, contract_company)
+    project = contract_company["contract_projects"]["no_tools"]
+    with app.app_context():
+        findings = run(acme.company_id, project)
+    assert [text for ok, text in findings if ok is False] == []
+    notes = [text for ok, text in findings if ok is None]
+    assert any("the change-event step is skipped" in text for text in notes), findings
+    assert any("the daily-log step is skipped" in text for text in notes), findings
     assert counts(sandbox_server.db_path, contract_company["company_id"]) == (0, 0, 0)
 
 

@@ -17,7 +17,7 @@ from services.project_system.base import (
     ToolDisabled,
     WriteUnconfirmed,
 )
-from services.project_system.procore import ProcoreClient, hurried
+from services.project_system.procore import ProcoreClient, hurried, patient
 
 __all__ = [
     "Attachment",
@@ -38,4 +38,5 @@ __all__ = [
     "ToolDisabled",
     "WriteUnconfirmed",
     "hurried",
+    "patient",
 ]

@@ -119,6 +119,8 @@ class RemoteRecord:
     number: str | None
     url: str
     attachment_filenames: tuple[str, ...] = ()
+    # The attachments' ids, in the order of their names above.
+    attachment_ids: tuple[int, ...] = ()
 
 
 class ProjectSystemError(Exception):
@@ -204,8 +206,8 @@ class ProjectSystem(Protocol):
         """Cost codes, cost types and budget codes together, each read once."""
         ...
 
-    def create_budget_code(self, project_id: int, cost_code_id: int,
-                           cost_type: str) -> BudgetCode:
+    def create_budget_code(self, project_id: int, cost_code_id: int, cost_type: str,
+                           description: str | None = None) -> BudgetCode:
         """Create the budget code for a cost code and cost type, or return the existing one."""
         ...
 
@@ -214,8 +216,10 @@ class ProjectSystem(Protocol):
         ...
 
     def attach_files(self, project_id: int, change_event_id: int,
-                     attachments: Sequence[Attachment]) -> RemoteRecord:
-        """Attach files to a change event in one change of it; the event as read back after."""
+                     attachments: Sequence[Attachment],
+                     known_ids: Sequence[int] = ()) -> RemoteRecord:
+        """Attach files to a change event in one change of it; the event as read back after,
+        each sent file under the name it was sent with (`known_ids`: attachments it had)."""
         ...
 
     def find_change_event(self, project_id: int, origin_id: str,

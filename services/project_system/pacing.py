@@ -9,10 +9,47 @@ on their way are not in an answer's count yet, so what is left is the count less
 """
 from __future__ import annotations
 
+import logging
 import threading
-from typing import Protocol
+import time
+from typing import Any, Protocol
 
 import redis
+
+log = logging.getLogger(__name__)
+# While Redis does not answer, budgets count in this process alone and try Redis again after
+# this long.
+REDIS_RETRY_S = 30.0
+_away_lock = threading.Lock()
+_away: dict[str, Any] = {"since": None, "error": None}
+
+
+def shared_pacing() -> dict[str, Any]:
+    """Whether the Procore budgets this process uses are shared through Redis just now: `ok`
+    False (with since when and the error) while Redis is away and each process paces alone."""
+    with _away_lock:
+        return {"ok": _away["since"] is None, **_away}
+
+
+def _redis_failed(error: Exception) -> None:
+    """Note that Redis did not answer, with a warning in the log the first time."""
+    with _away_lock:
+        first = _away["since"] is None
+        if first:
+            _away.update(since=time.time(), error=type(error).__name__)
+    if first:
+        log.warning("Redis is away (%s): Procore calls are paced by each process alone until it "
+                    "answers again; processes together may meet Procore's limit",
+                    type(error).__name__)
+
+
+def _redis_answered() -> None:
+    """Note that Redis answers again."""
+    with _away_lock:
+        back = _away["since"] is not None
+        _away.update(since=None, error=None)
+    if back:
+        log.warning("Redis answers again: Procore calls are paced across processes")
 
 
 class Budget(Protocol):
@@ -67,10 +104,18 @@ class LocalBudget:
             if remaining is None or reset is None:
                 return
             left = remaining - self._in_flight
-            # Answers of one window may arrive out of order: the lowest count is the truest.
-            self._remaining = min(self._remaining, left) if reset == self._reset else left
-            self._reset = reset
+            if abs(reset - self._reset) <= SAME_WINDOW_S:
+                # Answers of one window may arrive out of order: the lowest count is the
+                # truest, and the latest reset the safest.
+                self._remaining = min(self._remaining, left)
+                self._reset = max(self._reset, reset)
+            else:
+                self._remaining, self._reset = left, reset
 
+
+# Resets this close are one window's: Procore's clock (the Date header) comes in whole
+# seconds, so one reset read on our clock wanders by up to a second.
+SAME_WINDOW_S = 1.5
 
 # Both run inside Redis, so two processes never take the same last call.
 _TAKE = """
@@ -89,29 +134,55 @@ local in_flight = math.max(redis.call('HINCRBY', KEYS[1], 'in_flight', -1), 0)
 redis.call('HSET', KEYS[1], 'in_flight', in_flight)
 if ARGV[1] == '' then return 1 end
 local left, reset = tonumber(ARGV[1]) - in_flight, tonumber(ARGV[2])
+local same = tonumber(ARGV[3])
 local state = redis.call('HMGET', KEYS[1], 'remaining', 'reset')
-if state[2] and tonumber(state[2]) == reset then
-  left = math.min(left, tonumber(state[1]))
+if state[2] then
+  local known = tonumber(state[2])
+  if math.abs(reset - known) <= same then
+    left = math.min(left, tonumber(state[1]))
+    reset = math.max(reset, known)
+  end
 end
-redis.call('HSET', KEYS[1], 'remaining', left, 'reset', ARGV[2])
+redis.call('HSET', KEYS[1], 'remaining', left, 'reset', tostring(reset))
 return 1
 """
 
 
 class RedisBudget:
     """A company's budget shared by every process of the install through Redis (a process
-    that dies mid-call leaves its call counted until the key expires, an hour on)."""
+    that dies mid-call leaves its call counted until the key expires, an hour on); while Redis
+    does not answer, this process's own `LocalBudget` paces the calls, and Redis is tried again
+    every REDIS_RETRY_S."""
 
     def __init__(self, client: redis.Redis, key: str) -> None:
         self._key = key
         self._client = client
         self._take = client.register_script(_TAKE)
         self._done = client.register_script(_DONE)
+        self._local = LocalBudget()
+        self._retry_at = 0.0  # monotonic; before it, Redis is not asked
+
+    def _use_local(self) -> bool:
+        """Whether Redis was away a moment ago (and is not to be asked yet)."""
+        return time.monotonic() < self._retry_at
+
+    def _failed(self, error: redis.RedisError) -> None:
+        """Pace alone for a while after Redis failed."""
+        self._retry_at = time.monotonic() + REDIS_RETRY_S
+        _redis_failed(error)
 
     def take(self, now: float) -> float:
         """Take one call (0.0: send it now, then `done`) or say how many seconds until one is
         free (nothing taken)."""
-        return float(self._take(keys=[self._key], args=[repr(now)]))
+        if not self._use_local():
+            try:
+                wait = float(self._take(keys=[self._key], args=[repr(now)]))
+            except redis.RedisError as error:
+                self._failed(error)
+            else:
+                _redis_answered()
+                return wait
+        return self._local.take(now)
 
     def waiting(self, now: float) -> float:
         """How many seconds a call made now would wait for the reset (0.0: none); nothing taken."""
@@ -123,5 +194,12 @@ class RedisBudget:
     def done(self, remaining: int | None, reset: float | None) -> None:
         """A taken call is over; its answer said `remaining` calls until `reset` (unix
         seconds), or said nothing (no answer, or no headers)."""
-        self._done(keys=[self._key], args=["" if remaining is None or reset is None
-                                            else str(remaining), repr(reset or 0.0)])
+        if not self._use_local():
+            try:
+                self._done(keys=[self._key], args=["" if remaining is None or reset is None
+                                                    else str(remaining), repr(reset or 0.0),
+                                                    repr(SAME_WINDOW_S)])
+                return
+            except redis.RedisError as error:
+                self._failed(error)
+        self._local.done(remaining, reset)

@@ -16,6 +16,7 @@ import json
 import logging
 import math
 import random
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -50,9 +51,15 @@ MAX_WAIT_S = 60.0
 # While set (`hurried`), every call waits at most (connect, read, write) seconds and is not
 # sent again after a transport error: the caller would rather say so than keep a person waiting.
 _HURRIED: ContextVar[tuple[float, float, float] | None] = ContextVar("hurried", default=None)
+# While set (`patient`), how long one call may wait for the company's rate-limit budget,
+# instead of the client's own `max_rate_limit_wait_s`.
+_PATIENCE: ContextVar[float | None] = ContextVar("patience", default=None)
 # The longest pause a 429 may ask for and still be waited out within the call; a longer one
 # (Procore's hourly limit) is refused at once with the time to wait.
 RATE_LIMIT_WAIT_S = 10.0
+# A wait that ends this little past a call's patience is still waited: Procore's reset and
+# clock come in whole seconds, so a whole window may read a second or two longer.
+WAIT_ROUNDING_S = 2.0
 BACKOFF_BASE_S = 0.5
 TOKEN_SAFETY_S = 60
 MAX_BODY_BYTES = 20 * 1024 * 1024
@@ -68,6 +75,27 @@ _STANDARD_CODES = {"labor": "L", "equipment": "E", "materials": "M", "other": "O
 # Procore does not document the engine names: match names and titles seen or likely.
 _CHANGE_EVENT_TOOLS = {"change_events", "change_event", "change events", "changeevents",
                        "change_event_tool"}
+# A tool's name in a refusal, and the permission its calls need (Procore's permission names).
+_TOOL_WORDS = {"change_events": "the Change Events tool", "daily_log": "the Daily Log tool",
+               "budget": "the budget codes (Budget tool)", "tools": "the project's tool list"}
+_TOOL_PERMISSIONS = {"change_events": "Standard or Admin permission on Change Events",
+                     "daily_log": "Standard or Admin permission on the Daily Log",
+                     "budget": "Admin permission on the Budget",
+                     "tools": "Admin permission on the project"}
+# Engine names and titles of Procore tools other than Change Events (also undocumented): a
+# tool list whose every row is one of these, or Change Events, is read as it is; a row known
+# by neither its engine name nor its title may be Change Events under another name or
+# language, and the statuses call decides.
+_OTHER_TOOLS = {
+    "home", "directory", "documents", "daily_log", "photos", "rfi", "rfis", "submittal_log",
+    "submittals", "tm_tickets", "t&m tickets", "budgeting", "budget", "commitments",
+    "prime_contracts", "prime contracts", "admin", "emails", "drawing_log", "drawings",
+    "specification_sections", "specifications", "meetings", "schedule", "punch_list",
+    "punch list", "inspections", "observations", "incidents", "forms", "transmittals",
+    "correspondence", "bidding", "estimating", "timesheets", "timecard", "crews", "equipment",
+    "direct_costs", "direct costs", "invoicing", "tasks", "action_plans", "action plans",
+    "coordination_issues", "models", "progress_billings", "change_orders", "change orders",
+    "instructions", "reports", "portfolio", "daily log", "my time", "timecards"}
 _HOUR_WORDS = {"hr", "hrs", "hour", "hours", "h"}
 UOM_CACHE_S = 3600
 
@@ -81,6 +109,17 @@ def hurried(connect_s: float, read_s: float, write_s: float) -> Iterator[None]:
         yield
     finally:
         _HURRIED.reset(token)
+
+
+@contextlib.contextmanager
+def patient(seconds: float) -> Iterator[None]:
+    """Calls made in the block each wait up to `seconds` for the company's rate-limit budget
+    (a whole 60 s window, say), then are refused with the time still to wait."""
+    token = _PATIENCE.set(seconds)
+    try:
+        yield
+    finally:
+        _PATIENCE.reset(token)
 
 
 class ProcoreClient:
@@ -126,6 +165,11 @@ class ProcoreClient:
         # The calls Procore's rate limit leaves this company, shared by every thread (and, on
         # Redis, every process): a call waits for the window's reset rather than meet a 429.
         self.budget: Budget = budget or LocalBudget()
+        # When (on `clock`) the latest wait of this client's calls for Procore's rate limit
+        # ends: the calls queued behind them know the company's budget, not a hung Procore,
+        # holds them up.
+        self.paced_until = 0.0
+        self._paced_lock = threading.Lock()
         self.units_readable = True  # False once the company's units answered 403 or 404
         self._uoms_read_at = 0.0
 
@@ -178,13 +222,14 @@ class ProcoreClient:
             status = response.status_code
             # A 429 is answered before anything is done, so writes may repeat it too.
             if status == 429:
+                now = self.clock()
                 delay = self._retry_delay(response, attempt)
-                if attempt >= self.max_rate_limit_retries or delay > self.max_rate_limit_wait_s:
+                if attempt >= self.max_rate_limit_retries or delay > self._patience_s():
                     raise ProjectSystemRateLimited(
                         _error_message(response, body), retry_after_s=delay,
                         request_id=response.headers.get("X-Request-Id"))
                 log.info("Retrying %s %s in %.1f s after HTTP 429", method, path, delay)
-                self.sleep(delay)
+                self._wait_rate_limit(delay, now)
                 attempt += 1
                 continue
             if retry and status >= 500 and attempt < self.max_read_retries:
@@ -195,16 +240,29 @@ class ProcoreClient:
                 continue
             return response, body
 
+    def _wait_rate_limit(self, seconds: float, now: float) -> None:
+        """Sleep for Procore's rate limit (the wait worked out at `now`), noted in
+        `paced_until`."""
+        with self._paced_lock:
+            self.paced_until = max(self.paced_until, now + seconds)
+        self.sleep(seconds)
+
+    def _patience_s(self) -> float:
+        """How long a call may wait for the rate limit: `patient`'s seconds in its block, else
+        `max_rate_limit_wait_s`; a little more for Procore's whole seconds."""
+        patience = _PATIENCE.get()
+        return (self.max_rate_limit_wait_s if patience is None else patience) + WAIT_ROUNDING_S
+
     def _wait_for_budget(self, method: str, path: str) -> None:
         """Wait until the rate limit leaves a call for this one; a longer wait than a call may
         make raises ProjectSystemRateLimited before anything is sent."""
-        while (wait := self.budget.take(self.clock())) > 0:
-            if wait > self.max_rate_limit_wait_s:
+        while (wait := self.budget.take(now := self.clock())) > 0:
+            if wait > self._patience_s():
                 raise ProjectSystemRateLimited(
                     f"Procore's rate limit leaves no call for {math.ceil(wait)} s",
                     retry_after_s=wait)
             log.info("Pacing %s %s: %.1f s until Procore's rate limit resets", method, path, wait)
-            self.sleep(wait)
+            self._wait_rate_limit(wait, now)
 
     def _exchange(self, method: str, url: str, path: str, paced: bool,
                   **kwargs: Any) -> tuple[requests.Response, bytes]:
@@ -217,7 +275,7 @@ class ProcoreClient:
         try:
             response = self._session.request(method, url, allow_redirects=False, stream=True,
                                              **kwargs)
-            remaining, reset = _rate_left(response)
+            remaining, reset = _rate_left(response, self.clock())
             body = self._read(response)
         finally:
             if paced:
@@ -253,7 +311,8 @@ class ProcoreClient:
                 waits.append(float(retry_after))
             except ValueError:
                 try:
-                    waits.append(parsedate_to_datetime(retry_after).timestamp() - self.clock())
+                    waits.append(parsedate_to_datetime(retry_after).timestamp()
+                                 - _clock_offset(response, self.clock()) - self.clock())
                 except (TypeError, ValueError):
                     pass
         reset = response.headers.get("X-Rate-Limit-Reset", "").strip()
@@ -261,7 +320,7 @@ class ProcoreClient:
         # Procore: on a 429, wait until the reported window resets (rate_limiting.md).
         if response.status_code == 429 and reset and (remaining == "0" or not waits):
             try:
-                waits.append(float(reset) - self.clock())
+                waits.append(float(reset) - _clock_offset(response, self.clock()) - self.clock())
             except ValueError:
                 pass
         if waits:
@@ -365,27 +424,36 @@ class ProcoreClient:
                 raise
             return None
 
-    def change_event_tool(self, project_id: int) -> tuple[bool, str]:
-        """Whether change events can be written, and how that was decided, in plain words."""
-        tools = self.list_tools(project_id)
-        if tools is not None:
-            tool = next((row for row in tools if _is_change_event_tool(row)), None)
-            if tool is None:
+    def change_event_tool(self, project_id: int,
+                          tools: list[dict[str, Any]] | None | object = ...) -> tuple[bool, str]:
+        """Whether change events can be written, and how that was decided, in plain words
+        (`tools`: the project's tool list, or None when unreadable, if already read)."""
+        rows = self.list_tools(project_id) if tools is ... else tools
+        if isinstance(rows, list):
+            tool = next((row for row in rows if _is_change_event_tool(row)), None)
+            if tool is not None:
+                if not tool.get("is_active", True):
+                    return False, (f"the Change Events tool ({tool.get('engine_name')!r}) is "
+                                   "switched off on the project")
+                return True, (f"the Change Events tool ({tool.get('engine_name')!r}) is on in "
+                              "the project's tool list")
+            unknown = [row for row in rows if not _is_other_tool(row)]
+            if not unknown:
                 return False, "the project's tool list has no Change Events tool"
-            if not tool.get("is_active", True):
-                return False, (f"the Change Events tool ({tool.get('engine_name')!r}) is "
-                               "switched off on the project")
-            return True, (f"the Change Events tool ({tool.get('engine_name')!r}) is on in the "
-                          "project's tool list")
-        # The tool list is unreadable: a 403 on the statuses call means the tool is off.
+            # A tool known by neither its engine name nor its title (a title in another
+            # language, an engine name not seen before): the statuses call decides.
+            why = (f"the project's tool list has no tool known as Change Events, but "
+                   f"{_tool_names(unknown)} is not known either")
+        else:
+            why = "the tool list could not be read"
+        # A 403 on the statuses call means the tool is off.
         try:
             self._request("GET", "/rest/v1.0/change_event/statuses",
                           params={"project_id": project_id, "per_page": 1},
                           tool="change_events")
         except ToolDisabled:
-            return False, ("the tool list could not be read and the change-event statuses were "
-                           "refused")
-        return True, "the tool list could not be read, but the change-event statuses answered"
+            return False, f"{why} and the change-event statuses were refused"
+        return True, f"{why}, but the change-event statuses answered"
 
     def change_events_enabled(self, project_id: int) -> bool:
         """The tool list decides when it is readable; only otherwise the statuses probe does."""
@@ -400,7 +468,8 @@ class ProcoreClient:
         for sub_job in sub_jobs:
             for row in self._pages("/rest/v1.0/cost_codes",
                                    {"project_id": project_id, "sub_job_id": sub_job["id"]}):
-                rows[int(row["id"])] = dict(row, _sub_job=str(sub_job["code"]))
+                rows[int(row["id"])] = dict(row, _sub_job=str(sub_job["code"]),
+                                            _sub_job_id=int(sub_job["id"]))
         return list(rows.values())
 
     def _sub_jobs(self, project_id: int, wbs_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -485,10 +554,11 @@ class ProcoreClient:
         return (self._codes_from_rows(rows), cost_types,
                 self._budget_codes(rows, cost_types, wbs_rows))
 
-    def create_budget_code(self, project_id: int, cost_code_id: int,
-                           cost_type: str) -> BudgetCode:
-        """The budget code for a cost code and cost type ("labor" or "L"), created if missing;
-        a sub job's cost code gets its budget code on that sub job."""
+    def create_budget_code(self, project_id: int, cost_code_id: int, cost_type: str,
+                           description: str | None = None) -> BudgetCode:
+        """The budget code for a cost code and cost type ("labor" or "L"), created if missing
+        (with `description`, else "<cost code name>.<cost type name>"); a sub job's cost
+        code gets its budget code on that sub job."""
         # A cost code or cost type the project lacks is reported as a 404 ProjectSystemError.
         cost_codes, cost_types, wbs_rows = self._read_codes(project_id)
         chosen_type = _pick_cost_type(cost_types, cost_type)
@@ -518,7 +588,7 @@ class ProcoreClient:
                 f"Project {project_id}'s budget codes also need a {', '.join(map(str, others))}; "
                 f"create the budget code for {wanted} in Procore", status=422)
         items = {"cost_code": self._cost_code_item(wbs, segments["cost_code"]["id"], cost_code_id,
-                                                   full_code),
+                                                   full_code, cost_code.get("_sub_job_id")),
                  "line_item_type": next((item for item in self._pages(
                      f"{wbs}/segments/{segments['line_item_type']['id']}/segment_items")
                      if item.get("code") == chosen_type.code), None)}
@@ -530,19 +600,27 @@ class ProcoreClient:
             raise ProjectSystemError(f"Project {project_id}'s budget code segments have no item "
                                      f"for {wanted}", status=404)
         response, body = self._request("POST", f"{wbs}/wbs_codes", json_body={
-            "description": f"{cost_code['name']}.{chosen_type.name}",
+            "description": description or f"{cost_code['name']}.{chosen_type.name}",
             "segment_items": [{"segment_id": segments[kind]["id"], "segment_item_id": item["id"]}
                               for kind, item in items.items()]})
-        row = _parse_json(response, body)
-        return BudgetCode(id=int(row["id"]), flat_code=row["flat_code"],
-                          description=row.get("description") or "", cost_code_id=cost_code_id,
-                          cost_type=_normalize_cost_type(chosen_type))
+        made = int(_parse_json(response, body)["id"])
+        # Read back: the code must stand on this cost code (of this sub job) and cost type.
+        row = next((row for row in self._wbs_rows(project_id) if int(row["id"]) == made), None)
+        code = None if row is None else self._budget_codes(cost_codes, cost_types, [row])[0]
+        if code is None or code.cost_code_id != cost_code_id or \
+                code.cost_type != _normalize_cost_type(chosen_type):
+            raise ProjectSystemError(
+                f"Procore made budget code {made} for {wanted}, but it does not read back as "
+                f"that cost code and cost type", status=422)
+        return code
 
-    def _cost_code_item(self, wbs: str, segment_id: int, cost_code_id: int,
-                        full_code: str) -> dict[str, Any] | None:
-        """The cost-code segment item of a cost code: by its legacy id, else by its path."""
+    def _cost_code_item(self, wbs: str, segment_id: int, cost_code_id: int, full_code: str,
+                        sub_job_id: int | None = None) -> dict[str, Any] | None:
+        """The cost-code segment item of a cost code, among its sub job's items when it has one
+        (Procore lists those only with legacy_sub_job_id): by its legacy id, else by its path."""
         path = f"{wbs}/segments/{segment_id}/segment_items"
-        for params in ({"legacy_cost_code_id": cost_code_id}, None):
+        owner = {"legacy_sub_job_id": sub_job_id} if sub_job_id is not None else {}
+        for params in ({"legacy_cost_code_id": cost_code_id, **owner}, owner or None):
             found = next((item for item in self._pages(path, params)
                           if item.get("path_code") == full_code and not item.get("is_parent")),
                          None)
@@ -560,9 +638,10 @@ class ProcoreClient:
     def _open_status_id(self, project_id: int) -> int:
         """The id of the project's default status that maps to "open"."""
         statuses = self.list_change_event_statuses(project_id)
+        # A status hidden from Procore's own menus (show_in_select false) is not one to choose.
         open_statuses = [row for row in statuses
                          if str(row.get("mapped_to_status") or row.get("name", "")).lower()
-                         == "open"]
+                         == "open" and row.get("show_in_select") is not False]
         if not open_statuses:
             raise ProjectSystemError(f"Project {project_id} has no open change event status")
         return int(max(open_statuses, key=lambda row: bool(row.get("default_status")))["id"])
@@ -626,7 +705,8 @@ class ProcoreClient:
             number=None if number is None else str(number),
             url=self.record_url(project_id, "change_event", int(row["id"])),
             attachment_filenames=tuple(str(item.get("filename") or item.get("name") or "")
-                                       for item in row.get("attachments") or ()))
+                                       for item in row.get("attachments") or ()),
+            attachment_ids=tuple(int(item.get("id") or 0) for item in row.get("attachments") or ()))
 
     def upload_file(self, project_id: int, attachment: Attachment) -> str:
         """Send a file through Procore's direct-upload flow; returns the upload's uuid."""
@@ -645,13 +725,16 @@ class ProcoreClient:
             "POST", str(upload["url"]), retry=False, data=fields,
             files={"file": (attachment.filename, attachment.data, attachment.content_type)})
         if stored.status_code >= 300:
-            _raise_for_status(stored, stored_body)
+            _raise_for_status(stored, stored_body, storage=True)
         return str(upload["uuid"])
 
     def attach_files(self, project_id: int, change_event_id: int,
-                     attachments: Sequence[Attachment]) -> RemoteRecord:
+                     attachments: Sequence[Attachment],
+                     known_ids: Sequence[int] = ()) -> RemoteRecord:
         """Upload the files side by side (at most UPLOAD_THREADS at once), put them all on the
-        change event in one v1.1 PATCH, and read the event back (with the files it now has)."""
+        change event in one v1.1 PATCH, and read the event back: each file sent is listed under
+        the name it was sent with, even where Procore stored it under another (`known_ids`:
+        the attachments the event had before, which are none of these)."""
         with ThreadPoolExecutor(max(1, min(UPLOAD_THREADS, len(attachments)))) as pool:
             # Each upload carries the caller's deadlines (`hurried` lives in a context).
             uploads = [pool.submit(contextvars.copy_context().run, self.upload_file, project_id,
@@ -662,8 +745,10 @@ class ProcoreClient:
                       json_body={"change_event": {"attachments_by_uuid": [
                           {"upload_uuid": uuid} for uuid in uuids]}},
                       tool="change_events")
-        return self._change_event_record(project_id,
-                                         self.get_change_event(project_id, change_event_id))
+        row = self.get_change_event(project_id, change_event_id)
+        row["attachments"] = _as_sent(row.get("attachments") or [], list(zip(
+            uuids, attachments, strict=True)), set(known_ids))
+        return self._change_event_record(project_id, row)
 
     def delete_change_event(self, project_id: int, change_event_id: int) -> None:
         """Delete a change event (Procore keeps it in the project's recycle bin)."""
@@ -748,18 +833,76 @@ class ProcoreClient:
         raise ValueError(f"Unknown record kind {kind!r}")
 
 
-def _rate_left(response: requests.Response) -> tuple[int | None, float | None]:
-    """X-Rate-Limit-Remaining and -Reset of an answer, when it has both."""
+def _as_sent(listed: list[dict[str, Any]], sent: list[tuple[str, Attachment]],
+             known: set[int]) -> list[dict[str, Any]]:
+    """A change event's attachments with each file just sent under the name it was sent with:
+    found by its upload uuid, else by its name (and size, where listed), else among the
+    attachments new since the PATCH (not in `known`) by size, or in order when as many are new
+    as are unfound. An attachment found for no file keeps Procore's name."""
+    listed = [dict(item) for item in listed]
+    taken: set[int] = set()
+
+    def claim(attachment: Attachment, index: int) -> None:
+        taken.add(index)
+        listed[index]["filename"] = attachment.filename
+
+    def size_fits(item: dict[str, Any], attachment: Attachment) -> bool:
+        size = item.get("size")
+        return size is None or int(size) == len(attachment.data)
+
+    unfound = []
+    for uuid, attachment in sent:
+        index = next((i for i, item in enumerate(listed) if i not in taken and uuid and
+                      uuid in (item.get("upload_uuid"), item.get("upload_id"))), None)
+        if index is None:
+            index = next((i for i, item in enumerate(listed) if i not in taken and
+                          str(item.get("filename") or item.get("name") or "") ==
+                          attachment.filename and size_fits(item, attachment)), None)
+        if index is None:
+            unfound.append(attachment)
+        else:
+            claim(attachment, index)
+    new = [i for i, item in enumerate(listed)
+           if i not in taken and int(item.get("id") or 0) not in known]
+    if unfound and all(listed[i].get("size") is not None for i in new):
+        for attachment in list(unfound):
+            index = next((i for i in new if i not in taken and
+                          int(listed[i]["size"]) == len(attachment.data)), None)
+            if index is not None:
+                claim(attachment, index)
+                unfound.remove(attachment)
+    new = [i for i in new if i not in taken]
+    if unfound and len(new) == len(unfound):
+        for attachment, index in zip(unfound, new, strict=True):
+            claim(attachment, index)
+    return listed
+
+
+def _rate_left(response: requests.Response,
+               now: float) -> tuple[int | None, float | None]:
+    """X-Rate-Limit-Remaining and -Reset of an answer, when it has both; the reset moved onto
+    our clock (`now`) by how far Procore's clock (its Date header) is from ours."""
     try:
-        return (int(response.headers["X-Rate-Limit-Remaining"]),
-                float(response.headers["X-Rate-Limit-Reset"]))
+        remaining = int(response.headers["X-Rate-Limit-Remaining"])
+        reset = float(response.headers["X-Rate-Limit-Reset"])
     except (KeyError, ValueError):
         return None, None
+    return remaining, reset - _clock_offset(response, now)
+
+
+def _clock_offset(response: requests.Response, now: float) -> float:
+    """How far Procore's clock is ahead of ours, from the answer's Date header (whole seconds,
+    so at most a second short: a wait comes out at most a second long); 0 without one."""
+    try:
+        return parsedate_to_datetime(response.headers["Date"]).timestamp() - now
+    except (KeyError, TypeError, ValueError, IndexError):
+        return 0.0
 
 
 def _raise_for_status(response: requests.Response, body: bytes, *,
-                      tool: str | None = None) -> None:
-    """Turn an unsuccessful answer into the matching ProjectSystemError."""
+                      tool: str | None = None, storage: bool = False) -> None:
+    """Turn an unsuccessful answer into the matching ProjectSystemError (`storage`: of the file
+    store an upload goes to, whose 403 is its policy, not a permission)."""
     status = response.status_code
     if status < 300:
         return
@@ -771,10 +914,22 @@ def _raise_for_status(response: requests.Response, body: bytes, *,
     if status == 401:
         raise ProjectSystemAuthError(message, status=status, request_id=request_id)
     if tool is not None and status in (403, 404):
-        raise ToolDisabled(message, status=status, request_id=request_id)
+        raise ToolDisabled(_refusal(message, status, tool), status=status, request_id=request_id)
+    if status == 403 and not storage:
+        raise ProjectSystemError(f"{message} (the service account lacks a permission this "
+                                 "call needs)", status=status, request_id=request_id)
     if status == 429 or status >= 500:
         raise ProjectSystemUnavailable(message, status=status, request_id=request_id)
     raise ProjectSystemError(message, status=status, request_id=request_id)
+
+
+def _refusal(message: str, status: int, tool: str) -> str:
+    """Procore's refusal of a tool's call, saying which tool and what may be wrong."""
+    words = _TOOL_WORDS.get(tool, tool)
+    if status == 404:
+        return f"{message} ({words} is not on the project)"
+    return (f"{message} ({words}: switched off on the project, or the service account lacks "
+            f"{_TOOL_PERMISSIONS.get(tool, 'permission on it')})")
 
 
 def _error_message(response: requests.Response, body: bytes) -> str:
@@ -824,8 +979,9 @@ def _parse_json(response: requests.Response, body: bytes) -> Any:
                                  request_id=response.headers.get("X-Request-Id")) from None
 
 
-def _next_page(response: requests.Response, page: int, per_page: int) -> int | None:
-    """The next page number from the Link header, else from Total; None on the last page."""
+def _next_page(response: requests.Response, page: int, asked: int) -> int | None:
+    """The next page number from the Link header, else from Total and the answer's Per-Page
+    (Procore may give fewer than `asked` per page); None on the last page."""
     if "link" in response.headers:
         url = response.links.get("next", {}).get("url")
         if url is None:
@@ -833,6 +989,8 @@ def _next_page(response: requests.Response, page: int, per_page: int) -> int | N
         numbers = parse_qs(urlsplit(url).query).get("page")
         return int(numbers[0]) if numbers and numbers[0].isdigit() else None
     total = response.headers.get("Total", "")
+    given = response.headers.get("Per-Page", "").strip()
+    per_page = int(given) if given.isdigit() and int(given) > 0 else asked
     if total.isdigit() and page * per_page < int(total):
         return page + 1
     return None
@@ -889,12 +1047,29 @@ def _text_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) and value.strip() else None
 
 
+def is_daily_log_tool(row: dict[str, Any]) -> bool:
+    """Whether a tool-list row is the Daily Log tool (by engine name or title)."""
+    return bool({str(row.get(key) or "").strip().lower() for key in ("engine_name", "title")}
+                & {"daily_log", "daily log", "dailylog"})
+
+
 def _is_change_event_tool(row: dict[str, Any]) -> bool:
     """Whether a tool-list row is the Change Events tool (by engine name or title)."""
     names = {str(row.get("engine_name") or "").strip().lower(),
              str(row.get("title") or "").strip().lower(),
              str(row.get("name") or "").strip().lower()}
     return bool(names & _CHANGE_EVENT_TOOLS)
+
+
+def _is_other_tool(row: dict[str, Any]) -> bool:
+    """Whether a tool-list row is a known tool other than Change Events."""
+    return bool({str(row.get(key) or "").strip().lower()
+                 for key in ("engine_name", "title", "name")} & _OTHER_TOOLS)
+
+
+def _tool_names(rows: list[dict[str, Any]]) -> str:
+    """Tool-list rows named for a person: "'Eventos de cambio' (gestion_de_cambios)"."""
+    return ", ".join(f"{row.get('title')!r} ({row.get('engine_name')})" for row in rows[:3])
 
 
 def _hour_unit(units: list[dict[str, Any]]) -> str | None:

@@ -19,7 +19,7 @@ import requests
 from flask import Flask
 from werkzeug.serving import make_server
 
-from sandbox import create_sandbox_app
+from sandbox import SandboxRequestHandler, create_sandbox_app
 from sandbox.seed import create_demo_company
 from services.project_system import ProcoreClient
 
@@ -34,13 +34,44 @@ class SandboxServer:
     app: Flask
 
 
-class FakeClock:
-    """Time that only moves when told to; ``sleep`` records each wait and moves time on."""
+def advance_sandbox_clock(db_path: str, company_id: int, seconds: float) -> None:
+    """Move a sandbox company's clock (Procore's, for its rate windows) on by ``seconds``."""
+    with closing(sqlite3.connect(db_path, timeout=10)) as connection:
+        connection.execute("UPDATE companies SET clock_offset_s = coalesce(clock_offset_s, 0) "
+                           "+ ? WHERE id = ?", [seconds, company_id])
+        connection.commit()
 
-    def __init__(self, start: float) -> None:
+
+class SkippingClock:
+    """Real time, but a wait is skipped: it moves this clock and the sandbox company's clock
+    on together, at once (the app's clients, in tests that are not about time)."""
+
+    def __init__(self, db_path: str, company_id: int) -> None:
+        """A clock for one sandbox company's client."""
+        self.db_path, self.company_id = db_path, company_id
+        self.skipped = 0.0
+        self._lock = threading.Lock()
+
+    def __call__(self) -> float:
+        """Real time plus every wait skipped so far."""
+        return time.time() + self.skipped
+
+    def sleep(self, seconds: float) -> None:
+        """Skip a wait: Procore's clock first, so the client never reads ahead of it."""
+        with self._lock:
+            advance_sandbox_clock(self.db_path, self.company_id, seconds)
+            self.skipped += seconds
+
+
+class FakeClock:
+    """Time that only moves when told to; ``sleep`` records each wait and moves time on (and
+    the sandbox company's clock with it, given ``on_sleep``)."""
+
+    def __init__(self, start: float, on_sleep: Any = None) -> None:
         """Start the clock at ``start`` (unix seconds)."""
         self.now = start
         self.sleeps: list[float] = []
+        self._on_sleep = on_sleep
 
     def __call__(self) -> float:
         """The current fake time, in the shape of ``time.time``."""
@@ -49,11 +80,42 @@ class FakeClock:
     def sleep(self, seconds: float) -> None:
         """Record a wait and advance the clock by it, without really waiting."""
         self.sleeps.append(seconds)
+        if self._on_sleep is not None:
+            self._on_sleep(seconds)
         self.now += seconds
 
     def advance(self, seconds: float) -> None:
         """Move the clock forward."""
         self.now += seconds
+
+
+class SharedFakeClock(FakeClock):
+    """A FakeClock several threads wait on at once: a wait lasts until the moment the waiting
+    thread last read plus the seconds asked, so waits that overlap in time overlap here too
+    instead of adding up."""
+
+    def __init__(self, start: float) -> None:
+        """Start the clock at ``start`` (unix seconds)."""
+        super().__init__(start)
+        self._lock = threading.Lock()
+        self._read = threading.local()
+
+    def __call__(self) -> float:
+        """The current fake time, remembered as this thread's last reading."""
+        self._read.at = self.now
+        return self.now
+
+    def wait(self, seconds: float, before: Any = None) -> float:
+        """Move the clock to this thread's last reading plus ``seconds`` (if it is not past
+        that already), calling ``before(step)`` first; returns the step."""
+        with self._lock:
+            self.sleeps.append(seconds)
+            step = max(getattr(self._read, "at", self.now) + seconds - self.now, 0.0)
+            if before is not None and step:
+                before(step)
+            self.now += step
+            self._read.at = self.now
+            return step
 
 
 class SandboxControl:
@@ -102,14 +164,23 @@ class SandboxControl:
         """Override the company's hourly call limit (None restores the default)."""
         self._call("POST", "/rate_limit", {"per_hour": per_hour})
 
-    def set_spike_limit(self, per_10s: int | str | None, window_s: int = 10) -> None:
+    def set_spike_limit(self, per_10s: int | str | None, window_s: int = 10,
+                        rolling: bool = False) -> None:
         """Limit the company to ``per_10s`` calls per window (None switches it off, "default"
-        goes back to the sandbox's SANDBOX_SPIKE_LIMIT); ``window_s`` 10 or 60."""
-        self._call("POST", "/spike_limit", {"per_10s": per_10s, "window_s": window_s})
+        goes back to the sandbox's SANDBOX_SPIKE_LIMIT); ``window_s`` 10 or 60, fixed or
+        ``rolling``."""
+        self._call("POST", "/spike_limit", {"per_10s": per_10s, "window_s": window_s,
+                                            "rolling": rolling})
 
-    def set_attachments_mode(self, mode: str) -> None:
-        """Make a change event's attachments_by_uuid "add" to its files or "replace" them."""
-        self._call("POST", "/attachments", {"mode": mode})
+    def set_attachments_mode(self, mode: str | None = None, rename: bool | None = None) -> None:
+        """Make a change event's attachments_by_uuid "add" to its files or "replace" them;
+        with ``rename``, store files under another name than sent."""
+        self._call("POST", "/attachments", {"mode": mode, "rename": rename})
+
+    def skew_clock(self, seconds: float) -> None:
+        """Set the company's Procore clock ``seconds`` apart from real time (its
+        X-Rate-Limit-Reset and Date with it)."""
+        self._call("POST", "/clock", {"skew_s": seconds})
 
     def set_error_shape(self, shape: str) -> None:
         """Answer the company's errors in v1's shape or v2.0's ({"error": {...}})."""
@@ -146,11 +217,11 @@ def sandbox_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox
     """A sandbox app on a free loopback port, served by a threaded Werkzeug server."""
     folder: Path = tmp_path_factory.mktemp("procore-sandbox")
     db_path, files_dir = str(folder / "sandbox.sqlite3"), str(folder / "files")
-    # No spike limit by default here: the suite makes many calls per company in seconds. The
-    # tests of pacing switch a company to the sandbox's default (Procore's 25 per 10 s).
-    app = create_sandbox_app({"SANDBOX_DB_PATH": db_path, "SANDBOX_FILES_DIR": files_dir,
-                              "SANDBOX_SPIKE_LIMIT": 0})
-    server = make_server("127.0.0.1", 0, app, threaded=True)
+    # Procore's spike limit, as the sandbox has it by default (25 calls in 10 s per company):
+    # each test has a company of its own, so one test's calls never slow another's.
+    app = create_sandbox_app({"SANDBOX_DB_PATH": db_path, "SANDBOX_FILES_DIR": files_dir})
+    server = make_server("127.0.0.1", 0, app, threaded=True,
+                         request_handler=SandboxRequestHandler)
     thread = threading.Thread(target=server.serve_forever, name="procore-sandbox", daemon=True)
     thread.start()
     try:
@@ -186,8 +257,10 @@ def contract_company(sandbox_server: SandboxServer) -> dict[str, Any]:
 @pytest.fixture
 def contract_client(sandbox_server: SandboxServer,
                     contract_company: dict[str, Any]) -> Iterator[ProcoreClient]:
-    """A ProcoreClient with a FakeClock for the contract company."""
-    clock = FakeClock(time.time())
+    """A ProcoreClient with a FakeClock for the contract company (its waits move the
+    company's sandbox clock on: Procore's spike limit costs no test time)."""
+    clock = FakeClock(time.time(), lambda seconds: advance_sandbox_clock(
+        sandbox_server.db_path, contract_company["company_id"], seconds))
     client = ProcoreClient(sandbox_server.url, sandbox_server.url, contract_company["client_id"],
                            contract_company["client_secret"], contract_company["company_id"],
                            clock=clock, sleep=clock.sleep)
@@ -234,8 +307,10 @@ class ExchangeRecorder:
 @pytest.fixture
 def procore_client(sandbox_server: SandboxServer,
                    sandbox_company: dict[str, Any]) -> Iterator[ProcoreClient]:
-    """A ProcoreClient for this test's company; ``procore_client.clock`` is a FakeClock."""
-    clock = FakeClock(time.time())
+    """A ProcoreClient for this test's company; ``procore_client.clock`` is a FakeClock (its
+    waits move the company's sandbox clock on: Procore's spike limit costs no test time)."""
+    clock = FakeClock(time.time(), lambda seconds: advance_sandbox_clock(
+        sandbox_server.db_path, sandbox_company["company_id"], seconds))
     client = ProcoreClient(sandbox_server.url, sandbox_server.url, sandbox_company["client_id"],
                            sandbox_company["client_secret"], sandbox_company["company_id"],
                            clock=clock, sleep=clock.sleep)
