@@ -214,7 +214,9 @@ undoes a rejection. Each decision is kept in the ticket's `decisions`, which onl
 **States.** `reject` on a rejected ticket is 409 `ticket_rejected`, on a written one 409
 `ticket_written`. `restore` on a submitted ticket changes nothing; on a written one it is 409
 `ticket_written`. For a change event, a line with no budget code (unless `allow_unrouted`),
-or with `require_exact` a line not on a confirmed code, refuses the approval with 409
+a line whose suggested code was learned from another sub's decisions (`learned_from_sub`;
+confirm it by naming the line in `routes`), or with `require_exact` a line not on a confirmed
+code, refuses the approval with 409
 `lines_need_review`, `details` listing `{line, reason, description}` for each; nothing is
 written. A daily log entry carries no budget code, so its lines are not checked. `routes` keys must be line indexes of the ticket and values budget code ids of its
 project (else 400 naming `routes.<key>`); a routed line counts as exact, and a line routed to

@@ -854,8 +854,9 @@ class RoutingLine(Shape):
         "before (see `reason`): routed, not exact, to be confirmed like any other check."))
     learned_from_sub: str | None = Field(default=None, description=(
         "When a suggestion (`learned`) comes from the decisions on another sub's or crew's "
-        "tickets, not this ticket's own: whose. The review pages never confirm such a line in "
-        "bulk; the PM confirms it on the ticket."))
+        "tickets, not this ticket's own: whose. It is never written unseen: the review pages "
+        "never confirm such a line in bulk (the PM confirms it on the ticket), and `approve` "
+        "refuses it (409 `lines_need_review`) unless `routes` names the line."))
 
 
 class AuthorizationKind(StrEnum):

@@ -218,6 +218,11 @@ def _destination(company_id: int, ticket: TicketRecord, requested: str | None) -
                    code="no_change_events")
 
 
+# A code suggested from another sub's habit is never written unseen: the caller names it in
+# `routes` (the review pages do, once the PM confirmed it on the ticket).
+LEARNED_FROM_ANOTHER_SUB = "suggested from another sub's decisions: confirm it with `routes`"
+
+
 def _check_lines(routes: list[Route], options: ApproveInput) -> None:
     """409 lines_need_review listing every line the options do not let through."""
     refused = []
@@ -226,6 +231,8 @@ def _check_lines(routes: list[Route], options: ApproveInput) -> None:
             reason = "no budget code"
         elif options.require_exact and not route.exact:
             reason = "not on a confirmed budget code (exact: false)"
+        elif route.learned_from_sub:
+            reason = LEARNED_FROM_ANOTHER_SUB
         else:
             continue
         refused.append({"line": route.line, "reason": reason, "description": route.description})

@@ -67,6 +67,8 @@ PLAIN_LINE_REASONS = {
     "no budget code": "has no budget code yet: pick one",
     "not on a confirmed budget code (exact: false)":
         "has a budget code that is only a guess: confirm it or pick another",
+    "suggested from another sub's decisions: confirm it with `routes`":
+        "has a budget code learned from another sub's tickets: confirm it or pick another",
 }
 
 

@@ -333,6 +333,16 @@ def test_another_subs_habit_says_whose_and_is_never_confirmed_in_bulk(app, clien
     page = browser.get(f"/tickets/{ticket['id']}").get_data(as_text=True).replace("&#39;", "'")
     assert page.count("Learned from Bayside Rentals, not this sub") == 2  # its row, the sheet
     assert "chosen 3 times for Bayside Rentals' 'Scissor lift 19''" in page
+    # A program's approval with all defaults does not write it either; naming it in routes does.
+    refused = client.post(f"/v1/tickets/{ticket['id']}/approve", headers=acme.headers, json={})
+    assert refused.status_code == 409 and refused.json["error"]["code"] == "lines_need_review"
+    assert [(d["line"], d["reason"]) for d in refused.json["error"]["details"]] == \
+        [(place, "suggested from another sub's decisions: confirm it with `routes`")]
+    assert origin_rows(sandbox_server, "change_events", ticket["id"]) == []
+    confirmed = client.post(f"/v1/tickets/{ticket['id']}/approve", headers=acme.headers,
+                            json={"routes": {str(place): line["budget_code_id"]}})
+    assert confirmed.status_code == 200, confirmed.json
+    assert len(origin_rows(sandbox_server, "change_events", ticket["id"])) == 1
 
 
 def test_creating_a_ticket_never_waits_on_learning(app, client, acme):
