@@ -192,3 +192,15 @@ def test_bulk_says_when_it_waits_for_procores_rate_limit(app, acme, pile, live_s
     assert "Waiting" not in title.inner_text()
     for ticket in chosen:
         assert len(origin_rows(sandbox_server, "change_events", ticket.id)) == 1
+
+
+def test_all_ready_in_a_filter_with_none_ready_says_why_not_to_choose_others(app, client, acme,
+                                                                            pile):
+    browser = sign_in(app, client, acme)
+    ce = change_event_projects(acme)
+    project = next(t.project_id for t in pile if not t.clean and t.project_id in ce)
+    assert not any(t.clean for t in pile if t.project_id == project)  # a line to check on each
+    html = browser.post("/queue/bulk", {"all_ready": "1", "from": f"project_id={project}"},
+                        htmx=True).get_data(as_text=True)
+    assert "No ticket in this filter can be written from the queue" in html
+    assert "choose tickets that need review" not in html and 'id="bulk-write"' not in html
