@@ -184,7 +184,7 @@
 /* Ticket page: a budget-code picker narrowed by typing a code, a name or the crew's own words
    ("22-", "plumb", "limpieza"); options that do not match are taken out of the list (phones and
    tablets show hidden options anyway) and put back when the search is cleared. A search that
-   leaves one code picks it. */
+   leaves one code, or one of the line's cost type, picks it. */
 (function () {
   "use strict";
   function fold(text) {
@@ -222,8 +222,15 @@
     var left = select.querySelectorAll('option:not([value=""])');
     var found = left.length;
     search.setAttribute("aria-description", found + (found === 1 ? " code matches" : " codes match"));
-    if (found === 1 && words.length && select.value !== left[0].value) {
-      select.value = left[0].value;  // the search leaves one code: it is the one picked
+    // The search leaves one code, or one of the line's own cost type beside codes of other
+    // types ("06-100" on a labor line: 06-100.L, not .E or .M): it is the one picked.
+    var type = select.getAttribute("data-line-type");
+    var exact = Array.prototype.filter.call(left, function (option) {
+      return type && option.getAttribute("data-cost-type") === type;
+    });
+    var pick = found === 1 ? left[0] : exact.length === 1 ? exact[0] : null;
+    if (pick && words.length && select.value !== pick.value) {
+      select.value = pick.value;
       select.dispatchEvent(new Event("change", {bubbles: true}));
     }
   }
