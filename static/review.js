@@ -260,6 +260,17 @@
     results.innerHTML = '<h2 class="bulk-progress-title"></h2><progress max="' + ids.length +
       '" value="0"></progress><ul class="bulk-list"></ul>';
     box.replaceWith(results);
+    // While they are written the queue's own selection is put away: nothing else is approved
+    // or confirmed over them (the rows come back fresh when the last one is done).
+    var rowsForm = document.getElementById("bulk-form");
+    if (rowsForm) {
+      rowsForm.querySelectorAll('input[name="ids"], button').forEach(function (control) {
+        control.checked = false;
+        control.disabled = true;
+      });
+      var summary = document.getElementById("bulk-summary");
+      if (summary) { summary.textContent = ""; }
+    }
     var title = results.querySelector("h2"), bar = results.querySelector("progress");
     var list = results.querySelector("ul");
     var done = 0, counted = {written: 0, already: 0, refused: 0};

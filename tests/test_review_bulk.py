@@ -186,6 +186,10 @@ def test_bulk_says_when_it_waits_for_procores_rate_limit(app, acme, pile, live_s
                            "document.querySelector('.bulk-progress-title').textContent)",
                            timeout=15000)
     shot(page, "bulk-waiting-tablet")
+    # While they are written, the rows offer no other approval over them.
+    assert page.locator("#bulk-approve").is_disabled()
+    assert page.locator("#bulk-form input[name=ids]:checked").count() == 0
+    assert page.locator("#bulk-form button:enabled").count() == 0
     seconds = int(waiting.search(title.inner_text()).group(1))
     assert 1 <= seconds <= 10
     page.wait_for_selector("text=3 written, 0 already in Procore, 0 not written", timeout=60000)
