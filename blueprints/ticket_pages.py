@@ -56,13 +56,13 @@ def queue_page() -> Response:
                        tabs=review_queue.STATUS_TABS, sorts=review_queue.SORT_CHOICES)
 
 
-def _queue_after_bulk(*, confirm=None, results=None, selected=()) -> Response:
+def _queue_after_bulk(*, confirm=None, results=None, selected=(), all_ready=False) -> Response:
     """The queue it was sent from, with the bulk confirmation or the bulk results on top."""
     view = review_queue.QueueView.from_query_string(request.form.get("from"))
     data = review_queue.queue(current_user.company_id, view)
     return render_page("review/queue.html", "review/_queue_rows.html", queue=data,
                        tabs=review_queue.STATUS_TABS, sorts=review_queue.SORT_CHOICES, bulk_confirm=confirm,
-                       bulk_results=results, selected=set(selected),
+                       bulk_results=results, selected=set(selected), bulk_all_ready=all_ready,
                        bulk_total=review_bulk.bulk_total(confirm or results or []))
 
 
@@ -77,7 +77,7 @@ def bulk_confirm_page() -> Response:
     else:
         ids = request.form.getlist("ids")
     return _queue_after_bulk(confirm=review_bulk.bulk_selection(current_user.company_id, ids),
-                             selected=ids)
+                             selected=ids, all_ready=bool(request.form.get("all_ready")))
 
 
 @bp.post("/queue/bulk/approve")

@@ -1537,7 +1537,11 @@
         }
         form.hidden = true;
         emptyForm();
-        document.getElementById("kept").hidden = false;
+        // Why it is kept: no signal only when the phone says so; else nothing answered.
+        var kept = document.getElementById("kept");
+        kept.querySelector("[data-kept-offline]").hidden = navigator.onLine;
+        kept.querySelector("[data-kept-online]").hidden = !navigator.onLine;
+        kept.hidden = false;
         window.scrollTo(0, 0);
         askForBackgroundSync();
         retrySoon(outcome.status);

@@ -184,7 +184,7 @@
 /* Ticket page: a budget-code picker narrowed by typing a code, a name or the crew's own words
    ("22-", "plumb", "limpieza"); options that do not match are taken out of the list (phones and
    tablets show hidden options anyway) and put back when the search is cleared. A search that
-   leaves one code picks it. */
+   leaves one code, or one of the line's cost type, picks it. */
 (function () {
   "use strict";
   function fold(text) {
@@ -222,8 +222,15 @@
     var left = select.querySelectorAll('option:not([value=""])');
     var found = left.length;
     search.setAttribute("aria-description", found + (found === 1 ? " code matches" : " codes match"));
-    if (found === 1 && words.length && select.value !== left[0].value) {
-      select.value = left[0].value;  // the search leaves one code: it is the one picked
+    // The search leaves one code, or one of the line's own cost type beside codes of other
+    // types ("06-100" on a labor line: 06-100.L, not .E or .M): it is the one picked.
+    var type = select.getAttribute("data-line-type");
+    var exact = Array.prototype.filter.call(left, function (option) {
+      return type && option.getAttribute("data-cost-type") === type;
+    });
+    var pick = found === 1 ? left[0] : exact.length === 1 ? exact[0] : null;
+    if (pick && words.length && select.value !== pick.value) {
+      select.value = pick.value;
       select.dispatchEvent(new Event("change", {bubbles: true}));
     }
   }
@@ -253,6 +260,17 @@
     results.innerHTML = '<h2 class="bulk-progress-title"></h2><progress max="' + ids.length +
       '" value="0"></progress><ul class="bulk-list"></ul>';
     box.replaceWith(results);
+    // While they are written the queue's own selection is put away: nothing else is approved
+    // or confirmed over them (the rows come back fresh when the last one is done).
+    var rowsForm = document.getElementById("bulk-form");
+    if (rowsForm) {
+      rowsForm.querySelectorAll('input[name="ids"], button').forEach(function (control) {
+        control.checked = false;
+        control.disabled = true;
+      });
+      var summary = document.getElementById("bulk-summary");
+      if (summary) { summary.textContent = ""; }
+    }
     var title = results.querySelector("h2"), bar = results.querySelector("progress");
     var list = results.querySelector("ul");
     var done = 0, counted = {written: 0, already: 0, refused: 0};

@@ -168,3 +168,23 @@ def test_the_tray_is_one_line_that_never_covers_the_form(client, acme, live_serv
         assert pad["y"] + pad["height"] <= tray["y"] + 1, (pad, tray)
     finally:
         context.close()
+
+
+def test_the_kept_card_says_no_signal_only_when_the_phone_is_offline(client, acme, app, signal,
+                                                                    phone):
+    link = create_link(client, acme)
+    page = open_capture(phone, through(signal, link) + "?lang=es")
+    page.wait_for_selector("#queue-status.idle")
+    fill_ticket(page)
+    signal.cut()  # the phone has signal as far as it knows; nothing answers
+    page.click("button[type=submit]")
+    page.wait_for_selector("#kept:not([hidden])", timeout=30_000)
+    said = page.inner_text("#kept")
+    assert "Todavía no hubo respuesta" in said and "No hay señal" not in said, said
+    page.click("#kept [data-record-another]")
+    fill_ticket(page)
+    phone.set_offline(True)
+    page.click("button[type=submit]")
+    page.wait_for_selector("#kept:not([hidden])", timeout=30_000)
+    said = page.inner_text("#kept")
+    assert "No hay señal" in said and "Todavía no hubo respuesta" not in said, said

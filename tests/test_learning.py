@@ -188,6 +188,31 @@ def test_a_pm_searches_the_picker_confirms_all_suggestions_and_approves_on_a_por
     assert [cost_code(line) for line in written["routing"]] == ["06-100", "06-100", "09-250"]
 
 
+
+@pytest.mark.browser
+def test_a_picker_search_that_leaves_one_code_of_the_lines_type_picks_it(
+        app, client, acme, live_server, tablet):
+    from tests.test_review_triage import browser_sign_in
+
+    ticket, [labor, equipment] = send(client, acme, None, project_of(acme, "A"), "Boxed a beam",
+                                      [("labor", "Mystery trade"), ("equipment", "Mystery rig")])
+    page = tablet.new_page()
+    browser_sign_in(page, live_server, app, acme)
+    page.goto(f"{live_server.url}/tickets/{ticket['id']}")
+    picked = "s => s.value ? s.selectedOptions[0].text : ''"
+    for line, suffix in ((labor, ".L"), (equipment, ".E")):
+        page.locator(f"input.code-search[data-line='{line}']").fill("06-100")
+        options = page.locator(f"select[name='routes[{line}]'] option:not([value=''])")
+        assert options.count() > 1  # the cost code's other types are still there to choose
+        assert page.locator(f"select[name='routes[{line}]']").evaluate(picked) \
+            .startswith("06-100" + suffix)
+    # A search that leaves several codes of the line's type picks none.
+    page.locator(f"input.code-search[data-line='{labor}']").fill("")
+    page.locator(f"select[name='routes[{labor}]']").select_option("")
+    page.locator(f"input.code-search[data-line='{labor}']").fill("0")
+    assert page.locator(f"select[name='routes[{labor}]']").evaluate(picked) == ""
+
+
 def test_the_evidence_can_be_seen_and_a_mistaken_decision_forgotten(client, acme, runner):
     replay(client, acme, HISTORY[:1] + [("Summit Framing", "A", "Oops",
                                           [("equipment", "Scissor lift", "26-050")])])

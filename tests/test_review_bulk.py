@@ -199,9 +199,25 @@ def test_bulk_says_when_it_waits_for_procores_rate_limit(app, acme, pile, live_s
                            "document.querySelector('.bulk-progress-title').textContent)",
                            timeout=15000)
     shot(page, "bulk-waiting-tablet")
+    # While they are written, the rows offer no other approval over them.
+    assert page.locator("#bulk-approve").is_disabled()
+    assert page.locator("#bulk-form input[name=ids]:checked").count() == 0
+    assert page.locator("#bulk-form button:enabled").count() == 0
     seconds = int(waiting.search(title.inner_text()).group(1))
     assert 1 <= seconds <= 10
     page.wait_for_selector("text=3 written, 0 already in Procore, 0 not written", timeout=60000)
     assert "Waiting" not in title.inner_text()
     for ticket in chosen:
         assert len(origin_rows(sandbox_server, "change_events", ticket.id)) == 1
+
+
+def test_all_ready_in_a_filter_with_none_ready_says_why_not_to_choose_others(app, client, acme,
+                                                                            pile):
+    browser = sign_in(app, client, acme)
+    ce = change_event_projects(acme)
+    project = next(t.project_id for t in pile if not t.clean and t.project_id in ce)
+    assert not any(t.clean for t in pile if t.project_id == project)  # a line to check on each
+    html = browser.post("/queue/bulk", {"all_ready": "1", "from": f"project_id={project}"},
+                        htmx=True).get_data(as_text=True)
+    assert "No ticket in this filter can be written from the queue" in html
+    assert "choose tickets that need review" not in html and 'id="bulk-write"' not in html
