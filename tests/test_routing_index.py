@@ -3,6 +3,7 @@ decision taken in without copying the index or forgetting unrelated answers."""
 from __future__ import annotations
 
 from services.learning import Index
+from tests.routing_corpus import HISTORY
 from tests.routing_index_cases import answers, evidence, questions
 
 # What routing suggested for tests/routing_index_cases.questions() when every lookup scored
@@ -370,3 +371,47 @@ def test_the_corpus_gets_the_same_suggestions_as_before():
     index = Index.of(evidence())
     assert len(questions()) == len(PINNED)
     assert answers(index) == PINNED
+
+
+def test_decisions_added_one_by_one_answer_as_a_fresh_index_after_each():
+    taken = evidence()
+    index = Index()
+    for place, decision in enumerate(taken):
+        index.add([decision])
+        answers(index)  # answers kept before the next decision comes in
+        if place % 7 == 6 or place == len(taken) - 1:
+            assert answers(index) == answers(Index.of(taken[:place + 1])), place
+    assert answers(index) == PINNED
+
+
+def test_a_new_decision_goes_into_the_same_index_and_keeps_unrelated_answers(
+        app, client, acme, monkeypatch):
+    from services import learning
+    from tests.test_learning import cost_code, replay, routed
+
+    replay(client, acme, HISTORY[:5])  # framing, drywall and Bolt Electric's habits
+    with app.test_request_context():
+        index = learning.index_for(acme.company_id)
+        groups = index.groups["labor"]
+        assert index.suggest("labor", "Plumber", None, None) is None
+        for said in ("Carpenter", "Electrician"):
+            index.suggest("labor", said, "Summit Framing", "Framed")
+    worked_out = []
+    real = learning.Index._suggest
+    monkeypatch.setattr(learning.Index, "_suggest", lambda self, kind, said, *rest: (
+        worked_out.append(said), real(self, kind, said, *rest))[1])
+
+    replay(client, acme, [("Summit Framing", "A", "Hung board",
+                           [("labor", "Carpenter", "09-250"), ("labor", "Carpenter", "09-250")])])
+    worked_out.clear()  # what the replayed ticket's own create routed
+    with app.test_request_context():
+        assert learning.index_for(acme.company_id) is index  # taken in, not copied
+        assert index.groups["labor"] is groups
+        assert index.suggest("labor", "Electrician", "Summit Framing", "Framed").cost_code \
+            == "26-050"
+        assert worked_out == []  # the electrician's answer was kept: 'carpenter' is unlike it
+        assert index.suggest("labor", "Carpenter", "Summit Framing", "Framed").cost_code \
+            == "09-250"  # the carpenter's was dropped and worked out again
+        assert worked_out == ["carpenter"]
+    assert cost_code(routed(client, acme, "Summit Framing", "A", "Framed", "labor",
+                            "carpenters")) == "09-250"
