@@ -170,8 +170,9 @@ class Index:
     @property
     def texts_by_code(self) -> dict[str, str]:
         """What the lines put on each cost code said (folded cost code -> their words), for
-        searching the picker by the company's own words."""
-        return self._joined
+        searching the picker by the company's own words; a copy, as decisions come in)."""
+        with self._lock:
+            return dict(self._joined)
 
     def suggest(self, kind: str, text: str, sub: str | None,
                 description: str | None) -> Suggestion | None:
