@@ -40,3 +40,20 @@ def answers(index: Index) -> list:
         found.append(None if s is None else
                      (s.cost_code, s.cost_type, s.budget_code, s.reason, s.other_sub))
     return found
+
+
+def held_out_score() -> dict:
+    """tests/routing_heldout.py's figures: an index over its history, asked its held-out lines."""
+    from tests import routing_heldout
+
+    index = Index.of((kind, Evidence(
+        id=number, project_id="A", sub=sub, text=said, words=words(said), description_words="",
+        cost_code=code, cost_type=COST_TYPE[kind], budget_code_id=None, budget_code=code))
+        for number, (sub, kind, said, code) in enumerate(routing_heldout.HISTORY, start=1))
+
+    def suggest(kind: str, said: str, sub: str) -> str | None:
+        """The cost code suggested, if any."""
+        found = index.suggest(kind, said, sub, None)
+        return found.cost_code if found else None
+
+    return routing_heldout.score(suggest)
