@@ -36,7 +36,7 @@ LINE_MATCH = 80
 CLOSE = 4
 DESCRIPTION_MATCH = 60
 # How many of a company's wordings a lookup scores at most (those most like the line's words).
-CANDIDATES = 200
+CANDIDATES = 150
 KINDS = ("labor", "equipment", "materials")
 
 
@@ -107,11 +107,12 @@ class Index:
         self.size = 0
         self._lock = threading.Lock()
         # Per kind: the wordings in the order first seen (a wording's number is its place),
-        # each word's wordings, each character pair's words.
+        # each word's wordings, each character pair's words, each word's alike words.
         self._keys: dict[str, list[str]] = {kind: [] for kind in KINDS}
         self._rank: dict[str, list[int]] = {kind: [] for kind in KINDS}  # fewer words first
         self._by_word: dict[str, dict[str, list[int]]] = {kind: {} for kind in KINDS}
         self._by_piece: dict[str, dict[str, list[str]]] = {kind: {} for kind in KINDS}
+        self._near: dict[str, dict[str, list[str]]] = {kind: {} for kind in KINDS}
         # Answers kept per kind and words asked (dropped when a new wording is alike).
         self._answers: dict[str, dict[str, dict[tuple, Suggestion | None]]] = {
             kind: {} for kind in KINDS}
@@ -146,17 +147,33 @@ class Index:
                     self._joined[fold(evidence.cost_code)] = " ".join(texts)
 
     def _new_wording(self, kind: str, said: str) -> None:
-        """Number a wording and file it under its words, and new words under their pairs."""
+        """Number a wording and file it under its words; a new word under its pairs and beside
+        the words alike to it."""
         number = len(self._keys[kind])
         self._keys[kind].append(said)
         self._rank[kind].append(said.count(" ") << 32 | number)
-        by_word, by_piece = self._by_word[kind], self._by_piece[kind]
+        by_word, by_piece, near = self._by_word[kind], self._by_piece[kind], self._near[kind]
         for word in said.split():
             if word not in by_word:
                 by_word[word] = []
+                near[word] = self._alike_words(kind, word)
+                for other in near[word]:
+                    near[other].append(word)
                 for piece in _pieces(word):
                     by_piece.setdefault(piece, []).append(word)
             by_word[word].append(number)
+
+    def _alike_words(self, kind: str, word: str) -> list[str]:
+        """The other words of a kind's wordings that are a word misspelt (sharing half the
+        character pairs of the longer) or holding it or held in it ('boom' in 'boomlift':
+        all but one of the shorter's pairs, of four or more)."""
+        pieces = _pieces(word)
+        shared: Counter[str] = Counter()
+        for piece in pieces:
+            shared.update(self._by_piece[kind].get(piece, ()))
+        size = len(pieces)
+        return [other for other, count in shared.items() if other != word and (
+            2 * count >= max(size, len(other) + 1) or count >= min(size, len(other) + 1) - 1 >= 4)]
 
     def _forget_answers(self, kind: str, said: str) -> None:
         """Drop the answers kept for words a new decision's wording is alike enough to change."""
@@ -196,19 +213,13 @@ class Index:
 
     def candidates(self, kind: str, said: str) -> list[str]:
         """The wordings of a kind worth scoring against some words, first seen first: those
-        sharing a word, or half a word's character pairs, with them (at most CANDIDATES, those
-        sharing the most words and shortest first)."""
-        keys, by_word, by_piece = self._keys[kind], self._by_word[kind], self._by_piece[kind]
+        sharing a word, or a word misspelt or run together, with them (at most CANDIDATES,
+        those sharing the most words and shortest first)."""
+        keys, by_word, near = self._keys[kind], self._by_word[kind], self._near[kind]
         hits: Counter[int] = Counter()
         for word in said.split():
-            near = [word] if word in by_word else []
-            pieces = _pieces(word)
-            shared: Counter[str] = Counter()
-            for piece in pieces:
-                shared.update(by_piece.get(piece, ()))
-            near += [other for other, count in shared.items()
-                     if other != word and 2 * count >= min(len(pieces), len(other) + 1)]
-            hits.update(set().union(*(by_word[other] for other in near)))
+            alike = [word, *near[word]] if word in near else self._alike_words(kind, word)
+            hits.update(set().union(*(by_word[other] for other in alike)))
         if len(hits) <= CANDIDATES:
             return [keys[number] for number in sorted(hits)]
         # Those sharing the most of the line's words, then the shortest, then the first seen.
