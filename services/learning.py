@@ -10,6 +10,7 @@ suggestion: the line stays `exact: false, needs_review: true` and says where it 
 """
 from __future__ import annotations
 
+import bisect
 import itertools
 import sys
 import threading
@@ -37,6 +38,8 @@ CLOSE = 4
 DESCRIPTION_MATCH = 60
 # How many of a company's wordings a lookup scores at most (those most like the line's words).
 CANDIDATES = 150
+_NUMBER_BITS = 32
+_NUMBER = (1 << _NUMBER_BITS) - 1
 KINDS = ("labor", "equipment", "materials")
 
 
@@ -106,10 +109,10 @@ class Index:
         # How many decisions were taken in, those whose words say nothing included.
         self.size = 0
         self._lock = threading.Lock()
-        # Per kind: the wordings in the order first seen (a wording's number is its place),
-        # each word's wordings, each character pair's words, each word's alike words.
+        # Per kind: the wordings in the order first seen (a wording's number is its place);
+        # each word's CANDIDATES shortest wordings (as ranks: word count, then number, in
+        # one int), each character pair's words, each word's alike words.
         self._keys: dict[str, list[str]] = {kind: [] for kind in KINDS}
-        self._rank: dict[str, list[int]] = {kind: [] for kind in KINDS}  # fewer words first
         self._by_word: dict[str, dict[str, list[int]]] = {kind: {} for kind in KINDS}
         self._by_piece: dict[str, dict[str, list[str]]] = {kind: {} for kind in KINDS}
         self._near: dict[str, dict[str, list[str]]] = {kind: {} for kind in KINDS}
@@ -151,7 +154,7 @@ class Index:
         the words alike to it."""
         number = len(self._keys[kind])
         self._keys[kind].append(said)
-        self._rank[kind].append(said.count(" ") << 32 | number)
+        rank = said.count(" ") << _NUMBER_BITS | number
         by_word, by_piece, near = self._by_word[kind], self._by_piece[kind], self._near[kind]
         for word in said.split():
             if word not in by_word:
@@ -161,7 +164,10 @@ class Index:
                     near[other].append(word)
                 for piece in _pieces(word):
                     by_piece.setdefault(piece, []).append(word)
-            by_word[word].append(number)
+            shortest = by_word[word]
+            if len(shortest) < CANDIDATES or rank < shortest[-1]:
+                bisect.insort(shortest, rank)
+                del shortest[CANDIDATES:]
 
     def _alike_words(self, kind: str, word: str) -> list[str]:
         """The other words of a kind's wordings that are a word misspelt (sharing half the
@@ -220,17 +226,16 @@ class Index:
         for word in said.split():
             alike = [word, *near[word]] if word in near else self._alike_words(kind, word)
             hits.update(set().union(*(by_word[other] for other in alike)))
-        if len(hits) <= CANDIDATES:
-            return [keys[number] for number in sorted(hits)]
-        # Those sharing the most of the line's words, then the shortest, then the first seen.
-        rank = self._rank[kind].__getitem__
         chosen: list[int] = []
-        for _count, numbers in itertools.groupby(
-                sorted(hits, key=hits.__getitem__, reverse=True), key=hits.__getitem__):
-            chosen += sorted(numbers, key=rank)[:CANDIDATES - len(chosen)]
-            if len(chosen) >= CANDIDATES:
-                break
-        return [keys[number] for number in sorted(chosen)]
+        if len(hits) <= CANDIDATES:
+            chosen = list(hits)
+        else:  # those sharing the most of the line's words, then the shortest, first seen first
+            for _count, ranks in itertools.groupby(
+                    sorted(hits, key=hits.__getitem__, reverse=True), key=hits.__getitem__):
+                chosen += sorted(ranks)[:CANDIDATES - len(chosen)]
+                if len(chosen) >= CANDIDATES:
+                    break
+        return [keys[number] for number in sorted(rank & _NUMBER for rank in chosen)]
 
     def alike(self, kind: str, said: str, limit: int | None) -> list[tuple[str, float, int]]:
         """The wordings of a kind at least LINE_MATCH alike to some words, most alike first
@@ -249,7 +254,9 @@ class Index:
             return None
         best = matches[0][1]
         pool = [e for match, score, _ in matches if score >= best - CLOSE for e in groups[match]]
-        same_sub = [e for e in pool if sub and e.sub and fold(e.sub) == fold(sub)]
+        subs = {e.sub for e in pool if e.sub} if sub else set()
+        own = {other for other in subs if fold(other) == fold(sub)}  # each sub folded once
+        same_sub = [e for e in pool if e.sub in own]
         pool = sorted(same_sub or pool, key=lambda e: e.id)  # decisions are kept in time order
         if len(pool) >= 2 and pool[-1].code == pool[-2].code:
             chosen = pool[-1].code  # the last two agree: a correction wins over an older habit
