@@ -7,6 +7,11 @@ line on another to that project's own budget code for the same pair. The similar
 rapidfuzz's (WRatio over the lines' telling words: any order, misspellings, short forms), with
 Spanish and shorthand trade words read through services/learned_words.py. A suggestion is a
 suggestion: the line stays `exact: false, needs_review: true` and says where it came from.
+
+A company's index scores only the wordings that share a word with the line, or a word
+misspelt or run together (at most CANDIDATES of them), so a lookup costs about the same at
+1,000 wordings as at 20,000. New decisions go into the same index in place; an answer kept
+for some words is dropped only when a new wording is alike enough to change it.
 """
 from __future__ import annotations
 
@@ -37,7 +42,7 @@ LINE_MATCH = 80
 CLOSE = 4
 DESCRIPTION_MATCH = 60
 # How many of a company's wordings a lookup scores at most (those most like the line's words).
-CANDIDATES = 150
+CANDIDATES = 100
 _NUMBER_BITS = 32
 _NUMBER = (1 << _NUMBER_BITS) - 1
 KINDS = ("labor", "equipment", "materials")
@@ -224,7 +229,12 @@ class Index:
         keys, by_word, near = self._keys[kind], self._by_word[kind], self._near[kind]
         hits: Counter[int] = Counter()
         for word in said.split():
-            alike = [word, *near[word]] if word in near else self._alike_words(kind, word)
+            if word not in near:  # a word nobody wrote before
+                alike = self._alike_words(kind, word)
+            elif len(by_word[word]) < CANDIDATES:  # a rare word: its misspellings count too
+                alike = [word, *near[word]]
+            else:  # a common word: its own wordings are the ones most alike
+                alike = [word]
             hits.update(set().union(*(by_word[other] for other in alike)))
         chosen: list[int] = []
         if len(hits) <= CANDIDATES:
