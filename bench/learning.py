@@ -2,25 +2,51 @@
 
 The corpus (tests/routing_corpus.py) is replayed through the live service as a PM would (each
 ticket created, then approved on the PM's codes), and then its new lines are sent: the share
-that lands on the PM's code is the figure. Speed and memory are measured in this process on
-the service's own database: a company with 50,000 past decisions, a 20-line ticket routed
-from scratch (no answer kept from before), against the same ticket with no decisions.
+that lands on the PM's code is the figure. The held-out corpus (tests/routing_heldout.py,
+written apart from the synonym table) gives the right, wrong and abstained shares. Speed and
+memory are measured on the service's own database: a company with 50,000 past decisions over
+20,000 distinct wordings, a 20-line ticket routed in this process from scratch (no answer kept
+from before) against the same ticket with no decisions, and POST /v1/tickets paced at 20 a
+second against the running service, each create a 20-line ticket of wordings it never saw,
+beside the bare route's ceiling.
+
+    .venv/bin/python -m bench.learning    # this section alone, written into bench/RESULTS.md
 """
 from __future__ import annotations
 
 import datetime as dt
+import json
+import os
 import random
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 import tracemalloc
+from pathlib import Path
 
 import requests
 
+from bench import report, seed
+from bench.servers import (
+    BENCH,
+    ROOT,
+    answer_of,
+    paced,
+    start_ceiling,
+    start_service,
+    wait_until_idle,
+)
 from tests.routing_corpus import HISTORY, NEW
 
 DECISIONS = 50_000
+WORDINGS = 20_000
 LINES = 20
 RUNS = 30
+BAR_MS = 25
+RATE, SECONDS = 20.0, 10.0
+START, END = "<!-- learning -->", "<!-- /learning -->"
 COST_TYPE = {"labor": "labor", "equipment": "equipment", "materials": "materials"}
 
 
@@ -85,32 +111,80 @@ def corpus(base_url: str, key: str, projects: list[dict]) -> dict:
     return {"lines": len(NEW), "right": right}
 
 
-def _decisions(company_id: int, project_id: str, count: int) -> list[dict]:
-    """`count` made-up decisions of one company: 2,000 wordings from 30 subs on 20 codes."""
-    rng = random.Random(7)
-    trades = ["framer", "carpenter", "laborer", "electrician", "plumber", "ironworker",
-              "finisher", "drywall hanger", "taper", "painter", "operator", "welder", "helper",
-              "foreman", "pipe fitter", "mason", "roofer", "glazier", "insulator", "flagger"]
-    things = ["scissor lift", "boom lift", "dumpster", "excavator", "skid steer", "generator",
-              "rebar", "plywood", "studs", "conduit", "wire", "pipe", "grout", "concrete",
-              "lumber", "drywall", "paint", "sealant", "anchors", "fasteners"]
-    words = ["", "apprentice", "journeyman", "lead", "night", "extra", "second", "temp",
-             "general", "finish", "rough", "site", "crew", "shift", "north", "south",
-             "east", "west", "upper", "lower", "ot", "weekend", "standby", "cleanup", "layout"]
-    codes = ["01-740", "02-410", "03-100", "03-200", "03-300", "05-120", "05-500", "06-100",
-             "07-210", "08-110", "09-250", "09-900", "22-100", "26-050", "31-230", "02-200",
-             "01-310", "09-650", "07-900", "04-200"]
-    wordings = []
-    for n in range(2_000):
+# What crews call the work: trades (with their Spanish and short forms) for labor, machines and
+# materials (with brand names) for the rest; each base's cost code is the PM's habit for it.
+TRADES = ["framer", "carpenter", "laborer", "electrician", "plumber", "ironworker", "finisher",
+          "drywall hanger", "taper", "painter", "operator", "welder", "helper", "foreman",
+          "pipe fitter", "mason", "roofer", "glazier", "insulator", "flagger", "carpintero",
+          "ayudante", "electricista", "plomero", "pintor", "soldador", "albanil", "peon",
+          "sprinkler fitter", "sheet metal worker", "millwright", "tile setter", "cement mason",
+          "rodbuster", "surveyor", "teamster", "boilermaker", "elevator mechanic",
+          "waterproofer", "caulker", "elec", "carp", "lbr", "jman", "appr"]
+THINGS = ["scissor lift", "boom lift", "dumpster", "excavator", "skid steer", "generator",
+          "rebar", "plywood", "studs", "conduit", "wire", "pipe", "grout", "concrete", "lumber",
+          "drywall", "paint", "sealant", "anchors", "fasteners", "telehandler", "light tower",
+          "compressor", "pump", "trench box", "forklift", "backhoe", "mini excavator", "roller",
+          "plate compactor", "jackhammer", "core drill", "romex", "emt", "pex", "copper", "pvc",
+          "gypsum board", "joint compound", "insulation batts", "tyvek", "flashing", "caulk",
+          "epoxy", "mortar", "cmu block", "tile", "thinset", "unistrut", "hilti anchors",
+          "simpson straps", "osb", "hardie", "genie lift", "jlg boom", "bobcat", "andamio",
+          "varilla", "tablaroca", "contenedor"]
+PLACES = ["apprentice", "journeyman", "lead", "night", "extra", "second", "temp", "general",
+          "finish", "rough", "site", "crew", "shift", "north", "south", "east", "west", "upper",
+          "lower", "weekend", "standby", "cleanup", "layout", "level", "garage", "lobby", "roof",
+          "basement", "stair", "corridor", "podium", "tower", "annex", "mezzanine", "parking",
+          "loading", "dock", "retail", "unit", "amenity", "pool", "courtyard", "elevator",
+          "shaft", "trailer", "gate", "fence", "rental", "owner", "tenant", "punch", "rework",
+          "patch", "demo", "install", "remove", "relocate", "temporary", "permanent", "fire",
+          "rated", "acoustic", "exterior", "interior", "deck", "slab", "footing", "wall",
+          "ceiling", "soffit", "piso", "nivel", "sotano", "azotea", "noche", "extra"]
+CODES = ["01-740", "02-410", "03-100", "03-200", "03-300", "05-120", "05-500", "06-100",
+         "07-210", "08-110", "09-250", "09-900", "22-100", "26-050", "31-230", "02-200",
+         "01-310", "09-650", "07-900", "04-200"]
+
+
+def wordings(count: int, seed_: int) -> list[tuple[str, str, str]]:
+    """`count` lines of distinct telling words (kind, text, the PM's cost code): a trade or
+    thing with up to three places or qualifiers, one word in seven misspelt."""
+    from services.learned_words import words
+
+    rng = random.Random(seed_)
+
+    def typo(word: str) -> str:
+        """A crew's misspelling of a word now and then: a letter dropped, doubled or swapped."""
+        if len(word) < 5 or rng.random() > 0.15:
+            return word
+        i = rng.randrange(1, len(word) - 1)
+        return rng.choice([word[:i] + word[i + 1:], word[:i] + word[i] + word[i:],
+                           word[:i] + word[i + 1] + word[i] + word[i + 2:]])
+
+    found: dict[tuple[str, str], tuple[str, str, str]] = {}
+    while len(found) < count:
         kind = rng.choice(["labor", "labor", "equipment", "materials"])
-        base = rng.choice(trades if kind == "labor" else things)
-        wordings.append((kind, f"{words[n % len(words)]} {base} {n % 97}".strip(),
-                         rng.choice(codes)))
+        bases = TRADES if kind == "labor" else THINGS
+        base = rng.randrange(len(bases))
+        parts = rng.sample(PLACES, rng.choice([0, 1, 1, 2, 2, 3]))
+        text = " ".join(typo(w) for w in [*parts[:1], bases[base], *parts[1:]])
+        code = CODES[(base * 7 + len(kind)) % len(CODES)]
+        if rng.random() < 0.05:  # a PM's exception to the habit
+            code = rng.choice(CODES)
+        said = words(text)
+        if said and (kind, said) not in found:
+            found[kind, said] = (kind, text, code)
+    return list(found.values())
+
+
+def _decisions(company_id: int, project_id: str) -> list[dict]:
+    """DECISIONS made-up decisions of one company over WORDINGS distinct wordings from 30
+    subs: each wording once, the rest repeating the common ones more often."""
+    rng = random.Random(7)
+    seen = wordings(WORDINGS, 7)
     subs = [f"Sub {n:02d}" for n in range(30)]
     start = dt.datetime(2025, 1, 1, tzinfo=dt.timezone.utc)
     rows = []
-    for n in range(count):
-        kind, text, code = wordings[rng.randrange(len(wordings))]
+    for n in range(DECISIONS):
+        kind, text, code = seen[n] if n < len(seen) else \
+            seen[min(len(seen) - 1, int(rng.paretovariate(1.2)) - 1)]
         rows.append({"company_id": company_id, "project_id": project_id,
                      "ticket_id": f"bench-{n:08d}", "line": 0, "kind": kind, "text": text,
                      "description": "Extra work on the north wing", "sub": rng.choice(subs),
@@ -120,9 +194,32 @@ def _decisions(company_id: int, project_id: str, count: int) -> list[dict]:
     return rows
 
 
-def speed(app, company_id: int, project_id: str, template_id: str) -> dict:
-    """Routing a 20-line ticket for a company with 50,000 past decisions, from scratch, against
-    the same with none; building those decisions' index, and the memory it holds."""
+def _create_bodies(project_id: str, count: int) -> list[bytes]:
+    """`count` 20-line tickets as crews send them, of wordings no decision used."""
+    fresh = wordings(WORDINGS + count * LINES, 7)[WORDINGS:]
+    bodies = []
+    for n in range(count):
+        body = {"project_id": project_id, "description": "Extra work on the north wing",
+                "reason": "Not ours", "directed_by": "Sam Ortiz", "sub": "Sub 03",
+                "labor": [], "equipment": [], "materials": []}
+        for kind, text, _code in fresh[n * LINES:(n + 1) * LINES]:
+            body[kind].append(_line(kind, text))
+        bodies.append(json.dumps(body).encode())
+    return bodies
+
+
+def held_out() -> dict:
+    """The held-out corpus's right, wrong and abstained lines (tests/routing_heldout.py)."""
+    from tests.routing_index_cases import held_out_score
+
+    return held_out_score()
+
+
+def speed(app, service, workdir: Path, key: str, company_id: int, project_id: str,
+          template_id: str) -> dict:
+    """Routing a 20-line ticket for a company with 50,000 past decisions over 20,000 wordings,
+    from scratch, against the same with none; building those decisions' index and the memory
+    it holds; creates paced at 20 a second with the index in use, beside the bare route."""
     from sqlalchemy import delete, insert
 
     from models import RoutingDecision, Ticket, db
@@ -154,14 +251,21 @@ def speed(app, company_id: int, project_id: str, template_id: str) -> dict:
             for _ in range(RUNS):
                 index = learning.index_for(company_id)
                 if index is not None:
-                    index._answers.clear()  # nothing kept from the run before
-                start = time.perf_counter()
+                    for kept in index._answers.values():
+                        kept.clear()  # nothing kept from the run before
+                start, cpu = time.perf_counter(), time.thread_time()
                 routing_of(ticket, Wait.YES)
                 found.append((time.perf_counter() - start) * 1000)
+                cpu_ms.append((time.thread_time() - cpu) * 1000)
             return found
 
+        cpu_ms: list[float] = []
+
         bare = route_ms()
-        rows = _decisions(company_id, project_id, DECISIONS)
+        db.session.remove()  # no read of this process's open while the service writes
+        unlearned = _creates(service, key, _create_bodies(project_id, int(RATE * (SECONDS + 1))))
+        print(f"paced creates with no decisions: {unlearned}", file=sys.stderr, flush=True)
+        rows = _decisions(company_id, project_id)
         for chunk in range(0, len(rows), 5_000):
             db.session.execute(insert(RoutingDecision), rows[chunk:chunk + 5_000])
         db.session.commit()
@@ -174,11 +278,179 @@ def speed(app, company_id: int, project_id: str, template_id: str) -> dict:
         index = learning.index_for(company_id)
         held, _peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
+        cpu_ms.clear()
         learned = route_ms()
+        print(f"routing from scratch: {sorted(learned)} ms; none learned: {sorted(bare)} ms",
+              file=sys.stderr, flush=True)
+        db.session.remove()  # no read of this process's open while the service writes
+        create = _paced_creates(service, workdir, key, project_id, template_id)
         db.session.execute(delete(RoutingDecision).where(RoutingDecision.company_id == company_id))
         db.session.commit()
         app.extensions.pop("routing_decisions", None)
         db.session.remove()
-    return {"decisions": index.size, "lines": LINES,
-            "route_ms": statistics.median(learned), "route_p99_ms": max(learned),
-            "bare_ms": statistics.median(bare), "build_ms": build_ms, "index_mb": held / 1e6}
+    return {"decisions": index.size, "wordings": sum(len(keys) for keys in index._keys.values()),
+            "lines": LINES, "route_ms": statistics.median(learned),
+            "route_cpu_ms": statistics.median(cpu_ms),
+            "route_p99_ms": max(learned), "bare_ms": statistics.median(bare),
+            "bare_slowest_ms": max(bare), "build_ms": build_ms, "index_mb": held / 1e6,
+            "create_unlearned_p99_ms": unlearned.p99_ms,
+            "create_unlearned_cpu_ms": 1000 * unlearned.worker_cpu_s / unlearned.requests,
+            **create}
+
+
+def _paced_creates(service, workdir: Path, key: str, project_id: str, template_id: str) -> dict:
+    """POST /v1/tickets at RATE a second for SECONDS, each a 20-line ticket of new wordings
+    routed on the service's index of the decisions, and the bare route's answer at the same
+    pace (each run after a one-second warm-up)."""
+    api = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+    # A read brings the service's index up to date; a create only uses it.
+    requests.get(f"{service.url}/v1/tickets/{template_id}", headers=api,
+                 timeout=120).raise_for_status()
+    bodies = _create_bodies(project_id, int(RATE * (SECONDS + 1)) + 2)
+    made = requests.post(f"{service.url}/v1/tickets", data=bodies[-1], headers=api, timeout=60)
+    made.raise_for_status()
+    learned = sum(line["learned"] for line in made.json()["routing"])
+    first = answer_of(f"{service.url}/v1/tickets", method="POST", headers=api, body=bodies[-2])
+    ceiling = start_ceiling(workdir, {"POST /v1/tickets": first})
+    try:
+        bare = paced(f"{ceiling.url}/v1/tickets", method="POST", headers=api, body=bodies[:-2],
+                     rate=RATE, seconds=SECONDS, worker_pid=ceiling.worker_pid())
+    finally:
+        ceiling.stop()
+    run = _creates(service, key, bodies[:-2])
+    print(f"paced creates: {run}; the bare route: {bare}", file=sys.stderr, flush=True)
+    return {"create_p99_ms": run.p99_ms, "create_p50_ms": run.p50_ms,
+            "create_cpu_ms": 1000 * run.worker_cpu_s / run.requests,
+            "create_requests": run.requests, "create_ceiling_p99_ms": bare.p99_ms,
+            "create_learned_lines": learned}
+
+
+def _creates(service, key: str, bodies: list[bytes]):
+    """The service's creates of `bodies`, paced at RATE a second for SECONDS."""
+    api = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+    run = paced(f"{service.url}/v1/tickets", method="POST", headers=api, body=bodies,
+                rate=RATE, seconds=SECONDS, worker_pid=service.worker_pid())
+    wait_until_idle(service.worker_pid())
+    if not run.ok:
+        raise RuntimeError(f"paced creates met errors: {run.errors}")
+    return run
+
+
+def rows(lr: dict, number: int) -> list[dict]:
+    """The summary table's rows for routing that learns (section `number`)."""
+    over = f" over {lr['wordings']:,} wordings" if "wordings" in lr else ""
+    section = (f"{number}. Routing that learns (tests/routing_corpus.py, tests/routing_heldout.py; "
+               f"{lr['decisions']:,} decisions{over})")
+    share = 100 * lr["corpus"]["right"] / lr["corpus"]["lines"]
+    found = [report._fig("learning.corpus", section,
+                         f"New lines on the PM's code ({lr['corpus']['right']} of "
+                         f"{lr['corpus']['lines']}; written beside the synonym table)", share, "%",
+                         None, "≥ 90 %", share >= 90)]
+    held = lr.get("held_out")
+    if held:
+        for name, count, target, ok in (
+                ("right", held["right"], "—", None),
+                ("wrong suggestion", held["wrong"], "≤ 2 %", held["wrong"] <= 0.02 * held["lines"]),
+                ("abstained", held["abstained"], "—", None)):
+            found.append(report._fig(f"learning.held_out.{name}", section,
+                                     f"Held-out lines {name} ({count} of {held['lines']})",
+                                     100 * count / held["lines"], "%", None, target, ok))
+    bar = BAR_MS if "wordings" in lr else 50
+    found += [
+        report._fig("learning.route_ms", section, f"Routing a {lr['lines']}-line ticket from "
+                    "scratch (median; ceiling: no decisions)", lr["route_ms"], "ms",
+                    lr["bare_ms"], f"≤ {bar} ms", lr["route_ms"] <= bar),
+        report._fig("learning.route_slowest_ms", section, f"The same, slowest of {RUNS} runs",
+                    lr["route_p99_ms"], "ms", lr["bare_ms"], f"≤ {bar} ms",
+                    lr["route_p99_ms"] <= bar)]
+    if "route_cpu_ms" in lr:
+        found.append(report._fig("learning.route_cpu_ms", section,
+                                 "The same, its thread's CPU time (median; what the load does "
+                                 "not add)", lr["route_cpu_ms"], "ms", None, "—", None))
+    if "create_p99_ms" in lr:
+        found.append(report._fig(
+            "learning.create_p99_ms", section,
+            f"POST /v1/tickets p99 at {RATE:g}/s, 20 new wordings each ({lr['create_learned_lines']}"
+            " of 20 learned in one; ceiling: the bare route)", lr["create_p99_ms"], "ms",
+            lr["create_ceiling_p99_ms"], f"≤ {BAR_MS} ms", lr["create_p99_ms"] <= BAR_MS))
+    if "create_cpu_ms" in lr:
+        found += [
+            report._fig("learning.create_unlearned_p99_ms", section,
+                        "The same creates for a company with no decisions, p99 (ceiling: the "
+                        "bare route)", lr["create_unlearned_p99_ms"], "ms",
+                        lr["create_ceiling_p99_ms"], f"≤ {BAR_MS} ms",
+                        lr["create_unlearned_p99_ms"] <= BAR_MS),
+            report._fig("learning.create_cpu_ms", section,
+                        "The worker's CPU time per create (ceiling: with no decisions; what "
+                        "the load does not add)", lr["create_cpu_ms"], "ms",
+                        lr["create_unlearned_cpu_ms"], "—", None)]
+    found += [report._fig("learning.build_ms", section, "Reading the decisions in (first use)",
+                          lr["build_ms"], "ms", None, "—", None),
+              report._fig("learning.index_mb", section, "Memory the index holds",
+                          lr["index_mb"], "MB", None, "≤ 20 MB", lr["index_mb"] <= 20)]
+    return found
+
+
+def section(lr: dict) -> list[str]:
+    """Markdown lines of this section when measured on its own."""
+    return [START, "", "## Routing that learns at scale (`python -m bench.learning`)", "",
+            f"Measured on its own on {lr['date']}, commit {lr['commit']}. **Not a quiet run:** "
+            f"other test runs shared the machine's {os.cpu_count()} cores (load average "
+            f"{lr['load'][0]:.1f} before, {lr['load'][1]:.1f} after); each figure stands beside "
+            "its ceiling measured in the same run.", "",
+            *report.summary_table(rows(lr, 7)), "", END]
+
+
+def update(lr: dict, path: Path = BENCH / "RESULTS.md") -> None:
+    """Replace (or add) this section of RESULTS.md."""
+    text = path.read_text()
+    block = "\n".join(section(lr))
+    if START in text and END in text:
+        before, rest = text.split(START, 1)
+        text = before + block + rest.split(END, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    path.write_text(text)
+
+
+def measure(service, workdir: Path, app, key: str, company: dict, project_id: str,
+            template_id: str) -> dict:
+    """Every figure of this section against a running service."""
+    return {"corpus": corpus(service.url, key, company["projects"]), "held_out": held_out(),
+            **speed(app, service, workdir, key, int(company["company_id"]), project_id,
+                    template_id)}
+
+
+def main() -> int:
+    """This section alone against a service of its own; written into bench/RESULTS.md."""
+    from bench.run import demo_company, in_process_app
+
+    load_before = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory(prefix="ewt-bench-learning-") as workdir:
+        service = start_service(Path(workdir))
+        try:
+            company = demo_company(service)
+            key = company["api_key"]
+            project_id = next(p["id"] for p in company["projects"] if p["change_events"])
+            app = in_process_app(service)
+            template_id = seed.make_template(service.url, key, project_id)
+            lr = measure(service, Path(workdir), app, key, company, project_id, template_id)
+        finally:
+            service.stop()
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
+                            capture_output=True).stdout.strip()
+    if subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "services",
+                       "bench/learning.py"], cwd=ROOT, text=True,
+                      capture_output=True).stdout.strip():
+        commit += " (with uncommitted changes)"
+    lr.update(load=(load_before, os.getloadavg()[0]), commit=commit,
+              date=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+    (BENCH / "out").mkdir(exist_ok=True)
+    (BENCH / "out" / "learning.json").write_text(json.dumps(lr, indent=2, default=str))
+    print(json.dumps(lr, indent=2, default=str), file=sys.stderr)
+    update(lr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

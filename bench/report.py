@@ -134,23 +134,10 @@ def figures(r: dict) -> list[dict]:
                          far["sequential_ms"], "≤ 2000 ms", far["ms"] <= 2000))
     lr = r.get("learning")  # runs from before routing learned have none
     if lr:
+        from bench import learning
+
         number += 1
-        section = f"{number}. Routing that learns (tests/routing_corpus.py; {lr['decisions']:,} decisions)"
-        share = 100 * lr["corpus"]["right"] / lr["corpus"]["lines"]
-        rows.append(_fig("learning.corpus", section,
-                         f"New lines on the PM's code ({lr['corpus']['right']} of "
-                         f"{lr['corpus']['lines']})", share, "%", None, "≥ 90 %", share >= 90))
-        rows.append(_fig("learning.route_ms", section,
-                         f"Routing a {lr['lines']}-line ticket from scratch (median; ceiling: "
-                         "no decisions)", lr["route_ms"], "ms", lr["bare_ms"], "≤ 50 ms",
-                         lr["route_ms"] <= 50))
-        rows.append(_fig("learning.route_slowest_ms", section,
-                         f"The same, slowest of {30} runs", lr["route_p99_ms"], "ms",
-                         lr["bare_ms"], "≤ 50 ms", lr["route_p99_ms"] <= 50))
-        rows.append(_fig("learning.build_ms", section, "Reading the decisions in (first use)",
-                         lr["build_ms"], "ms", None, "—", None))
-        rows.append(_fig("learning.index_mb", section, "Memory the decisions hold",
-                         lr["index_mb"], "MB", None, "≤ 20 MB", lr["index_mb"] <= 20))
+        rows += learning.rows(lr, number)
     pm = r.get("pm")  # runs from before the PM's week was measured have none
     if pm:
         number += 1
@@ -399,8 +386,14 @@ def write(r: dict, path: Path) -> None:
         out += ["", fixes.read_text().strip()]
     out += detail_sections(r)
     out += ["", *soak.section()]
-    # The slow-client section is measured on its own (python -m bench.trickle): keep it.
     kept = path.read_text() if path.exists() else ""
+    # Routing at scale may be measured on its own too (python -m bench.learning): keep it.
+    from bench import learning
+
+    if learning.START in kept and learning.END in kept:
+        out += ["", learning.START + kept.split(learning.START, 1)[1].split(learning.END, 1)[0]
+                + learning.END]
+    # The slow-client section is measured on its own (python -m bench.trickle): keep it.
     if trickle.START in kept and trickle.END in kept:
         out += ["", trickle.START + kept.split(trickle.START, 1)[1].split(trickle.END, 1)[0]
                 + trickle.END]

@@ -283,9 +283,9 @@ def run_sections(workdir: Path, service, camera: bytes, args, results: dict,
                                                          project_id, compressed.output)
     results["memory"]["service_end_mb"] = rss_mb(service.worker_pid())
 
-    log("routing that learns: the corpus through the service, then 50,000 decisions")
-    results["learning"] = {"corpus": learning.corpus(service.url, key, company["projects"]),
-                           **learning.speed(app, company_id, project_id, template_id)}
+    log("routing that learns: the corpora, then 50,000 decisions over 20,000 wordings")
+    results["learning"] = learning.measure(service, workdir, app, key, company, project_id,
+                                           template_id)
 
     log("a PM's week on a tablet, then an approval while Procore hangs")
     week = demo_company(service)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import http.client
+import itertools
 import json
 import math
 import os
@@ -266,12 +267,15 @@ class _PacedClient:
 
     IDLE_S = 1.0  # a connection idle longer is opened anew, well inside the servers' idle limit
 
-    def __init__(self, url: str, method: str, headers: dict[str, str], body: bytes | None) -> None:
+    def __init__(self, url: str, method: str, headers: dict[str, str],
+                 body: bytes | list[bytes] | None) -> None:
         rest = url.split("://", 1)[1]
         hostport, _, path = rest.partition("/")
         self.host, _, port = hostport.partition(":")
         self.port, self.path = int(port), "/" + path
         self.method, self.headers, self.body = method, headers, body
+        # Several bodies are sent in turn, one a request.
+        self._bodies = itertools.cycle(body) if isinstance(body, list) else None
         self._local = threading.local()
         self.failures: list[str] = []
 
@@ -286,7 +290,8 @@ class _PacedClient:
             connection = local.connection = http.client.HTTPConnection(
                 self.host, self.port, timeout=TIMEOUT_S)
         try:
-            connection.request(self.method, self.path, body=self.body, headers=self.headers)
+            body = next(self._bodies) if self._bodies is not None else self.body
+            connection.request(self.method, self.path, body=body, headers=self.headers)
             answer = connection.getresponse()
             answer.read()
         except (OSError, http.client.HTTPException) as error:
@@ -304,10 +309,11 @@ class _PacedClient:
 
 
 def paced(url: str, *, method: str = "GET", headers: dict[str, str] | None = None,
-          body: bytes | None = None, rate: float = 20.0, seconds: float = 10.0,
+          body: bytes | list[bytes] | None = None, rate: float = 20.0, seconds: float = 10.0,
           warmup_s: float = 1.0, worker_pid: int | None = None,
           max_in_flight: int = 64) -> LoadResult:
-    """Send requests at a fixed rate (open loop), timing each from its scheduled start."""
+    """Send requests at a fixed rate (open loop), timing each from its scheduled start (a list
+    of bodies is sent in turn)."""
     client = _PacedClient(url, method, dict(headers or {}), body)
     latencies: list[float] = []
     errors = {"connect": 0, "read": 0, "write": 0, "status": 0, "timeout": 0}

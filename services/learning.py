@@ -7,15 +7,21 @@ line on another to that project's own budget code for the same pair. The similar
 rapidfuzz's (WRatio over the lines' telling words: any order, misspellings, short forms), with
 Spanish and shorthand trade words read through services/learned_words.py. A suggestion is a
 suggestion: the line stays `exact: false, needs_review: true` and says where it came from.
+
+A company's index scores only the wordings that share a word with the line, or a word
+misspelt or run together (at most CANDIDATES of them), so a lookup costs about the same at
+1,000 wordings as at 20,000. New decisions go into the same index in place; an answer kept
+for some words is dropped only when a new wording is alike enough to change it.
 """
 from __future__ import annotations
 
-import functools
+import bisect
+import itertools
 import sys
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from flask import current_app, g, has_request_context
@@ -35,6 +41,10 @@ from services.routing import said
 LINE_MATCH = 80
 CLOSE = 4
 DESCRIPTION_MATCH = 60
+# How many of a company's wordings a lookup scores at most (those most like the line's words).
+CANDIDATES = 100
+_NUMBER_BITS = 32
+_NUMBER = (1 << _NUMBER_BITS) - 1
 KINDS = ("labor", "equipment", "materials")
 
 
@@ -83,17 +93,40 @@ def _times(count: int) -> str:
     return {1: "once", 2: "twice"}.get(count, f"{count} times")
 
 
-@dataclass
-class Index:
-    """A company's decisions grouped by kind of line and by the words the line said."""
+def _pieces(word: str) -> frozenset[str]:
+    """A word's character pairs, its ends marked ('lift' -> ' l', 'li', 'if', 'ft', 't ')."""
+    padded = f" {word} "
+    return frozenset(padded[i:i + 2] for i in range(len(padded) - 1))
 
-    groups: dict[str, dict[str, list[Evidence]]] = field(
-        default_factory=lambda: {kind: {} for kind in KINDS})
-    last_id: int = 0
-    # How many decisions were taken in, those whose words say nothing included.
-    size: int = 0
-    _keys: dict[str, list[str]] = field(default_factory=dict)
-    _answers: dict[tuple, Suggestion | None] = field(default_factory=dict)
+
+class Index:
+    """A company's decisions grouped by kind of line and by the words the line said, with each
+    word's wordings and each character pair's words, so that a lookup scores only the wordings
+    that share a word, or most of a word's letters, with the line (a few hundred at most).
+
+    Newer decisions are added in place under the index's own lock; an answer kept for some
+    words is dropped only when a new wording is alike enough to change it.
+    """
+
+    def __init__(self) -> None:
+        self.groups: dict[str, dict[str, list[Evidence]]] = {kind: {} for kind in KINDS}
+        self.last_id = 0
+        # How many decisions were taken in, those whose words say nothing included.
+        self.size = 0
+        self._lock = threading.Lock()
+        # Per kind: the wordings in the order first seen (a wording's number is its place);
+        # each word's CANDIDATES shortest wordings (as ranks: word count, then number, in
+        # one int), each character pair's words, each word's alike words.
+        self._keys: dict[str, list[str]] = {kind: [] for kind in KINDS}
+        self._by_word: dict[str, dict[str, list[int]]] = {kind: {} for kind in KINDS}
+        self._by_piece: dict[str, dict[str, list[str]]] = {kind: {} for kind in KINDS}
+        self._near: dict[str, dict[str, list[str]]] = {kind: {} for kind in KINDS}
+        # Answers kept per kind and words asked (dropped when a new wording is alike).
+        self._answers: dict[str, dict[str, dict[tuple, Suggestion | None]]] = {
+            kind: {} for kind in KINDS}
+        self._kept = 0
+        self._texts: dict[str, dict[str, None]] = {}
+        self._joined: dict[str, str] = {}
 
     @classmethod
     def of(cls, kinds_and_evidence: Iterable[tuple[str, Evidence]]) -> Index:
@@ -103,61 +136,137 @@ class Index:
         return index
 
     def add(self, kinds_and_evidence: Iterable[tuple[str, Evidence]]) -> None:
-        """Take in newer decisions, oldest first."""
-        for kind, evidence in kinds_and_evidence:
-            self.last_id = max(self.last_id, evidence.id)
-            self.size += 1
-            if kind in self.groups and evidence.words:
-                self.groups[kind].setdefault(evidence.words, []).append(evidence)
-        self._keys.clear()
-        self._answers.clear()
-        self.__dict__.pop("texts_by_code", None)
+        """Take in newer decisions, oldest first, in place."""
+        with self._lock:
+            for kind, evidence in kinds_and_evidence:
+                self.last_id = max(self.last_id, evidence.id)
+                self.size += 1
+                if kind not in self.groups or not evidence.words:
+                    continue
+                found = self.groups[kind].get(evidence.words)
+                if found is None:
+                    found = self.groups[kind][evidence.words] = []
+                    self._new_wording(kind, evidence.words)
+                found.append(evidence)
+                self._forget_answers(kind, evidence.words)
+                texts = self._texts.setdefault(fold(evidence.cost_code), {})
+                if len(texts) < 20 and evidence.text not in texts:
+                    texts[evidence.text] = None
+                    self._joined[fold(evidence.cost_code)] = " ".join(texts)
 
-    @functools.cached_property
+    def _new_wording(self, kind: str, said: str) -> None:
+        """Number a wording and file it under its words; a new word under its pairs and beside
+        the words alike to it."""
+        number = len(self._keys[kind])
+        self._keys[kind].append(said)
+        rank = said.count(" ") << _NUMBER_BITS | number
+        by_word, by_piece, near = self._by_word[kind], self._by_piece[kind], self._near[kind]
+        for word in said.split():
+            if word not in by_word:
+                by_word[word] = []
+                near[word] = self._alike_words(kind, word)
+                for other in near[word]:
+                    near[other].append(word)
+                for piece in _pieces(word):
+                    by_piece.setdefault(piece, []).append(word)
+            shortest = by_word[word]
+            if len(shortest) < CANDIDATES or rank < shortest[-1]:
+                bisect.insort(shortest, rank)
+                del shortest[CANDIDATES:]
+
+    def _alike_words(self, kind: str, word: str) -> list[str]:
+        """The other words of a kind's wordings that are a word misspelt (sharing half the
+        character pairs of the longer) or holding it or held in it ('boom' in 'boomlift':
+        all but one of the shorter's pairs, of four or more)."""
+        pieces = _pieces(word)
+        shared: Counter[str] = Counter()
+        for piece in pieces:
+            shared.update(self._by_piece[kind].get(piece, ()))
+        size = len(pieces)
+        return [other for other, count in shared.items() if other != word and (
+            2 * count >= max(size, len(other) + 1) or count >= min(size, len(other) + 1) - 1 >= 4)]
+
+    def _forget_answers(self, kind: str, said: str) -> None:
+        """Drop the answers kept for words a new decision's wording is alike enough to change."""
+        kept = self._answers[kind]
+        if not kept:
+            return
+        for asked, _score, _ in process.extract(said, list(kept), scorer=fuzz.WRatio,
+                                                score_cutoff=LINE_MATCH, limit=None):
+            self._kept -= len(kept.pop(asked))
+
+    @property
     def texts_by_code(self) -> dict[str, str]:
         """What the lines put on each cost code said (folded cost code -> their words), for
-        searching the picker by the company's own words."""
-        found: dict[str, dict[str, None]] = {}
-        for groups in self.groups.values():
-            for evidence in (e for group in groups.values() for e in group):
-                texts = found.setdefault(fold(evidence.cost_code), {})
-                if len(texts) < 20:
-                    texts[evidence.text] = None
-        return {code: " ".join(texts) for code, texts in found.items()}
-
-    def copy(self) -> Index:
-        """An index holding the same decisions, to take in newer ones while this one is read."""
-        return Index(groups={kind: {said: list(found) for said, found in groups.items()}
-                             for kind, groups in self.groups.items()},
-                     last_id=self.last_id, size=self.size)
+        searching the picker by the company's own words; a copy, as decisions come in)."""
+        with self._lock:
+            return dict(self._joined)
 
     def suggest(self, kind: str, text: str, sub: str | None,
                 description: str | None) -> Suggestion | None:
         """The code this company's PM gave the most similar lines, or None when nothing is alike
-        (answers are kept until newer decisions come in, as lines repeat)."""
-        question = (kind, text, sub, description)
-        if question not in self._answers:
-            if len(self._answers) > 20_000:
-                self._answers.clear()
-            self._answers[question] = self._suggest(kind, text, sub, description)
-        return self._answers[question]
+        (answers are kept until a decision for alike words comes in, as lines repeat)."""
+        said = words(text)
+        question = (text, sub, description)
+        with self._lock:
+            kept = self._answers.get(kind, {}).get(said)
+            if kept is not None and question in kept:
+                return kept[question]
+            answer = self._suggest(kind, said, sub, description)
+            if kind in self._answers:
+                if self._kept > 20_000:
+                    for answers in self._answers.values():
+                        answers.clear()
+                    self._kept = 0
+                self._answers[kind].setdefault(said, {})[question] = answer
+                self._kept += 1
+        return answer
 
-    def _suggest(self, kind: str, text: str, sub: str | None,
+    def candidates(self, kind: str, said: str) -> list[str]:
+        """The wordings of a kind worth scoring against some words, first seen first: those
+        sharing a word, or a word misspelt or run together, with them (at most CANDIDATES,
+        those sharing the most words and shortest first)."""
+        keys, by_word, near = self._keys[kind], self._by_word[kind], self._near[kind]
+        hits: Counter[int] = Counter()
+        for word in said.split():
+            if word not in near:  # a word nobody wrote before
+                alike = self._alike_words(kind, word)
+            elif len(by_word[word]) < CANDIDATES:  # a rare word: its misspellings count too
+                alike = [word, *near[word]]
+            else:  # a common word: its own wordings are the ones most alike
+                alike = [word]
+            hits.update(set().union(*(by_word[other] for other in alike)))
+        chosen: list[int] = []
+        if len(hits) <= CANDIDATES:
+            chosen = list(hits)
+        else:  # those sharing the most of the line's words, then the shortest, first seen first
+            for _count, ranks in itertools.groupby(
+                    sorted(hits, key=hits.__getitem__, reverse=True), key=hits.__getitem__):
+                chosen += sorted(ranks)[:CANDIDATES - len(chosen)]
+                if len(chosen) >= CANDIDATES:
+                    break
+        return [keys[number] for number in sorted(rank & _NUMBER for rank in chosen)]
+
+    def alike(self, kind: str, said: str, limit: int | None) -> list[tuple[str, float, int]]:
+        """The wordings of a kind at least LINE_MATCH alike to some words, most alike first
+        (first seen first among equals): rapidfuzz's WRatio over the candidates."""
+        if not said or not self.groups.get(kind):
+            return []
+        return process.extract(said, self.candidates(kind, said), scorer=fuzz.WRatio,
+                               score_cutoff=LINE_MATCH, limit=limit)
+
+    def _suggest(self, kind: str, said: str, sub: str | None,
                  description: str | None) -> Suggestion | None:
         """The code this company's PM gave the most similar lines, worked out."""
-        said = words(text)
         groups = self.groups.get(kind) or {}
-        if not said or not groups:
-            return None
-        if kind not in self._keys:
-            self._keys[kind] = list(groups)
-        matches = process.extract(said, self._keys[kind], scorer=fuzz.WRatio,
-                                  score_cutoff=LINE_MATCH, limit=10)
+        matches = self.alike(kind, said, 10)
         if not matches:
             return None
         best = matches[0][1]
         pool = [e for match, score, _ in matches if score >= best - CLOSE for e in groups[match]]
-        same_sub = [e for e in pool if sub and e.sub and fold(e.sub) == fold(sub)]
+        subs = {e.sub for e in pool if e.sub} if sub else set()
+        own = {other for other in subs if fold(other) == fold(sub)}  # each sub folded once
+        same_sub = [e for e in pool if e.sub in own]
         pool = sorted(same_sub or pool, key=lambda e: e.id)  # decisions are kept in time order
         if len(pool) >= 2 and pool[-1].code == pool[-2].code:
             chosen = pool[-1].code  # the last two agree: a correction wins over an older habit
@@ -274,20 +383,20 @@ def index_for(company_id: int, *, read: bool = True) -> Index | None:
     if known is not None and (known.last_id, known.size) == (latest, count):
         return known
     with _lock:
-        known = indexes.get(company_id) or Index()
-        if (known.last_id, known.size) != (latest, count):
-            # A new index, as other threads may be reading this one: the newer decisions added,
-            # or all of them read again when some were forgotten.
-            fresh = known.copy() if known.size <= count else Index()
-            fresh.add(_evidence(db.session.execute(
-                select(*COLUMNS).where(RoutingDecision.company_id == company_id,
-                                       RoutingDecision.id > fresh.last_id)
-                .order_by(RoutingDecision.id))))
-            if fresh.size != count:
-                fresh = Index.of(_evidence(db.session.execute(
+        known = indexes.get(company_id)
+        if known is None or (known.last_id, known.size) != (latest, count):
+            # The newer decisions added in place (readers wait on the index's own lock while
+            # they go in), or all of them read again when some were forgotten.
+            if known is not None and known.size <= count:
+                known.add(_evidence(db.session.execute(
+                    select(*COLUMNS).where(RoutingDecision.company_id == company_id,
+                                           RoutingDecision.id > known.last_id)
+                    .order_by(RoutingDecision.id))))
+            if known is None or known.size != count:
+                known = Index.of(_evidence(db.session.execute(
                     select(*COLUMNS).where(RoutingDecision.company_id == company_id)
                     .order_by(RoutingDecision.id))))
-            indexes[company_id] = known = fresh
+            indexes[company_id] = known
     return known
 
 
@@ -320,15 +429,17 @@ def explain(company_id: int, text: str, kind: str = "labor", sub: str | None = N
             description: str | None = None, limit: int = 10) -> Explained:
     """The suggestion for a line's words and the company's decisions behind it, most alike first."""
     index = index_for(company_id)
-    suggestion = index.suggest(kind, text, sub, description) if index else None
-    said_words = words(text)
-    rows = db.session.scalars(select(RoutingDecision).where(
-        RoutingDecision.company_id == company_id, RoutingDecision.kind == kind)
-        .order_by(RoutingDecision.id.desc()).limit(50_000))
-    scored = [(fuzz.WRatio(said_words, words(row.text)), row) for row in rows] if said_words else []
-    scored = [(score, row) for score, row in scored if score >= LINE_MATCH]
-    scored.sort(key=lambda pair: (-pair[0], -pair[1].id))
-    return Explained(suggestion=suggestion, decisions=scored[:limit])
+    if index is None:
+        return Explained(suggestion=None, decisions=[])
+    suggestion = index.suggest(kind, text, sub, description)
+    with index._lock:
+        scored = {e.id: score for wording, score, _ in index.alike(kind, words(text), None)
+                  for e in index.groups[kind][wording]}
+    best = sorted(scored, key=lambda id_: (-scored[id_], -id_))[:limit]
+    rows = {row.id: row for row in db.session.scalars(select(RoutingDecision).where(
+        RoutingDecision.company_id == company_id, RoutingDecision.id.in_(best)))}
+    return Explained(suggestion=suggestion,
+                     decisions=[(scored[id_], rows[id_]) for id_ in best if id_ in rows])
 
 
 def forget(company_id: int, decision_ids: list[int]) -> int:
