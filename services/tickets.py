@@ -167,6 +167,11 @@ def revise_ticket(company_id: int, link_token: str, revises: str, data: TicketIn
         order = {key: index for index, key in enumerate(keep_keys or [])}
         kept = sorted((p for p in current.photos if p.client_key in order),
                       key=lambda p: order[p.client_key])
+        kept_keys = {p.client_key for p in kept}
+        photo_rows = [row for row in photo_rows if row.get("client_key") not in kept_keys]
+        if len(kept) + len(photo_rows) > evidence.MAX_PHOTOS:  # nothing is changed
+            raise Conflict(f"a ticket holds at most {evidence.MAX_PHOTOS} photos; the correction "
+                           f"keeps {len(kept)} and adds {len(photo_rows)}", code="photos_full")
         session.execute(delete(TicketPhoto).where(
             TicketPhoto.ticket_id == current.id,
             TicketPhoto.id.not_in([p.id for p in kept])))

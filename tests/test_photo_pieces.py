@@ -13,7 +13,7 @@ from sqlalchemy import select
 from models import StorageUsage, TicketPhoto, db
 from services import photo_uploads, storage
 from services.links import token_digest
-from tests.images import jpeg_bytes, noise_jpeg
+from tests.images import data_url, jpeg_bytes, noise_jpeg
 
 PIECE = photo_uploads.MIN_PIECE_BYTES
 
@@ -306,3 +306,28 @@ def test_a_correction_keeps_the_photos_it_still_lists_and_drops_the_others(clien
     ticket = client.get(f"/v1/tickets/{sent['id']}", headers=acme.headers).json
     assert ticket["photo_count"] == 3
     assert [p["name"] for p in ticket["photos"]] == ["c3.jpg", "a1.jpg", "d4.jpg"]
+
+
+def test_a_correction_that_would_hold_more_than_12_photos_is_refused_and_changes_nothing(
+        client, acme):
+    link = make_link(client, acme)
+    base = f"/c/{link['token']}/tickets"
+    first_ref, second_ref = uuid.uuid4().hex, uuid.uuid4().hex
+    keys = [f"k{n}" for n in range(12)]
+    sent = client.post(base, json={"description": "Patched slab", "reason": "Not ours",
+                                   "directed_by": "Sam", "client_ref": first_ref,
+                                   "photos_expected": 12, "photo_keys": keys}).json
+    for key in keys:
+        assert client.put(f"/c/{link['token']}/tickets/{first_ref}/photos/{key}?name={key}.jpg",
+                          data=jpeg_bytes(), content_type="image/jpeg").status_code == 200
+    client.post(f"/v1/tickets/{sent['id']}/reject", headers=acme.headers,
+                json={"reason": "Add the sleeve"})
+    refused = client.post(base, json={
+        "description": "Patched slab, sleeve added", "reason": "Not ours", "directed_by": "Sam",
+        "client_ref": second_ref, "revises": first_ref, "photo_keys": keys,
+        "photos": [{"name": "sleeve.jpg", "data_url": data_url(jpeg_bytes())}]})
+    assert refused.status_code == 409 and refused.json["error"]["code"] == "photos_full", \
+        refused.json
+    ticket = client.get(f"/v1/tickets/{sent['id']}", headers=acme.headers).json
+    assert ticket["status"] == "rejected" and ticket["photo_count"] == 12
+    assert ticket["description"] == "Patched slab"
