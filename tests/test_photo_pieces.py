@@ -331,3 +331,24 @@ def test_a_correction_that_would_hold_more_than_12_photos_is_refused_and_changes
     ticket = client.get(f"/v1/tickets/{sent['id']}", headers=acme.headers).json
     assert ticket["status"] == "rejected" and ticket["photo_count"] == 12
     assert ticket["description"] == "Patched slab"
+
+
+def test_a_last_piece_whose_earlier_pieces_went_meanwhile_is_told_where_to_go_on(
+        client, acme, app, photo, monkeypatch):
+    link = make_link(client, acme)
+    ref, base = uuid.uuid4().hex, f"/c/{link['token']}/tickets"
+    client.post(base, json={"description": "Patched slab", "reason": "Not ours",
+                            "directed_by": "Sam", "client_ref": ref, "photos_expected": 1})
+    url = f"{base}/{ref}/photos/front?name=front.jpg"
+    parts = pieces(photo)
+    for part in parts[:-1]:
+        assert put_piece(client, url, part).status_code == 202
+    # Another sender's last piece joins the photo and drops its pieces while this one reads them.
+    def gone(store, name):
+        raise KeyError(name)
+
+    with app.app_context():
+        kind = type(storage.file_store())
+    monkeypatch.setattr(kind, "read_piece", gone)
+    late = put_piece(client, url, parts[-1])
+    assert late.status_code == 409 and late.json["error"]["code"] == "upload_offset_mismatch"
