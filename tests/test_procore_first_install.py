@@ -99,6 +99,9 @@ def test_redis_away_paces_in_this_process_and_says_so(app, procore_client, sandb
     assert 429 not in statuses and statuses.count(200) >= 8
     assert procore_client.clock.sleeps  # paced, in this process
     assert any("Redis is away" in record.getMessage() for record in caplog.records)
+    # What a page asks of the budget (how long a call would wait) is this process's answer too.
+    now = procore_client.clock()
+    assert procore_client.budget.waiting(now) == procore_client.budget._local.waiting(now)
     from services import health
     app.config["RATELIMIT_STORAGE_URI"] = url
     with app.app_context():

@@ -186,7 +186,13 @@ class RedisBudget:
 
     def waiting(self, now: float) -> float:
         """How many seconds a call made now would wait for the reset (0.0: none); nothing taken."""
-        remaining, reset = self._client.hmget(self._key, "remaining", "reset")
+        if self._use_local():
+            return self._local.waiting(now)
+        try:
+            remaining, reset = self._client.hmget(self._key, "remaining", "reset")
+        except redis.RedisError as error:
+            self._failed(error)
+            return self._local.waiting(now)
         if reset is None or remaining is None or now >= float(reset) or int(remaining) > 0:
             return 0.0
         return float(reset) - now
