@@ -1,6 +1,6 @@
 """Compressed answers for what a phone downloads: pages, styles and scripts.
 
-gunicorn sends bodies as they are, and a crew opens the capture page on one bar of
+The server sends bodies as they are, and a crew opens the capture page on one bar of
 signal, so text answers are compressed here when the browser accepts it: Brotli when
 the `brotli` package is installed and asked for, else gzip. Static files are
 compressed once at the highest level and kept in memory, keyed by their ETag (which

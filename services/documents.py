@@ -143,8 +143,7 @@ def _line_rows(page: TicketView) -> tuple[list[dict], list[dict]]:
         row = {"number": route.line + 1, "kind": KIND_LABELS.get(route.kind, route.kind),
                "description": route.description, "detail": ", ".join(detail),
                "quantity": quantity, "hours": hours, "rate": rate,
-               "amount": _money(route.amount) if route.amount or route.kind == "markup"
-               else "Priced by the office",
+               "amount": _money(route.amount) if route.amount else "Priced by the office",
                "budget_code": route.budget_code,
                "check": route.needs_review, "priced": _get(pricing, "note")}
         (markups if route.kind == "markup" else costs).append(row)
@@ -218,7 +217,7 @@ def document_context(page: TicketView, *, company_name: str, image_keys: dict[in
     """Everything the document template shows, from the ticket as people read it."""
     t = page.ticket
     costs, markups = _line_rows(page)
-    unpriced = {route.kind for route in t.routing if route.kind != "markup" and not route.amount}
+    unpriced = {route.kind for route in t.routing if not route.amount}  # as signing shows them
     photos = [{"number": index, "name": photo.name, "caption": page.photo_caption(photo),
                "src": pdf_render.IMAGE_SCHEME + image_keys[photo.id]}
               for index, photo in enumerate(t.photos, start=1) if photo.id in image_keys]

@@ -22,6 +22,8 @@ _SECRET_SHAPES = [
     re.compile(r"ewt_[A-Za-z0-9_-]{43}"),            # API keys
     re.compile(r"(/c/)[A-Za-z0-9_-]{16,}"),          # capture-link tokens in paths
     re.compile(r"(/s/)[A-Za-z0-9_-]{16,}"),          # signing-link tokens in paths
+    re.compile(r"(/login/link/)[A-Za-z0-9_.-]{16,}"),  # one-time sign-in links in paths
+    re.compile(r"whsec_[A-Za-z0-9+/=]{16,}"),        # webhook signing secrets
     re.compile(r"(link:)[A-Za-z0-9_-]{16,}"),        # capture-link tokens as limit buckets
     re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]+"),
     re.compile(r"(?i)(client_secret[\"'=:\s]+)[^\s\"'&,]+"),
@@ -56,7 +58,7 @@ class RedactSecrets(logging.Filter):
 
 
 # Loggers that write lines made from request data.
-REDACTED_LOGGERS = ("flask-limiter", "werkzeug", "gunicorn.error", "gunicorn.access")
+REDACTED_LOGGERS = ("flask-limiter", "werkzeug", "waitress", "waitress.queue")
 _REDACT_FILTER = RedactSecrets()
 
 

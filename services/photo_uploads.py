@@ -198,7 +198,7 @@ def _expiry_s() -> float:
     return float(current_app.config["PHOTO_PIECE_HOURS"]) * 3600
 
 
-def _make_room(owner: str, folder: str) -> None:
+def _make_room(owner: str, folder: str, sender: str) -> None:
     """Before a new upload of `owner`: drop its expired ones; refuse past its open-upload cap."""
     cutoff = time.time() - _expiry_s()
     open_now = 0
@@ -209,7 +209,7 @@ def _make_room(owner: str, folder: str) -> None:
             open_now += 1
     most = int(current_app.config["PHOTO_UPLOADS_OPEN_PER_LINK"])
     if open_now >= most:
-        raise ServiceError(f"this link has {most} photos begun and not finished; finish those, "
+        raise ServiceError(f"{sender} has {most} photos begun and not finished; finish those, "
                            "or send this one again later", status=429, code="too_many_uploads",
                            headers={"Retry-After": "60"})
 
@@ -253,7 +253,7 @@ def receive(company_id: int, link_token: str | None, upload: str, raw: bytes,
     if piece.first != offset:
         raise OffsetMismatch(offset, piece.total)
     if not pieces:
-        _make_room(owner, folder)
+        _make_room(owner, folder, "this link" if link_token else "the company")
     quotas.check_disk(len(raw))
     quotas.reserve(company_id, link_token, len(raw))
     store = storage.file_store()

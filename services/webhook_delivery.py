@@ -63,7 +63,8 @@ def resolve_checked(host: str, port: int) -> str:
         raise Refused("the host name has no address")
     for address in addresses:
         if not webhooks.allowed_address(host, address):
-            raise Refused(f"the host resolves to a private address ({address})")
+            log.warning("webhook host %s resolves to a private address %s", host, address)
+            raise Refused("the host resolves to a private address")
     return addresses[0]
 
 
@@ -174,9 +175,9 @@ def _tell_admins(endpoint_id: int, url: str, admins: list[str]) -> None:
     for address in admins:
         mail.send(address, "A webhook endpoint was disabled",
                   f"Events to {url} (endpoint {endpoint_id}) failed for three days, so they are "
-                  "no longer sent. Fix the receiving program, then enable the endpoint again "
-                  "(PATCH /v1/webhooks/{id} with enabled true); the keys page lists its "
-                  "deliveries, and each can be sent again.")
+                  "no longer sent. Fix the receiving program, then have it turn the endpoint "
+                  "back on, as it registered it; the keys page lists its deliveries, and each "
+                  "can be sent again.")
 
 
 # ------------------------------------------------------------------ claims

@@ -85,11 +85,13 @@ def test_redact_blanks_every_secret_shape():
     text = ("GET /c/AbCdEfGhIjKlMnOpQrStUvWxYz012345/q Authorization: Bearer abc.def "
             "key ewt_" + "k" * 43 + " client_secret=s3cr3t"
             " ratelimit 1 per 1 minute (link:ZyXwVuTsRqPoNmLkJiHg98765) exceeded"
-            " GET /s/" + "S" * 43)
+            " GET /s/" + "S" * 43 + " GET /login/link/eyJyIjoxfQ.aGVsbG8.c2lnbmVk"
+            " secret whsec_" + "W" * 32)
     cleaned = redact(text)
+    assert "eyJyIjoxfQ" not in cleaned and "W" * 16 not in cleaned
     assert "AbCdEf" not in cleaned and "abc.def" not in cleaned and "k" * 43 not in cleaned
     assert "s3cr3t" not in cleaned and "ZyXwVu" not in cleaned and "S" * 16 not in cleaned
-    assert cleaned.count("[redacted]") == 6
+    assert cleaned.count("[redacted]") == 8
 
 
 def test_production_logging_is_the_standard_stream_handler_writing_json_lines(
