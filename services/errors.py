@@ -50,6 +50,13 @@ class Unauthorized(ServiceError):
     code = "unauthorized"
 
 
+class AdminOnly(ServiceError):
+    """A reviewer who is not a company admin asked for what acts for the whole company."""
+
+    status = 403
+    code = "admin_only"
+
+
 class UntrustedHost(ServiceError):
     """The request names a host this service does not answer to (TRUSTED_HOSTS)."""
 

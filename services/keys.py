@@ -17,7 +17,8 @@ from sqlalchemy import select
 
 from models import ApiKey, Company, db, utcnow
 from services.database import write_transaction
-from services.errors import NotFound, ServiceError, Unauthorized, ValidationFailed, field_problem
+from services.errors import (AdminOnly, NotFound, Unauthorized, ValidationFailed,
+                             field_problem)
 
 KEY_PREFIX = "ewt_"
 KEY_PATTERN = re.compile(r"^ewt_[A-Za-z0-9_-]{43}$")
@@ -59,13 +60,6 @@ def key_digest(secret: str) -> str:
 def rate_limit_bucket(secret: str) -> str:
     """A non-secret bucket id for the rate limiter, derived from the key's digest."""
     return "key:" + key_digest(secret)[:32]
-
-
-class AdminOnly(ServiceError):
-    """A reviewer who is not a company admin asked for a company-wide key."""
-
-    status = 403
-    code = "admin_only"
 
 
 def issue_key_by_reviewer(reviewer, name: str) -> IssuedKey:

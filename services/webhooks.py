@@ -37,7 +37,7 @@ from models.schemas import WebhookAttempt as AttemptShape
 from models.schemas import WebhookDelivery as DeliveryShape
 from models.schemas import WebhookEndpoint as EndpointShape
 from services.database import write_transaction
-from services.errors import Conflict, NotFound, ServiceError, field_problem
+from services.errors import AdminOnly, Conflict, NotFound, ServiceError, field_problem
 from services.ticket_shapes import Wait, shape_ticket
 
 SECRET_PREFIX = "whsec_"
@@ -52,13 +52,6 @@ class WebhookUrlRefused(ServiceError):
 
     status = 400
     code = "webhook_url_refused"
-
-
-class AdminOnly(ServiceError):
-    """A reviewer who is not a company admin tried to manage webhooks."""
-
-    status = 403
-    code = "admin_only"
 
 
 # ------------------------------------------------------------------ addresses
