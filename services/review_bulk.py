@@ -13,6 +13,7 @@ from services.learning import possessive
 from services.plain_words import plain_error
 from services.ticket_records import find_ticket
 from services.ticket_shapes import Wait, routing_of
+from services.validation import form_number
 
 MAX_BULK = 100
 
@@ -185,6 +186,6 @@ def confirmed_suggestions(form) -> dict[str, dict[str, int]]:
         parts = key[len("suggest["):-1].split("][") if key.startswith("suggest[") \
             and key.endswith("]") else []
         value = form.get(key) or ""
-        if len(parts) == 2 and parts[1].isdecimal() and value.isdecimal() and len(value) < 19:
+        if len(parts) == 2 and form_number(parts[1]) and form_number(value):
             found.setdefault(parts[0][:40], {})[parts[1]] = int(value)
     return found

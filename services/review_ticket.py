@@ -27,7 +27,7 @@ from services.review_queue import QueueView
 from services.ticket_records import find_ticket, ticket_key
 from services.ticket_shapes import Wait, routing_of, shape_ticket
 from services.ticket_view import TicketView
-from services.validation import validate
+from services.validation import form_number, validate
 
 
 @dataclass(frozen=True)
@@ -266,18 +266,13 @@ def approve_from_form(company_id: int, ticket_id: str, form: dict[str, str], act
     return approval.approve(company_id, ticket_id, options, actor=actor)
 
 
-def _number(text: str) -> bool:
-    """Whether a form's text is a whole number that fits an id (ASCII digits, under 19)."""
-    return text.isascii() and text.isdigit() and len(text) < 19
-
-
 def selected_routes_from_form(form: dict[str, str], name: str = "routes") -> dict[int, int]:
     """The per-line choices of a submitted form, to show them again after a refusal."""
     chosen = {}
     for key, value in form.items():
-        if key.startswith(f"{name}[") and key.endswith("]") and _number(value):
+        if key.startswith(f"{name}[") and key.endswith("]") and form_number(value):
             index = key[len(name) + 1:-1]
-            if _number(index):
+            if form_number(index):
                 chosen[int(index)] = int(value)
     return chosen
 

@@ -44,3 +44,8 @@ def validate(model: type[M], data: Any) -> M:
     except ValidationError as error:
         raise ValidationFailed("the request has problems; see details",
                                details=validation_details(error))
+
+
+def form_number(text: str) -> bool:
+    """Whether a form's text is a whole number that fits an id (ASCII digits, under 19)."""
+    return text.isascii() and text.isdigit() and len(text) < 19
