@@ -141,7 +141,7 @@ def phone_tickets(token: str, client_refs: list[str]) -> list[dict[str, Any]]:
                       "signed": bool(ticket.signature),
                       # the photos it holds, by the phone's keys (digests of their bytes): a
                       # correction sends only the others
-                      "photo_keys": evidence.photo_keys(ticket.id),
+                      "photo_keys": [p.client_key for p in ticket.photos if p.client_key],
                       "awaiting_signature": ticket.id in awaiting,
                       "can_request_signature": signing.signable(ticket)})
     return found

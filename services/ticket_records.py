@@ -89,4 +89,4 @@ def phone_tickets(company_id: int, link_token: str, client_refs: list[str]) -> l
     return list(db.session.scalars(select(TicketRecord).where(
         TicketRecord.company_id == company_id, TicketRecord.link_token == link_token,
         TicketRecord.client_ref.in_(refs)).order_by(*NEWEST_FIRST)
-        .options(selectinload(TicketRecord.decisions))))
+        .options(selectinload(TicketRecord.decisions), selectinload(TicketRecord.photos))))
