@@ -2,16 +2,18 @@
 
 The server sends bodies as they are, and a crew opens the capture page on one bar of
 signal, so text answers are compressed here when the browser accepts it: Brotli when
-the `brotli` package is installed and asked for, else gzip. Static files are
-compressed once at the highest level and kept in memory, keyed by their ETag (which
-changes with the file); pages are compressed per answer at a fast level. JSON API
-answers are left alone.
+the `brotli` package is installed and asked for, else gzip. Static files (and scripts
+with an ETag, such as the service worker) are compressed once at the highest level and
+kept in memory, keyed by their ETag (which changes with the file); a script is minified
+first, with `rjsmin` (comments and spacing only; licence comments kept). Pages are
+compressed per answer at a fast level. JSON API answers are left alone.
 """
 from __future__ import annotations
 
 import gzip
 import threading
 
+import rjsmin
 from flask import Flask, Response, request
 
 
@@ -22,6 +24,7 @@ except ImportError:  # gzip alone still does most of the work
 
 COMPRESSIBLE = frozenset({"text/html", "text/css", "text/javascript", "application/javascript",
                           "image/svg+xml"})
+SCRIPTS = frozenset({"text/javascript", "application/javascript"})
 MIN_BYTES = 512
 MAX_CACHED = 256  # static files, per encoding; far more than the app ships
 _static_cache: dict[tuple[str, str], bytes] = {}
@@ -50,6 +53,11 @@ def _compress(data: bytes, encoding: str, *, best: bool) -> bytes:
     return gzip.compress(data, compresslevel=9 if best else 6, mtime=0)
 
 
+def _minified(data: bytes) -> bytes:
+    """A script without its comments and spare whitespace; licence (/*!) comments kept."""
+    return rjsmin.jsmin(data.decode("utf-8"), keep_bang_comments=True).encode("utf-8")
+
+
 def compress_response(response: Response) -> Response:
     """Compress a successful text answer the client can decode; static files from memory."""
     if (response.status_code != 200 or request.method not in ("GET", "POST")
@@ -60,7 +68,8 @@ def compress_response(response: Response) -> Response:
     if encoding is None:
         return response
     etag, weak = response.get_etag()
-    static = response.direct_passthrough and etag is not None
+    script = response.mimetype in SCRIPTS
+    static = etag is not None and (response.direct_passthrough or script)
     key = (etag or "", encoding)
     body = _static_cache.get(key) if static else None
     source = response.response
@@ -69,6 +78,8 @@ def compress_response(response: Response) -> Response:
         data = response.get_data()
         if len(data) < MIN_BYTES:
             return response
+        if script and static:
+            data = _minified(data)
         body = _compress(data, encoding, best=static)
         if static:
             with _static_lock:
