@@ -318,8 +318,8 @@ def test_a_new_release_never_meets_an_older_copy_of_its_script(client, acme, liv
     shutil.copytree(app.static_folder, release)
     with open(release / "capture.js", "a") as script:
         script.write("\nwindow.nextRelease = true;\n")
-    with open(release / "capture-sw.js", "a") as worker:
-        worker.write("\n// next release\n")
+    with open(release / "capture-sw.js", "a") as worker:  # code: a comment is minified away
+        worker.write("\nself.nextRelease = true;\n")
     app.static_folder = str(release)
     with app.test_request_context():
         address = url_for("static", filename="capture.js")
