@@ -385,8 +385,9 @@ def test_a_new_page_whose_script_did_not_arrive_is_not_kept(client, acme, live_s
     phone.route(f"**{after}", drop)
     page.reload()
     wait_for_script(page)
-    # Both of the worker's tries fail: passing on the page's request, and keeping the page.
-    wait_for(page, lambda: dropped == [True, True])
+    # Every try of the worker fails: passing on the page's request, keeping the page (a busy
+    # phone may try a third time before the test looks).
+    wait_for(page, lambda: len(dropped) >= 2 and all(dropped))
     phone.unroute(f"**{after}")
     # Later, no signal at all: the phone opens the page it kept whole, with its own script.
     phone.set_offline(True)
