@@ -14,7 +14,7 @@ import requests
 
 from models import Ticket, db
 from tests.plugins.storage import storage_env
-from tests.test_approval import origin_rows
+from tests.test_approval import control, origin_rows
 from tests.test_faults import attachments
 from tests.test_serve import free_port
 
@@ -43,6 +43,8 @@ def start_server(app, sandbox_server, tmp_path, port: int, **extra_env: str) -> 
 
 @pytest.mark.live
 def test_sigkill_mid_load_loses_nothing_and_duplicates_nothing(app, acme, sandbox_server, tmp_path):
+    # About a kill, not Procore's limits: the served processes wait for those in real time.
+    control(sandbox_server, acme).set_spike_limit(None)
     port = free_port()
     server = start_server(app, sandbox_server, tmp_path, port)
     base = f"http://127.0.0.1:{port}"
