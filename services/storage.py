@@ -213,24 +213,10 @@ class FolderStore(FileStore):
         with self._locked(fcntl.LOCK_SH):
             if self._refresh(path):
                 return key, None
-            path.parent.mkdir(parents=True, exist_ok=True)
-            # The temp name cannot match the key pattern, so readers never see it.
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".part")
-            try:
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(data)
-                    fh.flush()
-                    os.fsync(fh.fileno())
-                try:
-                    os.link(tmp, path)
-                except FileExistsError:  # the same bytes stored at the same moment
-                    self._refresh(path)
-                    return key, None
-                mark = path.stat().st_mtime_ns
-            finally:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(tmp)
-            _fsync_dir(path.parent)
+            if not _link_new(path, data):  # the same bytes stored at the same moment
+                self._refresh(path)
+                return key, None
+            mark = path.stat().st_mtime_ns
         return key, mark
 
     @staticmethod
@@ -310,23 +296,7 @@ class FolderStore(FileStore):
 
     def put_piece(self, name: str, data: bytes) -> bool:
         """Write the piece to a temp file, then link it in place (no overwrite), durably."""
-        path = self.root / PIECES / check_piece(name)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".part")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            try:
-                os.link(tmp, path)
-            except FileExistsError:
-                return False
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-        _fsync_dir(path.parent)
-        return True
+        return _link_new(self.root / PIECES / check_piece(name), data)
 
     def read_piece(self, name: str) -> bytes:
         """The piece's bytes; KeyError if absent."""
@@ -374,6 +344,28 @@ class FolderStore(FileStore):
             yield
         finally:
             os.close(fd)  # closing the descriptor lets go of the lock
+
+
+def _link_new(path: Path, data: bytes) -> bool:
+    """Write `data` to a temp file beside `path`, then link it there durably; False if `path`
+    exists (nothing is overwritten)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # The temp name cannot match a stored name's pattern, so readers never see it.
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+    _fsync_dir(path.parent)
+    return True
 
 
 def _fsync_dir(directory: Path) -> None:
