@@ -110,6 +110,18 @@ class TicketPage(TicketView):
                 and r.line not in self.chosen.routes]
 
     @property
+    def lines_open(self) -> int:
+        """Lines to check that the form neither confirms nor gives a code: Approve waits for them."""
+        if self.ticket.status == "written" or self.writes_as("daily_log"):
+            return 0
+        return sum(1 for r in self.ticket.routing
+                   if r.needs_review and r.line in self.choices
+                   and r.line not in self.chosen.routes
+                   and not (r.budget_code_id is not None
+                            and self.chosen.confirmed.get(r.line) == r.budget_code_id)
+                   and not (r.budget_code_id is None and self.chosen.allow_unrouted))
+
+    @property
     def down_for(self) -> str:
         """How long Procore has been away."""
         return age_text(self.procore_down_since) if self.procore_down_since else ""
