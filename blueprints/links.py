@@ -14,7 +14,7 @@ from services import assets, capture, evidence, i18n, links, photo_uploads, proj
 from services.plain_words import plain_error
 from services.errors import ServiceError
 from services.ratelimit import count_or_refuse
-from services.web import is_capture_script_request, render_page
+from services.web import is_capture_script_request, render_page, token_digest
 
 bp = Blueprint("links", __name__)
 
@@ -162,7 +162,7 @@ def _capture_limit_key() -> str:
     link, _ = _submitted_link()
     if link is None:
         return "capture-unknown:" + (request.remote_addr or "")
-    return "link:" + links.token_digest(link.token)
+    return "link:" + token_digest(link.token)
 
 
 def _refuse_before_body() -> Response | None:

@@ -48,7 +48,7 @@ from services.project_system import (
     patient,
 )
 from services.projects import Catalog
-from services.routing import Route, article
+from services.routing import Route, article, router_for
 from services.approval_records import (
     CHANGE_EVENT,
     DAILY_LOG,
@@ -164,7 +164,7 @@ def _routes(ticket: TicketRecord, codes: Catalog, overrides: dict[str, int],
     """Route the ticket's lines and apply the caller's overrides: 400 for a key that is no line
     index, 409 for a line the ticket lacks (`line_not_found`) or a budget code its project lacks
     (`budget_code_not_found`, when any is), each named in `details`."""
-    routes = codes.router.route_all(ticket.lines, learning.suggester(ticket))
+    routes = router_for(codes).route_all(ticket.lines, learning.suggester(ticket))
     lines = f"its lines are 0 to {len(routes) - 1}" if routes else "it has no lines"
     malformed = [field_problem(f"routes.{key}", f"{key[:20]!r} is not a line index; {lines}")
                  for key in overrides if not LINE_INDEX.fullmatch(key)]

@@ -11,11 +11,12 @@ from itsdangerous import BadSignature, URLSafeTimedSerializer
 from sqlalchemy import select, update
 
 from models import Reviewer, db
-from services import links, mail
+from services import mail
 from services.database import write_transaction
 from services.errors import ServiceError
 from services.ratelimit import count_or_refuse
 from services.reviewers import password_hasher
+from services.web import public_base_url
 
 login_manager = LoginManager()
 login_manager.login_view = "auth.login"
@@ -149,7 +150,7 @@ def send_sign_in_link(email: str) -> None:
         return
     token = _link_signer().dumps({"r": reviewer.id, "n": reviewer.sign_in_link_epoch})
     minutes = int(current_app.config["SIGN_IN_LINK_MINUTES"])
-    address = links.public_base_url() + url_for("auth.link_sign_in", token=token)
+    address = public_base_url() + url_for("auth.link_sign_in", token=token)
     mail.send(reviewer.email, "Your sign-in link",
               f"Open this link to sign in to review tickets. It works once, for {minutes} "
               f"minutes:\n\n{address}\n\nIf you did not ask for it, ignore this e-mail; "

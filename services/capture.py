@@ -38,6 +38,7 @@ from services.ticket_shapes import Wait, get_ticket
 from services.database import write_transaction
 from services.errors import NotFound, ValidationFailed, field_problem
 from services.validation import validate
+from services.web import token_digest
 
 CAPTURE_VIAS = ("link", "qr", "sms")
 # Row fields picked from a list, which always carry a value: alone they do not make a line.
@@ -203,7 +204,7 @@ def photo_from_upload(raw: bytes, args: Any) -> PhotoIn:
 def _upload_name(link: Any, client_ref: str, key: str) -> str:
     """The name a photo's pieces wait under: the link, the phone's reference and the key, so
     pieces sent ahead of the ticket's text and after it are the same upload."""
-    return f"l:{links.token_digest(link.token)}:{client_ref}:{key}"
+    return f"l:{token_digest(link.token)}:{client_ref}:{key}"
 
 
 def put_photo(token: str, client_ref: str, key: str, raw: bytes, args: Any,

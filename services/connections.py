@@ -4,8 +4,10 @@ from __future__ import annotations
 import contextlib
 import math
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import redis
 from flask import current_app
@@ -13,7 +15,6 @@ from sqlalchemy import select
 
 from models import Company, ProjectSystemConnection, db, utcnow
 from sandbox.seed import create_demo_company
-from services import health
 from services.database import write_transaction
 from services.errors import (Conflict, NotFound, ProjectSystemRefused, ServiceError, ValidationFailed,
                              field_problem)
@@ -29,6 +30,26 @@ from services.project_system import (
 from services.project_system.pacing import Budget, RedisBudget
 
 EMBEDDED = "embedded_sandbox"
+
+
+_seen_lock = threading.Lock()
+_last_seen: dict[str, Any] = {"ok_at": None, "failed_at": None, "last_error": None}
+
+
+def project_system_seen(ok: bool, code: str | None = None) -> None:
+    """Remember, in this process, the outcome of the latest project-system call."""
+    with _seen_lock:
+        if ok:
+            _last_seen["ok_at"] = time.time()
+        else:
+            _last_seen["failed_at"] = time.time()
+            _last_seen["last_error"] = code
+
+
+def last_seen() -> dict[str, Any]:
+    """When this process last reached the project system, last failed to, and why."""
+    with _seen_lock:
+        return dict(_last_seen)
 
 
 @dataclass(frozen=True)
@@ -215,33 +236,33 @@ def project_system_errors(company_id: int | None = None, kind: str = "read",
         with slot:
             yield
     except ProjectSystemAuthError as error:
-        health.project_system_seen(False, "auth_failed")
+        project_system_seen(False, "auth_failed")
         raise ProjectSystemRefused(f"the project system refused our credentials: {error.message}",
                                    code="project_system_auth_failed")
     except WriteUnconfirmed as error:
-        health.project_system_seen(False, "unavailable")
+        project_system_seen(False, "unavailable")
         raise ProjectSystemRefused(f"the project system did not confirm the write, which may be "
                                    f"there in whole or in part: {error.message}; a retry finds "
                                    "it and completes it, never writing it twice",
                                    code="project_system_write_unconfirmed")
     except ProjectSystemRateLimited as error:
-        health.project_system_seen(True)
+        project_system_seen(True)
         wait = max(1, math.ceil(error.retry_after_s))
         raise ProjectSystemBusy(f"the project system asks for a pause of {wait} s before more "
                                 f"calls (its rate limit): {error.message}",
                                 headers={"Retry-After": str(wait)})
     except ProjectSystemUnavailable as error:
-        health.project_system_seen(False, "unavailable")
+        project_system_seen(False, "unavailable")
         raise ProjectSystemRefused(f"the project system could not be reached: {error.message}",
                                    code="project_system_unavailable")
     except ProjectSystemError as error:
         reachable = error.status is not None and error.status < 500
-        health.project_system_seen(reachable, None if reachable else f"http_{error.status}")
+        project_system_seen(reachable, None if reachable else f"http_{error.status}")
         status = f" ({error.status})" if error.status else ""
         raise ProjectSystemRefused(f"the project system answered{status}: {error.message}",
                                    code="project_system_error")
     else:
-        health.project_system_seen(True)
+        project_system_seen(True)
 
 
 def save_connection(company_id: int, *, environment: str, client_id: str, client_secret: str,

@@ -20,14 +20,13 @@ from models import Ticket as TicketRecord
 from models.schemas import RoutingLine
 from services import image_pool, pdf_render, projects, signatures, storage
 from services.errors import ServiceError
-from services.links import public_base_url
 from services.photos import ImageRejected
 from services.plain_words import QUALIFIER_LABELS
 from services.project_system.zones import UTC
 from services.ticket_records import find_ticket
 from services.ticket_shapes import Routing, Wait, shape_ticket
 from services.ticket_view import KIND_LABELS, TicketView
-from services.web import work_owner
+from services.web import public_base_url, work_owner
 
 MEDIA_TYPE = "application/pdf"
 SIGNED_VIA_LABELS = {"crew_phone": "on the crew's phone", "signing_link": "from a signing link",

@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import shutil
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -13,24 +11,10 @@ from flask import current_app
 from sqlalchemy import text
 
 from models import db
-from services import storage
+from services import connections, storage
 from services.project_system.pacing import shared_pacing
 
 MIN_FREE_BYTES = 200 * 1024 * 1024
-
-_seen_lock = threading.Lock()
-_last_seen: dict[str, Any] = {"ok_at": None, "failed_at": None, "last_error": None}
-
-
-def project_system_seen(ok: bool, code: str | None = None) -> None:
-    """Remember, in this process, the outcome of the latest project-system call."""
-    with _seen_lock:
-        if ok:
-            _last_seen["ok_at"] = time.time()
-        else:
-            _last_seen["failed_at"] = time.time()
-            _last_seen["last_error"] = code
-
 
 def _migration_heads() -> tuple[str | None, set[str]]:
     """The database's current revision and the revisions the code expects."""
@@ -58,8 +42,7 @@ def health() -> tuple[dict[str, Any], bool]:
     usage = shutil.disk_usage(current_app.instance_path)
     checks["disk"] = {"ok": usage.free >= MIN_FREE_BYTES, "free_bytes": usage.free}
     checks["storage"] = storage.file_store().check()
-    with _seen_lock:
-        seen = dict(_last_seen)
+    seen = connections.last_seen()
     failing = seen["failed_at"] is not None and (seen["ok_at"] is None or seen["failed_at"] > seen["ok_at"])
     checks["project_system"] = {"ok": not failing, **seen}
     # On Redis, the Procore call budget each company shares; paced by each process while away.

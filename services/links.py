@@ -1,13 +1,11 @@
 """Capture links: create, list, revoke, and resolve a token from the field."""
 from __future__ import annotations
 
-import hashlib
 import io
 import secrets
 import urllib.parse
 
 import segno
-from flask import current_app, has_request_context, request
 from sqlalchemy import func, select
 
 from models import CaptureLink, Ticket, db, utcnow
@@ -15,6 +13,7 @@ from models.schemas import Link, LinkUrls
 from services import projects
 from services.database import write_transaction
 from services.errors import NotFound, ServiceError
+from services.web import public_base_url
 
 VIA_SUFFIX = {"link": "", "qr": "/q", "sms": "/s"}
 
@@ -24,21 +23,6 @@ class LinkGone(ServiceError):
 
     status = 410
     code = "link_revoked"
-
-
-def token_digest(token: str) -> str:
-    """A short digest of a link token: names it in limits and counts without revealing it."""
-    return hashlib.sha256(str(token)[:64].encode("utf-8", "replace")).hexdigest()[:24]
-
-
-def public_base_url() -> str:
-    """The address crews reach the service at: configured, else the current request's host."""
-    configured = current_app.config.get("PUBLIC_BASE_URL")
-    if configured:
-        return configured.rstrip("/")
-    if has_request_context():
-        return request.host_url.rstrip("/")
-    return "http://127.0.0.1:5000"
 
 
 def capture_url(token: str, via: str = "link") -> str:

@@ -41,7 +41,6 @@ from services.database import insert_or_merge
 from services.errors import NotFound, ProjectSystemRefused, ServiceError
 from services.project_system import BudgetCode, CostCode, CostType, RemoteProject
 from services.project_system.zones import UTC, local_date, project_zone
-from services.routing import Router
 
 T = TypeVar("T")
 
@@ -62,18 +61,13 @@ class Unknown(ServiceError):
     code = "project_system_unavailable"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Catalog:
-    """A project's cost codes, cost types and budget codes, as one cached read."""
+    """A project's cost codes, cost types and budget codes, as one cached read (compared by identity)."""
 
     cost_codes: tuple[CostCode, ...]
     cost_types: tuple[CostType, ...]
     budget_codes: tuple[BudgetCode, ...]
-
-    @functools.cached_property
-    def router(self) -> Router:
-        """A router over this catalog, built once per cached catalog (it indexes every name)."""
-        return Router(self.cost_codes, self.budget_codes)
 
     def budget_code(self, cost_code_id: int, cost_type: str) -> BudgetCode | None:
         """The budget code for a cost code and cost type, if the project has one."""

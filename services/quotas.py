@@ -29,7 +29,7 @@ from models import StorageUsage, utcnow
 from services import storage
 from services.database import insert_or_merge, write_transaction
 from services.errors import ServiceError
-from services.links import token_digest
+from services.web import token_digest
 
 
 class StorageFull(ServiceError):

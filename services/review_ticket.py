@@ -24,6 +24,7 @@ from services.plain_words import (
 from services.project_system import BudgetCode
 from services.projects import Catalog
 from services.review_queue import QueueView
+from services.routing import router_for
 from services.ticket_records import find_ticket, ticket_key
 from services.ticket_shapes import Wait, routing_of, shape_ticket
 from services.ticket_view import TicketView
@@ -180,7 +181,7 @@ def ticket_page(company_id: int, ticket_id: str, *, error: ServiceError | None =
     page.search = _search_words(company_id, codes)
     for route in ticket.routing:
         line = record.lines[route.line]
-        cost_code = codes.router.cost_code((line.get("costCode") or "").strip(), route.cost_type)
+        cost_code = router_for(codes).cost_code((line.get("costCode") or "").strip(), route.cost_type)
         missing = (cost_code is not None and route.cost_type is not None
                    and codes.budget_code(cost_code.id, route.cost_type) is None)
         own = [b for b in ordered if cost_code is not None and b.cost_code_id == cost_code.id

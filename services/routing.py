@@ -7,6 +7,7 @@ budget code of its own cost type; every fallback is flagged for a person.
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -269,3 +270,14 @@ def unrouted(lines: list[dict[str, Any]], reason: str) -> list[Route]:
                             exact=False, needs_review=True, reason=reason,
                             pricing=line.get("pricing")))
     return routes
+
+
+_routers: weakref.WeakKeyDictionary[Any, Router] = weakref.WeakKeyDictionary()
+
+
+def router_for(catalog: Any) -> Router:
+    """A router over a project's catalog, built once per cached catalog (it indexes every name)."""
+    router = _routers.get(catalog)
+    if router is None:
+        router = _routers[catalog] = Router(catalog.cost_codes, catalog.budget_codes)
+    return router

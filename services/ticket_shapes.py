@@ -18,9 +18,9 @@ from models import TicketPhoto
 from models.schemas import RoutingLine, Ticket, TicketSummary
 from services import authorizations, learning, projects, signatures
 from services.errors import ServiceError
-from services.links import public_base_url
-from services.routing import Route, unrouted
+from services.routing import Route, router_for, unrouted
 from services.ticket_records import find_ticket
+from services.web import public_base_url
 
 LINE_KINDS = ("labor", "equipment", "materials")
 PENDING_REASON = "routing is pending: the project's budget codes have not been read yet"
@@ -74,7 +74,7 @@ def routing_of(ticket: TicketRecord, wait: Wait = Wait.YES) -> Routing:
     if codes is None:  # routed by the first read once the project's codes are known
         return Routing(routing_lines(unrouted(ticket.lines, PENDING_REASON)), [PENDING_WARNING],
                        pending=True)
-    return Routing(routing_lines(codes.router.route_all(ticket.lines, suggest)), [], pending=False)
+    return Routing(routing_lines(router_for(codes).route_all(ticket.lines, suggest)), [], pending=False)
 
 
 def routing_lines(routes: list[Route]) -> list[RoutingLine]:

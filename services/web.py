@@ -1,9 +1,10 @@
 """Web-page plumbing shared by the blueprints: security headers, sessions, fragments."""
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
-from flask import Flask, Request, Response, g, has_request_context, render_template, request
+from flask import Flask, current_app, Request, Response, g, has_request_context, render_template, request
 from flask.sessions import SecureCookieSession, SecureCookieSessionInterface
 from flask_login import current_user
 from werkzeug.exceptions import NotFound
@@ -114,3 +115,18 @@ def work_owner() -> tuple[str, str]:
     if current_user and current_user.is_authenticated:
         return f"company:{current_user.company_id}", f"reviewer:{current_user.id}"
     return f"address:{request.remote_addr}", request.path.split("/")[1] if "/" in request.path else ""
+
+
+def token_digest(token: str) -> str:
+    """A short digest of a link token: names it in limits and counts without revealing it."""
+    return hashlib.sha256(str(token)[:64].encode("utf-8", "replace")).hexdigest()[:24]
+
+
+def public_base_url() -> str:
+    """The address crews reach the service at: configured, else the current request's host."""
+    configured = current_app.config.get("PUBLIC_BASE_URL")
+    if configured:
+        return configured.rstrip("/")
+    if has_request_context():
+        return request.host_url.rstrip("/")
+    return "http://127.0.0.1:5000"

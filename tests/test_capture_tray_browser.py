@@ -15,7 +15,6 @@ from tests.test_capture_browser import (
     queue_for_a_link_then_revoke_it,
     sign,
     site_photo,
-    wait_for,
     wait_for_script,
 )
 from tests.test_capture_signal_browser import KB, through

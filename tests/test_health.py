@@ -6,12 +6,12 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
 from models import db
-from services import health
+from services import connections, health
 from tests.test_serve import free_port
 
 
 def test_healthy_service_reports_ok_without_a_key(app, client, acme):
-    health._last_seen.update(ok_at=None, failed_at=None, last_error=None)
+    connections._last_seen.update(ok_at=None, failed_at=None, last_error=None)
     client.get("/v1/projects", headers=acme.headers)
     response = client.get("/healthz")
     assert response.status_code == 200
