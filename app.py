@@ -18,13 +18,14 @@ from blueprints import (auth, health, home, keys, links, me, openapi, projects, 
 from blueprints.cli import register_commands
 from blueprints.errors import register_error_handlers
 from models import db
-from services import assets, bodies, compression, i18n, ratelimit
-from services.database import configure_engine, normalise_database_url
-from services.auth import login_manager
-from services.storage import parse_bucket_url
-from services.errors import UntrustedHost
-from services.logs import configure_logging
-from services.web import SessionCookies, add_security_headers, is_api_path, refuse_nul
+from services.accounts import ratelimit
+from services.platform import assets, bodies, compression, i18n
+from services.platform.database import configure_engine, normalise_database_url
+from services.accounts.auth import login_manager
+from services.files.storage import parse_bucket_url
+from services.platform.errors import UntrustedHost
+from services.platform.logs import configure_logging
+from services.platform.web import SessionCookies, add_security_headers, is_api_path, refuse_nul
 
 migrate = Migrate(render_as_batch=True, compare_type=True)
 csrf = CSRFProtect()
@@ -39,10 +40,10 @@ def default_config(instance_path: str) -> dict[str, Any]:
         "SQLITE_BUSY_TIMEOUT_MS": 30_000,
         "SQLITE_SYNCHRONOUS": "FULL",
         # 12 photos of up to 2 MiB each, base64-encoded, plus the signature and text: the routes
-        # that take photos; every other route takes SMALL_BODY_BYTES (services/bodies.py).
+        # that take photos; every other route takes SMALL_BODY_BYTES (services/platform/bodies.py).
         "MAX_CONTENT_LENGTH": 34 * MiB,
         "SMALL_BODY_BYTES": 256 * 1024,
-        # The server (services/serving.py, waitress; make run and deploy/) reads each request whole before a
+        # The server (services/platform/serving.py, waitress; make run and deploy/) reads each request whole before a
         # thread runs the app: its headers within REQUEST_HEADER_DEADLINE_S, its body within
         # REQUEST_BODY_DEADLINE_S (photos on one bar), never REQUEST_IDLE_S without a byte;
         # it keeps at most SERVER_CONNECTION_LIMIT connections open, SERVER_CONNECTIONS_PER_ADDRESS
@@ -212,7 +213,7 @@ def default_config(instance_path: str) -> dict[str, Any]:
         # /healthz shows its checks to loopback callers, and to others sending this key in
         # X-Health-Key; everyone else sees only "ok" or "degraded".
         "HEALTHZ_KEY": None,
-        # Webhooks (services/webhook_delivery.py): events go only over https to public
+        # Webhooks (services/webhooks/webhook_delivery.py): events go only over https to public
         # addresses, unless WEBHOOK_ALLOW_PRIVATE names the host or a network holding its
         # address ("127.0.0.1", "10.0.0.0/8 erp.internal"), where plain http is taken too.
         # Each attempt waits WEBHOOK_TIMEOUT_S at most and reads at most

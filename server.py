@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 
 from app import create_app
-from services.serving import make_server, serve
+from services.platform.serving import make_server, serve
 
 
 def main(argv: list[str]) -> None:

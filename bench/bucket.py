@@ -10,8 +10,8 @@ import tracemalloc
 from dataclasses import dataclass
 from pathlib import Path
 
-from services.photos import process_photo
-from services.storage import BucketStore, FolderStore, s3_client
+from services.files.photos import process_photo
+from services.files.storage import BucketStore, FolderStore, s3_client
 from tests.plugins.storage import new_bucket, start_s3_server
 
 

@@ -146,7 +146,7 @@ CODES = ["01-740", "02-410", "03-100", "03-200", "03-300", "05-120", "05-500", "
 def wordings(count: int, seed_: int) -> list[tuple[str, str, str]]:
     """`count` lines of distinct telling words (kind, text, the PM's cost code): a trade or
     thing with up to three places or qualifiers, one word in seven misspelt."""
-    from services.learned_words import words
+    from services.routing.learned_words import words
 
     rng = random.Random(seed_)
 
@@ -223,8 +223,9 @@ def speed(app, service, workdir: Path, key: str, company_id: int, project_id: st
     from sqlalchemy import delete, insert
 
     from models import RoutingDecision, Ticket, db
-    from services import learning, projects
-    from services.ticket_shapes import Wait, routing_of
+    from services.project_system import projects
+    from services.routing import learning
+    from services.tickets.ticket_shapes import Wait, routing_of
 
     lines = [{"kind": "labor", "trade": t, "hours": "4", "workers": "1", "rate": "60",
               "amount": "240", "costCode": None} for t in

@@ -33,8 +33,8 @@ class ServerPhoto:
 
 
 def time_server_processing(raw: bytes, runs: int = 7) -> ServerPhoto:
-    """Time services.photos.process_photo and the baseline, alternating, on the same bytes."""
-    from services.photos import process_photo
+    """Time services.files.photos.process_photo and the baseline, alternating, on the same bytes."""
+    from services.files.photos import process_photo
 
     process_photo(raw)
     _baseline(raw)  # warm both paths (imports, codec tables)

@@ -284,7 +284,7 @@ def detail_sections(r: dict) -> list[str]:
             f"{', '.join(f'{t:.0f}' for t in pb['ceiling_runs_ms'])} ms, "
             f"{pb['ceiling_bytes'] / 1000:.0f} KB.",
             "",
-            f"Server: services.photos.process_photo on the page's output "
+            f"Server: services.files.photos.process_photo on the page's output "
             f"({ps['input_size'][0]}×{ps['input_size'][1]}, {ps['input_bytes'] / 1000:.0f} KB) → "
             f"{ps['output_size'][0]}×{ps['output_size'][1]}, {ps['output_bytes'] / 1000:.0f} KB "
             f"plus thumbnail; runs {', '.join(f'{t:.0f}' for t in ps['runs_ms'])} ms. Ceiling: "

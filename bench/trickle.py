@@ -1,6 +1,6 @@
 """How many trickling connections it takes to make /healthz slower than 1 s under `make run`.
 
-Starts bin/serve (server.py: waitress, services/serving.py) on a private instance, then opens
+Starts bin/serve (server.py: waitress, services/platform/serving.py) on a private instance, then opens
 trickling connections from 127.0.0.2 in steps: each sends a capture link's request headers
 whole, then its body at a byte a second. After each step /healthz is asked three times from
 127.0.0.1; the step where its median passes 1 s is the answer. The server keeps at most

@@ -16,10 +16,10 @@ from typing import Any
 from flask import Blueprint, Response, g, jsonify, request
 from pydantic import BaseModel
 
-from services import keys
-from services.errors import ServiceError
-from services.ratelimit import api_limit, presented_api_key
-from services.validation import validate
+from services.accounts import keys
+from services.platform.errors import ServiceError
+from services.accounts.ratelimit import api_limit, presented_api_key
+from services.platform.validation import validate
 
 API_PREFIX = "/v1"
 

@@ -7,9 +7,10 @@ import urllib.parse
 from flask import Blueprint, Response, current_app, redirect, render_template, request, url_for
 from flask_login import current_user, login_required, login_user, logout_user
 
-from services import auth, mail, reviewers
-from services.ratelimit import count, count_or_refuse
-from services.web import is_htmx
+from services.accounts import auth, reviewers
+from services.platform import mail
+from services.accounts.ratelimit import count, count_or_refuse
+from services.platform.web import is_htmx
 
 bp = Blueprint("auth", __name__)
 

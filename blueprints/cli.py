@@ -11,24 +11,16 @@ from flask import Flask, current_app
 from flask.cli import AppGroup, with_appcontext
 
 from models import short_reference
-from services import (
-    backup,
-    companies,
-    connections,
-    demo,
-    keys,
-    learning,
-    mail,
-    photo_sweep,
-    photo_uploads,
-    projects,
-    reviewers,
-    signing,
-    storage_migration,
-    webhook_delivery,
-)
-from services.errors import ServiceError
-from services.write_test import run as run_write_test
+from services import demo
+from services.accounts import companies, keys, reviewers
+from services.capture import signing
+from services.files import backup, photo_sweep, photo_uploads, storage_migration
+from services.platform import mail
+from services.project_system import connections, projects
+from services.routing import learning
+from services.webhooks import webhook_delivery
+from services.platform.errors import ServiceError
+from services.approval.connection_check import run as run_write_test
 
 keys_cli = AppGroup("keys", help="Create, list and revoke API keys.")
 reviewers_cli = AppGroup("reviewers", help="Manage reviewer logins.")

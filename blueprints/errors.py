@@ -9,10 +9,10 @@ from werkzeug.exceptions import HTTPException
 from sqlalchemy.exc import OperationalError
 
 from models import db
-from services.errors import ServiceError
-from services.quotas import FULL_MESSAGE
-from services.ratelimit import retry_after_seconds
-from services.web import is_api_path, is_capture_script_request
+from services.platform.errors import ServiceError
+from services.files.quotas import FULL_MESSAGE
+from services.accounts.ratelimit import retry_after_seconds
+from services.platform.web import is_api_path, is_capture_script_request
 
 HTTP_CODES = {
     400: "bad_request",

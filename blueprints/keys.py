@@ -5,9 +5,10 @@ from __future__ import annotations
 from flask import Blueprint, Response, request
 from flask_login import current_user, login_required
 
-from services import keys, webhooks
-from services.errors import ServiceError
-from services.web import render_page
+from services.accounts import keys
+from services.webhooks import webhooks
+from services.platform.errors import ServiceError
+from services.platform.web import render_page
 
 bp = Blueprint("keys", __name__)
 

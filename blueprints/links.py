@@ -10,11 +10,14 @@ from flask_login import current_user, login_required
 from blueprints.api import PROJECT_SYSTEM_ERRORS, api_route, error_codes, read_json_object
 from models.schemas import CaptureSettings, CaptureSettingsInput, Link, LinkInput, LinkList
 from models import short_reference
-from services import assets, capture, evidence, i18n, links, photo_uploads, projects
-from services.plain_words import plain_error
-from services.errors import ServiceError
-from services.ratelimit import count_or_refuse
-from services.web import is_capture_script_request, render_page, token_digest
+from services.capture import capture, evidence, links
+from services.files import photo_uploads
+from services.platform import assets, i18n
+from services.project_system import projects
+from services.tickets.plain_words import plain_error
+from services.platform.errors import ServiceError
+from services.accounts.ratelimit import count_or_refuse
+from services.platform.web import is_capture_script_request, render_page, token_digest
 
 bp = Blueprint("links", __name__)
 
@@ -344,7 +347,7 @@ def _part_answer(token: str, work) -> Response:
 @bp.put("/c/<token>/tickets/<client_ref>/photos/<key>")
 def capture_photo(token: str, client_ref: str, key: str) -> Response:
     """One photo of a ticket whose text already arrived: the image bytes as the body, whole or
-    a piece at a time (Content-Range, services/photo_uploads.py).
+    a piece at a time (Content-Range, services/files/photo_uploads.py).
 
     The same key again changes nothing, so a phone can resend after any drop.
     """

@@ -5,7 +5,7 @@ from flask import Blueprint, g
 
 from blueprints.api import api_route
 from models.schemas import Me
-from services import companies
+from services.accounts import companies
 
 bp = Blueprint("me", __name__)
 

@@ -73,7 +73,7 @@ def _query_parameters(model: type[BaseModel], components: dict[str, Any]) -> lis
 
 def _path_parameters(rule: str) -> list[dict[str, Any]]:
     """Document every path variable of a rule as a required number or string (a string holds no
-    NUL character: every route refuses one, services/web.py)."""
+    NUL character: every route refuses one, services/platform/web.py)."""
     return [{"name": name, "in": "path", "required": True,
              "schema": {"type": "integer", "minimum": 1} if converter == "int:"
              else {"type": "string", "pattern": NO_NUL}}
@@ -173,7 +173,7 @@ def _error_response(status: int, codes: tuple[str, ...], text: str | None = None
 
 
 # What checking any body can answer: cut short, or too large (a slow one never reaches the app:
-# the serving layer reads bodies whole, services/serving.py).
+# the serving layer reads bodies whole, services/platform/serving.py).
 BODY_ERRORS: dict[int, tuple[str, ...]] = {
     400: ("body_incomplete",), 413: ("payload_too_large",),
 }
@@ -183,13 +183,13 @@ KEY_ERRORS = ("api_key_missing", "api_key_malformed", "api_key_invalid", "api_ke
 
 def _common_errors(operation: Operation) -> dict[int, tuple[str, ...]]:
     """The codes any route of this kind can answer, whatever its view does."""
-    # Every route refuses a NUL character in the query string (services/web.py, refuse_nul).
+    # Every route refuses a NUL character in the query string (services/platform/web.py, refuse_nul).
     codes: dict[int, tuple[str, ...]] = {400: ("validation_failed",)}
     if operation.body is not None:
         codes[400] = ("validation_failed", "invalid_json", "invalid_body") + \
             (("body_required",) if operation.body_required else ())
         codes[415] = ("unsupported_media_type",)
-    if operation.body is not None or operation.binary_body:  # read first by services/bodies.py
+    if operation.body is not None or operation.binary_body:  # read first by services/platform/bodies.py
         codes = error_codes(codes, BODY_ERRORS)
     if not operation.public:
         codes[401] = KEY_ERRORS
@@ -346,7 +346,7 @@ def get_openapi_document():
 # Redoc, vendored with its licence in static/vendor/ (no CDN), renders /v1/docs in the browser.
 REDOC_SCRIPT = "vendor/redoc-2.5.4.standalone.js"
 
-# The pages' policy (services/web.py), widened for this page only by what Redoc needs: it
+# The pages' policy (services/platform/web.py), widened for this page only by what Redoc needs: it
 # injects its styles as inline <style> elements and runs its search index in a worker made
 # from a blob: address. Scripts still come from this server alone, and nothing is fetched
 # from anywhere else (the logo Redoc's menu would load from its maker's CDN is blocked).

@@ -12,7 +12,7 @@ from models.schemas import (
     CostCodeQuery,
     ProjectList,
 )
-from services import projects
+from services.project_system import projects
 
 bp = Blueprint("projects", __name__)
 

@@ -19,11 +19,13 @@ from models.schemas import (
     Ticket,
     TicketAuthorizationInput,
 )
-from services import authorizations, markups, rates, ticket_shapes, tickets
-from services.ticket_records import find_ticket
-from services.errors import ServiceError
-from services.validation import validate
-from services.web import render_page
+from services.capture import tickets
+from services.pricing import authorizations, markups, rates
+from services.tickets import ticket_shapes
+from services.tickets.ticket_records import find_ticket
+from services.platform.errors import ServiceError
+from services.platform.validation import validate
+from services.platform.web import render_page
 
 PROJECT_ERRORS = error_codes({404: ("project_not_found",)}, PROJECT_SYSTEM_ERRORS)
 SHEET_ERRORS = {404: ("rate_sheet_not_found",)}

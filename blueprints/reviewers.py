@@ -4,9 +4,9 @@ from __future__ import annotations
 from flask import Blueprint, Response, abort
 from flask_login import current_user, login_required
 
-from services import keys, reviewers
-from services.errors import ServiceError
-from services.web import render_page
+from services.accounts import keys, reviewers
+from services.platform.errors import ServiceError
+from services.platform.web import render_page
 
 bp = Blueprint("reviewers", __name__)
 

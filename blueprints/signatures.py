@@ -21,12 +21,14 @@ from models.schemas import (
 from blueprints.ticket_pages import ticket_panel
 from blueprints.tickets import image_answer
 from models import short_reference
-from services import documents, evidence, i18n, signatures, signing
-from services.capture import plain_message
-from services.ticket_records import find_ticket
-from services.errors import ServiceError, ValidationFailed
-from services.ratelimit import count_or_refuse
-from services.validation import validate
+from services.capture import evidence, signing
+from services.platform import i18n
+from services.tickets import documents, signatures
+from services.capture.capture import plain_message
+from services.tickets.ticket_records import find_ticket
+from services.platform.errors import ServiceError, ValidationFailed
+from services.accounts.ratelimit import count_or_refuse
+from services.platform.validation import validate
 
 bp = Blueprint("signatures", __name__)
 

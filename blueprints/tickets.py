@@ -19,19 +19,11 @@ from models.schemas import (
     UploadProgress,
 )
 from models import utcnow
-from services import (
-    approval,
-    capture,
-    documents,
-    evidence,
-    export,
-    photo_uploads,
-    storage,
-    ticket_queries,
-    ticket_shapes,
-    tickets,
-)
-from services.ticket_records import find_ticket
+from services.approval import approval
+from services.capture import capture, evidence, tickets
+from services.files import photo_uploads, storage
+from services.tickets import documents, export, ticket_queries, ticket_shapes
+from services.tickets.ticket_records import find_ticket
 
 bp = Blueprint("tickets", __name__)
 STORAGE_ERRORS = {503: ("storage_unavailable", "images_busy"),

@@ -14,7 +14,7 @@ from models.schemas import (
     WebhookEndpointList,
     WebhookEndpointPatch,
 )
-from services import webhooks
+from services.webhooks import webhooks
 
 bp = Blueprint("webhooks", __name__)
 

@@ -77,7 +77,7 @@ class Authorization(db.Model):
     created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
 
 
-# One reference per project, compared as it is looked up (services/authorizations.py): without case.
+# One reference per project, compared as it is looked up (services/pricing/authorizations.py): without case.
 # SQLite's reflection cannot read an index on an expression, so a batch migration that rebuilds
 # this table must create it again (migrations/versions/0024).
 Index("uq_authorizations_company_project_lower_reference", Authorization.company_id,

@@ -7,7 +7,9 @@ from typing import Any
 from sqlalchemy import func, select
 
 from models import Company, db
-from services import companies, connections, keys, links, reviewers
+from services.accounts import companies, keys, reviewers
+from services.capture import links
+from services.project_system import connections
 
 
 def has_any_company() -> bool:

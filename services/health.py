@@ -11,7 +11,8 @@ from flask import current_app
 from sqlalchemy import text
 
 from models import db
-from services import connections, storage
+from services.files import storage
+from services.project_system import connections
 from services.project_system.pacing import shared_pacing
 
 MIN_FREE_BYTES = 200 * 1024 * 1024

@@ -59,7 +59,7 @@ class Tenant:
 
 def make_tenant(app: Flask, name: str = "Acme Mechanical", key_name: str = "tests") -> Tenant:
     """Create a company and a key for it."""
-    from services import companies, keys
+    from services.accounts import companies, keys
 
     with app.app_context():
         company = companies.create_company(name)
@@ -100,7 +100,7 @@ def app(tmp_path, migrated_template, sandbox_server, store_config, monkeypatch) 
     """A fresh app on its own migrated database and file store, pointed at the live sandbox,
     whose Procore clients wait for Procore's rate limit by moving the sandbox company's clock
     on instead of sleeping."""
-    from services import connections
+    from services.project_system import connections
     from services.project_system import ProcoreClient
     from tests.plugins.sandbox import SkippingClock
 
@@ -118,7 +118,7 @@ def app(tmp_path, migrated_template, sandbox_server, store_config, monkeypatch) 
     yield application
     with application.app_context():
         from models import db
-        from services import projects
+        from services.project_system import projects
 
         # a page's read still under way would hand its connection back to a let-go pool
         projects.wait_for_background_reads(30)
@@ -127,7 +127,7 @@ def app(tmp_path, migrated_template, sandbox_server, store_config, monkeypatch) 
 
 def connect_tenant(app: Flask, name: str = "Acme Mechanical", key_name: str = "tests") -> ConnectedTenant:
     """Create a company with a key and connect it to a fresh sandbox company."""
-    from services import connections
+    from services.project_system import connections
 
     tenant = make_tenant(app, name, key_name)
     with app.app_context():

@@ -1,5 +1,5 @@
 """A second routing corpus, written from crews' own wordings and not beside the synonym table
-in services/learned_words.py: short forms, Spanish, misspellings and brand names as they come
+in services/routing/learned_words.py: short forms, Spanish, misspellings and brand names as they come
 in on real tickets. Each code's wordings are split in two: HISTORY is what the PM approved
 (what routing learns from) and HELD_OUT is what crews send next, never seen by the index.
 A held-out line whose code is None has nothing like it in the history: it should stay

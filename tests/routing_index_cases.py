@@ -1,8 +1,8 @@
 """The corpus as in-process decisions and questions, for tests of the learned index itself."""
 from __future__ import annotations
 
-from services.learning import Evidence, Index
-from services.learned_words import words
+from services.routing.learning import Evidence, Index
+from services.routing.learned_words import words
 from tests.routing_corpus import HISTORY, NEW
 
 COST_TYPE = {"labor": "labor", "equipment": "equipment", "materials": "materials"}

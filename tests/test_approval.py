@@ -69,7 +69,7 @@ def origin_rows(sandbox_server, table: str, ticket_id: str) -> list[dict]:
 
 def remote(app, tenant: ConnectedTenant):
     """The tenant's project-system client."""
-    from services.connections import client_for
+    from services.project_system.connections import client_for
 
     with app.app_context():
         return client_for(tenant.company_id)
@@ -175,7 +175,7 @@ def test_approve_writes_a_change_event_with_lines_photos_and_signature(client, a
     assert names == ["photo-01-trench-east.jpg", "photo-02.jpg", "signature.png",
                      f"ticket-T-{ticket['id'][:8].upper()}.pdf"]
     with app.app_context():
-        from services.storage import file_store
+        from services.files.storage import file_store
         signature_key = db.session.get(Ticket, ticket["id"]).signature["image_key"]
         assert event["attachments"][2]["size"] == len(file_store().open(signature_key))
     page = requests.get(external["url"], timeout=10)
@@ -189,7 +189,7 @@ def test_repeat_approve_is_already_and_calls_nothing(client, acme, app, sandbox_
     first = act(client, acme, ticket["id"], "approve", {}).json
     procore = remote(app, acme)
     with app.app_context():
-        from services.projects import clear_caches
+        from services.project_system.projects import clear_caches
         clear_caches()
     calls = len(procore.calls)
     again = act(client, acme, ticket["id"], "approve", {"destination": "daily_log"})

@@ -10,8 +10,8 @@ import pytest
 
 from app import create_app
 from models import Ticket, TicketPhoto, db
-from services import keys
-from services.storage import file_store
+from services.accounts import keys
+from services.files.storage import file_store
 from tests.conftest import app_config
 from tests.images import data_url, jpeg_bytes
 

@@ -1,4 +1,4 @@
-"""The project-system answer cache (services.cache.TTLCache): expiry on a clock the test
+"""The project-system answer cache (services.platform.cache.TTLCache): expiry on a clock the test
 turns, and one load per key at a time however many threads ask."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from services.cache import TTLCache
+from services.platform.cache import TTLCache
 
 
 class Clock:

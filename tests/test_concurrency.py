@@ -92,7 +92,7 @@ def assert_outcome(app, tenant, acknowledged, statuses, errors) -> None:
         assert written, "no approval went through"
         for ticket in written:
             assert [d.action for d in ticket.decisions].count("approved") == 1
-        from services.connections import client_for
+        from services.project_system.connections import client_for
         procore = client_for(tenant.company_id)
         seen = Counter()
         for ticket in written:

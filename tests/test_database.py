@@ -10,7 +10,7 @@ from alembic.migration import MigrationContext
 from sqlalchemy import inspect, text
 
 from models import Company, db
-from services.database import write_transaction
+from services.platform.database import write_transaction
 
 
 @pytest.mark.sqlite_only

@@ -10,7 +10,7 @@ import pytest
 from PIL import Image
 
 from models import Ticket, db, short_reference
-from services.storage import StoreSpec
+from services.files.storage import StoreSpec
 from tests.images import data_url, noise_jpeg, png_bytes
 from tests.test_approval import act, actor, create, origin_rows, remote
 from tests.test_review_pages import sign_in
@@ -165,7 +165,7 @@ def test_review_page_links_the_document(app, client, acme, rival):
 
 
 def test_busy_renderer_answers_503_at_once(client, acme, app):
-    from services import documents
+    from services.tickets import documents
 
     ticket = create(client, acme)
     app.config["DOCUMENT_WAIT_S"] = 0
@@ -183,7 +183,7 @@ def test_busy_renderer_answers_503_at_once(client, acme, app):
 
 
 def test_the_document_reads_only_the_tickets_own_images(app, tmp_path):
-    from services import pdf_render
+    from services.files import pdf_render
 
     secret = tmp_path / "secret.png"
     Image.new("RGB", (200, 200), (0, 0, 0)).save(secret)
@@ -248,8 +248,8 @@ def test_daily_log_notes_link_the_document(client, acme, app, sandbox_server):
 
 
 def test_a_worker_that_made_a_document_still_refuses_truncated_photos(tmp_path):
-    from services import image_pool, pdf_render
-    from services.photos import ImageRejected, process_photo
+    from services.files import image_pool, pdf_render
+    from services.files.photos import ImageRejected, process_photo
 
     settings = image_pool.PoolSettings(1, 10, 768 * 1024 ** 2)  # one worker: the same process
     spec = StoreSpec(url=None, folder=str(tmp_path), endpoint=None)

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from services.export import COLUMNS, safe_cell
+from services.tickets.export import COLUMNS, safe_cell
 from tests.test_review_pages import sign_in
 
 pytestmark = pytest.mark.live

@@ -9,8 +9,8 @@ import sys
 import time
 from pathlib import Path
 
-from services import image_pool
-from services.photos import ImageRejected
+from services.files import image_pool
+from services.files.photos import ImageRejected
 
 ROOT = Path(__file__).resolve().parents[1]
 SETTINGS = image_pool.PoolSettings(2, 5, 512 * 1024 ** 2)
@@ -75,7 +75,7 @@ def test_a_worker_that_dies_fails_only_its_own_image():
 
 WITH_A_POOL = """
 import sys, time
-from services import image_pool
+from services.files import image_pool
 from tests.test_fair_pool import SETTINGS, worker_pid
 from tests.test_fair_pool import hang
 pids = image_pool.run_all([(worker_pid, (b"",), {})] * 4, SETTINGS, budget_s=60)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from services import reviewers
+from services.accounts import reviewers
 from tests.images import data_url, jpeg_bytes, png_bytes
 
 

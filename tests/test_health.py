@@ -6,7 +6,8 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
 from models import db
-from services import connections, health
+from services import health
+from services.project_system import connections
 from tests.test_serve import free_port
 
 

@@ -5,8 +5,8 @@ import time
 
 import pytest
 
-from services import image_pool
-from services.photos import ImageRejected
+from services.files import image_pool
+from services.files.photos import ImageRejected
 from tests.images import data_url, flat_png, jpeg_bytes, jpeg_scan_bomb
 from tests.test_hostile_input import stored_state
 

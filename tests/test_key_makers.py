@@ -6,7 +6,7 @@ import re
 
 import time_machine
 
-from services import reviewers
+from services.accounts import reviewers
 from tests.test_review_pages import PASSWORD, sign_in
 
 

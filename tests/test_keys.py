@@ -6,7 +6,7 @@ import re
 
 import time_machine
 
-from services.keys import KEY_PATTERN, key_digest
+from services.accounts.keys import KEY_PATTERN, key_digest
 from tests.conftest import make_tenant
 
 
@@ -106,7 +106,7 @@ def test_keys_list_filters_by_company(app, runner, tenant):
 
 
 def test_reviewer_cli_create_and_reset_password(app, runner, tenant):
-    from services.auth import check_login
+    from services.accounts.auth import check_login
 
     created = runner.invoke(args=["reviewers", "create", "--company", str(tenant.company_id),
                                   "--email", "PM@Example.com"], input="first password 1\nfirst password 1\n")

@@ -1,5 +1,5 @@
-"""The house's shape: no import cycles among the project's modules, no import inside a function
-to dodge one, and no service or blueprint module grown past 500 lines."""
+"""The house's shape: services in domain packages importing only downwards, no import cycles,
+no import inside a function to dodge one, and no service or blueprint module past 500 lines."""
 from __future__ import annotations
 
 import ast
@@ -11,6 +11,11 @@ PACKAGES = ("app.py", "blueprints", "models", "services", "sandbox")
 # cost a worker 24 MB and half a second, and only installs with a bucket use them).
 LAZY_LIBRARIES = {"weasyprint", "jsonschema", "boto3", "botocore", "cryptography"}
 MAX_LINES = 500
+# The domains under services/, lowest first: a module may import its own domain and those
+# before it. Modules directly under services/ (health, demo) look at every domain; no domain
+# imports them.
+DOMAINS = ("platform", "files", "accounts", "project_system", "routing", "pricing", "tickets",
+           "webhooks", "capture", "approval", "review")
 
 
 def modules() -> dict[str, Path]:
@@ -90,9 +95,54 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_no_import_cycles_and_no_imports_inside_functions():
     graph, inside = import_graph()
-    assert {"services.tickets", "services.ticket_shapes", "blueprints.tickets"} <= set(graph)
+    assert {"services.capture.tickets", "services.tickets.ticket_shapes", "blueprints.tickets"} <= set(graph)
     assert cycles(graph) == []
     assert inside == []
+
+
+def domain_of(module: str) -> str | None:
+    """The services domain a module belongs to, "" for a module directly under services/."""
+    parts = module.split(".")
+    if parts[0] != "services" or len(parts) == 1:
+        return None
+    return parts[1] if parts[1] in DOMAINS else ""
+
+
+def imports_up(graph: dict[str, set[str]]) -> list[str]:
+    """Imports from a services domain into a later domain, or into a module above the domains."""
+    found = []
+    for module, targets in graph.items():
+        here = domain_of(module)
+        if not here:
+            continue
+        for target in sorted(targets):
+            there = domain_of(target)
+            if there is None:
+                continue
+            if there == "" or DOMAINS.index(there) > DOMAINS.index(here):
+                found.append(f"{module} -> {target}")
+    return found
+
+
+def test_services_are_packages_by_domain_importing_only_downwards():
+    graph, _ = import_graph()
+    assert imports_up(graph) == []
+    folders = {p.name for p in (ROOT / "services").iterdir()
+               if p.is_dir() and (p / "__init__.py").exists()}
+    assert folders == set(DOMAINS)
+    for domain in DOMAINS:
+        assert ast.get_docstring(ast.parse((ROOT / "services" / domain / "__init__.py").read_text()))
+    loose = sorted(p.name for p in (ROOT / "services").glob("*.py") if p.name != "__init__.py")
+    assert loose == ["demo.py", "health.py"]
+
+
+def test_an_import_up_the_domains_is_found():
+    graph = {"services.files.storage": {"services.platform.errors", "services.tickets.signatures"},
+             "services.platform.web": {"services.health"},
+             "services.review.review_queue": {"services.capture.links", "models"},
+             "services.health": {"services.review.review_queue"}}
+    assert imports_up(graph) == ["services.files.storage -> services.tickets.signatures",
+                                 "services.platform.web -> services.health"]
 
 
 def test_the_cycle_finder_finds_a_cycle():

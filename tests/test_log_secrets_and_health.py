@@ -41,7 +41,7 @@ def test_flask_limiter_lines_never_carry_a_link_token(app, client, acme, plain_h
 def test_limit_storage_holds_no_link_token(app, client, acme):
     token = client.post("/v1/links", headers=acme.headers, json={"project_id": acme.project()["id"]}).json["token"]
     client.post(f"/c/{token}/tickets", json={"description": "d", "reason": "r", "directed_by": "s"})
-    from services.ratelimit import limiter
+    from services.accounts.ratelimit import limiter
 
     storage = limiter.storage
     if hasattr(storage, "events"):  # memory://: counters and moving-window events by key

@@ -10,7 +10,7 @@ import time_machine
 from argon2 import PasswordHasher
 
 from models import Reviewer, db
-from services import auth, reviewers
+from services.accounts import auth, reviewers
 from tests.mailbox import smtp_server
 from tests.test_review_pages import PASSWORD, add_reviewer, csrf_token, sign_in
 
@@ -163,7 +163,7 @@ def test_company_admin_disables_a_reviewer_from_the_page(app, acme, rival):
 @pytest.mark.parametrize("password", ["aaaaaaaaaa", "password123", "1234567890", "qwertyuiop",
                                       "Password1!", "abababababab", "pm-acme-2026!"])
 def test_weak_and_common_passwords_are_refused(app, acme, password):
-    from services.errors import ValidationFailed
+    from services.platform.errors import ValidationFailed
 
     with app.app_context(), pytest.raises(ValidationFailed) as refused:
         reviewers.create_reviewer(acme.company_id, "pm-acme@acme.example", password)

@@ -7,7 +7,7 @@ import pytest
 import requests
 from requests.adapters import HTTPAdapter
 
-from services import reviewers
+from services.accounts import reviewers
 from tests.test_crash import start_server
 from tests.test_review_pages import PASSWORD, csrf_token
 from tests.test_serve import free_port

@@ -8,8 +8,8 @@ import os
 import re
 import threading
 
-from services import reviewers
-from services.logs import JsonLines, redact
+from services.accounts import reviewers
+from services.platform.logs import JsonLines, redact
 from tests.images import data_url, jpeg_bytes
 
 

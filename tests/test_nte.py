@@ -118,7 +118,7 @@ def test_pages_show_the_running_total_and_ask_for_confirmation(app, client, acme
 def test_the_same_reference_created_at_once_answers_409_not_500(app, client, acme, monkeypatch, second):
     """Two creates both past the look-up (the race): the database's unique reference decides,
     whatever the case, as the look-up compares."""
-    from services import authorizations
+    from services.pricing import authorizations
 
     project = acme.project()["id"]
     authorize(client, acme, project, reference="CD-020")

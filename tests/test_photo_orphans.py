@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import time_machine
 
-from services import photo_sweep
-from services.storage import FolderStore, file_store
+from services.files import photo_sweep
+from services.files.storage import FolderStore, file_store
 from tests.images import data_url, jpeg_bytes, png_bytes
 from tests.plugins.storage import FOLDER_ONLY, stored_names
 

@@ -11,8 +11,8 @@ import time_machine
 from sqlalchemy import select
 
 from models import StorageUsage, TicketPhoto, db
-from services import photo_uploads, storage
-from services.web import token_digest
+from services.files import photo_uploads, storage
+from services.platform.web import token_digest
 from tests.images import data_url, jpeg_bytes, noise_jpeg
 
 PIECE = photo_uploads.MIN_PIECE_BYTES

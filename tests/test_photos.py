@@ -1,4 +1,4 @@
-"""Tests for services.photos: input decoding, image validation and normalisation (the store: test_storage.py)."""
+"""Tests for services.files.photos: input decoding, image validation and normalisation (the store: test_storage.py)."""
 
 import base64
 import hashlib
@@ -11,8 +11,8 @@ import zlib
 import pytest
 from PIL import ExifTags, Image, ImageDraw, ImageFile, JpegImagePlugin, PngImagePlugin
 
-from services import photos
-from services.photos import (
+from services.files import photos
+from services.files.photos import (
     ImageRejected,
     decode_image_input,
     process_photo,

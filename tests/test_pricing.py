@@ -225,7 +225,7 @@ def test_a_ticket_not_yet_written_is_priced_again_on_request(app, client, acme):
 
 
 def test_notes_and_reasons_read_as_english(client, acme):
-    from services.routing import article
+    from services.routing.routing import article
 
     assert [article(word) for word in ("equipment", "other", "unknown", "labor", "materials")] == \
         ["an", "an", "an", "a", "a"]

@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from models import Ticket, db
-from services import storage
+from services.files import storage
 from services.project_system import Attachment
 from services.project_system.procore import WAIT_ROUNDING_S
 from tests.images import data_url, jpeg_bytes, png_bytes

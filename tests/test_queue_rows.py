@@ -44,7 +44,7 @@ TAB = re.compile(r">(Needs review|Written|Rejected|All) \((\d+)\)</a>")
 
 
 def test_status_tabs_count_the_same_filter_as_the_list(app, client, acme):
-    from services import approval
+    from services.approval import approval
     from tests.pile import SUBS, seed_pile
     pile = seed_pile(app, acme, count=24)
     project, sub = pile[1].project_id, SUBS[1]

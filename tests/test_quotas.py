@@ -9,7 +9,7 @@ import pytest
 import time_machine
 
 from app import create_app
-from services import storage
+from services.files import storage
 from tests.images import data_url, jpeg_bytes, noise_jpeg
 from tests.plugins.storage import FOLDER_ONLY
 from tests.test_hostile_input import stored_state

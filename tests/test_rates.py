@@ -61,7 +61,7 @@ def test_sheets_per_project_and_company_default(client, acme):
 def test_the_sheet_in_force_is_the_projects_latest_before_the_company_default(app, client, acme):
     import datetime as dt
 
-    from services.rates import sheet_in_force
+    from services.pricing.rates import sheet_in_force
 
     project = acme.project()["id"]
     save(client, acme, name="Company early", effective_from="2026-01-01")

@@ -31,12 +31,24 @@ def test_every_mapped_path_exists():
     assert sorted(path for path in mapped_paths() if not (ROOT / path).exists()) == []
 
 
-def test_every_module_of_services_and_blueprints_is_mapped():
-    modules = set()
-    for folder in ("services", "blueprints"):
-        for path in (ROOT / folder).iterdir():
-            if path.suffix == ".py" and path.name != "__init__.py":
-                modules.add(f"{folder}/{path.name}")
-            elif path.is_dir() and (path / "__init__.py").exists():
-                modules.add(f"{folder}/{path.name}/")
-    assert sorted(modules - mapped_paths()) == []
+def drawn_services() -> set[str]:
+    """The modules the tree of services/ under "Where things live" names, as paths."""
+    section = README.split("\n## Where things live\n", 1)[1].split("\n## ", 1)[0]
+    tree = section.split("```text\nservices/\n", 1)[1].split("```", 1)[0]
+    drawn, folder = set(), ""
+    for row in tree.splitlines():
+        top = re.match(r"^[├└]── (\S+)", row)
+        if top:
+            folder = top.group(1) if top.group(1).endswith("/") else ""
+        for name in re.findall(r"(?<![\w./])(\w+\.(?:py|txt))\b", row):
+            drawn.add(f"services/{folder}{name}")
+    return drawn
+
+
+def test_every_module_of_blueprints_is_mapped_and_services_is_drawn_as_its_tree():
+    blueprints = {f"blueprints/{path.name}" for path in (ROOT / "blueprints").glob("*.py")
+                  if path.name != "__init__.py"}
+    assert sorted(blueprints - mapped_paths()) == []
+    files = {str(path.relative_to(ROOT)) for path in (ROOT / "services").rglob("*")
+             if path.suffix in (".py", ".txt") and path.name != "__init__.py"}
+    assert sorted(files ^ drawn_services()) == []

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from services import reviewers
+from services.accounts import reviewers
 
 pytestmark = pytest.mark.browser
 

@@ -6,7 +6,7 @@ import re
 
 import time_machine
 
-from services import reviewers
+from services.accounts import reviewers
 
 PASSWORD = "correct horse battery"
 

@@ -63,7 +63,7 @@ def test_procore_unreachable_is_said_plainly(app, client, acme):
     app.config["PROJECT_SYSTEM_CONNECT_TIMEOUT_S"] = 1
     app.config["PROJECT_SYSTEM_READ_RETRIES"] = 0
     with app.app_context():
-        from services import projects
+        from services.project_system import projects
         projects.clear_caches()
     refused = browser.post(f"/tickets/{ticket['id']}/approve", {"destination": "change_event"})
     text = visible_text(refused.get_data(as_text=True))

@@ -21,7 +21,7 @@ def pile(app, acme):
 def stop_procore(app):
     """Point the company's connection at a port nothing listens on, and let every cached answer
     go stale (it stays as the last one known)."""
-    from services import projects
+    from services.project_system import projects
     app.config["SANDBOX_URL"] = "http://127.0.0.1:9"
     with app.app_context():
         projects.expire_caches()
@@ -36,7 +36,7 @@ def timed(browser, path):
 def noticed_away(app, acme) -> bool:
     """Whether the pages' background read has found Procore away (it ends within moments
     when nothing listens on its port)."""
-    from services import projects
+    from services.project_system import projects
     deadline = time.monotonic() + 5
     with app.app_context():
         while projects.away_since(acme.company_id) is None and time.monotonic() < deadline:
@@ -79,7 +79,7 @@ def test_queue_and_ticket_answer_quickly_from_what_was_known(app, client, acme, 
 
 
 def test_nothing_known_yet_still_answers_in_time(app, client, acme, pile):
-    from services import projects
+    from services.project_system import projects
     browser = sign_in(app, client, acme)
     stop_procore(app)
     with app.app_context():

@@ -164,7 +164,7 @@ def test_ticket_links_carry_the_view_and_come_back_to_it(app, client, acme, pile
 def browser_sign_in(page, live_server, app, acme):
     from tests.test_review_browser import PASSWORD
     email = "pm-triage@acme.example"
-    from services import reviewers
+    from services.accounts import reviewers
     with app.app_context():
         reviewers.create_reviewer(acme.company_id, email, PASSWORD)
     page.goto(f"{live_server.url}/login")

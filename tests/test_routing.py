@@ -4,7 +4,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from services.project_system import BudgetCode, CostCode
-from services.routing import Router
+from services.routing.routing import Router
 
 COST_CODES = [
     CostCode(id=11, code="02-200", name="Site Earthwork"),

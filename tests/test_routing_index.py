@@ -2,7 +2,7 @@
 decision taken in without copying the index or forgetting unrelated answers."""
 from __future__ import annotations
 
-from services.learning import Index
+from services.routing.learning import Index
 from tests.routing_corpus import HISTORY
 from tests.routing_index_cases import answers, evidence, held_out_score, questions
 
@@ -386,7 +386,7 @@ def test_decisions_added_one_by_one_answer_as_a_fresh_index_after_each():
 
 def test_a_new_decision_goes_into_the_same_index_and_keeps_unrelated_answers(
         app, client, acme, monkeypatch):
-    from services import learning
+    from services.routing import learning
     from tests.test_learning import cost_code, replay, routed
 
     replay(client, acme, HISTORY[:5])  # framing, drywall and Bolt Electric's habits

@@ -13,7 +13,7 @@ import time
 import pytest
 import requests
 
-from services.serving import forwarded_client
+from services.platform.serving import forwarded_client
 from tests.images import data_url, noise_jpeg
 from tests.test_crash import start_server
 from tests.test_review_pages import PASSWORD, add_reviewer, csrf_token

@@ -10,7 +10,8 @@ import pytest
 import time_machine
 
 from models import SignatureRequest, Ticket, db, short_reference
-from services import signatures, signing
+from services.capture import signing
+from services.tickets import signatures
 from tests.images import data_url, jpeg_bytes, png_bytes
 from tests.mailbox import smtp_server
 from tests.test_approval import create

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from models import Ticket, TicketPhoto, db
-from services import photo_sweep, storage
-from services.storage import (
+from services.files import photo_sweep, storage
+from services.files.storage import (
     BucketStore,
     FileStore,
     FolderStore,

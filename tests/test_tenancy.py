@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from services import reviewers
+from services.accounts import reviewers
 from tests.images import data_url, jpeg_bytes, png_bytes
 
 PASSWORD = "correct horse battery"

@@ -11,8 +11,8 @@ from sqlalchemy import create_engine, event, text, update
 from models import Ticket, db
 from models.schemas import TicketList, TicketSummary
 from models.schemas import Ticket as TicketShape
-from services import ticket_queries, ticket_shapes
-from services.database import write_transaction
+from services.tickets import ticket_queries, ticket_shapes
+from services.platform.database import write_transaction
 from tests.images import data_url, jpeg_bytes, png_bytes
 
 pytestmark = pytest.mark.live
@@ -170,7 +170,7 @@ def test_the_create_answer_the_api_and_the_review_page_shape_the_same_ticket(cli
     assert created == api  # the answer to a create is the ticket as it reads afterwards
     # The page is shaped in a request too, so its evidence addresses name the same host.
     with app.test_request_context():
-        from services import review_ticket
+        from services.review import review_ticket
         page = review_ticket.ticket_page(acme.company_id, ticket_id)
     assert page.ticket.model_dump(mode="json") == api
 
@@ -253,6 +253,6 @@ def test_totals_follow_every_write_to_tickets_whoever_makes_it(client, app, acme
     script.dispose()
     assert totals() == {"submitted": 0, "rejected": 3, "written": 1, "all": 4}
     with app.app_context():
-        from services.ticket_queries import ListFilter, list_status_counts
+        from services.tickets.ticket_queries import ListFilter, list_status_counts
         assert list_status_counts(acme.company_id, ListFilter()) == {
             "submitted": 0, "written": 1, "rejected": 3}

@@ -14,7 +14,7 @@ import time_machine
 from PIL import Image
 
 from models import Ticket, TicketPhoto, db
-from services.storage import file_store
+from services.files.storage import file_store
 from tests.images import data_url, jpeg_bytes, png_bytes
 from tests.plugins.storage import stored_names
 
@@ -302,7 +302,7 @@ def test_routing_reads_use_the_cache(client, acme, app, sandbox_server):
     body = ticket_body(acme.project()["id"], labor=[{"trade": "Laborer", "hours": 1, "rate": 1}])
     ticket = client.post("/v1/tickets", headers=acme.headers, json=body).json
     assert client.get(f"/v1/tickets/{ticket['id']}", headers=acme.headers).status_code == 200
-    from services.connections import client_for
+    from services.project_system.connections import client_for
     with app.app_context():
         procore = client_for(acme.company_id)
     before = len(procore.calls)
@@ -313,7 +313,7 @@ def test_routing_reads_use_the_cache(client, acme, app, sandbox_server):
 
 def test_list_totals_follow_creates_and_status_changes(client, acme, rival, app):
     """The list's `total` and the queue's counts per status agree with the tickets after every change."""
-    from services.ticket_queries import ListFilter, list_status_counts
+    from services.tickets.ticket_queries import ListFilter, list_status_counts
 
     with_tool, without_tool = acme.project(True)["id"], acme.project(False)["id"]
     ids = [client.post("/v1/tickets", headers=acme.headers,
@@ -425,7 +425,7 @@ def test_evidence_is_reachable_with_the_key_and_only_by_its_company(client, acme
 
 def test_creating_never_waits_on_the_project_system(client, acme, app, monkeypatch):
     """Tickets are taken for known projects while the project system is away; routing waits."""
-    from services import projects as project_service
+    from services.project_system import projects as project_service
 
     project = acme.project()["id"]
     reachable = app.config["SANDBOX_URL"]
@@ -475,7 +475,7 @@ def test_creating_never_waits_on_the_project_system(client, acme, app, monkeypat
 
 
 def test_a_resent_ticket_is_answered_without_waiting_either(client, acme, app, monkeypatch):
-    from services import projects as project_service
+    from services.project_system import projects as project_service
 
     body = ticket_body(acme.project()["id"], client_ref="phone-ref-0001")
     first = client.post("/v1/tickets", headers=acme.headers, json=body)

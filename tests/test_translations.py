@@ -6,7 +6,7 @@ from pathlib import Path
 from babel.messages.extract import extract_from_file
 from babel.messages.pofile import read_po
 
-from services.i18n import script_plurals, script_words
+from services.platform.i18n import script_plurals, script_words
 
 ROOT = Path(__file__).resolve().parents[1]
 CATALOG = ROOT / "translations" / "es" / "LC_MESSAGES" / "messages.po"
@@ -47,7 +47,7 @@ def test_every_crew_and_signer_message_has_its_spanish():
 
 
 def test_a_script_gets_each_plural_form_of_a_count_from_the_catalog(app):
-    from services.i18n import script_messages
+    from services.platform.i18n import script_messages
 
     refused = "{count} photo could not be used."
     with app.test_request_context("/c/x?lang=es"):

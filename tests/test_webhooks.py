@@ -19,7 +19,7 @@ import time_machine
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from models import WebhookDelivery, db
-from services import webhook_delivery
+from services.webhooks import webhook_delivery
 from tests.plugins.storage import storage_env
 from tests.receiver import Receiver
 from tests.test_approval import act, create
@@ -123,9 +123,9 @@ def test_an_endpoint_failing_three_days_is_disabled_and_its_admins_told(app, cli
                                                                         monkeypatch):
     sent: list[tuple[str, str]] = []
     bodies: list[str] = []
-    monkeypatch.setattr("services.mail.send", lambda to, subject, body: (
+    monkeypatch.setattr("services.platform.mail.send", lambda to, subject, body: (
         sent.append((to, subject)), bodies.append(body)))
-    from services import reviewers
+    from services.accounts import reviewers
     with app.app_context():
         reviewers.create_reviewer(acme.company_id, "boss@example.com", "a long pass phrase 1",
                                   is_admin=True)
@@ -325,7 +325,7 @@ def test_the_timeout_and_the_answer_size_are_bounded(app, client, acme, receiver
 
 def test_the_keys_page_lists_endpoints_and_deliveries_and_admins_send_one_again(
         app, client, acme, receiver):
-    from services import reviewers
+    from services.accounts import reviewers
     from tests.test_review_pages import PASSWORD, sign_in
 
     with app.app_context():
@@ -352,7 +352,7 @@ def test_the_keys_page_lists_endpoints_and_deliveries_and_admins_send_one_again(
 
 def test_a_crews_ticket_is_told_signed_then_sent_back(app, client, acme, receiver):
     from models.schemas import SignatureIn, TicketInput
-    from services import evidence, links, tickets
+    from services.capture import evidence, links, tickets
     from tests.images import data_url, png_bytes
     from tests.test_approval import ticket_body
 

@@ -5,7 +5,7 @@ import datetime as dt
 from types import SimpleNamespace
 from zoneinfo import ZoneInfo
 
-from services import approval_records
+from services.approval import approval_records
 
 
 def test_a_friday_ticket_sent_on_monday_is_logged_on_friday():

@@ -6,7 +6,7 @@ Create Date: 2026-11-29 02:00:00
 
 Pieces of photos still being sent were rows with their bytes: a link flooded with unfinished
 uploads grew the database file, which never shrinks. They are now files of the store
-(services/photo_uploads.py). Pieces held at the upgrade are dropped: a phone told the server
+(services/files/photo_uploads.py). Pieces held at the upgrade are dropped: a phone told the server
 holds none of its photo (409, offset 0) sends it again from the start.
 """
 from alembic import op

@@ -12,7 +12,7 @@ the tickets already kept are filled in here.
 from alembic import op
 import sqlalchemy as sa
 
-from services.learned_words import ticket_words
+from services.routing.learned_words import ticket_words
 
 
 revision = '0030'

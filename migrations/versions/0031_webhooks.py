@@ -6,7 +6,7 @@ Create Date: 2026-11-29 02:30:00
 
 Programs register endpoints that are sent signed ticket events. Each event is stored as a
 delivery in the transaction of the change that caused it, and a worker sends it
-(services/webhook_delivery.py), keeping every attempt.
+(services/webhooks/webhook_delivery.py), keeping every attempt.
 """
 from alembic import op
 import sqlalchemy as sa

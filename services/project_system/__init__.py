@@ -1,4 +1,4 @@
-"""The project system the service writes tickets into: the interface and the Procore client."""
+"""The project system tickets are written into: its interface, the Procore client, pacing, connections and the projects read from it."""
 from services.project_system.base import (
     Attachment,
     BudgetCode,

@@ -66,7 +66,7 @@ def s3_endpoint(tmp_path_factory) -> Iterator[str]:
 
 def new_bucket(endpoint: str) -> str:
     """A fresh, empty bucket's name."""
-    from services.storage import s3_client
+    from services.files.storage import s3_client
 
     name = f"ewt-{uuid.uuid4().hex[:16]}"
     s3_client(endpoint).create_bucket(Bucket=name)
@@ -99,7 +99,7 @@ def storage_env(app) -> dict[str, str]:
 
 def stored_names(app) -> list[str]:
     """The file names of the app's store (keys, and a folder's unfinished writes), sorted."""
-    from services.storage import file_store
+    from services.files.storage import file_store
 
     with app.app_context():
         return sorted(entry.name.rsplit("/", 1)[-1] for entry in file_store().entries())

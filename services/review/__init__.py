@@ -1,0 +1,1 @@
+"""Review: the PM's queue, the ticket page's choices, and bulk approval."""

@@ -1,0 +1,1 @@
+"""Routing: which budget code each ticket line lands on, and what it learns from the PMs' decisions."""

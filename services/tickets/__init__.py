@@ -1,0 +1,1 @@
+"""Tickets as stored and shown: records, shapes, views, queries, plain words, signatures, exports and the ticket's document."""

@@ -1,0 +1,1 @@
+"""Webhooks: the events a company subscribes to, signed and delivered with retries."""
