@@ -20,7 +20,7 @@ from services.project_system import connections, projects
 from services.routing import learning
 from services.webhooks import webhook_delivery
 from services.platform.errors import ServiceError
-from services.approval.connection_check import run as run_write_test
+from services.approval.connection_check import run as run_connection_check
 
 keys_cli = AppGroup("keys", help="Create, list and revoke API keys.")
 reviewers_cli = AppGroup("reviewers", help="Manage reviewer logins.")
@@ -319,7 +319,7 @@ def check_command(company_id: int, write_test: bool, project_id: int | None) -> 
     _print_findings(findings)
     if write_test and all(ok is not False for ok, _ in findings):
         click.echo("write test:")
-        written = run_write_test(company_id, project_id)
+        written = run_connection_check(company_id, project_id)
         _print_findings(written)
         findings += written
     if any(ok is False for ok, _ in findings):

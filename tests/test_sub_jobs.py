@@ -141,7 +141,7 @@ def test_a_learned_choice_keeps_its_sub_job_on_another_project():
 def test_the_api_names_each_cost_codes_sub_job(app, client, acme, sandbox_server,
                                                contract_company):
     """A program sees which sub job a cost code belongs to, and creates a budget code on it."""
-    from tests.test_write_test import connect_to
+    from tests.test_connection_check import connect_to
 
     connect_to(app, acme, sandbox_server, contract_company)
     project = contract_company["contract_projects"]["sub_jobs"]
