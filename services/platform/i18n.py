@@ -23,6 +23,8 @@ _SCRIPT_PLURALS = re.compile(r'\btn\(\s*"((?:[^"\\]|\\.)*)",\s*"((?:[^"\\]|\\.)*
 # the script then takes the "other" form, as CLDR says).
 _SAMPLE_COUNTS = (*range(0, 112), 1_000, 1_000_000)
 
+STATIC = Path(__file__).resolve().parents[2] / "static"  # the project's static/ folder
+
 
 def select_locale() -> str:
     """?lang= (the page's switch), then the remembered choice, then the phone's language."""
@@ -53,7 +55,7 @@ def remember_choice(response: Response) -> Response:
 
 def _script_text(script: str) -> str:
     """The source of a crew script in static/."""
-    return (Path(__file__).resolve().parent.parent / "static" / script).read_text(encoding="utf-8")
+    return (STATIC / script).read_text(encoding="utf-8")
 
 
 def _unescaped(words: str) -> str:
