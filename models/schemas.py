@@ -624,8 +624,7 @@ class Shows(StrEnum):
 
 @dataclass(frozen=True)
 class Shown:
-    """How an optional ticket text field shows: the label it is read under (English, its Spanish
-    in the catalog), the capture form's question when it is asked there, and where it shows."""
+    """A ticket text field's label (Spanish in the catalog), capture question and places."""
 
     label: str
     shows: frozenset[Shows]

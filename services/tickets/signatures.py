@@ -86,8 +86,7 @@ def shown_texts(ticket: TicketRecord) -> dict[str, str]:
 
 def shown_content(ticket: TicketRecord, amounts: bool | None = None,
                   version: int = CONTENT_VERSION) -> dict[str, Any]:
-    """What a signer is shown of a ticket, as plain data (the digest is taken of this), in
-    the content's `version`."""
+    """What a signer is shown of a ticket, as plain data in `version` (the digest is of this)."""
     amounts = amounts_shown(ticket.company_id) if amounts is None else amounts
     content = {"v": version, "ticket": ticket.id, "description": ticket.description,
                "reason": ticket.reason, "directed_by": ticket.directed_by,
@@ -107,10 +106,8 @@ def _digest(content: dict[str, Any]) -> str:
 
 
 def content_digest(ticket: TicketRecord, signed: str | None = None) -> str:
-    """SHA-256 (hex) of the canonical JSON of what the signer is shown; any change to the work,
-    reason, directed-by, the texts shown, lines, quantities or hours (and amounts, when shown)
-    changes it. With `signed`, a signature's digest: the content now in the version that
-    signature was given on, so one given on an older version still matches an unchanged ticket."""
+    """SHA-256 (hex) of what the signer is shown now, in the version the signature whose
+    digest is `signed` was given on (so an older one still matches an unchanged ticket)."""
     current = _digest(shown_content(ticket))
     if signed and signed != current:
         amounts = amounts_shown(ticket.company_id)
