@@ -108,7 +108,8 @@ def _form_context(link, via: str, values: dict | None = None, errors: dict | Non
             "cost_codes": capture.cost_code_choices(link.company_id, link.project_id) if prices else [],
             "classifications": capture.classification_choices(link.company_id, link.project_id),
             "crew_prices": prices, "script_messages": i18n.script_messages("capture.js"),
-            "row_kinds": capture.ROW_KINDS, "ticket_schema": capture.ticket_schema()}
+            "row_kinds": capture.ROW_KINDS, "ticket_schema": capture.ticket_schema(),
+            "asked_fields": capture.asked_fields()}
 
 
 @bp.get("/c/sw.js")

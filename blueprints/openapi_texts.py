@@ -262,8 +262,9 @@ signer a copy of the ticket document, without money in that case too.
 
 **What is recorded:** the drawing, name, role, qualifier and reason, the time, the signer's
 address and browser, and `content_sha256`, the SHA-256 of the canonical JSON of what the page
-showed (work, reason, directed-by, work day, each line's kind, description, workers, hours,
-quantity and unit, and the amounts and total when shown). If the ticket changed while the page
+showed (work, reason, directed-by, work day, the optional text fields the page shows, such as
+`captured_by`, each line's kind, description, workers, hours, quantity and unit, and the
+amounts and total when shown). If the ticket changed while the page
 was open, signing is refused and the page shows it again. When a repricing or a corrected
 version changes what the signer was shown, the signature stops counting (see Photos and
 signature). A link opened while its ticket is rejected signs nothing; once the ticket is

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from enum import StrEnum
 from typing import Annotated, Any, Literal
@@ -603,9 +604,64 @@ def _id_text(value: Any) -> Any:
 ProjectId = Annotated[str, BeforeValidator(_id_text), required_text(40)]
 
 
+def N_(text: str) -> str:
+    """Marks a label for the Spanish catalog; the page that shows it to a crew translates it."""
+    return text
+
+
+class Shows(StrEnum):
+    """Where an optional ticket text field shows, besides the API (every one is on the API)."""
+
+    CAPTURE = "capture"  # the crew's capture form, asked by the field's `ask`
+    FACTS = "facts"  # the facts of the review page and of the ticket document (PDF)
+    SIGNING = "signing"  # the signing page, and so the content a signature's digest covers
+    EMAIL = "email"  # the signing e-mail
+    CSV = "csv"  # a column of the CSV log, named as the field
+    PROCORE = "procore"  # the change event's description and the daily log entry's notes
+    SEARCH = "search"  # the text search of the list, the queue and the CSV
+    QUEUE = "queue"  # the queue's row, under "Sub or crew"
+
+
+@dataclass(frozen=True)
+class Shown:
+    """A ticket text field's label (Spanish in the catalog), capture question and places."""
+
+    label: str
+    shows: frozenset[Shows]
+    ask: str | None = None
+
+
+@dataclass(frozen=True)
+class TicketField:
+    """An optional ticket text field as the places that show it read it."""
+
+    name: str
+    label: str
+    shows: frozenset[Shows]
+    ask: str | None
+    max_length: int | None
+
+    def value(self, ticket: Any) -> str | None:
+        """The field's text on a ticket (a row or a shape), None when blank."""
+        return getattr(ticket, self.name, None) or None
+
+
+def ticket_fields(place: Shows | None = None) -> list[TicketField]:
+    """The optional text fields of TicketText in their order, those that show in `place`."""
+    found = []
+    for name, info in TicketText.model_fields.items():
+        shown = next((m for m in info.metadata if isinstance(m, Shown)), None)
+        if shown is not None and (place is None or place in shown.shows):
+            max_length = next((m.max_length for m in info.metadata
+                               if getattr(m, "max_length", None)), None)
+            found.append(TicketField(name, shown.label, shown.shows, shown.ask, max_length))
+    return found
+
+
 class TicketText(Shape):
     """The optional text a ticket is sent with and shown with, each field declared once here
-    for the new ticket (TicketInput) and its answers (TicketSummary, Ticket).
+    for the new ticket (TicketInput) and its answers (TicketSummary, Ticket), with where it
+    shows (`Shown`): every place listed reads this declaration (ticket_fields).
 
     An answer carries every field, defaults included, so the document lists each field of a
     ticket's answer as required.
@@ -613,15 +669,23 @@ class TicketText(Shape):
 
     model_config = ConfigDict(json_schema_serialization_defaults_required=True)
 
-    captured_by: str | None = Field(default=None, max_length=200, description=(
-        "Who recorded the ticket, as they gave their name."))
-    authorization_ref: str | None = Field(default=None, max_length=60, description=(
-        "Reference of the GC directive or change-order request the work was done under, e.g. "
-        "'CD-014'. When the project lists it (see /projects/{id}/authorizations) the ticket "
-        "counts against its not-to-exceed amount; otherwise it is kept and flagged."))
-    sub: str | None = Field(default=None, max_length=120, description=(
-        "The subcontractor or crew that did the work. A ticket from a capture link takes the "
-        "link's label. Lists filter by it, and routing weighs a sub's own past lines more."))
+    sub: Annotated[str | None, Shown(N_("Sub or crew"), frozenset({
+        Shows.FACTS, Shows.CSV, Shows.SEARCH, Shows.QUEUE}))] = Field(
+        default=None, max_length=120, description=(
+            "The subcontractor or crew that did the work. A ticket from a capture link takes "
+            "the link's label. Lists filter by it, and routing weighs a sub's own past lines "
+            "more."))
+    captured_by: Annotated[str | None, Shown(N_("Recorded by"), frozenset({
+        Shows.CAPTURE, Shows.FACTS, Shows.SIGNING, Shows.CSV, Shows.PROCORE, Shows.SEARCH,
+        Shows.QUEUE}), ask=N_("Your name"))] = Field(default=None, max_length=200, description=(
+            "Who recorded the ticket, as they gave their name."))
+    authorization_ref: Annotated[str | None, Shown(N_("Directive or change order"), frozenset({
+        Shows.CAPTURE, Shows.FACTS, Shows.CSV}), ask=N_(
+            "GC directive or change-order number, if any"))] = Field(
+        default=None, max_length=60, description=(
+            "Reference of the GC directive or change-order request the work was done under, "
+            "e.g. 'CD-014'. When the project lists it (see /projects/{id}/authorizations) the "
+            "ticket counts against its not-to-exceed amount; otherwise it is kept and flagged."))
 
 
 class TicketInput(InputShape, TicketText):
@@ -783,8 +847,9 @@ class SignatureRecord(Shape):
         "Why, in the signer's words (always with `not_verified`; an older free-text qualifier "
         "is shown here)."))
     content_sha256: str | None = Field(default=None, description=(
-        "SHA-256 of the ticket content the signer was shown (work, reason, directed by, lines "
-        "and quantities, and amounts when shown). Null on signatures from before it was kept."))
+        "SHA-256 of the ticket content the signer was shown (work, reason, directed by, the "
+        "optional text fields shown, such as `captured_by`, lines and quantities, and amounts "
+        "when shown). Null on signatures from before it was kept."))
     signed_via: SignedVia | None = Field(default=None, description=(
         "`crew_phone` (drawn on the crew's phone), `signing_link` (a signing link) or `api`."))
     ip_address: str | None = Field(default=None, description="The signer's address (signing links).")

@@ -91,8 +91,9 @@ class Ticket(db.Model):
     external: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     # The routing the record was written with (RoutingLine shapes), overrides included.
     written_routing: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, deferred=True)
-    # What the queue search reads beyond the columns above: the lines' words and the sub, folded
-    # (services/learned_words.ticket_words), kept up to date whenever lines or sub change.
+    # What the queue search reads beyond the columns above: the lines' words and the optional
+    # fields declared for search, folded (services/routing/learned_words.ticket_words), kept up
+    # to date whenever the lines or one of those fields change.
     search_words: Mapped[str | None] = mapped_column(Text, deferred=True)
     # An approval in progress: who holds the ticket and since when (expires after a TTL).
     approval_claim_id: Mapped[str | None] = mapped_column(String(36))

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from services.tickets.export import COLUMNS, safe_cell
+from services.tickets.export import columns, safe_cell
 from tests.test_review_pages import sign_in
 
 pytestmark = pytest.mark.live
@@ -18,8 +18,9 @@ def rows_of(text: str) -> list[dict[str, str]]:
     """The CSV's rows as dicts, checking the byte-order mark and the header first."""
     assert text.startswith("\ufeff")
     reader = csv.reader(io.StringIO(text[1:]))
-    assert tuple(next(reader)) == COLUMNS
-    return [dict(zip(COLUMNS, row)) for row in reader]
+    header = columns()
+    assert tuple(next(reader)) == header
+    return [dict(zip(header, row)) for row in reader]
 
 
 def make(client, tenant, description: str, **extra) -> dict:

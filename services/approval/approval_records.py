@@ -9,6 +9,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from zoneinfo import ZoneInfo
 
 from models import Ticket as TicketRecord
+from models.schemas import Shows, ticket_fields
 from services.tickets import documents
 from services.project_system import ChangeEventDraft, ChangeEventLine, ManpowerDraft
 from services.project_system.zones import jobsite_time, local_date
@@ -58,10 +59,12 @@ def log_date(ticket: TicketRecord, zone: ZoneInfo) -> dt.date:
 
 
 def _context_lines(ticket: TicketRecord, zone: ZoneInfo) -> list[str]:
-    """Why, who and when, as lines of text for the record."""
+    """Why, who and when, as lines of text for the record, with the optional text fields
+    declared to show in the project system."""
     lines = [f"Reason (out of scope): {ticket.reason}", f"Directed by: {ticket.directed_by}",
-             (f"Captured by: {ticket.captured_by or 'not given'} on "
-              f"{jobsite_time(ticket.captured_at, zone)} (via {ticket.captured_via})")]
+             *(f"{field.label}: {field.value(ticket)}" for field in ticket_fields(Shows.PROCORE)
+               if field.value(ticket)),
+             f"Captured on {jobsite_time(ticket.captured_at, zone)} (via {ticket.captured_via})"]
     if ticket.signature:
         signer = ", ".join(part for part in (ticket.signature.get("name"),
                                              ticket.signature.get("role")) if part)

@@ -16,11 +16,14 @@ from models.schemas import (
     CaptureSettings,
     DocumentSchema,
     PhotoIn,
+    Shows,
     SignatureIn,
     SignatureRequestCreated,
     SignatureRequestInput,
     Ticket,
+    TicketField,
     TicketInput,
+    ticket_fields,
 )
 from services.capture import evidence, links, signing, tickets
 from services.files import photo_uploads
@@ -48,6 +51,11 @@ ROW_KINDS = {"labor": ("trade", "classification", "hour_type", "hours", "workers
 def ticket_schema() -> dict[str, Any]:
     """The JSON Schema of a new ticket: the very rules the server checks, for the phone to check first."""
     return TicketInput.model_json_schema(mode="validation", schema_generator=DocumentSchema)
+
+
+def asked_fields() -> list[TicketField]:
+    """The optional text fields the capture form asks, in their order."""
+    return ticket_fields(Shows.CAPTURE)
 
 
 _PLAIN = (

@@ -26,12 +26,14 @@ from models import SignatureRequest as RequestRecord
 from models import Ticket as TicketRecord
 from models import db, short_reference, utcnow
 from models.schemas import (
+    Shows,
     SignatureIn,
     SignatureRequest,
     SignatureRequestCreated,
     SignatureRequestInput,
     SignatureRequestList,
     SignatureRequestState,
+    ticket_fields,
 )
 from services.capture import evidence
 from services.platform import mail
@@ -311,6 +313,13 @@ class SigningView:
     company_name: str
     project_name: str | None = None
 
+    @property
+    def texts(self) -> list[tuple[str, str]]:
+        """The optional texts the signer is shown (the digest covers them), with their labels."""
+        shown = self.content.get("texts") or {}
+        return [(gettext(field.label), shown[field.name])
+                for field in ticket_fields(Shows.SIGNING) if field.name in shown]
+
 
 def view(request: RequestRecord) -> SigningView:
     """The ticket of a request as its signer sees it."""
@@ -395,7 +404,11 @@ def _mail_text(request: RequestRecord, ticket: TicketRecord, url: str, *, remind
             lines.append(gettext("Jobsite: %(name)s", name=project))
         lines += [gettext("Work: %(text)s", text=ticket.description),
                   gettext("Why it is extra: %(text)s", text=ticket.reason),
-                  gettext("Directed by: %(text)s", text=ticket.directed_by), ""]
+                  gettext("Directed by: %(text)s", text=ticket.directed_by)]
+        lines += [gettext("%(label)s: %(text)s", label=gettext(field.label),
+                          text=field.value(ticket))
+                  for field in ticket_fields(Shows.EMAIL) if field.value(ticket)]
+        lines.append("")
         shown = shown_lines(ticket.lines or [], amounts)
         for line in shown:
             lines.append("- " + line_text(line, amounts))

@@ -14,7 +14,7 @@ from sqlalchemy.orm import undefer
 
 from models import Ticket as TicketRecord
 from models import utcnow
-from models.schemas import NteStatus
+from models.schemas import NteStatus, Shows, ticket_fields
 from models.ticket import STATUSES
 from services.capture import links
 from services.pricing import authorizations
@@ -144,8 +144,8 @@ class QueueRow:
     project_name: str
     description: str
     directed_by: str
-    sub: str | None
-    recorded_by: str | None
+    # The optional text fields declared to show in the queue that the ticket gives, in order.
+    texts: tuple[str, ...]
     age: str
     age_bucket: str
     total: Decimal
@@ -291,7 +291,8 @@ def _rows(company_id: int, records: list[TicketRecord], names: dict[str, str],
             id=record.id, reference=record.reference, status=record.status,
             project_name=names.get(record.project_id, record.project_id),
             description=record.description, directed_by=record.directed_by,
-            sub=record.sub, recorded_by=record.captured_by,
+            texts=tuple(field.value(record) for field in ticket_fields(Shows.QUEUE)
+                        if field.value(record)),
             age=age_text(record.captured_at, now),
             age_bucket=ticket_queries.age_bucket(record.captured_at, now), total=record.total,
             needs_review=routing.to_check,

@@ -106,10 +106,10 @@ def searchable(text: str) -> str:
     return " ".join([folded, *extra])
 
 
-def ticket_words(lines: list, sub: str | None) -> str:
+def ticket_words(lines: list, texts: str | None) -> str:
     """What the queue search finds a ticket by beyond its own columns: what each of its lines
-    said and its sub, folded, with the Spanish and English words for them (so 'ayudante' finds
-    a 'Helper' line and 'helper' an 'Ayudante' one)."""
+    said and `texts` (its sub, or each field declared for search), folded, with the Spanish and
+    English words for them (so 'ayudante' finds a 'Helper' line and 'helper' an 'Ayudante' one)."""
     said = []
     for line in lines or []:
         if not isinstance(line, dict) or line.get("kind") == "markup":
@@ -117,5 +117,5 @@ def ticket_words(lines: list, sub: str | None) -> str:
         parts = [line.get("trade"), line.get("classification")] if line.get("kind") == "labor" \
             else [line.get("description")]
         said += [part for part in parts if isinstance(part, str) and part.strip()]
-    text = " ".join([*said, sub or ""])
-    return " ".join(dict.fromkeys([searchable(text), words(text)]))[:8000]
+    joined = " ".join([*said, texts or ""])
+    return " ".join(dict.fromkeys([searchable(joined), words(joined)]))[:8000]

@@ -99,7 +99,8 @@ def document_html(ticket: TicketRecord, *, wait: Wait = Wait.NO, routing: Routin
         view, company_name=company.name if company else "",
         image_keys={photo.id: photo.image_key for photo in ticket.photos},
         stored_signature=ticket.signature or {}, approval=approval,
-        content_digest=signatures.content_digest(ticket), amounts=amounts)
+        content_digest=signatures.content_digest(
+            ticket, (ticket.signature or {}).get("content_sha256")), amounts=amounts)
     return render_template("documents/ticket.html", **context)
 
 

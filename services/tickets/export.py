@@ -3,7 +3,8 @@
 It is made for a spreadsheet (programs read the JSON list): UTF-8 with a byte-order mark,
 the ticket's reference, project name and sub, times on the jobsite's clock, and no bare long
 ids a spreadsheet would turn into 5.6E+14. Every column names where its value comes from, so
-adding a field to the export is adding one entry to COLUMNS_FROM. The same filters and the
+adding a column is adding one entry to COLUMNS_FROM (an optional text field of the
+ticket gets its column by declaring it, on TicketText). The same filters and the
 same list query as the ticket list; the queue's export keeps the queue's sort. Lines not yet
 written are routed as the review pages route them: on the project's codes, or the last ones
 read while the project system is slow or away. Cells a spreadsheet would take for a formula
@@ -22,6 +23,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from models import Ticket as TicketRecord
+from models.schemas import Shows, ticket_fields
 from services.project_system import projects
 from services.tickets.ticket_queries import ListFilter, list_ticket_records
 from services.tickets.ticket_shapes import Wait, routing_of, shape
@@ -31,12 +33,13 @@ PAGE = 200
 # dotted into a nested one), `about.<name>` what a spreadsheet reader needs beside it (its
 # reference, project name and times on the jobsite's clock), `route.<field>` one of the
 # line's routing (RoutingLine), `line.<field>` one of the line as it was sent, and `number`
-# the line's number as the page shows it (from 1).
+# the line's number as the page shows it (from 1). The optional text fields declared to show
+# in the CSV (TicketText) follow the project, each in a column named as the field.
 COLUMNS_FROM = (
     ("reference", "about.reference"), ("status", "ticket.status"),
-    ("project", "about.project"), ("sub", "ticket.sub"), ("captured", "about.captured"),
+    ("project", "about.project"), ("captured", "about.captured"),
     ("worked_on", "ticket.worked_on"), ("time_zone", "about.time_zone"),
-    ("captured_via", "ticket.captured_via"), ("captured_by", "ticket.captured_by"),
+    ("captured_via", "ticket.captured_via"),
     ("directed_by", "ticket.directed_by"), ("description", "ticket.description"),
     ("reason", "ticket.reason"), ("ticket_total", "ticket.total"),
     ("approved_by", "ticket.approved_by"), ("approved", "about.approved"),
@@ -45,10 +48,23 @@ COLUMNS_FROM = (
     ("cost_code", "line.costCode"), ("quantity", "route.quantity"), ("unit_cost", "route.unit_cost"),
     ("amount", "route.amount"), ("cost_type", "route.cost_type"), ("budget_code", "route.budget_code"),
     ("exact", "route.exact"), ("needs_review", "route.needs_review"),
-    ("routing_reason", "route.reason"), ("authorization_ref", "ticket.authorization_ref"),
-    ("ticket_id", "ticket.id"),
+    ("routing_reason", "route.reason"), ("ticket_id", "ticket.id"),
 )
-COLUMNS = tuple(column for column, _source in COLUMNS_FROM)
+AFTER = "project"  # the column the declared fields follow
+
+
+def columns_from() -> list[tuple[str, str]]:
+    """Every column with its source: COLUMNS_FROM with the declared fields after the project."""
+    declared = [(field.name, f"ticket.{field.name}") for field in ticket_fields(Shows.CSV)]
+    at = next(index for index, (column, _) in enumerate(COLUMNS_FROM) if column == AFTER) + 1
+    return [*COLUMNS_FROM[:at], *declared, *COLUMNS_FROM[at:]]
+
+
+def columns() -> tuple[str, ...]:
+    """The CSV's header: its column names in order."""
+    return tuple(column for column, _source in columns_from())
+
+
 BOM = "\ufeff"
 # A cell starting with one of these is a formula to Excel, LibreOffice or Google Sheets.
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -76,15 +92,16 @@ def export_csv(company_id: int, where: ListFilter, sort: str = "newest") -> str:
     buffer = io.StringIO()
     buffer.write(BOM)
     writer = csv.writer(buffer, lineterminator="\r\n")
-    writer.writerow(COLUMNS)
+    sources = columns_from()
+    writer.writerow(column for column, _source in sources)
     names = projects.project_names(company_id)
-    for row in _rows(company_id, where, sort, names):
+    for row in _rows(company_id, where, sort, names, sources):
         writer.writerow([safe_cell(value) for value in row])
     return buffer.getvalue()
 
 
-def _rows(company_id: int, where: ListFilter, sort: str, names: dict[str, str]
-          ) -> Iterator[list[Any]]:
+def _rows(company_id: int, where: ListFilter, sort: str, names: dict[str, str],
+          sources: list[tuple[str, str]]) -> Iterator[list[Any]]:
     """Rows of the matching tickets, read a page at a time through the one list query."""
     zones: dict[str, ZoneInfo] = {}
     offset = 0
@@ -94,7 +111,7 @@ def _rows(company_id: int, where: ListFilter, sort: str, names: dict[str, str]
         for record in records:
             if record.project_id not in zones:
                 zones[record.project_id] = projects.page_time_zone(company_id, record.project_id)
-            yield from _ticket_rows(record, names, zones[record.project_id])
+            yield from _ticket_rows(record, names, zones[record.project_id], sources)
         if len(records) < PAGE:
             return
         offset += PAGE
@@ -126,8 +143,8 @@ def _value(sources: dict[str, Any], path: str) -> Any:
     return value
 
 
-def _ticket_rows(record: TicketRecord, names: dict[str, str], zone: ZoneInfo
-                 ) -> Iterator[list[Any]]:
+def _ticket_rows(record: TicketRecord, names: dict[str, str], zone: ZoneInfo,
+                 sources: list[tuple[str, str]]) -> Iterator[list[Any]]:
     """One row per line of a ticket (one row with empty line cells for a ticket without lines)."""
     ticket = shape(record)
     about = About(reference=record.reference,
@@ -137,6 +154,6 @@ def _ticket_rows(record: TicketRecord, names: dict[str, str], zone: ZoneInfo
     routing = routing_of(record, Wait.BRIEFLY).lines
     pairs = list(zip(record.lines, routing)) or [(None, None)]
     for line, route in pairs:
-        sources = {"ticket": ticket, "about": about, "line": line, "route": route,
-                   "number": route.line + 1 if route is not None else None}
-        yield [_value(sources, source) for _column, source in COLUMNS_FROM]
+        found = {"ticket": ticket, "about": about, "line": line, "route": route,
+                 "number": route.line + 1 if route is not None else None}
+        yield [_value(found, source) for _column, source in sources]

@@ -14,10 +14,11 @@ from models import Company
 from models import SignatureRequest as RequestRecord
 from models import Ticket as TicketRecord
 from models import db, utcnow
-from models.schemas import QUALIFIER_CODES, SignatureIn
+from models.schemas import QUALIFIER_CODES, Shows, SignatureIn, ticket_fields
 
-
-CONTENT_VERSION = 1
+# The version of what a signer is shown: 2 added the optional text fields declared to show on
+# the signing page (`texts`); a signature given on version 1 is still checked against it.
+CONTENT_VERSION = 2
 
 
 VOID_REASON = "the lines or quantities changed after it was signed"
@@ -77,24 +78,44 @@ def all_priced(lines: list[dict[str, Any]]) -> bool:
     return all(priced(line) for line in lines)
 
 
-def shown_content(ticket: TicketRecord, amounts: bool | None = None) -> dict[str, Any]:
-    """What a signer is shown of a ticket, as plain data (the digest is taken of this)."""
+def shown_texts(ticket: TicketRecord) -> dict[str, str]:
+    """The optional text fields declared to show on the signing page that the ticket gives."""
+    return {field.name: field.value(ticket) for field in ticket_fields(Shows.SIGNING)
+            if field.value(ticket)}
+
+
+def shown_content(ticket: TicketRecord, amounts: bool | None = None,
+                  version: int = CONTENT_VERSION) -> dict[str, Any]:
+    """What a signer is shown of a ticket, as plain data in `version` (the digest is of this)."""
     amounts = amounts_shown(ticket.company_id) if amounts is None else amounts
-    content = {"v": CONTENT_VERSION, "ticket": ticket.id, "description": ticket.description,
+    content = {"v": version, "ticket": ticket.id, "description": ticket.description,
                "reason": ticket.reason, "directed_by": ticket.directed_by,
                "worked_on": ticket.worked_on.isoformat() if ticket.worked_on else None,
                "amounts_shown": amounts, "lines": shown_lines(ticket.lines or [], amounts)}
+    if version >= 2:
+        content["texts"] = shown_texts(ticket)
     if amounts:
         content["total"] = _number(ticket.total)
     return content
 
 
-def content_digest(ticket: TicketRecord) -> str:
-    """SHA-256 (hex) of the canonical JSON of what the signer is shown; any change to the work,
-    reason, directed-by, lines, quantities or hours (and amounts, when shown) changes it."""
-    canonical = json.dumps(shown_content(ticket), sort_keys=True, separators=(",", ":"),
-                           ensure_ascii=False)
+def _digest(content: dict[str, Any]) -> str:
+    """SHA-256 (hex) of a content's canonical JSON."""
+    canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def content_digest(ticket: TicketRecord, signed: str | None = None) -> str:
+    """SHA-256 (hex) of what the signer is shown now, in the version the signature whose
+    digest is `signed` was given on (so an older one still matches an unchanged ticket)."""
+    current = _digest(shown_content(ticket))
+    if signed and signed != current:
+        amounts = amounts_shown(ticket.company_id)
+        for version in range(1, CONTENT_VERSION):
+            older = _digest(shown_content(ticket, amounts, version))
+            if older == signed:
+                return older
+    return current
 
 
 # ------------------------------------------------------------ the stored signature

@@ -14,7 +14,7 @@ from sqlalchemy.orm import defer
 from models import db, utcnow
 from models import Ticket as TicketRecord
 from models.ticket import STATUSES
-from models.schemas import TicketList
+from models.schemas import Shows, TicketList, ticket_fields
 from services.tickets import signatures
 from services.routing.learned_words import fold, ticket_words
 from services.tickets.ticket_records import NEWEST_FIRST, OLDEST_FIRST
@@ -54,25 +54,36 @@ def _like(text: str) -> str:
 T_REFERENCE = re.compile(r"^(?:t-?([0-9a-f]{1,8})|([0-9a-f]{4,8}))$", re.IGNORECASE)
 
 
-SEARCHED = (TicketRecord.description, TicketRecord.reason, TicketRecord.directed_by,
-            TicketRecord.captured_by)
+# The ticket's own columns the search reads; the optional text fields declared to show in
+# search (TicketText) are read beside them.
+SEARCHED = (TicketRecord.description, TicketRecord.reason, TicketRecord.directed_by)
+
+
+def searched() -> list:
+    """The columns a search reads: SEARCHED and each optional text field declared for search."""
+    return [*SEARCHED, *(getattr(TicketRecord, field.name)
+                         for field in ticket_fields(Shows.SEARCH))]
 
 
 @event.listens_for(TicketRecord, "before_insert")
 @event.listens_for(TicketRecord, "before_update")
 def _keep_search_words(_mapper, _connection, ticket: TicketRecord) -> None:
-    """Keep a ticket's search words with its lines and sub whenever either is written."""
+    """Keep a ticket's search words with its lines and declared search fields whenever one of
+    them is written."""
     state = inspect(ticket)
-    if state.pending or state.attrs.lines.history.has_changes() \
-            or state.attrs.sub.history.has_changes():
-        ticket.search_words = ticket_words(ticket.lines, ticket.sub)
+    fields = ticket_fields(Shows.SEARCH)
+    if state.pending or any(state.attrs[name].history.has_changes()
+                            for name in ("lines", *(field.name for field in fields))):
+        ticket.search_words = ticket_words(ticket.lines, " ".join(
+            text for text in (field.value(ticket) for field in fields) if text))
 
 
 def _search(q: str):
-    """Text found in the description, reason, directed-by or recorded-by, in what a line said or
-    the sub (Spanish or English words for it), or a T-reference."""
+    """Text found in the description, reason, directed-by or a declared search field, in what a
+    line said or a declared search field says (Spanish or English words for it), or a
+    T-reference."""
     pattern = _like(q)
-    matches = [func.lower(column).like(pattern, escape="\\") for column in SEARCHED]
+    matches = [func.lower(column).like(pattern, escape="\\") for column in searched()]
     matches.append(TicketRecord.search_words.like(_like(fold(q)), escape="\\"))
     reference = T_REFERENCE.match(q.strip())
     if reference:

@@ -9,19 +9,17 @@ from decimal import Decimal
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from models.schemas import RoutingLine, Ticket
+from models.schemas import RoutingLine, Shows, Ticket, ticket_fields
 from services.tickets.plain_words import plain_warning
 from services.project_system.zones import UTC, on_clock
 
-# The ticket's facts, in the order the page and the document list them: (label, field of the
-# Ticket shape). A fact without a value is left out, so an optional field shows when given.
+# The ticket's own facts, in the order the page and the document list them: (label, field of
+# the Ticket shape); the optional text fields declared to show in the facts follow (TicketText).
+# A fact without a value is left out, so an optional field shows when given.
 FACTS = (
-    ("Sub or crew", "sub"),
     ("Why it is extra", "reason"),
     ("Directed by", "directed_by"),
-    ("Recorded by", "captured_by"),
     ("Day of the work", "worked_on"),
-    ("Directive or change order", "authorization_ref"),
 )
 KIND_LABELS = {"labor": "Labor", "equipment": "Equipment", "materials": "Materials",
                "markup": "Markup"}
@@ -60,8 +58,9 @@ class TicketView:
 
     @property
     def facts(self) -> list[Fact]:
-        """The ticket's facts that have a value, in FACTS order."""
-        found = [(label, name, getattr(self.ticket, name)) for label, name in FACTS]
+        """The ticket's facts that have a value: FACTS, then the optional fields declared there."""
+        named = [*FACTS, *((field.label, field.name) for field in ticket_fields(Shows.FACTS))]
+        found = [(label, name, getattr(self.ticket, name)) for label, name in named]
         return [Fact(label, name, self.text(value)) for label, name, value in found
                 if value not in (None, "")]
 
