@@ -35,7 +35,7 @@ from bench.servers import (
     start_service,
     wait_until_idle,
 )
-from tests.images import camera_jpeg
+from support.images import camera_jpeg
 
 OUT = BENCH / "out"
 DEFAULTS = {"seconds": 10, "rate": 20.0, "small": 1_000, "big": 100_000}

@@ -60,7 +60,7 @@ def test_the_document_and_the_code_agree_on_blank_dates_and_numeric_times(client
         "project_id": acme.project()["id"], "description": "d", "reason": "r", "directed_by": "s",
         "worked_on": ""})
     assert made.status_code == 200
-    from tests.images import jpeg_bytes
+    from support.images import jpeg_bytes
 
     refused = client.put(f"/v1/tickets/{made.json['id']}/photo-uploads/k1?taken_at=0.5",
                          headers={**acme.headers, "Content-Type": "image/jpeg"}, data=jpeg_bytes())
