@@ -181,11 +181,9 @@ def _create_bodies(project_id: str, count: int) -> list[bytes]:
     fresh = wordings(WORDINGS + count * LINES, 7)[WORDINGS:]
     bodies = []
     for n in range(count):
-        body = {"project_id": project_id, "description": "Extra work on the north wing",
-                "reason": "Not ours", "directed_by": "Sam Ortiz", "sub": "Sub 03",
-                "labor": [], "equipment": [], "materials": []}
-        for kind, text, _code in fresh[n * LINES:(n + 1) * LINES]:
-            body[kind].append(_line(kind, text))
+        body, _places = ticket_body("Sub 03", project_id, "Extra work on the north wing",
+                                    [(kind, text) for kind, text, _code
+                                     in fresh[n * LINES:(n + 1) * LINES]])
         bodies.append(json.dumps(body).encode())
     return bodies
 
