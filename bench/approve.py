@@ -7,7 +7,6 @@ one more approval goes through the live service over HTTP for comparison.
 """
 from __future__ import annotations
 
-import base64
 import io
 import statistics
 import time
@@ -16,22 +15,7 @@ from dataclasses import dataclass, field
 import requests
 from PIL import Image
 
-
-def signature_png() -> bytes:
-    """A small transparent PNG with a stroke, like a drawn signature."""
-    from PIL import ImageDraw
-
-    image = Image.new("RGBA", (600, 200), (0, 0, 0, 0))
-    ImageDraw.Draw(image).line([(20, 150), (120, 40), (220, 160), (320, 50), (560, 120)],
-                               fill=(20, 20, 20, 255), width=6)
-    out = io.BytesIO()
-    image.save(out, "PNG")
-    return out.getvalue()
-
-
-def data_url(raw: bytes, media_type: str) -> str:
-    """Bytes as a base64 data URL."""
-    return f"data:{media_type};base64,{base64.b64encode(raw).decode()}"
+from support.images import data_url, signature_png
 
 
 def ticket_body(project_id: str) -> dict:

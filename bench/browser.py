@@ -10,6 +10,9 @@ import statistics
 import time
 from dataclasses import dataclass, field
 
+from support.capture_page import fill_ticket, sign
+from support.network import ThrottlingProxy, photo_key, ticket_upload
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu",
                  "--disable-background-networking", "--disable-component-update",
@@ -292,7 +295,7 @@ class NorthStar:
 
 def north_star(browser, url: str, camera: bytes, photos: int = 12) -> NorthStar:
     """3 lines, `photos` camera photos and a signature, on one bar through a throttling proxy
-    (tests/plugins/network.py: 200 kbit/s up, 1.6 Mbit/s down, 150 ms; CPU 4x), which counts
+    (support/network.py: 200 kbit/s up, 1.6 Mbit/s down, 150 ms; CPU 4x), which counts
     the page's and the service worker's bytes alike. The signal is cut for OUTAGE_S twice
     while the photos go up: once just after a photo's last byte arrived, once halfway through
     another photo.
@@ -304,8 +307,6 @@ def north_star(browser, url: str, camera: bytes, photos: int = 12) -> NorthStar:
     """
     from urllib.parse import urlsplit
 
-    from tests.plugins.network import ThrottlingProxy, photo_key, ticket_upload
-
     target = urlsplit(url)
     proxy = ThrottlingProxy(target.port, **ONE_BAR)
     context = browser.new_context(**PHONE)
@@ -315,11 +316,7 @@ def north_star(browser, url: str, camera: bytes, photos: int = 12) -> NorthStar:
         page.goto(proxy.url + target.path + (f"?{target.query}" if target.query else ""))
         _throttle(context, page, network=False)
         _wait(page, "document.documentElement.classList.contains('js')")
-        page.fill('textarea[name="description"]', "Cut and patched slab for the plumber's sleeve")
-        page.fill('textarea[name="reason"]', "Sleeve was missed by the plumbing sub")
-        page.fill('input[name="directed_by"]', "Sam Ortiz, GC superintendent")
-        page.fill('input[name="labor[0].trade"]', "Concrete finisher")
-        page.fill('input[name="labor[0].hours"]', "3")
+        fill_ticket(page)
         page.fill('input[name="equipment[0].description"]', "Core drill")
         page.fill('input[name="equipment[0].hours"]', "2")
         page.fill('input[name="materials[0].description"]', "Non-shrink grout")
@@ -349,13 +346,7 @@ def north_star(browser, url: str, camera: bytes, photos: int = 12) -> NorthStar:
             time.sleep(0.01)
         outage()  # in the middle of a photo
         _wait(page, f"document.querySelectorAll('#photo-list img').length === {photos}", 600)
-        page.locator("#signature-pad").scroll_into_view_if_needed()
-        box = page.locator("#signature-pad").bounding_box()
-        page.mouse.move(box["x"] + 20, box["y"] + box["height"] / 2)
-        page.mouse.down()
-        for step in range(1, 12):
-            page.mouse.move(box["x"] + 20 + step * 22, box["y"] + box["height"] / 2 + (-1) ** step * 30)
-        page.mouse.up()
+        sign(page)
         own = page.evaluate("""() => {
             const photos = [...document.querySelectorAll('#photo-list img')].map(i => i.src);
             const bytes = url => Math.floor((url.length - url.indexOf(',') - 1) * 3 / 4);

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from services.files.photos import process_photo
 from services.files.storage import BucketStore, FolderStore, s3_client
-from tests.plugins.storage import new_bucket, start_s3_server
+from support.servers import new_bucket, s3_test_credentials, start_s3_server
 
 
 @dataclass(frozen=True)
@@ -34,8 +34,7 @@ def measure(raw: bytes, runs: int = 15) -> BucketPhoto:
     """Time put_all of a new photo and thumbnail into a bucket and into a folder (what a create
     stores), beside one bare boto3 put_object of the same bytes (the least a bucket costs);
     then the peak Python memory while a 2 MiB object is read out as it is sent."""
-    os.environ.setdefault("AWS_ACCESS_KEY_ID", "bench")
-    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "bench")
+    s3_test_credentials()
     processed = process_photo(raw)
     with tempfile.TemporaryDirectory(prefix="ewt-bucket-") as workdir:
         server, endpoint = start_s3_server(Path(workdir) / "moto.log")

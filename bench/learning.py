@@ -1,8 +1,8 @@
 """Routing that learns: how often it lands where the PM would, and what it costs.
 
-The corpus (tests/routing_corpus.py) is replayed through the live service as a PM would (each
+The corpus (support/routing_corpus.py) is replayed through the live service as a PM would (each
 ticket created, then approved on the PM's codes), and then its new lines are sent: the share
-that lands on the PM's code is the figure. The held-out corpus (tests/routing_heldout.py,
+that lands on the PM's code is the figure. The held-out corpus (support/routing_heldout.py,
 written apart from the synonym table) gives the right, wrong and abstained shares. Speed and
 memory are measured on the service's own database: a company with 50,000 past decisions over
 20,000 distinct wordings, a 20-line ticket routed in this process from scratch (no answer kept
@@ -28,7 +28,7 @@ from pathlib import Path
 
 import requests
 
-from bench import report, seed
+from bench import report, sections, seed
 from bench.servers import (
     BENCH,
     ROOT,
@@ -38,7 +38,7 @@ from bench.servers import (
     start_service,
     wait_until_idle,
 )
-from tests.routing_corpus import HISTORY, NEW
+from support.routing_corpus import COST_TYPE, HISTORY, NEW, ticket_body
 
 DECISIONS = 50_000
 WORDINGS = 20_000
@@ -47,32 +47,14 @@ RUNS = 30
 BAR_MS = 25
 RATE, SECONDS = 20.0, 10.0
 START, END = "<!-- learning -->", "<!-- /learning -->"
-COST_TYPE = {"labor": "labor", "equipment": "equipment", "materials": "materials"}
-
-
-def _line(kind: str, said: str) -> dict:
-    """A line of a kind as a crew sends it, without a cost code."""
-    if kind == "labor":
-        return {"trade": said, "hours": 4, "rate": 60}
-    if kind == "equipment":
-        return {"description": said, "hours": 2, "rate": 90}
-    return {"description": said, "quantity": 3, "unitCost": 12}
 
 
 def _send(api, headers, sub, project_id, description, lines):
     """POST a ticket; the ticket and each given line's index in its routing."""
-    body = {"project_id": str(project_id), "description": description, "reason": "Not ours",
-            "directed_by": "Sam Ortiz", "sub": sub, "labor": [], "equipment": [],
-            "materials": []}
-    places = []
-    for kind, said in lines:
-        body[kind].append(_line(kind, said))
-        places.append((kind, len(body[kind]) - 1))
+    body, places = ticket_body(sub, project_id, description, lines)
     made = requests.post(f"{api}/tickets", json=body, headers=headers, timeout=60)
     made.raise_for_status()
-    offsets = {"labor": 0, "equipment": len(body["labor"]),
-               "materials": len(body["labor"]) + len(body["equipment"])}
-    return made.json(), [offsets[kind] + i for kind, i in places]
+    return made.json(), places
 
 
 def replay_history(base_url: str, key: str, projects: list[dict]) -> dict[str, str]:
@@ -199,18 +181,16 @@ def _create_bodies(project_id: str, count: int) -> list[bytes]:
     fresh = wordings(WORDINGS + count * LINES, 7)[WORDINGS:]
     bodies = []
     for n in range(count):
-        body = {"project_id": project_id, "description": "Extra work on the north wing",
-                "reason": "Not ours", "directed_by": "Sam Ortiz", "sub": "Sub 03",
-                "labor": [], "equipment": [], "materials": []}
-        for kind, text, _code in fresh[n * LINES:(n + 1) * LINES]:
-            body[kind].append(_line(kind, text))
+        body, _places = ticket_body("Sub 03", project_id, "Extra work on the north wing",
+                                    [(kind, text) for kind, text, _code
+                                     in fresh[n * LINES:(n + 1) * LINES]])
         bodies.append(json.dumps(body).encode())
     return bodies
 
 
 def held_out() -> dict:
-    """The held-out corpus's right, wrong and abstained lines (tests/routing_heldout.py)."""
-    from tests.routing_index_cases import held_out_score
+    """The held-out corpus's right, wrong and abstained lines (support/routing_heldout.py)."""
+    from support.routing_index_cases import held_out_score
 
     return held_out_score()
 
@@ -340,8 +320,8 @@ def _creates(service, key: str, bodies: list[bytes]):
 def rows(lr: dict, number: int) -> list[dict]:
     """The summary table's rows for routing that learns (section `number`)."""
     over = f" over {lr['wordings']:,} wordings" if "wordings" in lr else ""
-    section = (f"{number}. Routing that learns (tests/routing_corpus.py, tests/routing_heldout.py; "
-               f"{lr['decisions']:,} decisions{over})")
+    section = (f"{number}. Routing that learns (support/routing_corpus.py, "
+               f"support/routing_heldout.py; {lr['decisions']:,} decisions{over})")
     share = 100 * lr["corpus"]["right"] / lr["corpus"]["lines"]
     found = [report._fig("learning.corpus", section,
                          f"New lines on the PM's code ({lr['corpus']['right']} of "
@@ -404,14 +384,7 @@ def section(lr: dict) -> list[str]:
 
 def update(lr: dict, path: Path = BENCH / "RESULTS.md") -> None:
     """Replace (or add) this section of RESULTS.md."""
-    text = path.read_text()
-    block = "\n".join(section(lr))
-    if START in text and END in text:
-        before, rest = text.split(START, 1)
-        text = before + block + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    path.write_text(text)
+    sections.put(path, section(lr), START, END)
 
 
 def measure(service, workdir: Path, app, key: str, company: dict, project_id: str,

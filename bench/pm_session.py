@@ -24,9 +24,9 @@ import time
 
 import requests
 
-from bench.approve import data_url, signature_png
-from bench.learning import _line, replay_history
-from tests.routing_corpus import NEW
+from bench.learning import replay_history
+from support.images import data_url, signature_png
+from support.routing_corpus import NEW, line_body
 
 TICKETS = 60
 TABLET = {"viewport": {"width": 1024, "height": 768}, "has_touch": True}
@@ -75,7 +75,7 @@ def _week(api: str, headers: dict, projects: list[dict], letters: dict[str, str]
                            "costCode": "02-200"}], "equipment": [], "materials": []}
         if n % 2 == 0:
             _, _, description, kind, said, _ = spoken[n // 2 % len(spoken)]
-            body[kind].append(_line(kind, said))
+            body[kind].append(line_body(kind, said))
             body["description"] = f"{description} ({n:02d})"
         if n % 10 == 3:
             body["labor"].append({"trade": "Piano tuner", "hours": 1, "rate": 80})

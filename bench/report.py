@@ -1,20 +1,17 @@
 """Turn one run's figures into bench/RESULTS.md: machine, figures, ceilings, ratios, targets.
 
-Sizes are in KB of 1,000 bytes. Every ratio is the figure divided by its ceiling.
-When bench/baseline.json (a run saved with --save-baseline before the fixes) exists,
-a before/after table compares it with this run; bench/fixes.md, when present, is
-copied in after it to say what was changed and why.
+Sizes are in KB of 1,000 bytes. Every ratio is the figure divided by its ceiling. The file
+holds the latest run only (earlier ones are in git's history); bench/fixes.md says which
+decisions the figures rest on.
 """
 from __future__ import annotations
 
-import json
 import statistics
 from pathlib import Path
 
-from bench import soak, trickle
+from bench import sections, soak, trickle
 from bench.servers import TIMEOUT_S
 
-HERE = Path(__file__).resolve().parent
 # Every request the paced runs send, in the order they run: reads first, creates last.
 LABELS = {"me": "GET /v1/me", "list": "GET /v1/tickets?limit=50",
           "list_filtered": "GET /v1/tickets?limit=50&status=submitted&project_id={project_id}",
@@ -66,7 +63,7 @@ def latency_figures(r: dict) -> list[dict]:
 def figures(r: dict) -> list[dict]:
     """Every reported figure of a run, with its ceiling, ratio, target and verdict."""
     rows: list[dict] = latency_figures(r) if "latency" in r else []
-    number = 1 + (len(SIZES) if "latency" in r else 0)  # the baseline has no paced runs
+    number = 1 + (len(SIZES) if "latency" in r else 0)
     page, minimal = r["page"]["capture"], r["page"]["minimal"]
     section = f"{number}. Capture page, first load, mobile throttling (ceiling = minimal page)"
     rows.append(_fig("page.bytes", section, "Transferred", page["transfer_bytes"] / 1000, "KB",
@@ -326,34 +323,15 @@ def detail_sections(r: dict) -> list[str]:
     return out
 
 
-def before_after(before: dict, after: dict) -> list[str]:
-    """Compare this run with the saved baseline, figure by figure."""
-    old = {row["key"]: row for row in figures(before)}
-    out = ["", "## Before and after", "",
-           f"Before: {before['machine']['date']}, commit {before['machine']['commit']}. "
-           f"After: this run.", "",
-           "| Figure | Before | Before ratio | After | After ratio | Target | Before → after |",
-           "|---|---:|---:|---:|---:|---|---|"]
-    for row in figures(after):
-        was = old.get(row["key"])
-        if was is None:
-            continue
-        ratio = lambda f: "—" if f["ratio"] is None else f"{f['ratio']:.2f}"  # noqa: E731
-        out.append(f"| {row['section'].split(' (')[0].split(',')[0]}: {row['name']} | "
-                   f"{_num(was['value'], was['unit'])} {was['unit']} | {ratio(was)} | "
-                   f"{_num(row['value'], row['unit'])} {row['unit']} | {ratio(row)} | "
-                   f"{row['target']} | {_verdict(was['ok'])} → {_verdict(row['ok'])} |")
-    return out
-
-
 def write(r: dict, path: Path) -> None:
     """Write RESULTS.md for one run."""
     m = r["machine"]
     rows = figures(r)
     misses = [row for row in rows if row["ok"] is False]
     out = ["# Benchmark results", "",
-           "Written by `make bench` (bench/run.py); do not edit by hand — the before/after notes "
-           "live in bench/fixes.md.", "",
+           "Written by `make bench` (bench/run.py) for its latest run; do not edit by hand. "
+           "The decisions these figures rest on are in bench/fixes.md; earlier runs are in "
+           "git's history.", "",
            f"- Machine: {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB memory "
            "(shared and noisy: figures move by 10–20 % between runs)",
            f"- Date: {m['date']}; commit {m['commit']}",
@@ -378,23 +356,15 @@ def write(r: dict, path: Path) -> None:
         out += [slowest_waited_for(r), ""]
     out += ["Ratio = measured ÷ ceiling. KB = 1,000 bytes.", ""]
     out += summary_table(rows)
-    baseline = HERE / "baseline.json"
-    if baseline.exists():
-        out += before_after(json.loads(baseline.read_text()), r)
-    fixes = HERE / "fixes.md"
-    if fixes.exists():
-        out += ["", fixes.read_text().strip()]
     out += detail_sections(r)
     out += ["", *soak.section()]
-    kept = path.read_text() if path.exists() else ""
-    # Routing at scale may be measured on its own too (python -m bench.learning): keep it.
+    # Routing at scale and slow clients are also measured alone (python -m bench.learning,
+    # python -m bench.trickle): their latest sections are kept.
     from bench import learning
 
-    if learning.START in kept and learning.END in kept:
-        out += ["", learning.START + kept.split(learning.START, 1)[1].split(learning.END, 1)[0]
-                + learning.END]
-    # The slow-client section is measured on its own (python -m bench.trickle): keep it.
-    if trickle.START in kept and trickle.END in kept:
-        out += ["", trickle.START + kept.split(trickle.START, 1)[1].split(trickle.END, 1)[0]
-                + trickle.END]
+    kept = path.read_text() if path.exists() else ""
+    for start, end in ((learning.START, learning.END), (trickle.START, trickle.END)):
+        section = sections.kept(kept, start, end)
+        if section:
+            out += ["", *section]
     path.write_text("\n".join(out) + "\n")

@@ -35,7 +35,7 @@ from bench.servers import (
     start_service,
     wait_until_idle,
 )
-from tests.images import camera_jpeg
+from support.images import camera_jpeg
 
 OUT = BENCH / "out"
 DEFAULTS = {"seconds": 10, "rate": 20.0, "small": 1_000, "big": 100_000}
@@ -120,8 +120,6 @@ def main() -> int:
                         help="tickets for the first latency runs")
     parser.add_argument("--big", type=int, default=DEFAULTS["big"],
                         help="tickets for the second latency runs")
-    parser.add_argument("--save-baseline", action="store_true",
-                        help="also keep these figures as bench/baseline.json (the 'before')")
     args = parser.parse_args()
     OUT.mkdir(exist_ok=True)
     results: dict = {"machine": machine(), "settings": vars(args)}
@@ -144,8 +142,6 @@ def main() -> int:
                 served.stop()
     text = json.dumps(results, indent=2, default=_plain)
     (OUT / "results.json").write_text(text)
-    if args.save_baseline:
-        (BENCH / "baseline.json").write_text(text)
     # Only a full run (the defaults, or longer runs) replaces bench/RESULTS.md; a quick look
     # goes to bench/out/.
     full = (all(getattr(args, name) == DEFAULTS[name] for name in ("rate", "small", "big"))

@@ -7,7 +7,6 @@ import json
 import math
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -16,29 +15,13 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from support.servers import free_port, wait_for_port
+
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
 VENV_BIN = Path(sys.executable).parent
 SERVER_THREADS = 8  # what `make run` (bin/serve) uses
 TIMEOUT_S = 10.0  # a paced request not answered by then counts as timed out (its wait still counts)
-
-
-def free_port() -> int:
-    """A free loopback port, as the OS hands it out."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def wait_for_port(port: int, timeout_s: float = 60.0) -> None:
-    """Block until something accepts connections on the port, or fail after the timeout."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.05)
-    raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {timeout_s:.0f} s")
 
 
 def _children() -> dict[int, list[int]]:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from bench import sections
+
 HERE = Path(__file__).resolve().parent
 FIGURES = HERE / "soak.json"
 RESULTS = HERE / "RESULTS.md"
@@ -38,15 +40,7 @@ def section() -> list[str]:
 
 def update(path: Path = RESULTS) -> None:
     """Replace (or add) the soak section of RESULTS.md."""
-    text = path.read_text() if path.exists() else "# Benchmark results\n"
-    block = "\n".join(section())
-    if START in text and END in text:
-        before, rest = text.split(START, 1)
-        after = rest.split(END, 1)[1]
-        text = before + block + after
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    path.write_text(text)
+    sections.put(path, section(), START, END)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from pathlib import Path
 import requests
 
 from app import default_config
+from bench import sections
 from bench.servers import start_service
 
 HERE = Path(__file__).resolve().parent
@@ -137,14 +138,7 @@ def section(result: dict) -> list[str]:
 
 def update(result: dict, path: Path = RESULTS) -> None:
     """Replace (or add) the trickle section of RESULTS.md."""
-    text = path.read_text()
-    block = "\n".join(section(result))
-    if START in text and END in text:
-        before, rest = text.split(START, 1)
-        text = before + block + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    path.write_text(text)
+    sections.put(path, section(result), START, END)
 
 
 if __name__ == "__main__":

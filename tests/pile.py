@@ -10,7 +10,7 @@ from sqlalchemy import update
 from models import Ticket, db, utcnow
 from models.schemas import TicketInput
 from services.capture import links, tickets
-from tests.images import data_url, png_bytes
+from support.images import data_url, png_bytes
 
 SUBS = ("Apex Concrete", "Bolt Electric", "Cedar Framing", "Delta Drywall")
 PROJECT_COUNT = 3

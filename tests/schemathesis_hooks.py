@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import schemathesis
 
-from tests.images import data_url, jpeg_bytes, png_bytes
+from support.images import data_url, jpeg_bytes, png_bytes
 
 # What JSON Schema cannot make, for the cases the document calls valid: an image (a photo's
 # data, a drawn signature, a photo sent as the body itself) and a CSV whose rows are a rate sheet.

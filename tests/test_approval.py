@@ -18,8 +18,8 @@ from sqlalchemy.orm import selectinload
 from werkzeug.serving import make_server
 
 from models import Ticket, db, utcnow
+from support.images import data_url, jpeg_bytes, png_bytes
 from tests.conftest import ConnectedTenant
-from tests.images import data_url, jpeg_bytes, png_bytes
 from tests.plugins.sandbox import FakeClock, SandboxControl, SharedFakeClock
 
 pytestmark = pytest.mark.live

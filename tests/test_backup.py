@@ -12,8 +12,8 @@ from app import create_app
 from models import Ticket, TicketPhoto, db
 from services.accounts import keys
 from services.files.storage import file_store
+from support.images import data_url, jpeg_bytes
 from tests.conftest import app_config
-from tests.images import data_url, jpeg_bytes
 
 pytestmark = pytest.mark.sqlite_only  # PostgreSQL is backed up with pg_dump, as deploy/README.md says
 

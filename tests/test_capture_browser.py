@@ -14,7 +14,8 @@ from PIL import Image
 from playwright.sync_api import expect
 
 from models import Ticket, db
-from tests.images import camera_jpeg
+from support.capture_page import fill_ticket, sign
+from support.images import camera_jpeg
 
 pytestmark = pytest.mark.browser
 
@@ -35,29 +36,6 @@ def open_capture(phone, url: str):
 def create_link(client, tenant) -> dict:
     return client.post("/v1/links", headers=tenant.headers,
                        json={"project_id": tenant.project()["id"], "label": "Gate 3"}).json
-
-
-def sign(page) -> None:
-    """Draw a signature on the canvas with the pointer."""
-    page.locator("#signature-pad").scroll_into_view_if_needed()
-    box = page.locator("#signature-pad").bounding_box()
-    page.mouse.move(box["x"] + 20, box["y"] + box["height"] / 2)
-    page.mouse.down()
-    for step in range(1, 12):
-        page.mouse.move(box["x"] + 20 + step * 22, box["y"] + box["height"] / 2 + (-1) ** step * 30)
-    page.mouse.up()
-
-
-def fill_ticket(page) -> None:
-    page.fill('textarea[name="description"]', "Cut and patched slab for the plumber's sleeve")
-    page.fill('textarea[name="reason"]', "Sleeve was missed by the plumbing sub")
-    page.fill('input[name="directed_by"]', "Sam Ortiz, GC superintendent")
-    page.fill('input[name="captured_by"]', "Lee Park")
-    page.fill('input[name="labor[0].trade"]', "Concrete finisher")
-    page.fill('input[name="labor[0].workers"]', "2")
-    page.fill('input[name="labor[0].hours"]', "3")
-    page.fill('input[name="labor[0].rate"]', "72.50")
-    page.fill('input[name="labor[0].costCode"]', "03-300")
 
 
 def queued_keys(page) -> list[str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from models import Ticket, db
-from tests.plugins.network import photo_key, ticket_upload
+from support.network import photo_key, ticket_upload
 from tests.test_capture_browser import (
     add_site_photos,
     create_link,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 
 from models import Ticket, db
-from tests.images import jpeg_bytes, png_bytes
+from support.images import jpeg_bytes, png_bytes
 from tests.plugins.storage import stored_names
 from tests.test_approval import act
 

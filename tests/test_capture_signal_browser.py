@@ -1,4 +1,4 @@
-"""The capture page on a phone's signal: a throttling proxy (tests/plugins/network.py) between
+"""The capture page on a phone's signal: a throttling proxy (support/network.py) between
 Chromium and the app counts every byte of the page and its service worker, and cuts the signal
 in the middle of things. Nothing the phone holds is lost, the tray says what is really
 happening, sending resumes within seconds, and a cut costs only the piece on its way."""
@@ -11,8 +11,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from models import Ticket, db
-from tests.images import noise_jpeg
-from tests.plugins.network import photo_key, ticket_upload
+from support.images import noise_jpeg
+from support.network import photo_key, ticket_upload
 from tests.test_capture_browser import (
     add_site_photos,
     create_link,

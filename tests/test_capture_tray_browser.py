@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from tests.plugins.network import ticket_upload
+from support.network import ticket_upload
 from tests.test_capture_browser import (
     add_site_photos,
     create_link,

@@ -14,7 +14,7 @@ import pytest
 import requests
 
 from models import Ticket, db
-from tests.test_serve import free_port
+from support.servers import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 CREATORS, PER_CREATOR, APPROVERS, LISTERS = 50, 3, 4, 4

@@ -6,8 +6,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from support.images import data_url, jpeg_bytes, png_bytes
 from tests.contract import operations, problems
-from tests.images import data_url, jpeg_bytes, png_bytes
 from tests.plugins.sandbox import Exchange, ExchangeRecorder
 from tests.test_approval import act, create, origin_rows, remote
 

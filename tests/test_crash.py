@@ -13,10 +13,10 @@ import pytest
 import requests
 
 from models import Ticket, db
+from support.servers import free_port
 from tests.plugins.storage import storage_env
 from tests.test_approval import control, origin_rows
 from tests.test_faults import attachments
-from tests.test_serve import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 

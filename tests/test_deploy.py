@@ -8,7 +8,6 @@ import re
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ from flask import Flask, request
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from app import create_app, default_config
+from support.servers import free_port
 from tests.conftest import app_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -351,13 +351,6 @@ def test_forwarded_headers_count_only_behind_one_trusted_proxy(tmp_path, migrate
         # Only the hop the proxy added counts; what the client put before it is not believed.
         assert request.remote_addr == ("203.0.113.7" if proxies else "127.0.0.1")
         assert request.host == ("tickets.example.com" if proxies else "localhost")
-
-
-def free_port() -> int:
-    """Ask the OS for a free loopback port."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.mark.live

@@ -11,7 +11,7 @@ from PIL import Image
 
 from models import Ticket, db, short_reference
 from services.files.storage import StoreSpec
-from tests.images import data_url, noise_jpeg, png_bytes
+from support.images import data_url, noise_jpeg, png_bytes
 from tests.test_approval import act, actor, create, origin_rows, remote
 from tests.test_review_pages import sign_in
 

@@ -6,7 +6,7 @@ from contextlib import closing
 
 import pytest
 
-from tests.images import data_url, jpeg_bytes, png_bytes
+from support.images import data_url, jpeg_bytes, png_bytes
 from tests.test_approval import act, control, create, origin_rows, remote, stored
 
 # (label, fault settings, expected status of the faulted approve)

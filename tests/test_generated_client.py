@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.images import data_url, jpeg_bytes, noise_jpeg, png_bytes
+from support.images import data_url, jpeg_bytes, noise_jpeg, png_bytes
 
 pytestmark = pytest.mark.live
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 
 from services.accounts import reviewers
-from tests.images import data_url, jpeg_bytes, png_bytes
+from support.images import data_url, jpeg_bytes, png_bytes
 
 
 def test_every_html_page_has_a_strict_policy(app, client, acme):

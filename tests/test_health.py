@@ -8,7 +8,7 @@ from sqlalchemy.engine import make_url
 from models import db
 from services import health
 from services.project_system import connections
-from tests.test_serve import free_port
+from support.servers import free_port
 
 
 def test_healthy_service_reports_ok_without_a_key(app, client, acme):

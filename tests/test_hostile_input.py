@@ -11,8 +11,8 @@ import pytest
 from PIL import Image
 
 from models import Ticket, TicketPhoto, db
+from support.images import data_url, jpeg_bytes
 from tests.plugins.storage import stored_names
-from tests.images import data_url, jpeg_bytes
 
 
 def bomb_png() -> str:

@@ -8,10 +8,10 @@ import pytest
 import requests
 
 from app import create_app, trusted_hosts
+from support.images import data_url, jpeg_bytes
+from support.servers import free_port
 from tests.conftest import app_config, connect_tenant
-from tests.images import data_url, jpeg_bytes
 from tests.test_crash import start_server
-from tests.test_serve import free_port
 from tests.test_tickets import ticket_body
 
 FORGED = {"Host": "evil.example"}

@@ -7,7 +7,7 @@ import pytest
 
 from services.files import image_pool
 from services.files.photos import ImageRejected
-from tests.images import data_url, flat_png, jpeg_bytes, jpeg_scan_bomb
+from support.images import data_url, flat_png, jpeg_bytes, jpeg_scan_bomb
 from tests.test_hostile_input import stored_state
 
 CPU_BUDGET_S = 1.0
@@ -109,7 +109,7 @@ def test_a_busy_pool_is_a_503_to_the_phone_the_plain_form_and_the_api(app, clien
     Retry-After to the capture script and the API, and the plain form says to send again."""
     import io
 
-    from tests.images import data_url, jpeg_bytes
+    from support.images import data_url, jpeg_bytes
 
     def saturated(*_args, **_kwargs):
         raise image_pool.ImagesBusy()

@@ -1,16 +1,14 @@
 """Routing that learns: a PM's habits replayed through the API, then new tickets in the crews'
-own words land on the codes the PM would pick (tests/routing_corpus.py)."""
+own words land on the codes the PM would pick (support/routing_corpus.py)."""
 from __future__ import annotations
 
 import re
 
 import pytest
 
-from tests.routing_corpus import HISTORY, NEW
+from support.routing_corpus import COST_TYPE, HISTORY, NEW, ticket_body
 
 pytestmark = pytest.mark.live
-
-COST_TYPE = {"labor": "labor", "equipment": "equipment", "materials": "materials"}
 
 
 def project_of(tenant, letter: str) -> dict:
@@ -25,29 +23,13 @@ def budget_codes(client, tenant, project_id) -> dict[tuple[str, str], int]:
             for item in items["data"] for code in item["budget_codes"]}
 
 
-def line_body(kind: str, said: str) -> dict:
-    """A line of a kind as a crew sends it, without a cost code."""
-    if kind == "labor":
-        return {"trade": said, "hours": 4, "rate": 60}
-    if kind == "equipment":
-        return {"description": said, "hours": 2, "rate": 90}
-    return {"description": said, "quantity": 3, "unitCost": 12}
-
-
 def send(client, tenant, sub: str | None, project: dict, description: str,
          lines: list[tuple[str, str]]) -> tuple[dict, list[int]]:
     """POST a ticket; returns it and, for each given line, its index in the ticket's routing."""
-    body = {"project_id": str(project["id"]), "description": description, "reason": "Not ours",
-            "directed_by": "Sam Ortiz", "sub": sub, "labor": [], "equipment": [], "materials": []}
-    places = []
-    for kind, said in lines:
-        body[kind].append(line_body(kind, said))
-        places.append((kind, len(body[kind]) - 1))
+    body, places = ticket_body(sub, project["id"], description, lines)
     made = client.post("/v1/tickets", headers=tenant.headers, json=body)
     assert made.status_code == 200, made.json
-    offsets = {"labor": 0, "equipment": len(body["labor"]),
-               "materials": len(body["labor"]) + len(body["equipment"])}
-    return made.json, [offsets[kind] + i for kind, i in places]
+    return made.json, places
 
 
 def approve(client, tenant, ticket_id: str, routes: dict[int, int]):

@@ -9,7 +9,7 @@ import pytest
 import time_machine
 
 from models import Ticket, db
-from tests.images import data_url, jpeg_bytes
+from support.images import data_url, jpeg_bytes
 
 
 def make_link(client, tenant, label="North trailer", change_events=True):

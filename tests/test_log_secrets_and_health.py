@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tests.images import data_url, jpeg_bytes, png_bytes
+from support.images import data_url, jpeg_bytes, png_bytes
 
 
 @pytest.fixture

@@ -8,9 +8,9 @@ import requests
 from requests.adapters import HTTPAdapter
 
 from services.accounts import reviewers
+from support.servers import free_port
 from tests.test_crash import start_server
 from tests.test_review_pages import PASSWORD, csrf_token
-from tests.test_serve import free_port
 
 
 class FromAddress(HTTPAdapter):

@@ -10,7 +10,7 @@ import threading
 
 from services.accounts import reviewers
 from services.platform.logs import JsonLines, redact
-from tests.images import data_url, jpeg_bytes
+from support.images import data_url, jpeg_bytes
 
 
 def formatted(caplog) -> list[str]:

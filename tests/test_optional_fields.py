@@ -21,7 +21,7 @@ from flask_babel import force_locale, gettext
 from models import Ticket, db
 from models.schemas import Shown, Shows, TicketText, ticket_fields
 from services.tickets import signatures
-from tests.images import data_url, png_bytes
+from support.images import data_url, png_bytes
 from tests.mailbox import smtp_server
 from tests.test_approval import act, origin_rows, ticket_body
 from tests.test_documents import pdf_text
@@ -143,7 +143,7 @@ def test_the_document_and_the_code_agree_on_blank_dates_and_numeric_times(client
         "project_id": acme.project()["id"], "description": "d", "reason": "r", "directed_by": "s",
         "worked_on": ""})
     assert made.status_code == 200
-    from tests.images import jpeg_bytes
+    from support.images import jpeg_bytes
 
     refused = client.put(f"/v1/tickets/{made.json['id']}/photo-uploads/k1?taken_at=0.5",
                          headers={**acme.headers, "Content-Type": "image/jpeg"}, data=jpeg_bytes())

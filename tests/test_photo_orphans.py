@@ -13,7 +13,7 @@ import time_machine
 
 from services.files import photo_sweep
 from services.files.storage import FolderStore, file_store
-from tests.images import data_url, jpeg_bytes, png_bytes
+from support.images import data_url, jpeg_bytes, png_bytes
 from tests.plugins.storage import FOLDER_ONLY, stored_names
 
 DAY_S = 24 * 3600

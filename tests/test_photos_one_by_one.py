@@ -5,7 +5,7 @@ import pytest
 
 import uuid
 
-from tests.images import jpeg_bytes, png_bytes
+from support.images import jpeg_bytes, png_bytes
 
 
 def make_link(client, tenant) -> dict:

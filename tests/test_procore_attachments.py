@@ -10,7 +10,7 @@ from models import Ticket, db
 from services.files import storage
 from services.project_system import Attachment
 from services.project_system.procore import WAIT_ROUNDING_S
-from tests.images import data_url, jpeg_bytes, png_bytes
+from support.images import data_url, jpeg_bytes, png_bytes
 from tests.test_approval import act, control, create, origin_rows, remote, spike_limited
 
 pytestmark = pytest.mark.live

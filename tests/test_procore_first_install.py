@@ -16,9 +16,9 @@ import requests
 from services.project_system import ProjectSystemError, ToolDisabled
 from services.project_system.pacing import RedisBudget, shared_pacing
 from services.project_system.procore import _next_page
+from support.servers import free_port
 from tests.plugins.sandbox import ExchangeRecorder
 from tests.test_procore_client import calls_to, project_id
-from tests.test_serve import free_port
 
 pytestmark = pytest.mark.live
 

@@ -12,10 +12,10 @@ import time_machine
 
 from models import Ticket, db, utcnow
 from services.project_system.procore import ProcoreClient
-from tests.images import data_url, noise_jpeg
+from support.images import data_url, noise_jpeg
+from support.servers import free_port
 from tests.test_approval import act, control, create, origin_rows, remote
 from tests.test_crash import start_server
-from tests.test_serve import free_port
 
 
 def test_capture_page_never_waits_on_a_hung_project_system(app, client, acme, sandbox_server):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from tests.images import data_url, png_bytes
+from support.images import data_url, png_bytes
 from tests.test_review_pages import sign_in
 
 

@@ -10,7 +10,7 @@ import time_machine
 
 from app import create_app
 from services.files import storage
-from tests.images import data_url, jpeg_bytes, noise_jpeg
+from support.images import data_url, jpeg_bytes, noise_jpeg
 from tests.plugins.storage import FOLDER_ONLY
 from tests.test_hostile_input import stored_state
 

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from tests.images import data_url, jpeg_bytes, png_bytes
+from support.images import data_url, jpeg_bytes, png_bytes
 from tests.test_review_pages import new_ticket, sign_in
 from tests.test_review_triage import browser_sign_in
 

@@ -3,10 +3,10 @@ decision taken in without copying the index or forgetting unrelated answers."""
 from __future__ import annotations
 
 from services.routing.learning import Index
-from tests.routing_corpus import HISTORY
-from tests.routing_index_cases import answers, evidence, held_out_score, questions
+from support.routing_corpus import HISTORY
+from support.routing_index_cases import answers, evidence, held_out_score, questions
 
-# What routing suggested for tests/routing_index_cases.questions() when every lookup scored
+# What routing suggested for support/routing_index_cases.questions() when every lookup scored
 # every wording (before the index narrowed its candidates); the index must keep every answer.
 PINNED = [('06-100', 'labor', '06-100.L', "chosen 3 times for Summit Framing's 'Framer'", None),
  ('06-100', 'labor', '06-100.L', "chosen once for Summit Framing's 'Carpenter'", None),

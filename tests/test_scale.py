@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 import requests
 
+from support.images import data_url, noise_jpeg
+from support.servers import free_port
 from tests.databases import POSTGRES_URL, REDIS_URL
-from tests.images import data_url, noise_jpeg
 from tests.plugins.storage import S3_ENDPOINT, storage_env
 from tests.test_approval import origin_rows
-from tests.test_serve import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 

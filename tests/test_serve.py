@@ -13,16 +13,10 @@ from pathlib import Path
 import pytest
 import requests
 
+from support.servers import free_port
 from tests.receiver import Receiver
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def free_port() -> int:
-    """Ask the OS for a free loopback port."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.mark.live

@@ -14,10 +14,10 @@ import pytest
 import requests
 
 from services.platform.serving import forwarded_client
-from tests.images import data_url, noise_jpeg
+from support.images import data_url, noise_jpeg
+from support.servers import free_port
 from tests.test_crash import start_server
 from tests.test_review_pages import PASSWORD, add_reviewer, csrf_token
-from tests.test_serve import free_port
 
 ATTACKERS = 2200
 

@@ -12,7 +12,7 @@ import time_machine
 from models import SignatureRequest, Ticket, db, short_reference
 from services.capture import signing
 from services.tickets import signatures
-from tests.images import data_url, jpeg_bytes, png_bytes
+from support.images import data_url, jpeg_bytes, png_bytes
 from tests.mailbox import smtp_server
 from tests.test_approval import create
 from tests.plugins.storage import stored_names

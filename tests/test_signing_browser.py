@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from models import Ticket, db
-from tests.images import data_url, jpeg_bytes
+from support.images import data_url, jpeg_bytes
 from tests.test_accessibility import AXE, OpenRequests, serious_violations, settle
 from tests.test_capture_browser import (assert_no_english, create_link, fill_ticket, open_capture,
                                         sign, visible_text)

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.images import data_url, flat_png, noise_jpeg
+from support.images import data_url, flat_png, noise_jpeg
+from support.servers import free_port
 from tests.test_crash import start_server
-from tests.test_serve import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 

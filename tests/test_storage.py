@@ -19,10 +19,10 @@ from services.files.storage import (
     file_store,
     s3_client,
 )
-from tests.images import data_url, noise_jpeg, png_bytes
-from tests.plugins.storage import FOLDER_ONLY, new_bucket, stored_names
+from support.images import data_url, noise_jpeg, png_bytes
+from support.servers import free_port, new_bucket
+from tests.plugins.storage import FOLDER_ONLY, stored_names
 from tests.test_hostile_input import stored_state
-from tests.test_serve import free_port
 
 
 @pytest.fixture(params=["folder", "bucket"])

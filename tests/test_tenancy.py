@@ -7,7 +7,7 @@ import uuid
 import pytest
 
 from services.accounts import reviewers
-from tests.images import data_url, jpeg_bytes, png_bytes
+from support.images import data_url, jpeg_bytes, png_bytes
 
 PASSWORD = "correct horse battery"
 

@@ -13,7 +13,7 @@ from models.schemas import TicketList, TicketSummary
 from models.schemas import Ticket as TicketShape
 from services.tickets import ticket_queries, ticket_shapes
 from services.platform.database import write_transaction
-from tests.images import data_url, jpeg_bytes, png_bytes
+from support.images import data_url, jpeg_bytes, png_bytes
 
 pytestmark = pytest.mark.live
 

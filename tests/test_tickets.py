@@ -15,7 +15,7 @@ from PIL import Image
 
 from models import Ticket, TicketPhoto, db
 from services.files.storage import file_store
-from tests.images import data_url, jpeg_bytes, png_bytes
+from support.images import data_url, jpeg_bytes, png_bytes
 from tests.plugins.storage import stored_names
 
 

@@ -353,7 +353,7 @@ def test_the_keys_page_lists_endpoints_and_deliveries_and_admins_send_one_again(
 def test_a_crews_ticket_is_told_signed_then_sent_back(app, client, acme, receiver):
     from models.schemas import SignatureIn, TicketInput
     from services.capture import evidence, links, tickets
-    from tests.images import data_url, png_bytes
+    from support.images import data_url, png_bytes
     from tests.test_approval import ticket_body
 
     endpoint = register(client, acme, receiver.url,

@@ -6,7 +6,7 @@ import re
 import pytest
 
 from services.accounts import keys, reviewers
-from tests.images import data_url, jpeg_bytes, png_bytes
+from support.images import data_url, jpeg_bytes, png_bytes
 
 pytestmark = pytest.mark.browser
 

@@ -7,22 +7,14 @@ every test uses a bucket. Tests marked `both_stores` run once with each backend.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import time
-import uuid
 from collections.abc import Iterator
 
 import pytest
-import requests
 
-from tests.test_serve import free_port
+from support.servers import new_bucket, s3_test_credentials, start_s3_server
 
 S3_ENDPOINT = os.environ.get("TEST_S3_ENDPOINT")
-# moto takes any credentials; these keep boto3 from looking further (and from real AWS).
-for _name, _value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"),
-                      ("AWS_DEFAULT_REGION", "us-east-1")):
-    os.environ.setdefault(_name, _value)
+s3_test_credentials()
 
 
 def pytest_generate_tests(metafunc) -> None:
@@ -30,26 +22,6 @@ def pytest_generate_tests(metafunc) -> None:
     if metafunc.definition.get_closest_marker("both_stores") and \
             "store_backend" in metafunc.fixturenames:
         metafunc.parametrize("store_backend", ["folder", "bucket"], indirect=True)
-
-
-def start_s3_server(log_path) -> tuple[subprocess.Popen, str]:
-    """moto's S3-compatible server on a free loopback port, answering once this returns."""
-    port = free_port()
-    with open(log_path, "w") as log:
-        server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1",
-                                   "-p", str(port)], stdout=log, stderr=subprocess.STDOUT,
-                                  start_new_session=True)
-    endpoint = f"http://127.0.0.1:{port}"
-    for _ in range(600):  # bounded wait until it answers
-        try:
-            requests.get(f"{endpoint}/moto-api/", timeout=5)
-            return server, endpoint
-        except requests.RequestException:
-            if server.poll() is not None:
-                break
-            time.sleep(0.05)
-    server.kill()
-    raise AssertionError(f"the S3 server did not start; see {log_path}")
 
 
 @pytest.fixture(scope="session")
@@ -62,15 +34,6 @@ def s3_endpoint(tmp_path_factory) -> Iterator[str]:
     yield endpoint
     server.terminate()
     server.wait(timeout=30)
-
-
-def new_bucket(endpoint: str) -> str:
-    """A fresh, empty bucket's name."""
-    from services.files.storage import s3_client
-
-    name = f"ewt-{uuid.uuid4().hex[:16]}"
-    s3_client(endpoint).create_bucket(Bucket=name)
-    return name
 
 
 @pytest.fixture

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.images import data_url, flat_png, jpeg_bytes, jpeg_scan_bomb
+from support.images import data_url, flat_png, jpeg_bytes, jpeg_scan_bomb
+from support.servers import free_port
 from tests.soak.test_soak import record
 from tests.test_crash import start_server
-from tests.test_serve import free_port
 from tests.test_slow_clients import process_tree
 
 pytestmark = pytest.mark.soak

@@ -13,11 +13,11 @@ import requests
 from hypothesis import HealthCheck, settings
 
 from models import Ticket, db
+from support.servers import free_port
 from tests.test_approval import origin_rows
 from tests.test_concurrency import drive
 from tests.test_crash import start_server
 from tests.test_schemathesis import assert_codes_documented, current, linked_calls, schema
-from tests.test_serve import free_port
 
 pytestmark = pytest.mark.soak
 FIGURES = Path(__file__).resolve().parents[2] / "bench" / "soak.json"

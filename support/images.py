@@ -1,4 +1,4 @@
-"""Test images made on the spot with Pillow."""
+"""Images made on the spot with Pillow, for tests and the bench."""
 from __future__ import annotations
 
 import base64
@@ -19,6 +19,16 @@ def png_bytes(width: int = 120, height: int = 40, mode: str = "RGBA") -> bytes:
     """A small PNG, transparent by default, like a drawn signature."""
     buffer = io.BytesIO()
     Image.new(mode, (width, height), (0, 0, 0, 0) if mode == "RGBA" else 0).save(buffer, "PNG")
+    return buffer.getvalue()
+
+
+def signature_png() -> bytes:
+    """A transparent PNG with a drawn stroke, as a signature pad exports it."""
+    image = Image.new("RGBA", (600, 200), (0, 0, 0, 0))
+    ImageDraw.Draw(image).line([(20, 150), (120, 40), (220, 160), (320, 50), (560, 120)],
+                               fill=(20, 20, 20, 255), width=6)
+    buffer = io.BytesIO()
+    image.save(buffer, "PNG")
     return buffer.getvalue()
 
 

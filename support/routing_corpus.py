@@ -6,8 +6,12 @@ put it on (the cost type follows the line's kind). NEW is what crews send next, 
 words (Spanish, short forms, misspellings, plurals, new word orders), with the cost code the
 PM would pick; None means nothing like it was ever routed and no cost-code name fits, so it
 must stay unrouted.
+
+`ticket_body` makes a ticket of such lines as a crew sends it, without cost codes.
 """
 from __future__ import annotations
+
+COST_TYPE = {"labor": "labor", "equipment": "equipment", "materials": "materials"}
 
 # (sub, project, ticket description, [(kind, words, cost code), ...])
 HISTORY = [
@@ -99,3 +103,27 @@ NEW = [
     ("Summit Framing", "A", "Framed a new closet", "labor", "Astronaut", None),
     ("Bolt Electric", "A", "Tuned the lobby piano", "labor", "Piano tuner", None),
 ]
+
+
+def line_body(kind: str, said: str) -> dict:
+    """A line of a kind as a crew sends it, without a cost code."""
+    if kind == "labor":
+        return {"trade": said, "hours": 4, "rate": 60}
+    if kind == "equipment":
+        return {"description": said, "hours": 2, "rate": 90}
+    return {"description": said, "quantity": 3, "unitCost": 12}
+
+
+def ticket_body(sub: str | None, project_id, description: str,
+                lines: list[tuple[str, str]]) -> tuple[dict, list[int]]:
+    """A ticket of (kind, words) lines for POST /v1/tickets, and each line's index in the
+    routing of the ticket made from it (labor, then equipment, then materials)."""
+    body = {"project_id": str(project_id), "description": description, "reason": "Not ours",
+            "directed_by": "Sam Ortiz", "sub": sub, "labor": [], "equipment": [], "materials": []}
+    places = []
+    for kind, said in lines:
+        body[kind].append(line_body(kind, said))
+        places.append((kind, len(body[kind]) - 1))
+    offsets = {"labor": 0, "equipment": len(body["labor"]),
+               "materials": len(body["labor"]) + len(body["equipment"])}
+    return body, [offsets[kind] + i for kind, i in places]

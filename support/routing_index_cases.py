@@ -3,9 +3,7 @@ from __future__ import annotations
 
 from services.routing.learning import Evidence, Index
 from services.routing.learned_words import words
-from tests.routing_corpus import HISTORY, NEW
-
-COST_TYPE = {"labor": "labor", "equipment": "equipment", "materials": "materials"}
+from support.routing_corpus import COST_TYPE, HISTORY, NEW
 
 
 def evidence(history=HISTORY, start: int = 1) -> list[tuple[str, Evidence]]:
@@ -43,8 +41,8 @@ def answers(index: Index) -> list:
 
 
 def held_out_score() -> dict:
-    """tests/routing_heldout.py's figures: an index over its history, asked its held-out lines."""
-    from tests import routing_heldout
+    """support/routing_heldout.py's figures: an index over its history, asked its held-out lines."""
+    from support import routing_heldout
 
     index = Index.of((kind, Evidence(
         id=number, project_id="A", sub=sub, text=said, words=words(said), description_words="",
