@@ -223,7 +223,7 @@ def _operation_object(operation: Operation, refs: dict, components: dict[str, An
     elif operation.binary_body:
         binary = {"schema": {"type": "string", "format": "binary"}}
         result["requestBody"] = {"required": True, "description": BINARY_BODY_TEXT,
-                                 "content": {media: binary for media in operation.binary_body}}
+                                 "content": dict.fromkeys(operation.binary_body, binary)}
     ok: dict[str, Any] = {"description": "Success."}
     if not operation.public:
         ok["headers"] = dict(RATE_LIMIT_HEADERS)

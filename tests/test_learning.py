@@ -556,7 +556,7 @@ def test_bulk_confirmation_lists_the_codes_its_button_writes_on_tablets(
     shot(page, f"bulk-confirm-{device}")
     # The button that writes stays on screen while the list is read.
     on_screen = button.bounding_box()
-    assert 0 <= on_screen["y"] and on_screen["y"] + on_screen["height"] <= \
+    assert on_screen["y"] >= 0 and on_screen["y"] + on_screen["height"] <= \
         page.viewport_size["height"]
     button.click()
     page.wait_for_selector("text=5 written, 0 already in Procore, 0 not written")

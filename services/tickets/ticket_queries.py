@@ -228,7 +228,7 @@ def list_status_counts(company_id: int, where: ListFilter, wait: Wait = Wait.YES
     conditions = _list_conditions(company_id, where)
     if where.to_check:
         conditions.append(TicketRecord.id.in_(_ids_to_check(conditions, NEWEST_FIRST, wait)))
-    counts = {status: 0 for status in STATUSES}
+    counts = dict.fromkeys(STATUSES, 0)
     counts.update({status: int(count) for status, count in db.session.execute(
         select(TicketRecord.status, func.count()).where(*conditions)
         .group_by(TicketRecord.status))})
