@@ -155,9 +155,9 @@ def read_json_object(required: bool = True, *, refuse_nul: bool = True) -> dict[
     try:
         data = json.loads(raw, parse_constant=_reject_constant, parse_int=_parse_int)
     except RecursionError:
-        raise BadBody("the JSON body is nested too deeply")
+        raise BadBody("the JSON body is nested too deeply") from None
     except ValueError as error:
-        raise BadBody(f"the body is not valid JSON: {error}")
+        raise BadBody(f"the body is not valid JSON: {error}") from error
     if not isinstance(data, dict):
         raise BadBody("the body must be a JSON object", code="invalid_body")
     if _json_depth(data) > MAX_JSON_DEPTH:

@@ -213,7 +213,7 @@ def test_fill_add_rows_photo_sign_and_send(client, acme, live_server, phone, app
     assert ticket["signature"]["name"] == "Sam Ortiz"
     assert ticket["signature"]["qualifier"] == "verified_scope_disputed"
     assert ticket["signature"]["signed_via"] == "crew_phone"
-    assert [l["trade"] for l in ticket["labor"]] == ["Concrete finisher", "Laborer"]
+    assert [line["trade"] for line in ticket["labor"]] == ["Concrete finisher", "Laborer"]
     assert ticket["materials"][0]["amount"] == 87.0
     assert ticket["total"] == 2 * 3 * 72.5 + 3 * 48 + 87.0
     assert ticket["id"].replace("-", "")[:8].upper() == reference[2:]

@@ -19,7 +19,7 @@ def rows_of(text: str) -> list[dict[str, str]]:
     assert text.startswith("\ufeff")
     reader = csv.reader(io.StringIO(text[1:]))
     assert tuple(next(reader)) == COLUMNS
-    return [dict(zip(COLUMNS, row)) for row in reader]
+    return [dict(zip(COLUMNS, row, strict=True)) for row in reader]
 
 
 def make(client, tenant, description: str, **extra) -> dict:

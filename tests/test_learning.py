@@ -67,7 +67,7 @@ def replay(client, tenant, history=HISTORY) -> None:
                               [(kind, said) for kind, said, _code in lines])
         approve(client, tenant, ticket["id"], {
             place: codes[letter][code, COST_TYPE[kind]]
-            for place, (kind, _said, code) in zip(places, lines)})
+            for place, (kind, _said, code) in zip(places, lines, strict=True)})
 
 
 def routed(client, tenant, sub, letter, description, kind, said) -> dict:

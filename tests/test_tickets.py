@@ -133,7 +133,7 @@ def test_amounts_are_exact_decimals(client, acme):
                                   {"description": "No price", "quantity": 2}])
     ticket = client.post("/v1/tickets", headers=acme.headers, json=body).json
     # Floats would give 3.0029999999999997, 1.0049999999999999 (then 1.0), 0.020000000000000004 ...
-    assert [l["amount"] for l in ticket["labor"]] == [3.0, 1.01]
+    assert [line["amount"] for line in ticket["labor"]] == [3.0, 1.01]
     assert ticket["equipment"][0]["amount"] == 0.02
     assert [m["amount"] for m in ticket["materials"]] == [0.3, 0.0]
     assert ticket["total"] == 4.33

@@ -137,7 +137,7 @@ def _ids_to_check(conditions: list, order: tuple, wait: Wait) -> list[str]:
     rows = db.session.execute(select(*(getattr(TicketRecord, name) for name in columns))
                               .where(*conditions).order_by(*order).limit(MAX_CHECKED))
     # Each row as a ticket of its own (never added to the session) for routing_of to read.
-    tickets = (TicketRecord(**dict(zip(columns, row))) for row in rows)
+    tickets = (TicketRecord(**dict(zip(columns, row, strict=True))) for row in rows)
     return [ticket.id for ticket in tickets
             if any(line.needs_review for line in routing_of(ticket, wait).lines)]
 
