@@ -395,4 +395,5 @@ def restore_command(path: str, yes: bool) -> None:
         summary = backup.restore_backup(path)
     except (backup.BackupError, ServiceError) as error:
         raise click.ClickException(str(error)) from error
-    click.echo(f"restored {summary.tickets} tickets and {summary.photo_files} photo files from {summary.path}")
+    click.echo(f"restored {summary.tickets} tickets and {summary.photo_files} photo files "
+               f"from {summary.path}")

@@ -250,7 +250,8 @@ a line whose suggested code was learned from another sub's decisions (`learned_f
 confirm it by naming the line in `routes`), or with `require_exact` a line not on a confirmed
 code, refuses the approval with 409
 `lines_need_review`, `details` listing `{line, reason, description}` for each; nothing is
-written. A daily log entry carries no budget code, so its lines are not checked. `routes` keys must be line indexes of the ticket and values budget code ids of its
+written. A daily log entry carries no budget code, so its lines are not checked. `routes` keys \
+must be line indexes of the ticket and values budget code ids of its
 project (else 400 naming `routes.<key>`); a routed line counts as exact, and a line routed to
 a budget code of another cost type is written as asked but is not exact.
 

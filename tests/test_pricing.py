@@ -208,7 +208,8 @@ def test_a_ticket_not_yet_written_is_priced_again_on_request(app, client, acme):
     save(client, acme, project)
     repriced = client.post(f"/v1/tickets/{ticket['id']}/reprice", headers=acme.headers)
     assert repriced.status_code == 200, repriced.json
-    assert [(line["rate"], line["amount"]) for line in repriced.json["labor"]] == [(110.0, 220.0), (80.0, 80.0)]
+    assert [(line["rate"], line["amount"]) for line in repriced.json["labor"]] == \
+        [(110.0, 220.0), (80.0, 80.0)]
     assert repriced.json["routing"][1]["pricing"]["differs"] is True  # sheet says 91.50
     assert repriced.json["total"] == 300.0
     assert not any("Foreman" in w for w in repriced.json["warnings"])

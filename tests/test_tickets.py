@@ -511,4 +511,5 @@ def test_number_bounds_hold_for_the_number_as_sent(client, acme):
             **ticket_body(project), "labor": [{"trade": "Laborer", "hours": hours, "rate": 10}]})
         assert sent.status_code == status, (hours, sent.json)
         if status == 200:
-            assert sent.json["labor"][0]["hours"] in (0.0, 1000.0) and str(sent.json["labor"][0]["hours"])[0] != "-"
+            hours = sent.json["labor"][0]["hours"]
+            assert hours in (0.0, 1000.0) and str(hours)[0] != "-"

@@ -92,7 +92,8 @@ def _human_size(n: int) -> str:
 
 
 def decode_image_input(value: str, *, max_bytes: int) -> bytes:
-    """Decode a data URL or bare base64 to bytes: strict, padded, standard or URL-safe alphabet (not mixed)."""
+    """Decode a data URL or bare base64 to bytes: strict, padded, standard or URL-safe alphabet
+    (not mixed)."""
     # Rules, for the API documentation:
     # - "data:<type>[;param...];base64,<data>" where <type> is image/jpeg,
     #   image/jpg, image/png or image/webp (case-insensitive); anything else is
@@ -242,7 +243,8 @@ def _open_checked(raw: bytes, max_pixels: int) -> ImageFile.ImageFile:
         raise ImageRejected(f"image is too large: {width * height} pixels, the limit is {max_pixels}")
     if max(width, height) > MAX_EDGE:
         im.close()
-        raise ImageRejected(f"image is too large: {width} x {height} pixels, the longest side may be {MAX_EDGE}")
+        raise ImageRejected(f"image is too large: {width} x {height} pixels, the longest side may "
+                            f"be {MAX_EDGE}")
     return im
 
 
@@ -324,7 +326,8 @@ def process_signature(
     long_edge: int = 1200,
     thumb_edge: int = 320,
 ) -> ProcessedImage:
-    """Validate a drawn signature and re-encode it as a metadata-free PNG (transparency kept) plus thumbnail."""
+    """Validate a drawn signature and re-encode it as a metadata-free PNG (transparency kept) plus
+    thumbnail."""
     _check_max_pixels(max_pixels)
     with _open_checked(raw, max_pixels) as source:
         im = _load_upright(source, long_edge)

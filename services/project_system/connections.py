@@ -16,8 +16,8 @@ from sqlalchemy import select
 from models import Company, ProjectSystemConnection, db, utcnow
 from sandbox.seed import create_demo_company
 from services.platform.database import write_transaction
-from services.platform.errors import (Conflict, NotFound, ProjectSystemRefused, ServiceError, ValidationFailed,
-                             field_problem)
+from services.platform.errors import (Conflict, NotFound, ProjectSystemRefused, ServiceError,
+                                      ValidationFailed, field_problem)
 from services.project_system import (
     ProcoreClient,
     ProjectSystem,

@@ -192,7 +192,8 @@ def test_slow_clients_and_a_flood_leave_the_others_served(app, acme, rival, sand
         while time.monotonic() < ends:
             for name, ask in (
                     ("sign-in", lambda: _sign_in(base, email)),
-                    ("capture page", lambda: requests.get(f"{base}/c/{links['theirs']}", timeout=10).status_code),
+                    ("capture page",
+                     lambda: requests.get(f"{base}/c/{links['theirs']}", timeout=10).status_code),
                     ("healthz", lambda: requests.get(f"{base}/healthz", timeout=10).status_code),
                     ("photo", lambda: requests.post(f"{base}/c/{links['theirs']}/tickets", json=photo,
                                                     timeout=30).status_code)):
@@ -218,4 +219,5 @@ def test_slow_clients_and_a_flood_leave_the_others_served(app, acme, rival, sand
     record("slow_clients_and_flood", figures)
     print(figures)
     assert not failures, (failures, figures)
-    assert max(waits["photo"]) < 6 and all(max(waits[n]) < 3 for n in ("sign-in", "capture page", "healthz")), figures
+    assert max(waits["photo"]) < 6 and all(
+        max(waits[n]) < 3 for n in ("sign-in", "capture page", "healthz")), figures
