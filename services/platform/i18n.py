@@ -53,7 +53,7 @@ def remember_choice(response: Response) -> Response:
 
 def _script_text(script: str) -> str:
     """The source of a crew script in static/."""
-    return (Path(__file__).resolve().parent.parent / "static" / script).read_text(encoding="utf-8")
+    return (Path(__file__).resolve().parents[2] / "static" / script).read_text(encoding="utf-8")
 
 
 def _unescaped(words: str) -> str:
