@@ -112,20 +112,30 @@ def decode_image_input(value: str, *, max_bytes: int) -> bytes:
 
     text = value.strip()
     if text[:5].lower() == "data:":
-        header, comma, text = text.partition(",")
-        if not comma:
-            raise ImageRejected("malformed data URL: no comma before the data")
-        params = [p.strip().lower() for p in header[5:].split(";")]
-        media_type = params[0]
-        if media_type not in _DATA_URL_TYPES:
-            shown = media_type[:40] or "(none)"
-            raise ImageRejected(
-                f"data URL media type {shown!r} is not accepted; use image/jpeg, image/png or image/webp"
-            )
-        if len(params) < 2 or params[-1] != "base64":
-            raise ImageRejected("data URL is not base64-encoded")
+        text = _data_url_payload(text)
+    return _decode_base64("".join(text.split()), max_bytes)
 
-    compact = "".join(text.split())
+
+def _data_url_payload(text: str) -> str:
+    """The data of a data URL, refused unless it is a base64-encoded image of an accepted type."""
+    header, comma, text = text.partition(",")
+    if not comma:
+        raise ImageRejected("malformed data URL: no comma before the data")
+    params = [p.strip().lower() for p in header[5:].split(";")]
+    media_type = params[0]
+    if media_type not in _DATA_URL_TYPES:
+        shown = media_type[:40] or "(none)"
+        raise ImageRejected(
+            f"data URL media type {shown!r} is not accepted; use image/jpeg, image/png or image/webp"
+        )
+    if len(params) < 2 or params[-1] != "base64":
+        raise ImageRejected("data URL is not base64-encoded")
+    return text
+
+
+def _decode_base64(compact: str, max_bytes: int) -> bytes:
+    """Decode base64 without whitespace, padded, in one alphabet (standard or URL-safe), to at
+    most `max_bytes` bytes."""
     if not compact:
         raise ImageRejected("image data is empty")
     if not compact.isascii():
@@ -188,18 +198,27 @@ def count_jpeg_scans(raw: bytes, limit: int = MAX_JPEG_SCANS) -> int:
         scans += 1
         if scans > limit:
             raise ImageRejected(f"the JPEG has more than {limit} scans; save it again as a normal JPEG")
-        while True:  # skip the entropy-coded data: FF 00 and restart markers belong to it
-            at = raw.find(b"\xff", at)
-            if at < 0 or at + 1 >= size:
-                return scans
-            following = raw[at + 1]
-            if following == 0x00 or 0xD0 <= following <= 0xD7:
-                at += 2
-            elif following == 0xFF:
-                at += 1
-            else:
-                break
+        at = _after_entropy_coded_data(raw, at)
+        if at < 0:
+            return scans
     return scans
+
+
+def _after_entropy_coded_data(raw: bytes, at: int) -> int:
+    """Where the marker after a scan's entropy-coded data starts (FF 00 and restart markers
+    belong to the data), or -1 when the data runs to the end."""
+    size = len(raw)
+    while True:
+        at = raw.find(b"\xff", at)
+        if at < 0 or at + 1 >= size:
+            return -1
+        following = raw[at + 1]
+        if following == 0x00 or 0xD0 <= following <= 0xD7:
+            at += 2
+        elif following == 0xFF:
+            at += 1
+        else:
+            return at
 
 
 def _check_max_pixels(max_pixels: int) -> None:
