@@ -56,7 +56,9 @@ $(AXE): tests/a11y/package.json tests/a11y/package-lock.json
 	npm ci --prefix tests/a11y --ignore-scripts --no-audit --no-fund
 	@touch $(AXE)
 
+# The lint (ruff, rules in pyproject.toml) first: a finding fails the target before any test runs.
 test: $(STAMP) $(CATALOGS) chromium pdf-test-tools tools axe
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The whole suite again on PostgreSQL, Redis and an S3 bucket (moto), started on loopback.

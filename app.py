@@ -43,9 +43,10 @@ def default_config(instance_path: str) -> dict[str, Any]:
         # that take photos; every other route takes SMALL_BODY_BYTES (services/platform/bodies.py).
         "MAX_CONTENT_LENGTH": 34 * MiB,
         "SMALL_BODY_BYTES": 256 * 1024,
-        # The server (services/platform/serving.py, waitress; make run and deploy/) reads each request whole before a
-        # thread runs the app: its headers within REQUEST_HEADER_DEADLINE_S, its body within
-        # REQUEST_BODY_DEADLINE_S (photos on one bar), never REQUEST_IDLE_S without a byte;
+        # The server (services/platform/serving.py, waitress; make run and deploy/) reads each
+        # request whole before a thread runs the app: its headers within
+        # REQUEST_HEADER_DEADLINE_S, its body within REQUEST_BODY_DEADLINE_S (photos on one bar),
+        # never REQUEST_IDLE_S without a byte;
         # it keeps at most SERVER_CONNECTION_LIMIT connections open, SERVER_CONNECTIONS_PER_ADDRESS
         # of them per client address, and closes a body slower than REQUEST_BODY_MIN_BYTES_S
         # over REQUEST_BODY_RATE_WINDOW_S (one bar of signal sends about 25 kB a second).

@@ -1,9 +1,10 @@
 """Approvals against the sandbox: project-system calls per approval and how long one takes.
 
 Tickets with one photo and a signature are made through the live service; an approval
-attaches both and the signed ticket document (three attachments). Approvals then run in this process on an app built from the service's own
-environment (same database, same sandbox), so the ProcoreClient's call log can be read;
-one more approval goes through the live service over HTTP for comparison.
+attaches both and the signed ticket document (three attachments). Approvals then run in this
+process on an app built from the service's own environment (same database, same sandbox), so
+the ProcoreClient's call log can be read; one more approval goes through the live service over
+HTTP for comparison.
 """
 from __future__ import annotations
 

@@ -73,7 +73,7 @@ def replay_history(base_url: str, key: str, projects: list[dict]) -> dict[str, s
         ticket, places = _send(api, headers, sub, letters[letter], description,
                                [(kind, said) for kind, said, _ in lines])
         routes = {str(place): codes[letter][code, COST_TYPE[kind]]
-                  for place, (kind, _, code) in zip(places, lines)}
+                  for place, (kind, _, code) in zip(places, lines, strict=True)}
         requests.post(f"{api}/tickets/{ticket['id']}/approve", headers=headers, timeout=120,
                       json={"destination": "daily_log", "routes": routes}).raise_for_status()
     return letters

@@ -146,7 +146,8 @@ def _one_by_one(tapper: Tapper, base_url: str) -> None:
                 tapper.choose(f'select[name="routes[{line}]"]', value, then=lambda: None)
         before = page.url
         tapper.tap('.decision-bar button.approve[name="next"]',
-                   then=lambda: page.wait_for_function("url => location.href !== url", arg=before))
+                   then=lambda before=before: page.wait_for_function(
+                       "url => location.href !== url", arg=before))
         page.wait_for_load_state()
 
 

@@ -255,6 +255,12 @@ def load_runs(r: dict) -> list[str]:
 def detail_sections(r: dict) -> list[str]:
     """Everything behind the summary: load runs, page resources, photos, approvals."""
     out = load_runs(r) if "latency" in r else []
+    return out + _page_section(r) + _photo_section(r) + _approval_section(r)
+
+
+def _page_section(r: dict) -> list[str]:
+    """The capture page's first load: its resources and when it was usable."""
+    out: list[str] = []
     page, minimal = r["page"]["capture"], r["page"]["minimal"]
     out += ["", "## Capture page, first load", "",
             "Chromium (headless), phone viewport, empty cache; DevTools throttling: 150 ms RTT, "
@@ -270,7 +276,12 @@ def detail_sections(r: dict) -> list[str]:
     out += ["", f"Usable after (ms, each load): capture page "
             f"{', '.join(f'{t:.0f}' for t in page['usable_runs'])}; minimal page "
             f"{', '.join(f'{t:.0f}' for t in minimal['usable_runs'])}."]
+    return out
 
+
+def _photo_section(r: dict) -> list[str]:
+    """A photo compressed in the page, processed on the server, and stored in a bucket."""
+    out: list[str] = []
     pb, ps = r["photo_browser"], r["photo_server"]
     out += ["", "## Photos", "",
             f"Input: {pb['input_bytes'] / 1e6:.1f} MB, 4000×3000 JPEG (gradients, shapes, grain). "
@@ -297,7 +308,12 @@ def detail_sections(r: dict) -> list[str]:
                 f"the photo, {', '.join(f'{t:.1f}' for t in pk['ceiling_runs_ms'])} ms. Sending "
                 f"a {pk['stream_bytes'] >> 20} MiB object from the bucket peaked at "
                 f"{pk['stream_peak_kb']:.0f} KB of Python memory (64 KiB chunks)."]
+    return out
 
+
+def _approval_section(r: dict) -> list[str]:
+    """Approvals, call by call, and the worker's memory."""
+    out: list[str] = []
     ap = r["approve"]
     out += ["", "## Approvals", "",
             "In this process, on an app built from the service's environment (same database "

@@ -15,10 +15,12 @@ RESULTS = HERE / "RESULTS.md"
 START, END = "<!-- soak -->", "<!-- /soak -->"
 TITLES = {
     "schemathesis": "Schemathesis, randomised, 300 examples per operation",
-    "schemathesis_linked": "Schemathesis along the document's links, randomised, 200 chains of up to 25 calls",
+    "schemathesis_linked": "Schemathesis along the document's links, randomised, 200 chains of up to "
+                           "25 calls",
     "mixed_load": "Mixed load: 5 rounds of 50 creators, 4 approvers, 4 listers (threaded server)",
     "crashes": "SIGKILL under create-and-approve load, 10 times in a row, then one restart",
-    "slow_clients_and_flood": "6 trickling bodies, 12 slow header senders and a flood of 15 MP images from one company; sign-in, another company's capture page and photo",
+    "slow_clients_and_flood": "6 trickling bodies, 12 slow header senders and a flood of 15 MP images "
+                              "from one company; sign-in, another company's capture page and photo",
 }
 
 

@@ -155,9 +155,9 @@ def read_json_object(required: bool = True, *, refuse_nul: bool = True) -> dict[
     try:
         data = json.loads(raw, parse_constant=_reject_constant, parse_int=_parse_int)
     except RecursionError:
-        raise BadBody("the JSON body is nested too deeply")
+        raise BadBody("the JSON body is nested too deeply") from None
     except ValueError as error:
-        raise BadBody(f"the body is not valid JSON: {error}")
+        raise BadBody(f"the body is not valid JSON: {error}") from error
     if not isinstance(data, dict):
         raise BadBody("the body must be a JSON object", code="invalid_body")
     if _json_depth(data) > MAX_JSON_DEPTH:
@@ -217,8 +217,8 @@ def api_route(bp: Blueprint, rule: str, *, method: str = "GET", tag: str,
 
     `errors` maps each status the view itself can answer to the codes it answers with; the
     codes every route of its kind can answer (400 for bodies and queries; 413 and 415
-    for bodies; 401, 429) are added by the document. `validator` replaces the plain model check of the body when
-    the input has one validator of its own (it must raise the same 400). `media_type` names
+    for bodies; 401, 429) are added by the document. `validator` replaces the plain model check of
+    the body when the input has one validator of its own (it must raise the same 400). `media_type` names
     the content of a route that answers a file (such as image/jpeg) instead of JSON;
     `binary_body` the media types of a body the view reads as raw bytes (a photo). `headers`
     documents the request headers the view reads (name: description), and `accepted` the

@@ -260,7 +260,7 @@ def storage_migrate_command(url: str, endpoint: str | None) -> None:
     try:
         report = storage_migration.migrate(url, endpoint)
     except (ValueError, ServiceError) as error:
-        raise click.ClickException(str(error))
+        raise click.ClickException(str(error)) from error
     click.echo(f"copied {report.copied}, already there {report.present}; every file checked by "
                f"its digest; {report.config_file} now says STORAGE_URL = {url!r}")
     click.echo("restart the service, then run this again to copy what came in meanwhile")
@@ -354,7 +354,7 @@ def backup_command(path: str) -> None:
     try:
         summary = backup.create_backup(path)
     except backup.BackupError as error:
-        raise click.ClickException(str(error))
+        raise click.ClickException(str(error)) from error
     click.echo(f"backed up {summary.tickets} tickets and {summary.photo_files} photo files to {summary.path}")
 
 
@@ -365,7 +365,7 @@ def backup_verify_command(url: str) -> None:
     try:
         summary = backup.verify_latest(url)
     except (backup.BackupError, ServiceError) as error:
-        raise click.ClickException(str(error))
+        raise click.ClickException(str(error)) from error
     click.echo(f"ok: {summary.path} restores to {summary.tickets} tickets and "
                f"{summary.photo_files} whole files")
 
@@ -377,7 +377,7 @@ def backup_new_key_command(path: str) -> None:
     try:
         backup.new_key(path)
     except FileExistsError:
-        raise click.ClickException(f"{path} exists; a key is never overwritten")
+        raise click.ClickException(f"{path} exists; a key is never overwritten") from None
     click.echo(f"wrote a new backup key to {path}; set BACKUP_KEY_FILE to it and keep a copy "
                "elsewhere: without it no backup can be read")
 
@@ -394,5 +394,6 @@ def restore_command(path: str, yes: bool) -> None:
     try:
         summary = backup.restore_backup(path)
     except (backup.BackupError, ServiceError) as error:
-        raise click.ClickException(str(error))
-    click.echo(f"restored {summary.tickets} tickets and {summary.photo_files} photo files from {summary.path}")
+        raise click.ClickException(str(error)) from error
+    click.echo(f"restored {summary.tickets} tickets and {summary.photo_files} photo files "
+               f"from {summary.path}")

@@ -215,15 +215,42 @@ def _operation_object(operation: Operation, refs: dict, components: dict[str, An
         result["description"] = operation.description
     if parameters:
         result["parameters"] = parameters
+    body = _request_body(operation, refs)
+    if body is not None:
+        result["requestBody"] = body
+    ok = _success(operation, refs)
+    responses: dict[str, Any] = {"200": ok}
+    if operation.accepted is not None:
+        responses["202"] = {
+            "description": ACCEPTED_TEXT,
+            "headers": {**ok.get("headers", {}), "Upload-Offset": UPLOAD_OFFSET_HEADER},
+            "content": {"application/json": {"schema": refs[(operation.accepted, "serialization")]}}}
+    codes = error_codes(_common_errors(operation), operation.errors)
+    for status in sorted(codes):
+        responses[str(status)] = _error_response(status, codes[status],
+                                                 operation.extra_responses.get(status),
+                                                 limited=not operation.public)
+    result["responses"] = responses
+    result["security"] = [] if operation.public else [{"bearerAuth": []}, {"apiKeyHeader": []}]
+    return result
+
+
+def _request_body(operation: Operation, refs: dict) -> dict[str, Any] | None:
+    """The request body of an operation: its JSON model, or the binary types it takes."""
     if operation.body is not None:
-        result["requestBody"] = {
+        return {
             "required": operation.body_required,
             "content": {"application/json": {"schema": refs[(operation.body, "validation")]}},
         }
-    elif operation.binary_body:
+    if operation.binary_body:
         binary = {"schema": {"type": "string", "format": "binary"}}
-        result["requestBody"] = {"required": True, "description": BINARY_BODY_TEXT,
-                                 "content": {media: binary for media in operation.binary_body}}
+        return {"required": True, "description": BINARY_BODY_TEXT,
+                "content": dict.fromkeys(operation.binary_body, binary)}
+    return None
+
+
+def _success(operation: Operation, refs: dict) -> dict[str, Any]:
+    """The 200 answer of an operation: its rate-limit headers, links and content."""
     ok: dict[str, Any] = {"description": "Success."}
     if not operation.public:
         ok["headers"] = dict(RATE_LIMIT_HEADERS)
@@ -242,20 +269,7 @@ def _operation_object(operation: Operation, refs: dict, components: dict[str, An
             ok["content"] = {operation.media_type: binary, "application/octet-stream": binary}
         else:
             ok["content"] = {operation.media_type: {"schema": {"type": "string"}}}
-    responses: dict[str, Any] = {"200": ok}
-    if operation.accepted is not None:
-        responses["202"] = {
-            "description": ACCEPTED_TEXT,
-            "headers": {**ok.get("headers", {}), "Upload-Offset": UPLOAD_OFFSET_HEADER},
-            "content": {"application/json": {"schema": refs[(operation.accepted, "serialization")]}}}
-    codes = error_codes(_common_errors(operation), operation.errors)
-    for status in sorted(codes):
-        responses[str(status)] = _error_response(status, codes[status],
-                                                 operation.extra_responses.get(status),
-                                                 limited=not operation.public)
-    result["responses"] = responses
-    result["security"] = [] if operation.public else [{"bearerAuth": []}, {"apiKeyHeader": []}]
-    return result
+    return ok
 
 
 WEBHOOK_EVENTS: dict[WebhookEventType, str] = {

@@ -34,6 +34,38 @@ PIECE_TEXT = (
     "or from 0 to be told. Without this header the body is the whole photo. Pieces of a photo "
     "left unfinished for 7 days are dropped.")
 
+# The approve route's refusals, status by status (its codes come from the route's errors).
+APPROVE_ERROR_TEXT = {
+    400: "The body has problems (code `validation_failed`), such as a `routes` key "
+         "that is not a line index, named in `details` as `routes.<key>`.",
+    409: "Nothing was written. `ticket_rejected` (the ticket is rejected and "
+         "`allow_rejected` is not true); `lines_need_review` (`details` lists each "
+         "refused line as {line, reason, description}: for a change event, a line "
+         "without a budget code unless `allow_unrouted`, a line whose code was learned "
+         "from another sub's decisions (`learned_from_sub`) unless `routes` names "
+         "it, or under `require_exact` a line not on a confirmed code; a daily log entry "
+         "carries no codes); `no_change_events` (the project has no change-event tool and no "
+         "destination, or `change_event`, was named: name `daily_log`); "
+         "`approval_in_progress` (another approval is writing this ticket now; "
+         "retry after the seconds in Retry-After to see its outcome); "
+         "`nte_exceeded` (writing it takes the written tickets against its "
+         "not-to-exceed authorization past the authorised amount; `details` gives "
+         "{authorization_id, reference, authorized, written, ticket, after}; send "
+         "`confirm_over_nte: true` if the GC agreed); `line_not_found` or "
+         "`budget_code_not_found` (a `routes` entry names a line the ticket does not "
+         "have, or a budget code its project does not have, when any does; `details` "
+         "names each as `routes.<key>`).",
+    502: "The project system refused or could not take the write; the message is "
+         "its own. The ticket stays approvable, and a retry finds any record the "
+         "failed attempt left (by origin id) instead of writing a second one. "
+         "`project_system_write_unconfirmed`: the write was sent and not confirmed "
+         "(no answer, a server error, or the record made but a file not attached), so "
+         "it may be there in whole or in part: retry to complete it. The other codes "
+         "mean nothing was sent or the project system refused it.",
+    503: "The signed ticket document, attached to the change event, could not be "
+         "made in time (see Retry-After); nothing was written.",
+}
+
 API_DESCRIPTION = """\
 Record claims of out-of-scope construction work and write approved ones into the
 project system (Procore) as change events or daily-log entries, exactly once.
@@ -218,7 +250,8 @@ a line whose suggested code was learned from another sub's decisions (`learned_f
 confirm it by naming the line in `routes`), or with `require_exact` a line not on a confirmed
 code, refuses the approval with 409
 `lines_need_review`, `details` listing `{line, reason, description}` for each; nothing is
-written. A daily log entry carries no budget code, so its lines are not checked. `routes` keys must be line indexes of the ticket and values budget code ids of its
+written. A daily log entry carries no budget code, so its lines are not checked. `routes` keys \
+must be line indexes of the ticket and values budget code ids of its
 project (else 400 naming `routes.<key>`); a routed line counts as exact, and a line routed to
 a budget code of another cost type is written as asked but is not exact.
 

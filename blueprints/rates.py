@@ -107,7 +107,8 @@ def get_sheet(sheet_id: int) -> RateSheet:
     return rates.get_sheet(g.company_id, sheet_id)
 
 
-@api_route(bp, "/rate-sheets/<int:sheet_id>/csv", tag="rate-sheets", response=RateSheetCsv, errors=SHEET_ERRORS)
+@api_route(bp, "/rate-sheets/<int:sheet_id>/csv", tag="rate-sheets", response=RateSheetCsv,
+           errors=SHEET_ERRORS)
 def export_sheet(sheet_id: int) -> RateSheetCsv:
     """Export one rate sheet as CSV text, in the import's columns.
 
@@ -314,7 +315,8 @@ def create_authorization(project_id: str, body: AuthorizationInput) -> NteStatus
     """Record a GC directive or change-order request with its authorised (not-to-exceed) amount.
 
     `reference` is the GC's number, unique per project whatever its case (as tickets'
-    `authorization_ref` finds it: 'cd-014' names 'CD-014'). The answer is the authorization with its running total.
+    `authorization_ref` finds it: 'cd-014' names 'CD-014'). The answer is the authorization with
+    its running total.
     """
     return authorizations.create(g.company_id, project_id, body)
 

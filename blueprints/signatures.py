@@ -297,7 +297,7 @@ def _signing_input(form) -> SignatureIn:
             "qualifier_reason": form.get("qualifier_reason") or None,
             "image": form.get("image") or None})
     except ValidationFailed as error:
-        raise ValidationFailed(error.message, details=problems + list(error.details or []))
+        raise ValidationFailed(error.message, details=problems + list(error.details or [])) from error
     if data.qualifier is None and not problems:  # free text where a choice belongs
         problems.append({"field": "qualifier", "message": "Please choose one."})
     if problems:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from flask import Blueprint, Response, g, request
 
 from blueprints.api import PROJECT_SYSTEM_ERRORS, api_route, error_codes
-from blueprints.openapi_texts import PIECE_TEXT
+from blueprints.openapi_texts import APPROVE_ERROR_TEXT, PIECE_TEXT
 from models.schemas import (
     ApprovalResult,
     ApproveInput,
@@ -173,35 +173,7 @@ def put_photo(ticket_id: str, key: str, query: PhotoUploadQuery) -> Ticket | Res
                                502: ("project_system_write_unconfirmed",),
                                503: ("document_busy",)},
                               PROJECT_SYSTEM_ERRORS),
-           extra_responses={
-               400: "The body has problems (code `validation_failed`), such as a `routes` key "
-                    "that is not a line index, named in `details` as `routes.<key>`.",
-               409: "Nothing was written. `ticket_rejected` (the ticket is rejected and "
-                    "`allow_rejected` is not true); `lines_need_review` (`details` lists each "
-                    "refused line as {line, reason, description}: for a change event, a line "
-                    "without a budget code unless `allow_unrouted`, a line whose code was learned "
-                    "from another sub's decisions (`learned_from_sub`) unless `routes` names "
-                    "it, or under `require_exact` a line not on a confirmed code; a daily log entry carries no codes); `no_change_events` (the project has no change-event tool and no "
-                    "destination, or `change_event`, was named: name `daily_log`); "
-                    "`approval_in_progress` (another approval is writing this ticket now; "
-                    "retry after the seconds in Retry-After to see its outcome); "
-                    "`nte_exceeded` (writing it takes the written tickets against its "
-                    "not-to-exceed authorization past the authorised amount; `details` gives "
-                    "{authorization_id, reference, authorized, written, ticket, after}; send "
-                    "`confirm_over_nte: true` if the GC agreed); `line_not_found` or "
-                    "`budget_code_not_found` (a `routes` entry names a line the ticket does not "
-                    "have, or a budget code its project does not have, when any does; `details` "
-                    "names each as `routes.<key>`).",
-               502: "The project system refused or could not take the write; the message is "
-                    "its own. The ticket stays approvable, and a retry finds any record the "
-                    "failed attempt left (by origin id) instead of writing a second one. "
-                    "`project_system_write_unconfirmed`: the write was sent and not confirmed "
-                    "(no answer, a server error, or the record made but a file not attached), so "
-                    "it may be there in whole or in part: retry to complete it. The other codes "
-                    "mean nothing was sent or the project system refused it.",
-               503: "The signed ticket document, attached to the change event, could not be "
-                    "made in time (see Retry-After); nothing was written.",
-           })
+           extra_responses=APPROVE_ERROR_TEXT)
 def approve_ticket(ticket_id: str, body: ApproveInput) -> ApprovalResult:
     """Write the ticket into the project system once; a repeat answers already: true.
 

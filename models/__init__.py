@@ -11,7 +11,8 @@ from models.usage import StorageUsage
 from models.webhook import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 
 __all__ = ["ApiKey", "Authorization", "Base", "CaptureLink", "Company", "Decision", "KnownProject",
-           "ProjectMarkups", "ProjectSystemConnection", "RateSheet", "Reviewer", "RoutingDecision", "SignatureRequest",
+           "ProjectMarkups", "ProjectSystemConnection", "RateSheet", "Reviewer", "RoutingDecision",
+           "SignatureRequest",
            "StagedPhoto",
            "StorageUsage", "Ticket", "TicketPhoto", "short_reference", "UTCDateTime", "WebhookAttempt",
            "WebhookDelivery", "WebhookEndpoint", "db", "utcnow"]

@@ -353,7 +353,7 @@ def _to_decimal(value: Any) -> Any:
         try:
             number = Decimal(str(value).strip()) if not isinstance(value, Decimal) else value
         except InvalidOperation:
-            raise ValueError("must be a number")
+            raise ValueError("must be a number") from None
         if not number.is_finite():
             raise ValueError("must be a finite number")
         if abs(number) >= 10**12:

@@ -143,34 +143,14 @@ def count_request(company_id: int) -> Response | None:
         if spike_limit is None:  # the company's own setting, else the sandbox's default
             spike_limit = int(current_app.config["SANDBOX_SPIKE_LIMIT"] or 0)
         spike_limit = spike_limit if spike_limit > 0 else None  # 0: no spike limit
-        spike_s = spike_s or SPIKE_WINDOW_S
-        spike_window = int(now // spike_s) * spike_s
-        spike_reset: float = spike_window + spike_s
         db.execute("DELETE FROM rate_windows WHERE company_id = ? AND window_start < ?",
                    [company_id, window])
         used = db.execute(
             "INSERT INTO rate_windows (company_id, window_start, count) VALUES (?, ?, 1) "
             "ON CONFLICT (company_id, window_start) DO UPDATE SET count = count + 1 "
             "RETURNING count", [company_id, window]).fetchone()[0]
-        spike_used = 0
-        if spike_limit is not None and rolling:
-            db.execute("DELETE FROM spike_calls WHERE company_id = ? AND at <= ?",
-                       [company_id, now - spike_s])
-            spike_used, oldest = db.execute(
-                "SELECT count(*), min(at) FROM spike_calls WHERE company_id = ?",
-                [company_id]).fetchone()
-            spike_used += 1
-            if spike_used <= spike_limit:
-                db.execute("INSERT INTO spike_calls (company_id, at) VALUES (?, ?)",
-                           [company_id, now])
-            spike_reset = math.ceil((oldest if oldest is not None else now) + spike_s)
-        elif spike_limit is not None:
-            db.execute("DELETE FROM spike_windows WHERE company_id = ? AND window_start < ?",
-                       [company_id, spike_window])
-            spike_used = db.execute(
-                "INSERT INTO spike_windows (company_id, window_start, count) VALUES (?, ?, 1) "
-                "ON CONFLICT (company_id, window_start) DO UPDATE SET count = count + 1 "
-                "RETURNING count", [company_id, spike_window]).fetchone()[0]
+        spike_used, spike_reset = _count_spike(db, company_id, now, spike_limit,
+                                               spike_s or SPIKE_WINDOW_S, rolling)
     limit = int(override if override is not None
                 else current_app.config["SANDBOX_RATE_LIMIT_PER_HOUR"])
     reset = window + RATE_WINDOW_S
@@ -189,6 +169,34 @@ def count_request(company_id: int) -> Response | None:
         response.headers["Retry-After"] = str(max(math.ceil(spike_reset - now), 1))
         return response
     return None
+
+
+def _count_spike(db: Any, company_id: int, now: float, spike_limit: int | None, spike_s: int,
+                 rolling: Any) -> tuple[int, float]:
+    """Count a call in the spike window (fixed, or the last `spike_s` seconds when `rolling`):
+    the calls it holds with this one, and when one is free again. Inside the caller's write."""
+    spike_window = int(now // spike_s) * spike_s
+    spike_reset: float = spike_window + spike_s
+    spike_used = 0
+    if spike_limit is not None and rolling:
+        db.execute("DELETE FROM spike_calls WHERE company_id = ? AND at <= ?",
+                   [company_id, now - spike_s])
+        spike_used, oldest = db.execute(
+            "SELECT count(*), min(at) FROM spike_calls WHERE company_id = ?",
+            [company_id]).fetchone()
+        spike_used += 1
+        if spike_used <= spike_limit:
+            db.execute("INSERT INTO spike_calls (company_id, at) VALUES (?, ?)",
+                       [company_id, now])
+        spike_reset = math.ceil((oldest if oldest is not None else now) + spike_s)
+    elif spike_limit is not None:
+        db.execute("DELETE FROM spike_windows WHERE company_id = ? AND window_start < ?",
+                   [company_id, spike_window])
+        spike_used = db.execute(
+            "INSERT INTO spike_windows (company_id, window_start, count) VALUES (?, ?, 1) "
+            "ON CONFLICT (company_id, window_start) DO UPDATE SET count = count + 1 "
+            "RETURNING count", [company_id, spike_window]).fetchone()[0]
+    return spike_used, spike_reset
 
 
 def rate_headers() -> dict[str, str]:

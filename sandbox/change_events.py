@@ -203,19 +203,7 @@ def _parse_items(raw_items: Any, valid_codes: set[int], units: set[str],
         if not isinstance(estimate, dict):
             errors.setdefault(f"{field}.cost_impact", []).append("must be an object")
             continue
-        quantity = parse_decimal(estimate.get("quantity"), f"{field}.quantity", errors)
-        unit_cost = parse_decimal(estimate.get("unit_cost"), f"{field}.unit_cost", errors)
-        amount = parse_decimal(estimate.get("amount"), f"{field}.amount", errors)
-        strategy = estimate.get("calculation_strategy") or (
-            "automatic" if amount is None else "manual")
-        if strategy not in STRATEGIES:
-            errors.setdefault(f"{field}.calculation_strategy", []).append("is not in the list")
-        elif strategy == "automatic":
-            if quantity is None or unit_cost is None:
-                errors.setdefault(f"{field}.cost_impact", []).append(
-                    "automatic calculation needs quantity and unit_cost")
-            else:
-                amount = (quantity * unit_cost).quantize(CENT, ROUND_HALF_UP)
+        quantity, unit_cost, amount, strategy = _estimate(estimate, field, errors)
         unit = estimate.get("unit_of_measure")
         if unit is not None and unit not in units:
             errors.setdefault(f"{field}.unit_of_measure", []).append(
@@ -230,6 +218,26 @@ def _parse_items(raw_items: Any, valid_codes: set[int], units: set[str],
             "calculation_strategy": strategy,
         })
     return items
+
+
+def _estimate(estimate: dict[str, Any], field: str, errors: dict[str, list[str]]
+              ) -> tuple[Decimal | None, Decimal | None, Decimal | None, Any]:
+    """A change item's quantity, unit cost, amount (worked out under the automatic strategy) and
+    calculation strategy."""
+    quantity = parse_decimal(estimate.get("quantity"), f"{field}.quantity", errors)
+    unit_cost = parse_decimal(estimate.get("unit_cost"), f"{field}.unit_cost", errors)
+    amount = parse_decimal(estimate.get("amount"), f"{field}.amount", errors)
+    strategy = estimate.get("calculation_strategy") or (
+        "automatic" if amount is None else "manual")
+    if strategy not in STRATEGIES:
+        errors.setdefault(f"{field}.calculation_strategy", []).append("is not in the list")
+    elif strategy == "automatic":
+        if quantity is None or unit_cost is None:
+            errors.setdefault(f"{field}.cost_impact", []).append(
+                "automatic calculation needs quantity and unit_cost")
+        else:
+            amount = (quantity * unit_cost).quantize(CENT, ROUND_HALF_UP)
+    return quantity, unit_cost, amount, strategy
 
 
 def _validation_failed(errors: dict[str, list[str]]) -> ApiError:

@@ -33,16 +33,9 @@ def _fault_json(row: dict[str, Any]) -> dict[str, Any]:
             "methods": row["methods"].split(","), "retry_after": row["retry_after"]}
 
 
-@bp.post("/faults")
-def add_fault() -> tuple[Response, int]:
-    """Make the company's next ``count`` matching calls fail (by default its writes)."""
-    company_id = bearer_company()
-    body = json_body()
+def _number_problems(count: Any, status: Any, delay_s: Any) -> dict[str, list[str]]:
+    """What is wrong with a fault's count, status and delay, by field."""
     errors: dict[str, list[str]] = {}
-    count, status = body.get("count"), body.get("status")
-    delay_s = body.get("delay_s", 0)
-    methods = body.get("methods", list(WRITE_METHODS))
-    retry_after = body.get("retry_after")
     if not isinstance(count, int) or isinstance(count, bool) or count < 1:
         errors["count"] = ["must be a positive integer"]
     if not isinstance(status, int) or isinstance(status, bool) or not (
@@ -51,6 +44,12 @@ def add_fault() -> tuple[Response, int]:
     if not isinstance(delay_s, int | float) or isinstance(delay_s, bool) or not (
             0 <= delay_s <= MAX_DELAY_S):
         errors["delay_s"] = [f"must be a number of seconds between 0 and {MAX_DELAY_S:g}"]
+    return errors
+
+
+def _other_problems(body: dict[str, Any], methods: Any, retry_after: Any) -> dict[str, list[str]]:
+    """What is wrong with a fault's methods, Retry-After, message and match, by field."""
+    errors: dict[str, list[str]] = {}
     if not isinstance(methods, list) or not methods or not all(
             isinstance(method, str) and method.isalpha() for method in methods):
         errors["methods"] = ["must be a list of HTTP methods"]
@@ -59,6 +58,20 @@ def add_fault() -> tuple[Response, int]:
     for key in ("message", "match"):
         if body.get(key) is not None and not isinstance(body[key], str):
             errors[key] = ["must be a string"]
+    return errors
+
+
+@bp.post("/faults")
+def add_fault() -> tuple[Response, int]:
+    """Make the company's next ``count`` matching calls fail (by default its writes)."""
+    company_id = bearer_company()
+    body = json_body()
+    count, status = body.get("count"), body.get("status")
+    delay_s = body.get("delay_s", 0)
+    methods = body.get("methods", list(WRITE_METHODS))
+    retry_after = body.get("retry_after")
+    errors = {**_number_problems(count, status, delay_s),
+              **_other_problems(body, methods, retry_after)}
     if errors:
         raise ApiError(422, "Invalid fault", errors)
     db = get_db()

@@ -339,17 +339,12 @@ def list_wbs_codes(project_id: int) -> Response:
     return paged(codes)
 
 
-@bp.post("/v1.0/projects/<int:project_id>/work_breakdown_structure/wbs_codes")
-def create_wbs_code(project_id: int) -> tuple[Response, int]:
-    """Create a budget code from one item per segment, or update the existing combination."""
-    project = company_project(project_id)
-    body = json_body()
-    pairs = body.get("segment_items")
-    if not isinstance(pairs, list) or not pairs:
-        raise ApiError(400, "segment_items is required", {"segment_items": ["can't be blank"]})
-    db = get_db()
+def _chosen_items(db: Any, project_id: int, pairs: list) -> dict[str, dict[str, Any]]:
+    """The segment item named for each segment type, refused (422) as Procore refuses an item
+    it lacks, a segment outside the pattern, a division, another sub job's cost code or a
+    required segment left out."""
     chosen: dict[str, dict[str, Any]] = {}
-    segments = {row["id"]: row for row in _segments(project["id"])}
+    segments = {row["id"]: row for row in _segments(project_id)}
     for pair in pairs:
         segment = segments.get(pair.get("segment_id")) if isinstance(pair, dict) else None
         item = None if segment is None else next(db.query(
@@ -378,6 +373,19 @@ def create_wbs_code(project_id: int) -> tuple[Response, int]:
     if missing:
         raise ApiError(422, f"A segment item is required for: {', '.join(missing)}",
                        {"segment_items": [f"{name} is required" for name in missing]})
+    return chosen
+
+
+@bp.post("/v1.0/projects/<int:project_id>/work_breakdown_structure/wbs_codes")
+def create_wbs_code(project_id: int) -> tuple[Response, int]:
+    """Create a budget code from one item per segment, or update the existing combination."""
+    project = company_project(project_id)
+    body = json_body()
+    pairs = body.get("segment_items")
+    if not isinstance(pairs, list) or not pairs:
+        raise ApiError(400, "segment_items is required", {"segment_items": ["can't be blank"]})
+    db = get_db()
+    chosen = _chosen_items(db, project["id"], pairs)
     description = body.get("description")
     if description is not None and not isinstance(description, str):
         raise ApiError(422, "description must be a string", {"description": ["is invalid"]})

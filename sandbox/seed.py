@@ -228,59 +228,14 @@ def _seed_project(db: sqlite_utils.Database, company_id: int, spec: dict[str, An
         "created_at": now, "updated_at": now,
         "manpower_status": spec.get("manpower_status", "approved"),
     })
-    unlisted = spec.get("unlisted_change_events", False)
-    switched = {"change_events": spec["change_events"] and not unlisted,
-                "daily_log": spec.get("daily_log", True)}
-    renamed = spec.get("tool_names", {})
-    db.table("project_tools").insert_all(
-        {"id": next_id(db), "project_id": project_id, "engine_name": engine,
-         "title": renamed.get(engine, (None, title))[1],
-         "shown_engine_name": renamed.get(engine, (None, None))[0],
-         "is_active": int(switched.get(engine, True)),
-         "position": position, "required": required,
-         "listed": int(not (unlisted and engine == "change_events"))}
-        for position, (engine, title, required) in enumerate(_TOOLS, start=1)
-    )
-    segments = spec.get("segments", _DEFAULT_SEGMENTS)
-    segment_ids, extra_items, sub_jobs = {}, [], {}
-    for position, (kind, segment_name, delimiter, codes) in enumerate(segments, start=1):
-        segment_ids[kind] = next_id(db)
-        db.table("wbs_segments").insert({
-            "id": segment_ids[kind], "project_id": project_id, "type": kind,
-            "name": segment_name, "position": position, "delimiter": delimiter,
-            "required": int(not (kind == "sub_job" and spec.get("sub_job_optional"))),
-            "structure": "tiered" if kind == "cost_code" else "flat",
-            "in_pattern": int(kind != spec.get("outside_pattern"))})
-        for code in codes or ():
-            item_id = next_id(db)
-            if kind == "sub_job":
-                sub_jobs[item_id] = next_id(db)
-                db.table("sub_jobs").insert({
-                    "id": sub_jobs[item_id], "project_id": project_id, "code": code,
-                    "name": f"Building {code}", "origin_id": None, "created_at": now,
-                    "updated_at": now})
-            elif kind != spec.get("outside_pattern"):
-                extra_items.append(item_id)
-            db.table("wbs_segment_items").insert({
-                "id": item_id, "segment_id": segment_ids[kind], "project_id": project_id,
-                "code": code, "name": f"{segment_name} {code}", "parent_id": None,
-                "path_code": code, "legacy_cost_code_id": None, "legacy_line_item_type_id": None,
-                "is_parent": 0, "status": "active", "sub_job_id": sub_jobs.get(item_id)})
+    _seed_tools(db, project_id, spec)
+    segment_ids, extra_items, sub_jobs = _seed_segments(db, project_id, spec, now)
     cost_segment, type_segment = segment_ids["cost_code"], segment_ids["line_item_type"]
     # The budget codes each cost code gets: of no sub job (unless one is required), and of
     # each sub job.
     variants = [None] if not sub_jobs or spec.get("sub_job_optional") else []
     variants += list(sub_jobs)
-    type_items = {}
-    for cost_type in cost_types:
-        item_id = next_id(db)
-        type_items[cost_type["code"]] = (item_id, cost_type["name"])
-        db.table("wbs_segment_items").insert({
-            "id": item_id, "segment_id": type_segment, "project_id": project_id,
-            "code": cost_type["code"], "name": cost_type["name"], "parent_id": None,
-            "path_code": cost_type["code"], "legacy_cost_code_id": None,
-            "legacy_line_item_type_id": cost_type["id"], "is_parent": 0, "status": "active",
-        })
+    type_items = _seed_type_items(db, project_id, type_segment, cost_types)
     position = 0
     # Each sub job has cost-code items of its own (its own cost codes' legacy ids), listed
     # only with `legacy_sub_job_id`; its budget codes are made on them.
@@ -323,6 +278,71 @@ def _seed_project(db: sqlite_utils.Database, company_id: int, spec: dict[str, An
                 for variant in variants for type_code in _budgeted_types(full_code)
             )
     return project_id
+
+
+def _seed_tools(db: sqlite_utils.Database, project_id: int, spec: dict[str, Any]) -> None:
+    """Insert a project's tools, switched on, renamed or unlisted as its spec says."""
+    unlisted = spec.get("unlisted_change_events", False)
+    switched = {"change_events": spec["change_events"] and not unlisted,
+                "daily_log": spec.get("daily_log", True)}
+    renamed = spec.get("tool_names", {})
+    db.table("project_tools").insert_all(
+        {"id": next_id(db), "project_id": project_id, "engine_name": engine,
+         "title": renamed.get(engine, (None, title))[1],
+         "shown_engine_name": renamed.get(engine, (None, None))[0],
+         "is_active": int(switched.get(engine, True)),
+         "position": position, "required": required,
+         "listed": int(not (unlisted and engine == "change_events"))}
+        for position, (engine, title, required) in enumerate(_TOOLS, start=1)
+    )
+
+
+def _seed_segments(db: sqlite_utils.Database, project_id: int, spec: dict[str, Any], now: str
+                   ) -> tuple[dict[str, int], list[int], dict[int, int]]:
+    """Insert a project's WBS segments with their items (and sub jobs): the segment ids by type,
+    the items of segments other than cost code and cost type, and each sub job's id by item."""
+    segments = spec.get("segments", _DEFAULT_SEGMENTS)
+    segment_ids, extra_items, sub_jobs = {}, [], {}
+    for position, (kind, segment_name, delimiter, codes) in enumerate(segments, start=1):
+        segment_ids[kind] = next_id(db)
+        db.table("wbs_segments").insert({
+            "id": segment_ids[kind], "project_id": project_id, "type": kind,
+            "name": segment_name, "position": position, "delimiter": delimiter,
+            "required": int(not (kind == "sub_job" and spec.get("sub_job_optional"))),
+            "structure": "tiered" if kind == "cost_code" else "flat",
+            "in_pattern": int(kind != spec.get("outside_pattern"))})
+        for code in codes or ():
+            item_id = next_id(db)
+            if kind == "sub_job":
+                sub_jobs[item_id] = next_id(db)
+                db.table("sub_jobs").insert({
+                    "id": sub_jobs[item_id], "project_id": project_id, "code": code,
+                    "name": f"Building {code}", "origin_id": None, "created_at": now,
+                    "updated_at": now})
+            elif kind != spec.get("outside_pattern"):
+                extra_items.append(item_id)
+            db.table("wbs_segment_items").insert({
+                "id": item_id, "segment_id": segment_ids[kind], "project_id": project_id,
+                "code": code, "name": f"{segment_name} {code}", "parent_id": None,
+                "path_code": code, "legacy_cost_code_id": None, "legacy_line_item_type_id": None,
+                "is_parent": 0, "status": "active", "sub_job_id": sub_jobs.get(item_id)})
+    return segment_ids, extra_items, sub_jobs
+
+
+def _seed_type_items(db: sqlite_utils.Database, project_id: int, type_segment: int,
+                     cost_types: list[dict[str, Any]]) -> dict[str, tuple[int, str]]:
+    """Insert a cost-type segment item per cost type: their ids and names by cost type code."""
+    type_items = {}
+    for cost_type in cost_types:
+        item_id = next_id(db)
+        type_items[cost_type["code"]] = (item_id, cost_type["name"])
+        db.table("wbs_segment_items").insert({
+            "id": item_id, "segment_id": type_segment, "project_id": project_id,
+            "code": cost_type["code"], "name": cost_type["name"], "parent_id": None,
+            "path_code": cost_type["code"], "legacy_cost_code_id": None,
+            "legacy_line_item_type_id": cost_type["id"], "is_parent": 0, "status": "active",
+        })
+    return type_items
 
 
 def _cost_code(db: sqlite_utils.Database, project_id: int, sub_jobs: dict[int, int],

@@ -46,7 +46,8 @@ def camera_jpeg(width: int = 4000, height: int = 3000) -> bytes:
     for i in range(12):
         x, y = (i * 331) % width, (i * 197) % height
         draw.ellipse([x, y, x + 600, y + 400], fill=(40 + i * 15, 90, 160 - i * 8))
-        draw.rectangle([y % width, x % height, y % width + 300, x % height + 900], fill=(150, 120 + i * 5, 60))
+        draw.rectangle([y % width, x % height, y % width + 300, x % height + 900],
+                       fill=(150, 120 + i * 5, 60))
     noise = Image.effect_noise((width, height), 18).convert("RGB")
     image = Image.blend(image, noise, 0.12).filter(ImageFilter.SMOOTH)
     buffer = io.BytesIO()

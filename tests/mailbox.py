@@ -20,7 +20,7 @@ class Mailbox:
     port: int = 0
     messages: list[EmailMessage] = field(default_factory=list)
 
-    async def handle_DATA(self, server, session, envelope) -> str:  # noqa: N802 (aiosmtpd's name)
+    async def handle_DATA(self, server, session, envelope) -> str:  # aiosmtpd's name
         """Keep a received message."""
         self.messages.append(email.message_from_bytes(envelope.content, policy=email.policy.default))
         return "250 OK"

@@ -59,7 +59,7 @@ class Receiver:
     def events(self, secret: str) -> list[dict]:
         """Each request's body, verified with the Standard Webhooks library as it arrived."""
         verified = []
-        for (headers, body), arrival in zip(self.requests, self.arrivals):
+        for (headers, body), arrival in zip(self.requests, self.arrivals, strict=True):
             with time_machine.travel(arrival):
                 verified.append(Webhook(secret).verify(body, headers))
         return verified

@@ -59,7 +59,8 @@ def serious_violations(page, impacts: tuple[str, ...] = ("serious", "critical"))
     result = page.evaluate("""async (impacts) => {
         const r = await axe.run(document, {resultTypes: ['violations']});
         return r.violations.filter(v => impacts.includes(v.impact))
-            .map(v => v.id + ': ' + v.help + ' @ ' + v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(' | '));
+            .map(v => v.id + ': ' + v.help + ' @ '
+                      + v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(' | '));
     }""", list(impacts))
     return result
 

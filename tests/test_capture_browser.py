@@ -162,7 +162,8 @@ def test_fill_add_rows_photo_sign_and_send(client, acme, live_server, phone, app
     page.wait_for_selector('#materials-rows > .row:nth-child(2)')
     page.locator("#materials-rows > .row").nth(1).locator(".remove-row").click()
     assert page.locator("#materials-rows > .row").count() == 1
-    page.locator("#materials-rows > .row").first.locator('input[name$=".description"]').fill("Non-shrink grout")
+    page.locator("#materials-rows > .row").first.locator('input[name$=".description"]') \
+        .fill("Non-shrink grout")
     page.locator("#materials-rows > .row").first.locator('input[name$=".quantity"]').fill("4")
     page.locator("#materials-rows > .row").first.locator('input[name$=".unitCost"]').fill("21.75")
 
@@ -191,7 +192,7 @@ def test_fill_add_rows_photo_sign_and_send(client, acme, live_server, phone, app
     assert ticket["signature"]["name"] == "Sam Ortiz"
     assert ticket["signature"]["qualifier"] == "verified_scope_disputed"
     assert ticket["signature"]["signed_via"] == "crew_phone"
-    assert [l["trade"] for l in ticket["labor"]] == ["Concrete finisher", "Laborer"]
+    assert [line["trade"] for line in ticket["labor"]] == ["Concrete finisher", "Laborer"]
     assert ticket["materials"][0]["amount"] == 87.0
     assert ticket["total"] == 2 * 3 * 72.5 + 3 * 48 + 87.0
     assert ticket["id"].replace("-", "")[:8].upper() == reference[2:]
@@ -262,7 +263,8 @@ KEPT_PAGE = """async (address) => {
 
 PUT_IN_CACHE = """async ([path, text]) => {
     const cache = await caches.open('capture-pages-v1');
-    await cache.put(location.origin + path, new Response(text, {headers: {'Content-Type': 'text/javascript'}}));
+    await cache.put(location.origin + path,
+                    new Response(text, {headers: {'Content-Type': 'text/javascript'}}));
 }"""
 
 
@@ -618,7 +620,8 @@ def test_a_reload_restores_the_draft_with_its_signature(client, acme, live_serve
     page.set_viewport_size({"width": 400, "height": 740})
     page.wait_for_function(f"() => document.getElementById('signature-pad').width > {before}")
     assert signature_points(page) > 100
-    with page.expect_request(lambda r: r.method == "PUT" and r.url.split("?")[0].endswith("/signature")) as sent:
+    with page.expect_request(lambda r: r.method == "PUT"
+                             and r.url.split("?")[0].endswith("/signature")) as sent:
         page.click("button[type=submit]")
     assert sent.value.all_headers()["content-type"] == "image/png"
     assert "name=Sam%20Ortiz" in sent.value.url
@@ -846,7 +849,8 @@ def test_sun_and_gloves_borders_targets_and_undo(client, acme, live_server, phon
     page.set_input_files('#photo-gallery', files=[
         {"name": "slab.jpg", "mimeType": "image/jpeg", "buffer": camera_jpeg()}])
     page.wait_for_selector("#photo-list img", timeout=30_000)
-    for control in page.locator("main button:visible, main input:not([type=file]):visible, main label.button:visible, main textarea:visible, "
+    for control in page.locator("main button:visible, main input:not([type=file]):visible, "
+                                "main label.button:visible, main textarea:visible, "
                                 "main a:visible, #tray button:visible").all():
         box = control.bounding_box()
         assert box["height"] >= 48 and box["width"] >= 48, control.evaluate("e => e.outerHTML")
@@ -854,7 +858,8 @@ def test_sun_and_gloves_borders_targets_and_undo(client, acme, live_server, phon
     page.locator("#labor-rows > .row").nth(1).locator(".remove-row").click()
     assert page.locator("#labor-rows > .row").count() == 1
     page.click("#undo-bar button")
-    assert page.locator("#labor-rows > .row").nth(1).locator('input[name$=".trade"]').input_value() == "Laborer"
+    assert page.locator("#labor-rows > .row").nth(1).locator('input[name$=".trade"]') \
+        .input_value() == "Laborer"
     page.click("#photo-list button")
     assert page.locator("#photo-list img").count() == 0
     page.click("#undo-bar button")

@@ -4,6 +4,7 @@ in the middle of things. Nothing the phone holds is lost, the tray says what is 
 happening, sending resumes within seconds, and a cut costs only the piece on its way."""
 from __future__ import annotations
 
+import itertools
 import re
 import time
 from urllib.parse import urlsplit
@@ -65,7 +66,7 @@ class Tray:
         the ticket's bytes reached the app."""
         still = ("Waiting for signal", "Trying again in")
         return [(words, before, after) for (words, before), (following, after)
-                in zip(self.samples, self.samples[1:])
+                in itertools.pairwise(self.samples)
                 if words.startswith(still) and following.startswith(still) and after > before]
 
 

@@ -2,6 +2,7 @@
 what it says, sampled each second, is held against what the signal really did."""
 from __future__ import annotations
 
+import itertools
 import time
 
 import pytest
@@ -44,12 +45,12 @@ class Seconds:
 
     def sending_without_bytes(self) -> list:
         """Each second that said "Sending" while no byte of the ticket reached the app."""
-        return [(i, now) for i, (before, now) in enumerate(zip(self.samples, self.samples[1:]))
+        return [(i, now) for i, (before, now) in enumerate(itertools.pairwise(self.samples))
                 if now[0].startswith("Sending photo") and now[1] == before[1]]
 
     def waiting_for_signal_online(self) -> list:
         """Each second that said "Waiting for signal" with the phone online a second already."""
-        return [(i, now) for i, (before, now) in enumerate(zip(self.samples, self.samples[1:]))
+        return [(i, now) for i, (before, now) in enumerate(itertools.pairwise(self.samples))
                 if now[0].startswith("Waiting for signal") and not now[2] and not before[2]]
 
 

@@ -25,7 +25,9 @@ def ticket_body(project_id: str, n: int) -> dict:
             "directed_by": "d", "labor": [{"trade": "Laborer", "hours": 1, "rate": 10, "costCode": "02-200"}]}
 
 
-def drive(base: str, tenant) -> tuple[list[str], Counter, list[str]]:
+# Its creators, approvers and listers are threads written inside it, whose loops McCabe counts
+# into it (C901).
+def drive(base: str, tenant) -> tuple[list[str], Counter, list[str]]:  # noqa: C901
     """Run the mixed load; return acknowledged ticket ids, status counts and server errors."""
     acknowledged: list[str] = []
     statuses: Counter = Counter()

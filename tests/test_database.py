@@ -81,10 +81,9 @@ def test_concurrent_writers_never_see_database_locked(app):
 @pytest.mark.filterwarnings("ignore:Skipped unsupported reflection of expression-based index")
 @pytest.mark.filterwarnings("ignore:autogenerate skipping metadata-specified expression-based index")
 def test_migrations_match_the_models(app):
-    with app.app_context():
-        with db.engine.connect() as connection:
-            context = MigrationContext.configure(connection, opts={"compare_type": True})
-            differences = compare_metadata(context, db.metadata)
+    with app.app_context(), db.engine.connect() as connection:
+        context = MigrationContext.configure(connection, opts={"compare_type": True})
+        differences = compare_metadata(context, db.metadata)
     assert differences == []
 
 

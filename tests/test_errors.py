@@ -65,8 +65,10 @@ def echo_app(app):
 def test_body_errors_have_the_shape(echo_app, tenant):
     client = echo_app.test_client()
     headers = dict(tenant.headers)
-    post = lambda data, content_type="application/json": client.post(
-        "/v1/echo", data=data, headers=headers, content_type=content_type)
+
+    def post(data, content_type="application/json"):
+        return client.post("/v1/echo", data=data, headers=headers, content_type=content_type)
+
     assert post('{"name": "ok", "count": 1}').json == {"name": "ok", "count": 1}
     _assert_error(post('{"name": '), 400, "invalid_json")
     _assert_error(post('[1, 2]'), 400, "invalid_body")

@@ -20,7 +20,7 @@ def rows_of(text: str) -> list[dict[str, str]]:
     reader = csv.reader(io.StringIO(text[1:]))
     header = columns()
     assert tuple(next(reader)) == header
-    return [dict(zip(header, row)) for row in reader]
+    return [dict(zip(header, row, strict=True)) for row in reader]
 
 
 def make(client, tenant, description: str, **extra) -> dict:
@@ -91,7 +91,8 @@ def test_written_ticket_exports_the_routing_it_was_written_with(client, acme):
     (row,) = rows_of(client.get("/v1/tickets/export.csv?status=written", headers=acme.headers)
                      .get_data(as_text=True))
     assert row["approved_by"] == f"key:tests ({acme.prefix})" and row["record_number"]
-    assert row["budget_code"] == "02-200.L" and re.fullmatch(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}", row["approved"])
+    assert row["budget_code"] == "02-200.L"
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}", row["approved"])
 
 
 def test_queue_button_exports_the_current_filter(app, client, acme):

@@ -219,7 +219,8 @@ def test_generated_client_drives_the_whole_flow(app, acme, generated):
                                      phone="+1 555 123 4567"))
     assert isinstance(asked, m.SignatureRequestCreated), asked
     assert asked.state == m.SignatureRequestState.OPEN and "/s/" in asked.url
-    listed = api(generated, "signature_requests.signatures_list_signature_requests").sync(second.id, client=client)
+    listed = api(generated, "signature_requests.signatures_list_signature_requests").sync(
+        second.id, client=client)
     assert isinstance(listed, m.SignatureRequestList) and [r.id for r in listed.data] == [asked.id]
     assert not hasattr(listed.data[0], "url")
     cancelled = api(generated, "signature_requests.signatures_revoke_signature_request").sync(

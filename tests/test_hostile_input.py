@@ -54,16 +54,17 @@ def hostile_bodies(project_id: str):
     yield "Infinity", '{"project_id": "1", "labor": [{"trade": "x", "hours": Infinity}]}', \
         "application/json", 400, "invalid_json"
     yield "huge string", base(project_id, description="x" * 100_000), None, 400, "validation_failed"
-    yield "negative hours", base(project_id, labor=[{"trade": "x", "hours": -1}]), None, 400, "validation_failed"
+    yield "negative hours", base(project_id, labor=[{"trade": "x", "hours": -1}]), None, 400, \
+        "validation_failed"
     yield "absurd rate", base(project_id, labor=[{"trade": "x", "hours": 1, "rate": 1e300}]), None, 400, \
         "validation_failed"
-    yield "absurd workers", base(project_id, labor=[{"trade": "x", "hours": 1, "workers": 10**9}]), None, 400, \
-        "validation_failed"
+    yield "absurd workers", base(project_id, labor=[{"trade": "x", "hours": 1, "workers": 10**9}]), \
+        None, 400, "validation_failed"
     yield "boolean number", base(project_id, materials=[{"description": "x", "quantity": True}]), None, 400, \
         "validation_failed"
     yield "13 photos", base(project_id, photos=[{"data_url": good}] * 13), None, 400, "validation_failed"
-    yield "non-image photo", base(project_id, photos=[{"data_url": good},
-                                                      {"data_url": base64.b64encode(b"%PDF-1.4").decode()}]), \
+    pdf = base64.b64encode(b"%PDF-1.4").decode()
+    yield "non-image photo", base(project_id, photos=[{"data_url": good}, {"data_url": pdf}]), \
         None, 400, "validation_failed"
     yield "truncated photo", base(project_id, photos=[{"data_url": good}, {
         "data_url": base64.b64encode(jpeg_bytes(300, 200)[:200]).decode()}]), None, 400, "validation_failed"

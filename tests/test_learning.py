@@ -49,7 +49,7 @@ def replay(client, tenant, history=HISTORY) -> None:
                               [(kind, said) for kind, said, _code in lines])
         approve(client, tenant, ticket["id"], {
             place: codes[letter][code, COST_TYPE[kind]]
-            for place, (kind, _said, code) in zip(places, lines)})
+            for place, (kind, _said, code) in zip(places, lines, strict=True)})
 
 
 def routed(client, tenant, sub, letter, description, kind, said) -> dict:
@@ -538,7 +538,7 @@ def test_bulk_confirmation_lists_the_codes_its_button_writes_on_tablets(
     shot(page, f"bulk-confirm-{device}")
     # The button that writes stays on screen while the list is read.
     on_screen = button.bounding_box()
-    assert 0 <= on_screen["y"] and on_screen["y"] + on_screen["height"] <= \
+    assert on_screen["y"] >= 0 and on_screen["y"] + on_screen["height"] <= \
         page.viewport_size["height"]
     button.click()
     page.wait_for_selector("text=5 written, 0 already in Procore, 0 not written")

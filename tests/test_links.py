@@ -28,7 +28,7 @@ def test_create_list_revoke_links(client, acme, rival):
     assert link["label"] == "North trailer" and link["revoked_at"] is None and link["ticket_count"] == 0
     assert link["sms_href"].startswith("sms:?&body=")
     listed = client.get("/v1/links", headers=acme.headers).json["data"]
-    assert [l["token"] for l in listed] == [token]
+    assert [line["token"] for line in listed] == [token]
     assert client.get("/v1/links", headers=rival.headers).json["data"] == []
 
     foreign = client.post(f"/v1/links/{token}/revoke", headers=rival.headers)

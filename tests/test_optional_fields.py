@@ -87,7 +87,7 @@ def test_every_optional_field_shows_where_its_declaration_says(app, client, acme
     rows = list(csv.DictReader(io.StringIO(exported[1:])))
     assert len(rows) == 3  # a row a line, each with the ticket's fields
     for row in rows:
-        check(Shows.CSV, json.dumps(row), lambda f, v, text: row.get(f.name) == v)
+        check(Shows.CSV, json.dumps(row), lambda f, v, text, row=row: row.get(f.name) == v)
 
     browser = sign_in(app, client, acme)
     page = html.unescape(client.get(f"/tickets/{ticket_id}").get_data(as_text=True))

@@ -1,4 +1,5 @@
-"""Tests for services.files.photos: input decoding, image validation and normalisation (the store: test_storage.py)."""
+"""Tests for services.files.photos: input decoding, image validation and normalisation (the store:
+test_storage.py)."""
 
 import base64
 import hashlib
@@ -232,7 +233,8 @@ def test_bombs_are_refused_even_when_pillow_warnings_are_not_errors() -> None:
     for action in ("ignore", "default"):
         with warnings.catch_warnings(record=True):
             warnings.simplefilter(action)
-            with pytest.raises(ImageRejected, match=r"^image is too large: 25000000 pixels, the limit is 16000000$"):
+            with pytest.raises(ImageRejected,
+                               match=r"^image is too large: 25000000 pixels, the limit is 16000000$"):
                 process_photo(png_claiming(5_000, 5_000))
 
 

@@ -144,7 +144,7 @@ def test_crew_picks_a_classification_and_hour_type_on_the_capture_form(app, clie
     assert sent.status_code in (200, 303), sent.get_data(as_text=True)[:500]
     (listed,) = client.get("/v1/tickets", headers=acme.headers).json["data"]
     ticket = client.get(f"/v1/tickets/{listed['id']}", headers=acme.headers).json
-    assert [(l["classification"], l["hour_type"], l["rate"]) for l in ticket["labor"]] == \
+    assert [(line["classification"], line["hour_type"], line["rate"]) for line in ticket["labor"]] == \
         [("Apprentice", "ot", 91.5), ("Cable whisperer", "st", None)]
     assert ticket["worked_on"] == "2026-03-02"
     browser = sign_in(app, client, acme)
@@ -204,11 +204,12 @@ def test_a_ticket_not_yet_written_is_priced_again_on_request(app, client, acme):
     project = acme.project()["id"]
     ticket = create(client, acme, worked_on="2026-03-02", equipment=[], materials=[], labor=[
         labor("Foreman", 2), labor("Apprentice", 1, "ot", rate=80)])
-    assert [l["amount"] for l in ticket["labor"]] == [0.0, 80.0]
+    assert [line["amount"] for line in ticket["labor"]] == [0.0, 80.0]
     save(client, acme, project)
     repriced = client.post(f"/v1/tickets/{ticket['id']}/reprice", headers=acme.headers)
     assert repriced.status_code == 200, repriced.json
-    assert [(l["rate"], l["amount"]) for l in repriced.json["labor"]] == [(110.0, 220.0), (80.0, 80.0)]
+    assert [(line["rate"], line["amount"]) for line in repriced.json["labor"]] == \
+        [(110.0, 220.0), (80.0, 80.0)]
     assert repriced.json["routing"][1]["pricing"]["differs"] is True  # sheet says 91.50
     assert repriced.json["total"] == 300.0
     assert not any("Foreman" in w for w in repriced.json["warnings"])

@@ -46,10 +46,10 @@ def test_twelve_tickets_approved_four_at_a_time_each_carry_every_file_once(
     def approve(ticket: dict):
         return act(app.test_client(), acme, ticket["id"], "approve")
 
-    with spike_limited(app, acme, sandbox_server, monkeypatch, window_s=window_s,
-                       rolling=rolling, real_share=0.02) as (clock, statuses):
-        with ThreadPoolExecutor(4) as pool:
-            answers = list(pool.map(approve, tickets))
+    with (spike_limited(app, acme, sandbox_server, monkeypatch, window_s=window_s,
+                        rolling=rolling, real_share=0.02) as (clock, statuses),
+          ThreadPoolExecutor(4) as pool):
+        answers = list(pool.map(approve, tickets))
     assert [answer.status_code for answer in answers] == [200] * 12, [
         a.json["error"] for a in answers if a.status_code != 200]
     assert 429 not in statuses and len(statuses) > 25  # paced past the limit, never over it

@@ -124,7 +124,8 @@ def test_a_hung_project_system_does_not_slow_another_companys_me(app, acme, riva
 
         def busy_acme() -> None:
             try:
-                answers.append(requests.get(f"{base}/v1/projects", headers=acme.headers, timeout=40).status_code)
+                answers.append(requests.get(f"{base}/v1/projects", headers=acme.headers,
+                                            timeout=40).status_code)
             except requests.RequestException as error:
                 answers.append(type(error).__name__)
 

@@ -20,7 +20,8 @@ def signed_ticket(client, tenant, **signature):
 
 
 def row(html, ticket_id):
-    return re.search(rf'<tr class="queue-row[^"]*" data-ticket="{ticket_id}".*?</tr>', html, re.DOTALL).group(0)
+    return re.search(rf'<tr class="queue-row[^"]*" data-ticket="{ticket_id}".*?</tr>', html,
+                     re.DOTALL).group(0)
 
 
 def test_a_signature_that_holds_back_is_not_clean_and_says_so(app, client, acme):

@@ -44,7 +44,7 @@ def test_no_read_of_a_ticket_writes(app, client, acme):
     }
     for name, read in reads.items():
         answers = []
-        assert writes_during(engine, lambda: answers.append(read())) == [], name
+        assert writes_during(engine, lambda answers=answers, read=read: answers.append(read())) == [], name
         assert answers[0].status_code == 200, (name, answers[0].status_code)
     routed = client.get(f"/v1/tickets/{ticket['id']}", headers=acme.headers).json
     assert routed["routing_pending"] is False and routed["routing"][0]["budget_code"] == "02-200.L"

@@ -126,7 +126,8 @@ def test_reject_and_restore(client, acme, reviewer, live_server, tablet):
     assert "Hours or quantities do not match what we saw" in page.inner_text(".history")
     page.click("text=Restore to the queue")
     page.wait_for_selector("text=Restored to the queue.")
-    actions = [d["action"] for d in client.get(f"/v1/tickets/{ticket['id']}", headers=acme.headers).json["decisions"]]
+    decisions = client.get(f"/v1/tickets/{ticket['id']}", headers=acme.headers).json["decisions"]
+    actions = [d["action"] for d in decisions]
     assert actions == ["rejected", "restored"]
 
 

@@ -124,7 +124,8 @@ def test_queue_with_procore_stopped_answers_fast_and_backs_off(app, acme, pile, 
             started.append(request.url)
             overlap.append(len(started) - len(finished))
     page.on("request", on_request)
-    page.on("requestfinished", lambda r: finished.append(r.url) if "/queue" in r.url and r.headers.get("hx-request") else None)
+    page.on("requestfinished", lambda r: finished.append(r.url)
+            if "/queue" in r.url and r.headers.get("hx-request") else None)
     page.clock.run_for(21_000)
     assert started == []  # away: the first refresh waits 40 s, not 20
     with page.expect_response(lambda r: "/queue" in r.url):

@@ -19,7 +19,8 @@ def evidence_ticket(client, tenant):
 
 
 def codes_of(client, tenant, code):
-    found = client.get(f"/v1/projects/{tenant.project()['id']}/cost-codes?q={code}", headers=tenant.headers).json
+    found = client.get(f"/v1/projects/{tenant.project()['id']}/cost-codes?q={code}",
+                       headers=tenant.headers).json
     return {b["cost_type"]: b["id"] for b in found["data"][0]["budget_codes"]}
 
 
@@ -30,7 +31,8 @@ def test_picker_offers_the_lines_own_code_first_and_another_type_is_not_exact(ap
     first_line = html[html.index('name="routes[0]"'):html.index("</select>", html.index('name="routes[0]"'))]
     groups = re.findall(r'<optgroup label="([^"]+)">', first_line)
     assert groups == ["This line&#39;s cost code", "Labor codes", "Other cost types (not exact)"]
-    first_option = re.search(r'<optgroup label="This line[^"]*">\s*<option value="\d+"[^>]*>([^<]+)<', first_line)
+    first_option = re.search(r'<optgroup label="This line[^"]*">\s*<option value="\d+"[^>]*>([^<]+)<',
+                             first_line)
     assert first_option.group(1).startswith("02-200.L")
     # A labor line put on a materials code is written as chosen but never counts as exact.
     materials = codes_of(client, acme, "02-200")["materials"]
@@ -50,7 +52,8 @@ def test_picker_offers_the_lines_own_code_first_and_another_type_is_not_exact(ap
 def test_unconfirmed_lines_are_refused_by_the_page(app, client, acme, sandbox_server):
     from tests.test_approval import origin_rows
     browser = sign_in(app, client, acme)
-    ticket = new_ticket(client, acme, labor=[{"trade": "Laborer", "hours": 1, "rate": 50, "costCode": "01-500"}])
+    ticket = new_ticket(client, acme,
+                        labor=[{"trade": "Laborer", "hours": 1, "rate": 50, "costCode": "01-500"}])
     refused = browser.post(f"/tickets/{ticket['id']}/approve", {"destination": "change_event"})
     assert refused.status_code == 422 and "is marked to check" in refused.get_data(as_text=True)
     assert origin_rows(sandbox_server, "change_events", ticket["id"]) == []
@@ -63,7 +66,8 @@ def test_amounts_carry_units_currency_and_subtotals(app, client, acme):
     html = browser.get(f"/tickets/{ticket['id']}").get_data(as_text=True)
     assert "2 worker-h" in html and "$50.00/h" in html and "3 h" in html and "$95.00/h" in html
     assert "$12.50 each" in html
-    subtotals = dict(re.findall(r'<th colspan="4" scope="row">(\w+) subtotal</th><td class="num">\$([\d,.]+)', html))
+    subtotals = dict(re.findall(
+        r'<th colspan="4" scope="row">(\w+) subtotal</th><td class="num">\$([\d,.]+)', html))
     assert subtotals == {"Labor": "160.00", "Equipment": "285.00", "Materials": "50.00"}
     assert "Total (USD)" in html
 

@@ -54,7 +54,8 @@ def test_sorting_by_age_amount_project_and_sub(app, client, acme, pile):
     assert amounts == sorted(amounts, reverse=True)
     names = []
     for page in (1, 2, 3):
-        names += re.findall(r'<td class="project"><span class="clip"[^>]*>([^<]*)</span>', rows(browser, f"sort=project&page={page}")[1])
+        names += re.findall(r'<td class="project"><span class="clip"[^>]*>([^<]*)</span>',
+                            rows(browser, f"sort=project&page={page}")[1])
     assert len(names) == 60 and names == sorted(names, key=str.lower) and len(set(names)) == 3
     by_sub = every_row(browser, "sort=sub")
     subs = [next(t.sub for t in pile if t.id == i) for i in by_sub]

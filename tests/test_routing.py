@@ -52,7 +52,8 @@ def test_each_rule_of_routing():
     assert (a.budget_code.id, a.exact, a.needs_review, a.cost_type) == (101, True, False, "labor")
     assert (b.budget_code.id, b.exact, b.needs_review) == (103, False, True)
     assert "no labor budget code" in b.reason
-    assert (b_none.budget_code, b_none.routed, b_none.exact, b_none.needs_review) == (None, False, False, True)
+    assert (b_none.budget_code, b_none.routed, b_none.exact, b_none.needs_review) == \
+        (None, False, False, True)
     assert (c.budget_code.id, c.exact, c.needs_review) == (103, False, True)  # 22-100 has no labor: other
     assert "Plumbing" in c.reason
     assert (a_eq.budget_code.id, a_eq.exact, a_eq.cost_type) == (102, True, "equipment")

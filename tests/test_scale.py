@@ -82,7 +82,8 @@ def test_rate_limit_holds_across_every_worker(acme, two_servers):
 def test_concurrent_approvals_across_servers_write_one_record(client, acme, two_servers, sandbox_server):
     ticket = client.post("/v1/tickets", headers=acme.headers, json={
         "project_id": acme.project()["id"], "description": "scale approval", "reason": "r",
-        "directed_by": "d", "labor": [{"trade": "Laborer", "hours": 1, "rate": 1, "costCode": "02-200"}]}).json
+        "directed_by": "d",
+        "labor": [{"trade": "Laborer", "hours": 1, "rate": 1, "costCode": "02-200"}]}).json
     answers = []
     lock = threading.Lock()
 

@@ -35,7 +35,8 @@ def signature_of(app, ticket_id: str) -> dict | None:
 def tap_targets_too_small(page) -> list[str]:
     """Buttons, links, radios' labels and fields smaller than 44 CSS px in either direction."""
     return page.evaluate("""() => [...document.querySelectorAll(
-        'button, a.button, .lang-switch a, label.choice, input:not([type=hidden]):not([type=radio]), textarea')]
+        'button, a.button, .lang-switch a, label.choice, '
+        + 'input:not([type=hidden]):not([type=radio]), textarea')]
         .filter(e => e.offsetParent !== null)
         .filter(e => { const r = e.getBoundingClientRect(); return r.height < 44 || r.width < 44; })
         .map(e => e.outerHTML.slice(0, 80))""")

@@ -67,7 +67,8 @@ def test_small_routes_refuse_big_bodies_from_the_headers(client, path):
 
 
 def test_json_with_too_many_elements_is_refused_before_parsing(app, client, acme, monkeypatch):
-    token = client.post("/v1/links", headers=acme.headers, json={"project_id": acme.project()["id"]}).json["token"]
+    token = client.post("/v1/links", headers=acme.headers,
+                        json={"project_id": acme.project()["id"]}).json["token"]
     parsed = []
     real_loads = json.loads
     monkeypatch.setattr(json, "loads", lambda *a, **k: parsed.append(1) or real_loads(*a, **k))
@@ -168,7 +169,8 @@ def test_slow_bodies_and_headers_leave_sign_in_capture_and_healthz_answering(ser
     try:
         for _ in range(3):  # three rounds while all eighteen are connected and sending
             for name, ask in (("sign-in", lambda: _sign_in(base, email)),
-                              ("capture page", lambda: requests.get(f"{base}/c/{theirs}", timeout=3).status_code),
+                              ("capture page",
+                               lambda: requests.get(f"{base}/c/{theirs}", timeout=3).status_code),
                               ("healthz", lambda: requests.get(f"{base}/healthz", timeout=3).status_code)):
                 started = time.monotonic()
                 status = ask()

@@ -105,7 +105,8 @@ def signed_in(app, tenant, client):
     token = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
     assert client.post("/login", data={"csrf_token": token, "email": "intruder@rival.example",
                                        "password": PASSWORD}).status_code == 302
-    return re.search(r'name="csrf_token" value="([^"]+)"', client.get("/queue").get_data(as_text=True)).group(1)
+    return re.search(r'name="csrf_token" value="([^"]+)"',
+                     client.get("/queue").get_data(as_text=True)).group(1)
 
 
 def test_every_route_with_an_id_treats_foreign_ids_as_missing(app, client, acme, rival):

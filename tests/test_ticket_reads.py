@@ -106,10 +106,9 @@ def test_a_bulk_orm_update_is_visible_on_the_next_read(client, app, acme):
                             json=ticket_body(project["id"])).json["id"]
     assert client.get(f"/v1/tickets/{ticket_id}", headers=acme.headers).status_code == 200
     assert client.get("/v1/tickets", headers=acme.headers).status_code == 200
-    with app.app_context():
-        with write_transaction() as session:
-            session.execute(update(Ticket).where(Ticket.id == ticket_id)
-                            .values(description="Changed in bulk"))
+    with app.app_context(), write_transaction() as session:
+        session.execute(update(Ticket).where(Ticket.id == ticket_id)
+                        .values(description="Changed in bulk"))
     assert client.get(f"/v1/tickets/{ticket_id}", headers=acme.headers).json["description"] == \
         "Changed in bulk"
     assert client.get("/v1/tickets", headers=acme.headers).json["data"][0]["description"] == \
@@ -236,9 +235,8 @@ def test_totals_follow_every_write_to_tickets_whoever_makes_it(client, app, acme
             "all": client.get("/v1/tickets", headers=acme.headers).json["total"]}
 
     assert totals() == {"submitted": 3, "rejected": 1, "written": 0, "all": 4}
-    with app.app_context():
-        with write_transaction() as session:
-            session.execute(update(Ticket).where(Ticket.id.in_(ids[1:3])).values(status="rejected"))
+    with app.app_context(), write_transaction() as session:
+        session.execute(update(Ticket).where(Ticket.id.in_(ids[1:3])).values(status="rejected"))
     assert totals() == {"submitted": 1, "rejected": 3, "written": 0, "all": 4}
     script = create_engine(app.config["SQLALCHEMY_DATABASE_URI"])  # another program's engine
     with script.begin() as connection:

@@ -133,7 +133,7 @@ def test_amounts_are_exact_decimals(client, acme):
                                   {"description": "No price", "quantity": 2}])
     ticket = client.post("/v1/tickets", headers=acme.headers, json=body).json
     # Floats would give 3.0029999999999997, 1.0049999999999999 (then 1.0), 0.020000000000000004 ...
-    assert [l["amount"] for l in ticket["labor"]] == [3.0, 1.01]
+    assert [line["amount"] for line in ticket["labor"]] == [3.0, 1.01]
     assert ticket["equipment"][0]["amount"] == 0.02
     assert [m["amount"] for m in ticket["materials"]] == [0.3, 0.0]
     assert ticket["total"] == 4.33
@@ -511,4 +511,5 @@ def test_number_bounds_hold_for_the_number_as_sent(client, acme):
             **ticket_body(project), "labor": [{"trade": "Laborer", "hours": hours, "rate": 10}]})
         assert sent.status_code == status, (hours, sent.json)
         if status == 200:
-            assert sent.json["labor"][0]["hours"] in (0.0, 1000.0) and str(sent.json["labor"][0]["hours"])[0] != "-"
+            hours = sent.json["labor"][0]["hours"]
+            assert hours in (0.0, 1000.0) and str(hours)[0] != "-"

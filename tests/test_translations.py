@@ -40,8 +40,8 @@ def words_in(patterns: tuple[str, ...], method: str) -> dict[str | tuple[str, st
 def test_every_crew_and_signer_message_has_its_spanish():
     words = {**words_in(TEMPLATES, "jinja2.ext.babel_extract"), **words_in(CODE, "python")}
     for script in SCRIPTS:
-        words.update({message: f"static/{script}" for message in script_words(script)})
-        words.update({pair: f"static/{script}" for pair in script_plurals(script)})
+        words.update(dict.fromkeys(script_words(script), f"static/{script}"))
+        words.update(dict.fromkeys(script_plurals(script), f"static/{script}"))
     missing = sorted(f"{where}: {message!r}" for message, where in words.items()
                      if message not in translated())
     assert not missing, "\n".join(missing)

@@ -1,7 +1,7 @@
 """companies, api keys, reviewers
 
 Revision ID: 0001
-Revises: 
+Revises:
 Create Date: 2026-11-21 20:53:34.498451
 
 """

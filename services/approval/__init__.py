@@ -1,1 +1,2 @@
-"""Approval: writing a ticket into the project system exactly once, its claims and records, and the connection check."""
+"""Approval: writing a ticket into the project system exactly once, its claims and records, and the
+connection check."""

@@ -9,9 +9,9 @@ markup line) and approves it as a PM would, so its change event is written and i
 attached and read back; attaches one more file in a second request, to learn whether Procore
 adds to the files or replaces them. On the second (one without change events where there is
 one) it approves a scratch ticket as a daily log entry. Then it deletes both records, the
-scratch tickets and what learning kept of them. Every step is one plain sentence, so a firm learns on day one whether approvals will
-write; a permission approvals do not need (deleting, the units of measure, the tool list) is
-named as a note, not a failure.
+scratch tickets and what learning kept of them. Every step is one plain sentence, so a firm
+learns on day one whether approvals will write; a permission approvals do not need (deleting,
+the units of measure, the tool list) is named as a note, not a failure.
 """
 from __future__ import annotations
 

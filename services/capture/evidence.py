@@ -75,7 +75,7 @@ def check_photos(items: list[PhotoIn], field: str, first_position: int
         except images.ImageRejected as error:
             refuse(i, item, error.message)
     results = _process_images(images.process_photo, [raw for _, _, raw in raws])
-    for (i, item, _), processed in zip(raws, results):
+    for (i, item, _), processed in zip(raws, results, strict=True):
         if isinstance(processed, images.ImageRejected):
             refuse(i, item, processed.message)
             continue

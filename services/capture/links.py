@@ -86,7 +86,7 @@ def _ticket_counts(company_id: int) -> dict[str, int]:
         select(Ticket.link_token, func.count()).where(Ticket.company_id == company_id,
                                                       Ticket.link_token.is_not(None))
         .group_by(Ticket.link_token))
-    return {token: count for token, count in rows}
+    return dict(rows.all())
 
 
 def list_links(company_id: int) -> list[Link]:

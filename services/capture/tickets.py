@@ -158,14 +158,7 @@ def revise_ticket(company_id: int, link_token: str, revises: str, data: TicketIn
         current = locked(session, sent.id)
         _check_sent_back(current.status)
         version = 2 + sum(1 for d in current.decisions if d.action == "resubmitted")
-        order = {key: index for index, key in enumerate(keep_keys or [])}
-        kept = sorted((p for p in current.photos if p.client_key in order),
-                      key=lambda p: order[p.client_key])
-        kept_keys = {p.client_key for p in kept}
-        photo_rows = [row for row in photo_rows if row.get("client_key") not in kept_keys]
-        if len(kept) + len(photo_rows) > evidence.MAX_PHOTOS:  # nothing is changed
-            raise Conflict(f"a ticket holds at most {evidence.MAX_PHOTOS} photos; the correction "
-                           f"keeps {len(kept)} and adds {len(photo_rows)}", code="photos_full")
+        kept, photo_rows = _kept_and_new_photos(current, keep_keys, photo_rows)
         session.execute(delete(TicketPhoto).where(
             TicketPhoto.ticket_id == current.id,
             TicketPhoto.id.not_in([p.id for p in kept])))
@@ -177,11 +170,7 @@ def revise_ticket(company_id: int, link_token: str, revises: str, data: TicketIn
         signatures.void_if_changed(current, before, earlier)
         current.captured_via = captured_via
         current.language = language or current.language
-        for position, photo in enumerate(kept):
-            photo.position = position
-        for row in photo_rows:
-            current.photos.append(TicketPhoto(**dict(row, position=len(kept) + row["position"])))
-        current.photo_count = len(kept) + len(photo_rows)
+        _place_photos(current, kept, photo_rows)
         current.status = "submitted"
         append_decision(current, "resubmitted", data.captured_by or "the crew",
                         f"version {version}")
@@ -189,6 +178,30 @@ def revise_ticket(company_id: int, link_token: str, revises: str, data: TicketIn
         ticket_id = current.id
     db.session.expire_all()
     return get_ticket(company_id, ticket_id, Wait.NO), True
+
+
+def _kept_and_new_photos(current: TicketRecord, keep_keys: list[str] | None,
+                         photo_rows: list[dict]) -> tuple[list[TicketPhoto], list[dict]]:
+    """The ticket's photos a correction keeps (in the order of `keep_keys`) and its photos not
+    already held; 409 photos_full, before anything changes, when together they are too many."""
+    order = {key: index for index, key in enumerate(keep_keys or [])}
+    kept = sorted((p for p in current.photos if p.client_key in order),
+                  key=lambda p: order[p.client_key])
+    kept_keys = {p.client_key for p in kept}
+    photo_rows = [row for row in photo_rows if row.get("client_key") not in kept_keys]
+    if len(kept) + len(photo_rows) > evidence.MAX_PHOTOS:  # nothing is changed
+        raise Conflict(f"a ticket holds at most {evidence.MAX_PHOTOS} photos; the correction "
+                       f"keeps {len(kept)} and adds {len(photo_rows)}", code="photos_full")
+    return kept, photo_rows
+
+
+def _place_photos(current: TicketRecord, kept: list[TicketPhoto], photo_rows: list[dict]) -> None:
+    """Number the kept photos first and add the new ones after them."""
+    for position, photo in enumerate(kept):
+        photo.position = position
+    for row in photo_rows:
+        current.photos.append(TicketPhoto(**dict(row, position=len(kept) + row["position"])))
+    current.photo_count = len(kept) + len(photo_rows)
 
 
 def _check_sent_back(status: str) -> None:

@@ -201,7 +201,7 @@ def _referenced_keys(connection: sqlite3.Connection) -> set[str]:
 
 def new_key(path: str | os.PathLike) -> None:
     """Write a new backup key to `path` (readable by its owner only); never over another one."""
-    from cryptography.fernet import Fernet  # noqa: PLC0415
+    from cryptography.fernet import Fernet
 
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "wb") as handle:
@@ -214,7 +214,7 @@ class BucketBackup:
 
     def __init__(self, url: str) -> None:
         """The bucket of `url`, at S3_ENDPOINT_URL, and the firm's key from BACKUP_KEY_FILE."""
-        from cryptography.fernet import Fernet, InvalidToken  # noqa: PLC0415
+        from cryptography.fernet import Fernet, InvalidToken
 
         key_file = current_app.config.get("BACKUP_KEY_FILE")
         if not key_file:
@@ -245,7 +245,7 @@ class BucketBackup:
 
     def _get(self, name: str) -> bytes:
         """Download and decrypt one object; BackupError if it is missing or not ours."""
-        from botocore.exceptions import ClientError  # noqa: PLC0415
+        from botocore.exceptions import ClientError
 
         try:
             with storage.bucket_errors():

@@ -134,7 +134,7 @@ def _worker_main(connection, memory_bytes: int, parent_pid: int) -> None:
             answer = ("ok", _limited_call(cpu, function, args, kwargs))
         except MemoryError:
             answer = ("error", ImageRejected(TOO_BIG))
-        except Exception as error:  # handed back to the caller as it was raised
+        except Exception as error:  # noqa: BLE001 - handed back to the caller as it was raised
             answer = ("error", error)
         connection.send(answer)
 

@@ -37,7 +37,7 @@ def shrunk(data: bytes, edge: int = DOCUMENT_IMAGE_EDGE) -> tuple[bytes, str]:
 
 def render_pdf(html: str, spec: storage.StoreSpec) -> bytes:
     """The PDF of a document's HTML, its images read from the file store `spec` describes."""
-    import weasyprint  # noqa: PLC0415 - loaded only in the process that renders
+    import weasyprint  # loaded only in the process that renders
 
     # Importing WeasyPrint lets Pillow accept truncated images; the same worker processes
     # check untrusted photos, which must refuse them (services/files/photos.py).

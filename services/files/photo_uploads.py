@@ -262,21 +262,27 @@ def receive(company_id: int, link_token: str | None, upload: str, raw: bytes,
         raise OffsetMismatch(held(owner, upload)[0], piece.total)
     if piece.last + 1 < piece.total:
         return Progress(piece.last + 1, piece.total)
+    return _joined(store, owner, upload, folder, piece.total)
+
+
+def _joined(store: storage.FileStore, owner: str, upload: str, folder: str, total: int) -> Whole:
+    """The whole photo from its held pieces, from byte 0 on without a gap; an offset mismatch
+    when they no longer make it whole."""
     run, end = [], 0  # the pieces from byte 0 on without a gap
     for held_piece in _pieces(folder):
-        if held_piece.first != end or held_piece.total != piece.total:
+        if held_piece.first != end or held_piece.total != total:
             break
         run.append(held_piece)
         end += held_piece.size
     try:  # another request may have joined (and dropped) these pieces a moment ago
-        if end != piece.total:
+        if end != total:
             raise KeyError(folder)
         data = b"".join(store.read_piece(held_piece.name) for held_piece in run)
     except KeyError:
-        raise OffsetMismatch(held(owner, upload)[0], piece.total) from None
-    if len(data) != piece.total:
-        raise OffsetMismatch(held(owner, upload)[0], piece.total)
-    return Whole(data, piece.total)
+        raise OffsetMismatch(held(owner, upload)[0], total) from None
+    if len(data) != total:
+        raise OffsetMismatch(held(owner, upload)[0], total)
+    return Whole(data, total)
 
 
 def take(company_id: int, link_token: str | None, upload: str, raw: bytes, header: str | None,

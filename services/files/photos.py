@@ -92,7 +92,8 @@ def _human_size(n: int) -> str:
 
 
 def decode_image_input(value: str, *, max_bytes: int) -> bytes:
-    """Decode a data URL or bare base64 to bytes: strict, padded, standard or URL-safe alphabet (not mixed)."""
+    """Decode a data URL or bare base64 to bytes: strict, padded, standard or URL-safe alphabet
+    (not mixed)."""
     # Rules, for the API documentation:
     # - "data:<type>[;param...];base64,<data>" where <type> is image/jpeg,
     #   image/jpg, image/png or image/webp (case-insensitive); anything else is
@@ -111,20 +112,30 @@ def decode_image_input(value: str, *, max_bytes: int) -> bytes:
 
     text = value.strip()
     if text[:5].lower() == "data:":
-        header, comma, text = text.partition(",")
-        if not comma:
-            raise ImageRejected("malformed data URL: no comma before the data")
-        params = [p.strip().lower() for p in header[5:].split(";")]
-        media_type = params[0]
-        if media_type not in _DATA_URL_TYPES:
-            shown = media_type[:40] or "(none)"
-            raise ImageRejected(
-                f"data URL media type {shown!r} is not accepted; use image/jpeg, image/png or image/webp"
-            )
-        if len(params) < 2 or params[-1] != "base64":
-            raise ImageRejected("data URL is not base64-encoded")
+        text = _data_url_payload(text)
+    return _decode_base64("".join(text.split()), max_bytes)
 
-    compact = "".join(text.split())
+
+def _data_url_payload(text: str) -> str:
+    """The data of a data URL, refused unless it is a base64-encoded image of an accepted type."""
+    header, comma, text = text.partition(",")
+    if not comma:
+        raise ImageRejected("malformed data URL: no comma before the data")
+    params = [p.strip().lower() for p in header[5:].split(";")]
+    media_type = params[0]
+    if media_type not in _DATA_URL_TYPES:
+        shown = media_type[:40] or "(none)"
+        raise ImageRejected(
+            f"data URL media type {shown!r} is not accepted; use image/jpeg, image/png or image/webp"
+        )
+    if len(params) < 2 or params[-1] != "base64":
+        raise ImageRejected("data URL is not base64-encoded")
+    return text
+
+
+def _decode_base64(compact: str, max_bytes: int) -> bytes:
+    """Decode base64 without whitespace, padded, in one alphabet (standard or URL-safe), to at
+    most `max_bytes` bytes."""
     if not compact:
         raise ImageRejected("image data is empty")
     if not compact.isascii():
@@ -187,18 +198,27 @@ def count_jpeg_scans(raw: bytes, limit: int = MAX_JPEG_SCANS) -> int:
         scans += 1
         if scans > limit:
             raise ImageRejected(f"the JPEG has more than {limit} scans; save it again as a normal JPEG")
-        while True:  # skip the entropy-coded data: FF 00 and restart markers belong to it
-            at = raw.find(b"\xff", at)
-            if at < 0 or at + 1 >= size:
-                return scans
-            following = raw[at + 1]
-            if following == 0x00 or 0xD0 <= following <= 0xD7:
-                at += 2
-            elif following == 0xFF:
-                at += 1
-            else:
-                break
+        at = _after_entropy_coded_data(raw, at)
+        if at < 0:
+            return scans
     return scans
+
+
+def _after_entropy_coded_data(raw: bytes, at: int) -> int:
+    """Where the marker after a scan's entropy-coded data starts (FF 00 and restart markers
+    belong to the data), or -1 when the data runs to the end."""
+    size = len(raw)
+    while True:
+        at = raw.find(b"\xff", at)
+        if at < 0 or at + 1 >= size:
+            return -1
+        following = raw[at + 1]
+        if following == 0x00 or 0xD0 <= following <= 0xD7:
+            at += 2
+        elif following == 0xFF:
+            at += 1
+        else:
+            return at
 
 
 def _check_max_pixels(max_pixels: int) -> None:
@@ -242,7 +262,8 @@ def _open_checked(raw: bytes, max_pixels: int) -> ImageFile.ImageFile:
         raise ImageRejected(f"image is too large: {width * height} pixels, the limit is {max_pixels}")
     if max(width, height) > MAX_EDGE:
         im.close()
-        raise ImageRejected(f"image is too large: {width} x {height} pixels, the longest side may be {MAX_EDGE}")
+        raise ImageRejected(f"image is too large: {width} x {height} pixels, the longest side may "
+                            f"be {MAX_EDGE}")
     return im
 
 
@@ -324,7 +345,8 @@ def process_signature(
     long_edge: int = 1200,
     thumb_edge: int = 320,
 ) -> ProcessedImage:
-    """Validate a drawn signature and re-encode it as a metadata-free PNG (transparency kept) plus thumbnail."""
+    """Validate a drawn signature and re-encode it as a metadata-free PNG (transparency kept) plus
+    thumbnail."""
     _check_max_pixels(max_pixels)
     with _open_checked(raw, max_pixels) as source:
         im = _load_upright(source, long_edge)

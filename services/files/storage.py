@@ -389,8 +389,8 @@ def parse_bucket_url(url: str) -> tuple[str, str]:
 @functools.lru_cache(maxsize=8)
 def s3_client(endpoint: str | None):
     """A boto3 S3 client (thread-safe, one per endpoint and process); credentials as AWS reads them."""
-    import boto3  # noqa: PLC0415 - only installs on a bucket load it
-    from botocore.config import Config  # noqa: PLC0415
+    import boto3  # only installs on a bucket load it
+    from botocore.config import Config
 
     region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
     return boto3.session.Session().client(
@@ -403,7 +403,7 @@ def s3_client(endpoint: str | None):
 @contextlib.contextmanager
 def bucket_errors() -> Iterator[None]:
     """A bucket that cannot be reached or refuses is StorageUnavailable (503), never a 500."""
-    from botocore.exceptions import BotoCoreError, ClientError  # noqa: PLC0415
+    from botocore.exceptions import BotoCoreError, ClientError
 
     try:
         yield
@@ -441,7 +441,7 @@ class BucketStore(FileStore):
 
     def _put(self, data: bytes, extension: str) -> tuple[str, object | None]:
         """Create the object if absent, else refresh it."""
-        from botocore.exceptions import ClientError  # noqa: PLC0415
+        from botocore.exceptions import ClientError
 
         key = key_for(data, extension)
         name, mark = self.object_name(key), uuid.uuid4().hex
@@ -460,7 +460,7 @@ class BucketStore(FileStore):
 
     def _remove_if_mark(self, key: str, mark: object) -> None:
         """Delete the object if it still carries this store's write mark."""
-        from botocore.exceptions import ClientError  # noqa: PLC0415
+        from botocore.exceptions import ClientError
 
         name = self.object_name(key)
         try:
@@ -472,7 +472,7 @@ class BucketStore(FileStore):
 
     def stream(self, key: str) -> Stream:
         """The object opened now (a missing one is KeyError), read in chunks as it is sent."""
-        from botocore.exceptions import ClientError  # noqa: PLC0415
+        from botocore.exceptions import ClientError
 
         with bucket_errors():
             try:
@@ -491,7 +491,7 @@ class BucketStore(FileStore):
 
     def exists(self, key: str) -> bool:
         """Tell whether key is stored; a malformed key is simply not stored."""
-        from botocore.exceptions import ClientError  # noqa: PLC0415
+        from botocore.exceptions import ClientError
 
         try:
             name = self.object_name(key)
@@ -520,7 +520,7 @@ class BucketStore(FileStore):
 
     def remove_if_unchanged_since(self, name: str, cutoff: float) -> int | None:
         """Delete the object if its time, read just before, is before the cutoff."""
-        from botocore.exceptions import ClientError  # noqa: PLC0415
+        from botocore.exceptions import ClientError
 
         with bucket_errors():
             try:
@@ -540,7 +540,7 @@ class BucketStore(FileStore):
 
     def put_piece(self, name: str, data: bytes) -> bool:
         """Create the piece's object if absent (If-None-Match: *)."""
-        from botocore.exceptions import ClientError  # noqa: PLC0415
+        from botocore.exceptions import ClientError
 
         with bucket_errors():
             try:
@@ -554,7 +554,7 @@ class BucketStore(FileStore):
 
     def read_piece(self, name: str) -> bytes:
         """The piece's bytes; KeyError if absent."""
-        from botocore.exceptions import ClientError  # noqa: PLC0415
+        from botocore.exceptions import ClientError
 
         with bucket_errors():
             try:
@@ -588,7 +588,7 @@ class BucketStore(FileStore):
 
     def check(self) -> dict:
         """Whether the bucket answers a HEAD; the error's kind (never its text) if not."""
-        from botocore.exceptions import BotoCoreError, ClientError  # noqa: PLC0415
+        from botocore.exceptions import BotoCoreError, ClientError
 
         try:
             self.client.head_bucket(Bucket=self.bucket)

@@ -56,7 +56,7 @@ def switch_config(config_file: Path, settings: dict[str, str | None]) -> None:
         line = f"{name} = {value!r}"
         pattern = re.compile(rf"^{name}\s*=.*$", re.MULTILINE)
         if pattern.search(text):
-            text = pattern.sub(lambda _: line, text)
+            text = pattern.sub(lambda _match, line=line: line, text)
         else:
             text += ("" if not text or text.endswith("\n") else "\n") + line + "\n"
     if not config_file.exists() or config_file.read_text() != text:

@@ -43,7 +43,7 @@ def validate(model: type[M], data: Any) -> M:
         return model.model_validate(data)
     except ValidationError as error:
         raise ValidationFailed("the request has problems; see details",
-                               details=validation_details(error))
+                               details=validation_details(error)) from error
 
 
 def form_number(text: str) -> bool:

@@ -171,51 +171,67 @@ def price_lines(data: TicketInput, sheet: RateSheet | None = None,
     """
     lines: list[dict[str, Any]] = []
     warnings: list[str] = []
-    for i, worked in enumerate(data.labor):
-        priced = labor(sheet, worked, f"labor[{i}] ({worked.trade})")
-        rate = priced.rate
-        amount = _cents(worked.workers * worked.hours * rate) if rate is not None else Decimal(0)
-        if rate is None and sheet is None:
-            warnings.append(f"labor[{i}] ({worked.trade}) has no rate, so its amount is 0")
-        elif priced.warning:
-            warnings.append(priced.warning)
-        lines.append({"kind": "labor", "trade": worked.trade, "hours": _text(worked.hours),
-                      "workers": _text(worked.workers), "rate": _text(rate),
-                      "costCode": worked.costCode or None, "amount": _text(_cents(amount)),
-                      "classification": worked.classification or None,
-                      "hour_type": worked.hour_type, "pricing": priced.pricing})
-    for i, item in enumerate(data.equipment):
-        priced = equipment(sheet, item, f"equipment[{i}] ({item.description})")
-        rate = priced.rate
-        amount = _cents(item.hours * rate) if rate is not None else Decimal(0)
-        if priced.pricing.get("per") == "day":
-            amount = _cents(Decimal(priced.pricing["days"]) * Decimal(priced.pricing["day_rate"]))
-        if rate is None and sheet is None:
-            warnings.append(f"equipment[{i}] ({item.description}) has no rate, so its amount is 0")
-        elif priced.warning:
-            warnings.append(priced.warning)
-        lines.append({"kind": "equipment", "description": item.description,
-                      "hours": _text(item.hours), "rate": _text(rate),
-                      "costCode": item.costCode or None, "amount": _text(_cents(amount)),
-                      "pricing": priced.pricing})
-    for i, item in enumerate(data.materials):
-        priced, price = materials(sheet, item, f"materials[{i}] ({item.description})")
-        cost = priced.rate
-        unit = price if price is not None else cost
-        amount = _cents(item.quantity * unit) if unit is not None else Decimal(0)
-        if cost is None and sheet is None:
-            warnings.append(f"materials[{i}] ({item.description}) has no unit cost, so its amount is 0")
-        elif priced.warning:
-            warnings.append(priced.warning)
-        lines.append({"kind": "materials", "description": item.description,
-                      "quantity": _text(item.quantity), "unitCost": _text(cost),
-                      "costCode": item.costCode or None, "amount": _text(_cents(amount)),
-                      "unit_price": _text(price), "pricing": priced.pricing})
+    lines += [_labor_line(sheet, i, worked, warnings) for i, worked in enumerate(data.labor)]
+    lines += [_equipment_line(sheet, i, item, warnings) for i, item in enumerate(data.equipment)]
+    lines += [_material_line(sheet, i, item, warnings) for i, item in enumerate(data.materials)]
     if not lines:
         warnings.append("the ticket has no labor, equipment or material lines")
     lines += markups.apply(list(project_markups), lines)
     total = _cents(sum((Decimal(line["amount"]) for line in lines), Decimal(0)))
     return lines, total, warnings
+
+
+def _labor_line(sheet: RateSheet | None, i: int, worked: LaborLineIn,
+                warnings: list[str]) -> dict[str, Any]:
+    """A labor line as stored, priced; its warning, if any, added to `warnings`."""
+    priced = labor(sheet, worked, f"labor[{i}] ({worked.trade})")
+    rate = priced.rate
+    amount = _cents(worked.workers * worked.hours * rate) if rate is not None else Decimal(0)
+    if rate is None and sheet is None:
+        warnings.append(f"labor[{i}] ({worked.trade}) has no rate, so its amount is 0")
+    elif priced.warning:
+        warnings.append(priced.warning)
+    return {"kind": "labor", "trade": worked.trade, "hours": _text(worked.hours),
+            "workers": _text(worked.workers), "rate": _text(rate),
+            "costCode": worked.costCode or None, "amount": _text(_cents(amount)),
+            "classification": worked.classification or None,
+            "hour_type": worked.hour_type, "pricing": priced.pricing}
+
+
+def _equipment_line(sheet: RateSheet | None, i: int, item: EquipmentLineIn,
+                    warnings: list[str]) -> dict[str, Any]:
+    """An equipment line as stored, priced by the hour or the day; its warning to `warnings`."""
+    priced = equipment(sheet, item, f"equipment[{i}] ({item.description})")
+    rate = priced.rate
+    amount = _cents(item.hours * rate) if rate is not None else Decimal(0)
+    if priced.pricing.get("per") == "day":
+        amount = _cents(Decimal(priced.pricing["days"]) * Decimal(priced.pricing["day_rate"]))
+    if rate is None and sheet is None:
+        warnings.append(f"equipment[{i}] ({item.description}) has no rate, so its amount is 0")
+    elif priced.warning:
+        warnings.append(priced.warning)
+    return {"kind": "equipment", "description": item.description,
+            "hours": _text(item.hours), "rate": _text(rate),
+            "costCode": item.costCode or None, "amount": _text(_cents(amount)),
+            "pricing": priced.pricing}
+
+
+def _material_line(sheet: RateSheet | None, i: int, item: MaterialLineIn,
+                   warnings: list[str]) -> dict[str, Any]:
+    """A material line as stored, at its price with markup when a sheet is in force; its
+    warning to `warnings`."""
+    priced, price = materials(sheet, item, f"materials[{i}] ({item.description})")
+    cost = priced.rate
+    unit = price if price is not None else cost
+    amount = _cents(item.quantity * unit) if unit is not None else Decimal(0)
+    if cost is None and sheet is None:
+        warnings.append(f"materials[{i}] ({item.description}) has no unit cost, so its amount is 0")
+    elif priced.warning:
+        warnings.append(priced.warning)
+    return {"kind": "materials", "description": item.description,
+            "quantity": _text(item.quantity), "unitCost": _text(cost),
+            "costCode": item.costCode or None, "amount": _text(_cents(amount)),
+            "unit_price": _text(price), "pricing": priced.pricing}
 
 
 # Warnings price_lines writes; a new pricing replaces them and keeps the others.

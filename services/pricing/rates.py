@@ -136,46 +136,16 @@ def parse_csv(data: RateSheetCsvInput) -> RateSheetInput:
 
     Problems are named by row number as a spreadsheet shows it (the header is row 1).
     """
-    # newline="" leaves line ends to the csv module, which takes \r, \n and \r\n alike.
-    try:
-        rows = list(csv.reader(io.StringIO(data.csv.lstrip("\ufeff"), newline="")))
-    except csv.Error as error:
-        raise ValidationFailed("the CSV cannot be read", details=[
-            field_problem("csv", f"the CSV cannot be read: {error}")]) from None
-    if not rows:
-        raise ValidationFailed("the CSV is empty", details=[field_problem("csv", "the CSV is empty")])
-    header = [cell.strip().casefold() for cell in rows[0]]
-    missing = [name for name in ("kind", "item") if name not in header]
-    if missing:
-        raise ValidationFailed("the CSV has no header row with the sheet's columns", details=[
-            field_problem("row 1", f"the header must name the columns {', '.join(CSV_COLUMNS)}; "
-                                   f"missing: {', '.join(missing)}")])
+    header, rows = _csv_rows(data.csv)
     body: dict[str, Any] = {"name": data.name, "effective_from": data.effective_from,
                             "labor": [], "equipment": [], "materials": []}
     origin: dict[tuple[str, int], int] = {}
     problems = []
-    for number, cells in enumerate(rows[1:], start=2):
+    for number, cells in enumerate(rows, start=2):
         if not any(cell.strip() for cell in cells):
             continue
         row = {name: (cells[i].strip() if i < len(cells) else "") for i, name in enumerate(header)}
-        kind = row.get("kind", "").casefold()
-        value = {name: row.get(name) or None for name in CSV_COLUMNS}
-        if kind == "labor":
-            origin[("labor", len(body["labor"]))] = number
-            body["labor"].append({"classification": value["item"], "st": value["st"],
-                                  "ot": value["ot"], "dt": value["dt"]})
-        elif kind == "equipment":
-            origin[("equipment", len(body["equipment"]))] = number
-            body["equipment"].append({"description": value["item"], "hourly": value["hourly"],
-                                      "daily": value["daily"]})
-        elif kind == "material":
-            origin[("materials", len(body["materials"]))] = number
-            body["materials"].append({"description": value["item"],
-                                      "unit_cost": value["unit_cost"]})
-        elif kind == "material_markup":
-            origin[("material_markup", 0)] = number
-            body["material_markup"] = value["percent"]
-        else:
+        if not _add_row(body, origin, number, row):
             problems.append(field_problem(f"row {number}", f"kind {row.get('kind', '')[:40]!r} is "
                                                           f"not one of {', '.join(CSV_KINDS)}"))
     try:
@@ -189,6 +159,52 @@ def parse_csv(data: RateSheetCsvInput) -> RateSheetInput:
         raise ValidationFailed(f"the sheet was not imported; fix {rows_named} and import it again",
                                details=problems)
     return sheet
+
+
+def _csv_rows(text: str) -> tuple[list[str], list[list[str]]]:
+    """The CSV's header (names folded) and the rows below it; a 400 when it cannot be read, is
+    empty or its header lacks the kind and item columns."""
+    # newline="" leaves line ends to the csv module, which takes \r, \n and \r\n alike.
+    try:
+        rows = list(csv.reader(io.StringIO(text.lstrip("\ufeff"), newline="")))
+    except csv.Error as error:
+        raise ValidationFailed("the CSV cannot be read", details=[
+            field_problem("csv", f"the CSV cannot be read: {error}")]) from None
+    if not rows:
+        raise ValidationFailed("the CSV is empty", details=[field_problem("csv", "the CSV is empty")])
+    header = [cell.strip().casefold() for cell in rows[0]]
+    missing = [name for name in ("kind", "item") if name not in header]
+    if missing:
+        raise ValidationFailed("the CSV has no header row with the sheet's columns", details=[
+            field_problem("row 1", f"the header must name the columns {', '.join(CSV_COLUMNS)}; "
+                                   f"missing: {', '.join(missing)}")])
+    return header, rows[1:]
+
+
+def _add_row(body: dict[str, Any], origin: dict[tuple[str, int], int], number: int,
+             row: dict[str, str]) -> bool:
+    """Add a CSV row to the sheet's body by its kind, noting its row number; False for a kind
+    the sheet does not have."""
+    kind = row.get("kind", "").casefold()
+    value = {name: row.get(name) or None for name in CSV_COLUMNS}
+    if kind == "labor":
+        origin[("labor", len(body["labor"]))] = number
+        body["labor"].append({"classification": value["item"], "st": value["st"],
+                              "ot": value["ot"], "dt": value["dt"]})
+    elif kind == "equipment":
+        origin[("equipment", len(body["equipment"]))] = number
+        body["equipment"].append({"description": value["item"], "hourly": value["hourly"],
+                                  "daily": value["daily"]})
+    elif kind == "material":
+        origin[("materials", len(body["materials"]))] = number
+        body["materials"].append({"description": value["item"],
+                                  "unit_cost": value["unit_cost"]})
+    elif kind == "material_markup":
+        origin[("material_markup", 0)] = number
+        body["material_markup"] = value["percent"]
+    else:
+        return False
+    return True
 
 
 _CSV_NAMES = {"classification": "item", "description": "item", "material_markup": "percent"}

@@ -1,4 +1,5 @@
-"""The project system tickets are written into: its interface, the Procore client, pacing, connections and the projects read from it."""
+"""The project system tickets are written into: its interface, the Procore client, pacing,
+connections and the projects read from it."""
 from services.project_system.base import (
     Attachment,
     BudgetCode,

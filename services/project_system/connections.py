@@ -16,8 +16,8 @@ from sqlalchemy import select
 from models import Company, ProjectSystemConnection, db, utcnow
 from sandbox.seed import create_demo_company
 from services.platform.database import write_transaction
-from services.platform.errors import (Conflict, NotFound, ProjectSystemRefused, ServiceError, ValidationFailed,
-                             field_problem)
+from services.platform.errors import (Conflict, NotFound, ProjectSystemRefused, ServiceError,
+                                      ValidationFailed, field_problem)
 from services.project_system import (
     ProcoreClient,
     ProjectSystem,
@@ -238,29 +238,29 @@ def project_system_errors(company_id: int | None = None, kind: str = "read",
     except ProjectSystemAuthError as error:
         project_system_seen(False, "auth_failed")
         raise ProjectSystemRefused(f"the project system refused our credentials: {error.message}",
-                                   code="project_system_auth_failed")
+                                   code="project_system_auth_failed") from error
     except WriteUnconfirmed as error:
         project_system_seen(False, "unavailable")
         raise ProjectSystemRefused(f"the project system did not confirm the write, which may be "
                                    f"there in whole or in part: {error.message}; a retry finds "
                                    "it and completes it, never writing it twice",
-                                   code="project_system_write_unconfirmed")
+                                   code="project_system_write_unconfirmed") from error
     except ProjectSystemRateLimited as error:
         project_system_seen(True)
         wait = max(1, math.ceil(error.retry_after_s))
         raise ProjectSystemBusy(f"the project system asks for a pause of {wait} s before more "
                                 f"calls (its rate limit): {error.message}",
-                                headers={"Retry-After": str(wait)})
+                                headers={"Retry-After": str(wait)}) from error
     except ProjectSystemUnavailable as error:
         project_system_seen(False, "unavailable")
         raise ProjectSystemRefused(f"the project system could not be reached: {error.message}",
-                                   code="project_system_unavailable")
+                                   code="project_system_unavailable") from error
     except ProjectSystemError as error:
         reachable = error.status is not None and error.status < 500
         project_system_seen(reachable, None if reachable else f"http_{error.status}")
         status = f" ({error.status})" if error.status else ""
         raise ProjectSystemRefused(f"the project system answered{status}: {error.message}",
-                                   code="project_system_error")
+                                   code="project_system_error") from error
     else:
         project_system_seen(True)
 

@@ -574,31 +574,8 @@ class ProcoreClient:
         full_code, sub_job = _full_code(cost_code), cost_code.get("_sub_job")
         wanted = f"{sub_job + '.' if sub_job else ''}{full_code}.{chosen_type.code}"
         wbs = f"/rest/v1.0/projects/{project_id}/work_breakdown_structure"
-        pattern = self.list_wbs_segments(project_id)
-        segments = {row.get("type"): row for row in pattern}
-        given = {"cost_code", "line_item_type"} | ({"sub_job"} if sub_job else set())
-        if not given <= set(segments):
-            raise ProjectSystemError(
-                f"Project {project_id}'s budget code pattern has no "
-                f"{' or '.join(sorted(given - set(segments)))} segment", status=422)
-        others = [row.get("name") or row.get("type") for row in pattern
-                  if row.get("type") not in given and row.get("required")]
-        if others:
-            raise ProjectSystemError(
-                f"Project {project_id}'s budget codes also need a {', '.join(map(str, others))}; "
-                f"create the budget code for {wanted} in Procore", status=422)
-        items = {"cost_code": self._cost_code_item(wbs, segments["cost_code"]["id"], cost_code_id,
-                                                   full_code, cost_code.get("_sub_job_id")),
-                 "line_item_type": next((item for item in self._pages(
-                     f"{wbs}/segments/{segments['line_item_type']['id']}/segment_items")
-                     if item.get("code") == chosen_type.code), None)}
-        if sub_job:
-            items["sub_job"] = next((item for item in self._pages(
-                f"{wbs}/segments/{segments['sub_job']['id']}/segment_items")
-                if str(item.get("code")) == sub_job), None)
-        if any(item is None for item in items.values()):
-            raise ProjectSystemError(f"Project {project_id}'s budget code segments have no item "
-                                     f"for {wanted}", status=404)
+        segments = self._budget_code_segments(project_id, bool(sub_job), wanted)
+        items = self._segment_items(project_id, wbs, segments, cost_code, chosen_type, wanted)
         response, body = self._request("POST", f"{wbs}/wbs_codes", json_body={
             "description": description or f"{cost_code['name']}.{chosen_type.name}",
             "segment_items": [{"segment_id": segments[kind]["id"], "segment_item_id": item["id"]}
@@ -613,6 +590,46 @@ class ProcoreClient:
                 f"Procore made budget code {made} for {wanted}, but it does not read back as "
                 f"that cost code and cost type", status=422)
         return code
+
+    def _budget_code_segments(self, project_id: int, sub_job: bool,
+                              wanted: str) -> dict[Any, dict[str, Any]]:
+        """The project's budget code segments by type, refused (422) when the pattern lacks a
+        segment this service fills or requires one it cannot."""
+        pattern = self.list_wbs_segments(project_id)
+        segments = {row.get("type"): row for row in pattern}
+        given = {"cost_code", "line_item_type"} | ({"sub_job"} if sub_job else set())
+        if not given <= set(segments):
+            raise ProjectSystemError(
+                f"Project {project_id}'s budget code pattern has no "
+                f"{' or '.join(sorted(given - set(segments)))} segment", status=422)
+        others = [row.get("name") or row.get("type") for row in pattern
+                  if row.get("type") not in given and row.get("required")]
+        if others:
+            raise ProjectSystemError(
+                f"Project {project_id}'s budget codes also need a {', '.join(map(str, others))}; "
+                f"create the budget code for {wanted} in Procore", status=422)
+        return segments
+
+    def _segment_items(self, project_id: int, wbs: str, segments: dict[Any, dict[str, Any]],
+                       cost_code: dict[str, Any], chosen_type: CostType,
+                       wanted: str) -> dict[str, dict[str, Any]]:
+        """The segment item of each segment a new budget code stands on (cost code, cost type,
+        and sub job when it has one); a 404 when one of them has none."""
+        sub_job = cost_code.get("_sub_job")
+        items = {"cost_code": self._cost_code_item(wbs, segments["cost_code"]["id"],
+                                                   int(cost_code["id"]), _full_code(cost_code),
+                                                   cost_code.get("_sub_job_id")),
+                 "line_item_type": next((item for item in self._pages(
+                     f"{wbs}/segments/{segments['line_item_type']['id']}/segment_items")
+                     if item.get("code") == chosen_type.code), None)}
+        if sub_job:
+            items["sub_job"] = next((item for item in self._pages(
+                f"{wbs}/segments/{segments['sub_job']['id']}/segment_items")
+                if str(item.get("code")) == sub_job), None)
+        if any(item is None for item in items.values()):
+            raise ProjectSystemError(f"Project {project_id}'s budget code segments have no item "
+                                     f"for {wanted}", status=404)
+        return items
 
     def _cost_code_item(self, wbs: str, segment_id: int, cost_code_id: int, full_code: str,
                         sub_job_id: int | None = None) -> dict[str, Any] | None:
@@ -841,41 +858,61 @@ def _as_sent(listed: list[dict[str, Any]], sent: list[tuple[str, Attachment]],
     as are unfound. An attachment found for no file keeps Procore's name."""
     listed = [dict(item) for item in listed]
     taken: set[int] = set()
-
-    def claim(attachment: Attachment, index: int) -> None:
-        taken.add(index)
-        listed[index]["filename"] = attachment.filename
-
-    def size_fits(item: dict[str, Any], attachment: Attachment) -> bool:
-        size = item.get("size")
-        return size is None or int(size) == len(attachment.data)
-
     unfound = []
     for uuid, attachment in sent:
-        index = next((i for i, item in enumerate(listed) if i not in taken and uuid and
-                      uuid in (item.get("upload_uuid"), item.get("upload_id"))), None)
-        if index is None:
-            index = next((i for i, item in enumerate(listed) if i not in taken and
-                          str(item.get("filename") or item.get("name") or "") ==
-                          attachment.filename and size_fits(item, attachment)), None)
+        index = _by_upload_or_name(listed, taken, uuid, attachment)
         if index is None:
             unfound.append(attachment)
         else:
-            claim(attachment, index)
+            _claim(listed, taken, attachment, index)
     new = [i for i, item in enumerate(listed)
            if i not in taken and int(item.get("id") or 0) not in known]
     if unfound and all(listed[i].get("size") is not None for i in new):
-        for attachment in list(unfound):
-            index = next((i for i in new if i not in taken and
-                          int(listed[i]["size"]) == len(attachment.data)), None)
-            if index is not None:
-                claim(attachment, index)
-                unfound.remove(attachment)
+        unfound = _claim_new_by_size(listed, taken, new, unfound)
     new = [i for i in new if i not in taken]
     if unfound and len(new) == len(unfound):
         for attachment, index in zip(unfound, new, strict=True):
-            claim(attachment, index)
+            _claim(listed, taken, attachment, index)
     return listed
+
+
+def _claim(listed: list[dict[str, Any]], taken: set[int], attachment: Attachment,
+           index: int) -> None:
+    """Name the listed attachment at `index` as the file sent, and take it."""
+    taken.add(index)
+    listed[index]["filename"] = attachment.filename
+
+
+def _size_fits(item: dict[str, Any], attachment: Attachment) -> bool:
+    """Whether a listed attachment's size, when listed, is the sent file's."""
+    size = item.get("size")
+    return size is None or int(size) == len(attachment.data)
+
+
+def _by_upload_or_name(listed: list[dict[str, Any]], taken: set[int], uuid: str,
+                       attachment: Attachment) -> int | None:
+    """The index of the untaken attachment with the file's upload uuid, else its name and size."""
+    index = next((i for i, item in enumerate(listed) if i not in taken and uuid and
+                  uuid in (item.get("upload_uuid"), item.get("upload_id"))), None)
+    if index is None:
+        index = next((i for i, item in enumerate(listed) if i not in taken and
+                      str(item.get("filename") or item.get("name") or "") ==
+                      attachment.filename and _size_fits(item, attachment)), None)
+    return index
+
+
+def _claim_new_by_size(listed: list[dict[str, Any]], taken: set[int], new: list[int],
+                       unfound: list[Attachment]) -> list[Attachment]:
+    """Claim for each unfound file a new attachment of its size; the files still unfound."""
+    left = []
+    for attachment in unfound:
+        index = next((i for i in new if i not in taken and
+                      int(listed[i]["size"]) == len(attachment.data)), None)
+        if index is None:
+            left.append(attachment)
+        else:
+            _claim(listed, taken, attachment, index)
+    return left
 
 
 def _rate_left(response: requests.Response,

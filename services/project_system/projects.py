@@ -328,7 +328,7 @@ def project_for_new_ticket(company_id: int, project_id: str) -> tuple[str, str |
                                  .where(KnownProject.company_id == company_id))
         if ever:
             raise NotFound("no such project among those this company has used (the project "
-                           "system cannot be reached just now)", code="project_not_found")
+                           "system cannot be reached just now)", code="project_not_found") from None
         raise
     if found is None:
         raise NotFound("no such project on this company", code="project_not_found")

@@ -10,7 +10,7 @@ from decimal import Decimal
 from flask import current_app
 
 from models import short_reference
-from models.schemas import ApproveInput, NteStatus, Ticket
+from models.schemas import ApproveInput, NteStatus, RoutingLine, Ticket
 from services.approval import approval, approval_claims
 from services.capture import signing
 from services.platform import mail
@@ -185,19 +185,25 @@ def ticket_page(company_id: int, ticket_id: str, *, error: ServiceError | None =
     ordered = sorted(codes.budget_codes, key=lambda b: b.flat_code)
     page.search = _search_words(company_id, codes)
     for route in ticket.routing:
-        line = record.lines[route.line]
-        cost_code = router_for(codes).cost_code((line.get("costCode") or "").strip(), route.cost_type)
-        missing = (cost_code is not None and route.cost_type is not None
-                   and codes.budget_code(cost_code.id, route.cost_type) is None)
-        own = [b for b in ordered if cost_code is not None and b.cost_code_id == cost_code.id
-               and b.cost_type == route.cost_type]
-        page.choices[route.line] = LineChoice(
-            line=route.line, cost_type=route.cost_type, own=own,
-            same_type=[b for b in ordered if b.cost_type == route.cost_type and b not in own],
-            other_types=[b for b in ordered if b.cost_type != route.cost_type],
-            create_cost_code_id=cost_code.id if missing else None,
-            create_cost_type=route.cost_type if missing else None)
+        page.choices[route.line] = _line_choice(route, record.lines[route.line], codes, ordered)
     return page
+
+
+def _line_choice(route: RoutingLine, line: dict, codes: Catalog,
+                 ordered: list[BudgetCode]) -> LineChoice:
+    """A line's budget codes to pick from: its own cost code's first, then its cost type's, then
+    the rest; and the budget code to create when its cost code has none of that type."""
+    cost_code = router_for(codes).cost_code((line.get("costCode") or "").strip(), route.cost_type)
+    missing = (cost_code is not None and route.cost_type is not None
+               and codes.budget_code(cost_code.id, route.cost_type) is None)
+    own = [b for b in ordered if cost_code is not None and b.cost_code_id == cost_code.id
+           and b.cost_type == route.cost_type]
+    return LineChoice(
+        line=route.line, cost_type=route.cost_type, own=own,
+        same_type=[b for b in ordered if b.cost_type == route.cost_type and b not in own],
+        other_types=[b for b in ordered if b.cost_type != route.cost_type],
+        create_cost_code_id=cost_code.id if missing else None,
+        create_cost_type=route.cost_type if missing else None)
 
 
 def _search_words(company_id: int, codes: Catalog) -> dict[int, str]:

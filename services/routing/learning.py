@@ -264,9 +264,7 @@ class Index:
             return None
         best = matches[0][1]
         pool = [e for match, score, _ in matches if score >= best - CLOSE for e in groups[match]]
-        subs = {e.sub for e in pool if e.sub} if sub else set()
-        own = {other for other in subs if fold(other) == fold(sub)}  # each sub folded once
-        same_sub = [e for e in pool if e.sub in own]
+        same_sub = _of_the_sub(pool, sub)
         pool = sorted(same_sub or pool, key=lambda e: e.id)  # decisions are kept in time order
         if len(pool) >= 2 and pool[-1].code == pool[-2].code:
             chosen = pool[-1].code  # the last two agree: a correction wins over an older habit
@@ -275,18 +273,32 @@ class Index:
         backing = [e for e in pool if e.code == chosen]
         latest = backing[-1]
         others = [] if same_sub else list(dict.fromkeys(e.sub for e in reversed(backing) if e.sub))
-        reason = f"chosen {_times(len(backing))} for "
-        if same_sub:
-            reason += f"{possessive(latest.sub)} '{latest.text}'"
-        elif len(others) == 1:  # another sub's habit, named so nobody takes it for this one's
-            reason += f"{possessive(others[0])} '{latest.text}'"
-        elif others:
-            reason += f"other subs' '{latest.text}' ({', '.join(others)})"
-        else:
-            reason += f"'{latest.text}'"
         return Suggestion(cost_code=latest.cost_code, cost_type=latest.cost_type,
                           budget_code_id=latest.budget_code_id, budget_code=latest.budget_code,
-                          reason=reason, other_sub=" and ".join(others) or None)
+                          reason=_reason(backing, bool(same_sub), others),
+                          other_sub=" and ".join(others) or None)
+
+
+def _of_the_sub(pool: list[Evidence], sub: str | None) -> list[Evidence]:
+    """Of a pool of decisions, those for the line's sub (names folded alike); none without one."""
+    subs = {e.sub for e in pool if e.sub} if sub else set()
+    own = {other for other in subs if fold(other) == fold(sub)}  # each sub folded once
+    return [e for e in pool if e.sub in own]
+
+
+def _reason(backing: list[Evidence], same_sub: bool, others: list[str]) -> str:
+    """Why a code is suggested: how often it was chosen, for whose words."""
+    latest = backing[-1]
+    reason = f"chosen {_times(len(backing))} for "
+    if same_sub:
+        reason += f"{possessive(latest.sub)} '{latest.text}'"
+    elif len(others) == 1:  # another sub's habit, named so nobody takes it for this one's
+        reason += f"{possessive(others[0])} '{latest.text}'"
+    elif others:
+        reason += f"other subs' '{latest.text}' ({', '.join(others)})"
+    else:
+        reason += f"'{latest.text}'"
+    return reason
 
 
 def _by_the_work(pool: list[Evidence], described: str) -> list[Evidence]:

@@ -1,1 +1,2 @@
-"""Tickets as stored and shown: records, shapes, views, queries, plain words, signatures, exports and the ticket's document."""
+"""Tickets as stored and shown: records, shapes, views, queries, plain words, signatures, exports and
+the ticket's document."""

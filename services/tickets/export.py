@@ -152,7 +152,7 @@ def _ticket_rows(record: TicketRecord, names: dict[str, str], zone: ZoneInfo,
                   captured=_local(record.captured_at, zone), approved=_local(record.approved_at, zone),
                   time_zone=getattr(zone, "key", "UTC"))
     routing = routing_of(record, Wait.BRIEFLY).lines
-    pairs = list(zip(record.lines, routing)) or [(None, None)]
+    pairs = list(zip(record.lines, routing, strict=True)) or [(None, None)]
     for line, route in pairs:
         found = {"ticket": ticket, "about": about, "line": line, "route": route,
                  "number": route.line + 1 if route is not None else None}

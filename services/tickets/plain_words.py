@@ -87,32 +87,13 @@ class PlainError:
 def plain_error(error: ServiceError) -> PlainError:
     """Say what went wrong and what to do, without codes, field names or HTTP."""
     if error.code == "lines_need_review" and isinstance(error.details, list):
-        lines = {d["line"]: PLAIN_LINE_REASONS.get(d.get("reason", ""), "needs a check")
-                 for d in error.details if isinstance(d, dict) and "line" in d}
-        count = len(lines)
-        message = (f"{count} line{'s' if count != 1 else ''} need{'s' if count == 1 else ''} a "
-                   "check before this can be written. Nothing was written.")
-        described = {d["line"]: d.get("description") or "" for d in error.details
-                     if isinstance(d, dict) and "line" in d}
-        points = [f"Line {line + 1} ({described[line]}) {reason}" for line, reason in lines.items()]
-        first = min(lines) if lines else None
-        return PlainError(message=message, points=points, lines=lines,
-                          where=f"line-{first}" if first is not None else None,
-                          act=f"Go to line {first + 1}" if first is not None else None)
+        return _lines_to_check(error.details)
     if error.code == "nte_exceeded" and isinstance(error.details, dict):
         return _over_nte(error.details)
     if error.code in ROUTE_REFUSALS and isinstance(error.details, list):
-        lines = {int(d["field"].split(".", 1)[1]): "has a budget code that can no longer be used: "
-                 "pick another" for d in error.details if isinstance(d, dict)
-                 and str(d.get("field", "")).startswith("routes.")
-                 and str(d["field"]).split(".", 1)[1].isdecimal()}
-        if lines:
-            first = min(lines)
-            return PlainError(
-                message=f"{len(lines)} chosen budget code{'s' if len(lines) != 1 else ''} can no "
-                        "longer be used. Nothing was written.",
-                points=[f"Line {line + 1} {reason}" for line, reason in lines.items()],
-                lines=lines, where=f"line-{first}", act=f"Go to line {first + 1}")
+        refused = _refused_codes(error.details)
+        if refused is not None:
+            return refused
     message = PLAIN_ERRORS.get(error.code)
     where, act = PLAIN_PLACES.get(error.code, (None, None))
     if error.code == "project_system_busy":
@@ -121,6 +102,38 @@ def plain_error(error: ServiceError) -> PlainError:
         message = ("Procore could not take this; nothing was written. Try again in a moment."
                    if error.status >= 500 else "That could not be done; nothing was changed.")
     return PlainError(message=message, points=[], lines={}, where=where, act=act)
+
+
+def _lines_to_check(details: list) -> PlainError:
+    """Lines left to check before writing: how many, each with why, and the first to go to."""
+    lines = {d["line"]: PLAIN_LINE_REASONS.get(d.get("reason", ""), "needs a check")
+             for d in details if isinstance(d, dict) and "line" in d}
+    count = len(lines)
+    message = (f"{count} line{'s' if count != 1 else ''} need{'s' if count == 1 else ''} a "
+               "check before this can be written. Nothing was written.")
+    described = {d["line"]: d.get("description") or "" for d in details
+                 if isinstance(d, dict) and "line" in d}
+    points = [f"Line {line + 1} ({described[line]}) {reason}" for line, reason in lines.items()]
+    first = min(lines) if lines else None
+    return PlainError(message=message, points=points, lines=lines,
+                      where=f"line-{first}" if first is not None else None,
+                      act=f"Go to line {first + 1}" if first is not None else None)
+
+
+def _refused_codes(details: list) -> PlainError | None:
+    """Chosen budget codes that can no longer be used, by line; None when no line is named."""
+    lines = {int(d["field"].split(".", 1)[1]): "has a budget code that can no longer be used: "
+             "pick another" for d in details if isinstance(d, dict)
+             and str(d.get("field", "")).startswith("routes.")
+             and str(d["field"]).split(".", 1)[1].isdecimal()}
+    if not lines:
+        return None
+    first = min(lines)
+    return PlainError(
+        message=f"{len(lines)} chosen budget code{'s' if len(lines) != 1 else ''} can no "
+                "longer be used. Nothing was written.",
+        points=[f"Line {line + 1} {reason}" for line, reason in lines.items()],
+        lines=lines, where=f"line-{first}", act=f"Go to line {first + 1}")
 
 
 # Where on the ticket page a refusal is put right: the control, and what to do there.

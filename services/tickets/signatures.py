@@ -199,7 +199,7 @@ def awaiting_since(company_id: int, ticket_ids: list[str], now: dt.datetime | No
         select(RequestRecord.ticket_id, func.min(RequestRecord.created_at))
         .where(*open_conditions(company_id, now), RequestRecord.ticket_id.in_(ticket_ids))
         .group_by(RequestRecord.ticket_id))
-    return {ticket_id: since for ticket_id, since in rows}
+    return dict(rows.all())
 
 
 def open_conditions(company_id: int, now: dt.datetime | None = None) -> list:

@@ -148,7 +148,7 @@ def _ids_to_check(conditions: list, order: tuple, wait: Wait) -> list[str]:
     rows = db.session.execute(select(*(getattr(TicketRecord, name) for name in columns))
                               .where(*conditions).order_by(*order).limit(MAX_CHECKED))
     # Each row as a ticket of its own (never added to the session) for routing_of to read.
-    tickets = (TicketRecord(**dict(zip(columns, row))) for row in rows)
+    tickets = (TicketRecord(**dict(zip(columns, row, strict=True))) for row in rows)
     return [ticket.id for ticket in tickets
             if any(line.needs_review for line in routing_of(ticket, wait).lines)]
 
@@ -239,7 +239,7 @@ def list_status_counts(company_id: int, where: ListFilter, wait: Wait = Wait.YES
     conditions = _list_conditions(company_id, where)
     if where.to_check:
         conditions.append(TicketRecord.id.in_(_ids_to_check(conditions, NEWEST_FIRST, wait)))
-    counts = {status: 0 for status in STATUSES}
+    counts = dict.fromkeys(STATUSES, 0)
     counts.update({status: int(count) for status, count in db.session.execute(
         select(TicketRecord.status, func.count()).where(*conditions)
         .group_by(TicketRecord.status))})

@@ -120,7 +120,8 @@ def _copied_columns(schema: type[TicketSummary]) -> tuple[str, ...]:
 def _photo_fields(evidence: str, photo: TicketPhoto) -> dict[str, Any]:
     """A photo row as the Photo shape reads it, with the addresses of its images."""
     return {"id": photo.id, "name": photo.name, "taken_at": photo.taken_at, "coords": photo.coords,
-            "url": f"{evidence}/photos/{photo.id}", "thumbnail_url": f"{evidence}/photos/{photo.id}/thumbnail"}
+            "url": f"{evidence}/photos/{photo.id}",
+            "thumbnail_url": f"{evidence}/photos/{photo.id}/thumbnail"}
 
 
 def _signature_fields(evidence: str, ticket: TicketRecord,

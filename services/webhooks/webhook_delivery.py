@@ -86,15 +86,7 @@ def post(url: str, body: bytes, headers: dict[str, str]) -> Outcome:
         if not https and not webhooks.host_allowed_privately(host):
             raise Refused("events are sent only over https")
         port = parts.port or (443 if https else 80)
-        address = resolve_checked(host, port)
-        timeout = urllib3.Timeout(total=float(config["WEBHOOK_TIMEOUT_S"]))
-        options = dict(host=address, port=port, timeout=timeout, retries=False, maxsize=1)
-        if https:
-            pool = urllib3.HTTPSConnectionPool(**options, server_hostname=host,
-                                               assert_hostname=host, cert_reqs="CERT_REQUIRED",
-                                               ca_certs=certifi.where())
-        else:
-            pool = urllib3.HTTPConnectionPool(**options)
+        pool = _pool(host, resolve_checked(host, port), port, https)
         netloc_host = f"[{host}]" if ":" in host else host
         path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         with pool:
@@ -122,6 +114,18 @@ def post(url: str, body: bytes, headers: dict[str, str]) -> Outcome:
         return Outcome(False, None, took(), "the connection broke off")
     ok = 200 <= status < 300
     return Outcome(ok, status, took(), None if ok else f"answered with status {status}")
+
+
+def _pool(host: str, address: str, port: int, https: bool) -> urllib3.HTTPConnectionPool:
+    """A one-connection pool to the checked address, verifying the host's certificate over
+    https, giving up after WEBHOOK_TIMEOUT_S."""
+    timeout = urllib3.Timeout(total=float(current_app.config["WEBHOOK_TIMEOUT_S"]))
+    options = dict(host=address, port=port, timeout=timeout, retries=False, maxsize=1)
+    if https:
+        return urllib3.HTTPSConnectionPool(**options, server_hostname=host,
+                                           assert_hostname=host, cert_reqs="CERT_REQUIRED",
+                                           ca_certs=certifi.where())
+    return urllib3.HTTPConnectionPool(**options)
 
 
 # ------------------------------------------------------------------ schedule and records
