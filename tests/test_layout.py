@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from radon.complexity import cc_rank, cc_visit
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("app.py", "blueprints", "models", "services", "sandbox")
 # Imports a function may make itself: libraries only some processes need (boto3 and botocore
@@ -158,3 +160,26 @@ def test_no_service_or_blueprint_module_is_over_500_lines_unless_it_is_one_thing
             if text.count("\n") > MAX_LINES and "one thing" not in docstring:
                 long.append(f"{path.relative_to(ROOT)}: {text.count(chr(10))} lines")
     assert long == []
+
+
+def graded_d_or_worse(source: str) -> list[str]:
+    """The functions, methods and closures radon grades D or worse, with their complexity."""
+    found, blocks = [], [b for b in cc_visit(source) if not hasattr(b, "methods")]
+    while blocks:
+        block = blocks.pop()
+        blocks.extend(block.closures)
+        if cc_rank(block.complexity) >= "D":
+            found.append(f"{block.lineno} {block.fullname} {block.complexity}")
+    return sorted(found)
+
+
+def test_no_function_of_the_project_is_of_complexity_d_or_worse():
+    graded = [f"{path.relative_to(ROOT)}:{found}" for path in modules().values()
+              for found in graded_d_or_worse(path.read_text())]
+    assert graded == []
+
+
+def test_a_closure_of_complexity_d_is_found():
+    branches = "".join(f"        if y == {i}:\n            return {i}\n" for i in range(21))
+    source = f"def outer():\n    def inner(y):\n{branches}        return y\n    return inner\n"
+    assert graded_d_or_worse(source) == ["2 inner 22"]
