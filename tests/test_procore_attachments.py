@@ -8,6 +8,7 @@ import pytest
 
 from models import Ticket, db
 from services.files import storage
+from services.project_system import projects
 from services.project_system import Attachment
 from services.project_system.procore import WAIT_ROUNDING_S
 from support.images import data_url, jpeg_bytes, png_bytes
@@ -80,6 +81,30 @@ def test_an_approval_waits_no_longer_than_its_budget_then_says_when_to_retry(
     # the 60 s window, read in Procore's whole seconds and rounded up
     assert 20 < int(busy.headers["Retry-After"]) <= 62
     assert origin_rows(sandbox_server, "change_events", ticket["id"]) == []
+
+
+@pytest.mark.parametrize(("spent_s", "answer"), [(6.2, 200), (40, 503)])
+def test_a_server_that_knows_nothing_yet_waits_for_a_spent_rate_limit_and_never_calls_it_away(
+        app, client, acme, sandbox_server, monkeypatch, spent_s, answer):
+    # Just started (nothing read yet) while the company's Procore budget is spent: the
+    # approval's first reads wait the pause out instead of answering after their own 0.3 s
+    # "cannot be reached"; past what a read may wait, it is "busy" with Retry-After, and the
+    # pages do not take Procore for away.
+    app.config["PROJECT_SYSTEM_APPROVAL_WRITE_WAIT_S"] = 0.3
+    ticket = create(client, acme)
+    app.extensions.pop("project_system_caches", None)
+    with spike_limited(app, acme, sandbox_server, monkeypatch, real_share=0.1) as (clock, _):
+        remote(app, acme).budget.done(0, clock() + spent_s)  # Procore said: none left for a while
+        done = act(client, acme, ticket["id"], "approve")
+    assert done.status_code == answer, done.json
+    if answer == 200:
+        assert len(origin_rows(sandbox_server, "change_events", ticket["id"])) == 1
+    else:
+        assert done.json["error"]["code"] == "project_system_busy"
+        assert 1 <= int(done.headers["Retry-After"]) <= spent_s + 2
+        assert origin_rows(sandbox_server, "change_events", ticket["id"]) == []
+    with app.app_context():
+        assert projects.away_since(acme.company_id) is None
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -34,7 +34,12 @@ from services.project_system import projects
 from services.routing import learning
 from services.tickets import documents
 from services.webhooks import webhooks
-from services.project_system.connections import Turn, client_for, project_system_errors
+from services.project_system.connections import (
+    Turn,
+    client_for,
+    project_system_errors,
+    rate_limit_wait,
+)
 from services.platform.database import write_transaction
 from services.platform.errors import Conflict, ValidationFailed, field_problem
 from services.project_system import (
@@ -106,6 +111,14 @@ class Plan:
 
 # ----------------------------------------------------------------- approve
 
+def _first_read_wait(company_id: int) -> float:
+    """How long an approval waits for what it reads when nothing is known: as for a write, after
+    the rate limit's pause (up to the approval's budget wait)."""
+    config = current_app.config
+    return float(config["PROJECT_SYSTEM_APPROVAL_WRITE_WAIT_S"]) + min(
+        rate_limit_wait(company_id), float(config["PROJECT_SYSTEM_APPROVAL_BUDGET_WAIT_S"]))
+
+
 def approve(company_id: int, ticket_id: str, options: ApproveInput, actor: str) -> ApprovalResult:
     """Write a ticket into the project system exactly once; a written one comes back as is."""
     ticket = find_ticket(company_id, ticket_id)
@@ -114,8 +127,8 @@ def approve(company_id: int, ticket_id: str, options: ApproveInput, actor: str) 
     _refuse_rejected(ticket, options.allow_rejected)
     # What the approval reads is what the service keeps (the last known while the project
     # system is slow), so only the write itself waits on it, and then not for long; with
-    # nothing known yet, it waits as long as for a write.
-    with projects.waiting_up_to(float(current_app.config["PROJECT_SYSTEM_APPROVAL_WRITE_WAIT_S"])):
+    # nothing known yet, it waits as long as for a write, and for the rate limit's pause first.
+    with projects.waiting_up_to(_first_read_wait(company_id)):
         codes = projects.catalog(company_id, ticket.project_id, briefly=True)
         routes = _routes(ticket, codes, options.routes, actor)
         destination = _destination(company_id, ticket, options.destination)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import functools
+import math
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -20,7 +21,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures import wait as futures_wait
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 from zoneinfo import ZoneInfo
 
 from flask import current_app, g, has_request_context
@@ -36,7 +37,12 @@ from models.schemas import (
     Project,
 )
 from services.platform.cache import TTLCache
-from services.project_system.connections import ProjectSystemBusy, client_for, project_system_errors
+from services.project_system.connections import (
+    ProjectSystemBusy,
+    client_for,
+    project_system_errors,
+    rate_limit_wait,
+)
 from services.platform.database import insert_or_merge
 from services.platform.errors import NotFound, ProjectSystemRefused, ServiceError
 from services.project_system import BudgetCode, CostCode, CostType, RemoteProject
@@ -51,6 +57,9 @@ PAGE_RETRY_S = 30
 PAGE_READ_THREADS = 16
 # How long a `briefly` read with nothing known waits for a first answer (`waiting_up_to`).
 _FIRST_WAIT: ContextVar[float] = ContextVar("first_wait", default=PAGE_WAIT_S)
+
+
+NOTHING_KNOWN = "the project system cannot be reached and nothing is known about this yet"
 
 
 class Unknown(ServiceError):
@@ -157,17 +166,34 @@ def _read(company_id: int, cache_name: str, key: tuple, ttl_s: float, load: Call
             g.setdefault("project_system_reads", []).append((future, note))
         if known is not None:
             return known  # the page shows what it knew; the fresh answer is for the next one
-        try:
-            return future.result(timeout=_FIRST_WAIT.get())
-        except FutureTimeout:
-            away.gone(company_id)
-        except ServiceError as error:
-            if error.status < 500:
-                raise
-            away.gone(company_id)
+        return _first_answer(future, away, company_id)
     if known is not None:
         return known
-    raise Unknown("the project system cannot be reached and nothing is known about this yet")
+    raise Unknown(NOTHING_KNOWN)
+
+
+def _first_answer(future: Future, away: _Away, company_id: int) -> Any:
+    """The answer a read with nothing known waits for; busy (rate limit) or away without it."""
+    try:
+        return future.result(timeout=_FIRST_WAIT.get())
+    except FutureTimeout:
+        _refuse_while_paced(company_id)
+    except ProjectSystemBusy:
+        raise  # its rate limit: it answers, later
+    except ServiceError as error:
+        if error.status < 500:
+            raise
+    away.gone(company_id)
+    raise Unknown(NOTHING_KNOWN)
+
+
+def _refuse_while_paced(company_id: int) -> None:
+    """A first read that timed out while waiting for the company's rate limit is busy, not away."""
+    wait = rate_limit_wait(company_id)
+    if wait > 0:
+        seconds = max(1, math.ceil(wait))
+        raise ProjectSystemBusy(f"the project system asks for a pause of {seconds} s before more "
+                                "calls (its rate limit)", headers={"Retry-After": str(seconds)})
 
 
 @contextlib.contextmanager
@@ -190,7 +216,8 @@ def _note_outcome(away: _Away, company_id: int, done: Future, asked: list[bool])
     if error is None:
         if asked:
             away.back(company_id)
-    elif not isinstance(error, ServiceError) or error.status >= 500:
+    elif not isinstance(error, ServiceError) or (error.status >= 500
+                                                  and not isinstance(error, ProjectSystemBusy)):
         away.gone(company_id)
 
 
