@@ -56,12 +56,19 @@ $(AXE): tests/a11y/package.json tests/a11y/package-lock.json
 	npm ci --prefix tests/a11y --ignore-scripts --no-audit --no-fund
 	@touch $(AXE)
 
-test: $(STAMP) $(CATALOGS) chromium pdf-test-tools tools axe
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+# One pytest-xdist worker per core (TEST_WORKERS=0 runs in one process), handed tests as they
+# free up; tests marked `alone` run with no other beside them (tests/plugins/parallel.py). The
+# 40 slowest set-ups, calls and tear-downs are listed at the end.
+TEST_WORKERS ?= auto
+PARALLEL := -n $(TEST_WORKERS) --dist worksteal --durations=40
 
-# The whole suite again on PostgreSQL, Redis and an S3 bucket (moto), started on loopback.
+test: $(STAMP) $(CATALOGS) chromium pdf-test-tools tools axe
+	$(BIN)/python -m pytest $(PARALLEL) $(PYTEST_ARGS)
+
+# The whole suite again on PostgreSQL, Redis and an S3 bucket (moto), started on loopback; each
+# worker has its own template database, Redis database and buckets.
 test-scale: $(STAMP) $(CATALOGS) chromium pdf-test-tools tools axe
-	MOTO_SERVER=$(BIN)/moto_server ./bin/with-scale-services $(BIN)/python -m pytest $(PYTEST_ARGS)
+	MOTO_SERVER=$(BIN)/moto_server ./bin/with-scale-services $(BIN)/python -m pytest $(PARALLEL) $(PYTEST_ARGS)
 
 # Benchmarks (not part of `make test`): p99 of the API and the review queue at 20 req/s with
 # 1,000 and 100,000 tickets, capture page, capture on one bar, photos, approval, memory.

@@ -146,6 +146,7 @@ def _sign_in(base: str, email: str) -> int:
 
 
 @pytest.mark.live
+@pytest.mark.alone  # measures how long others wait: nothing else may load the machine
 def test_slow_bodies_and_headers_leave_sign_in_capture_and_healthz_answering(served, app, acme, rival):
     """Six bodies trickling to a capture link and twelve slow header senders hold no thread:
     sign-in, another company's capture page and /healthz each answer within 3 s."""
@@ -250,6 +251,7 @@ def _busy_pool(server_pid: int) -> list[int]:
 
 
 @pytest.mark.live
+@pytest.mark.alone  # measures how long others wait: nothing else may load the machine
 def test_one_companys_flood_of_big_images_leaves_anothers_photo_stored_within_5_s(served, app, acme, rival):
     """Ten requests of 12 big images each from one company (more than the server's 8 threads):
     those past the company's share are answered 503 with Retry-After at once (never 400, the

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 import pytest
 import requests
 
+from tests.plugins.parallel import hold_apart
 from tests.test_serve import free_port
 
 S3_ENDPOINT = os.environ.get("TEST_S3_ENDPOINT")
@@ -59,6 +60,7 @@ def s3_endpoint(tmp_path_factory) -> Iterator[str]:
         yield S3_ENDPOINT
         return
     server, endpoint = start_s3_server(tmp_path_factory.mktemp("s3") / "moto.log")
+    hold_apart("the S3 server", endpoint)
     yield endpoint
     server.terminate()
     server.wait(timeout=30)
