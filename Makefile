@@ -56,10 +56,12 @@ $(AXE): tests/a11y/package.json tests/a11y/package-lock.json
 	npm ci --prefix tests/a11y --ignore-scripts --no-audit --no-fund
 	@touch $(AXE)
 
-# One pytest-xdist worker per core (TEST_WORKERS=0 runs in one process), handed tests as they
-# free up; tests marked `alone` run with no other beside them (tests/plugins/parallel.py). The
-# 40 slowest set-ups, calls and tear-downs are listed at the end.
-TEST_WORKERS ?= auto
+# Two pytest-xdist workers a core, at most 16 (one Redis database each under test-scale):
+# most tests wait on servers, sockets, throttled links and Chromium rather than compute. They
+# are handed tests as they free up (TEST_WORKERS=0 runs in one process); tests marked `alone`
+# run with no other beside them (tests/plugins/parallel.py). The 40 slowest set-ups, calls and
+# tear-downs are listed at the end.
+TEST_WORKERS ?= $(shell n=$$(( $$(nproc) * 2 )); echo $$(( n > 16 ? 16 : n )))
 PARALLEL := -n $(TEST_WORKERS) --dist worksteal --durations=40
 
 test: $(STAMP) $(CATALOGS) chromium pdf-test-tools tools axe
