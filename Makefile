@@ -56,14 +56,23 @@ $(AXE): tests/a11y/package.json tests/a11y/package-lock.json
 	npm ci --prefix tests/a11y --ignore-scripts --no-audit --no-fund
 	@touch $(AXE)
 
+# Two pytest-xdist workers a core, at most 16 (one Redis database each under test-scale):
+# most tests wait on servers, sockets, throttled links and Chromium rather than compute. They
+# are handed tests as they free up (TEST_WORKERS=0 runs in one process); tests marked `alone`
+# run with no other beside them (tests/plugins/parallel.py). The 40 slowest set-ups, calls and
+# tear-downs are listed at the end.
+TEST_WORKERS ?= $(shell n=$$(( $$(nproc) * 2 )); echo $$(( n > 16 ? 16 : n )))
+PARALLEL := -n $(TEST_WORKERS) --dist worksteal --durations=40
+
 # The lint (ruff, rules in pyproject.toml) first: a finding fails the target before any test runs.
 test: $(STAMP) $(CATALOGS) chromium pdf-test-tools tools axe
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(PARALLEL) $(PYTEST_ARGS)
 
-# The whole suite again on PostgreSQL, Redis and an S3 bucket (moto), started on loopback.
+# The whole suite again on PostgreSQL, Redis and an S3 bucket (moto), started on loopback; each
+# worker has its own template database, Redis database and buckets.
 test-scale: $(STAMP) $(CATALOGS) chromium pdf-test-tools tools axe
-	MOTO_SERVER=$(BIN)/moto_server ./bin/with-scale-services $(BIN)/python -m pytest $(PYTEST_ARGS)
+	MOTO_SERVER=$(BIN)/moto_server ./bin/with-scale-services $(BIN)/python -m pytest $(PARALLEL) $(PYTEST_ARGS)
 
 # Benchmarks (not part of `make test`): p99 of the API and the review queue at 20 req/s with
 # 1,000 and 100,000 tickets, capture page, capture on one bar, photos, approval, memory.

@@ -11,9 +11,8 @@ from flask.testing import FlaskClient
 from app import create_app
 from tests.databases import limiter_settings, private_database
 
-pytest_plugins = ["tests.plugins.databases", "tests.plugins.sandbox", "tests.plugins.browser",
-                  "tests.plugins.network",
-                  "tests.plugins.storage"]
+pytest_plugins = ["tests.plugins.parallel", "tests.plugins.databases", "tests.plugins.sandbox",
+                  "tests.plugins.browser", "tests.plugins.network", "tests.plugins.storage"]
 
 
 def app_config(tmp_path: Path, template, **overrides) -> dict:

@@ -1,5 +1,8 @@
 """Where test databases live: a SQLite file per test by default, or a PostgreSQL database per
 test (cloned from a migrated template) when TEST_DATABASE_URL is set, as `make test-scale` does.
+
+Under pytest-xdist each worker has a template of its own and a Redis database of its own (the
+worker's number), so one worker's set-up never drops or empties what another is using.
 """
 from __future__ import annotations
 
@@ -9,9 +12,25 @@ import uuid
 from pathlib import Path
 
 
+# "gw0", "gw1", … in a pytest-xdist worker (set before this is imported); empty otherwise.
+WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+REDIS_DATABASES = 16  # Redis's default number of numbered databases
+
+
+def worker_redis_url(url: str | None, worker: str = WORKER) -> str | None:
+    """The Redis URL with the worker's own numbered database (unchanged outside xdist)."""
+    if not url or not worker:
+        return url
+    number = int(worker.removeprefix("gw"))
+    if number >= REDIS_DATABASES:
+        raise RuntimeError(f"Redis has {REDIS_DATABASES} databases: run at most that many workers")
+    base, _, _database = url.rpartition("/")
+    return f"{base}/{number}"
+
+
 POSTGRES_URL = os.environ.get("TEST_DATABASE_URL")
-REDIS_URL = os.environ.get("TEST_REDIS_URL")
-TEMPLATE_NAME = "ewt_test_template"
+REDIS_URL = worker_redis_url(os.environ.get("TEST_REDIS_URL"))
+TEMPLATE_NAME = f"ewt_test_template_{WORKER}" if WORKER else "ewt_test_template"
 created_databases: list[str] = []
 
 
@@ -64,7 +83,7 @@ def limiter_settings() -> dict:
         import redis
 
         client = redis.Redis.from_url(REDIS_URL)
-        client.flushdb()  # tests run one at a time, so each starts with no counts
+        client.flushdb()  # this worker's database: its tests run one at a time
         client.close()
         return {"RATELIMIT_STORAGE_URI": REDIS_URL}
     return {}

@@ -110,6 +110,7 @@ def test_a_slow_write_keeps_its_claim_and_is_never_joined(app, client, acme, san
 
 
 @pytest.mark.live
+@pytest.mark.alone  # measures how long others wait: nothing else may load the machine
 def test_a_hung_project_system_does_not_slow_another_companys_me(app, acme, rival, sandbox_server,
                                                                  tmp_path):
     port = free_port()

@@ -21,7 +21,8 @@ from tests.test_approval import origin_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 
-pytestmark = [pytest.mark.scale, pytest.mark.skipif(
+# Two servers of eight threads each and 150 requests at once: the whole machine, alone.
+pytestmark = [pytest.mark.scale, pytest.mark.alone, pytest.mark.skipif(
     not (POSTGRES_URL and REDIS_URL), reason="needs PostgreSQL and Redis; runs in make test-scale")]
 
 

@@ -79,6 +79,7 @@ def _signed_in(base: str, email: str) -> requests.Session:
 
 
 @pytest.mark.live
+@pytest.mark.alone  # measures how long others wait: nothing else may load the machine
 def test_2200_trickling_connections_from_one_address_leave_others_served_within_1_s(
         app, acme, sandbox_server, tmp_path):
     _enough_files(ATTACKERS + 512)

@@ -5,12 +5,14 @@ import pytest
 
 from tests.databases import (
     POSTGRES_URL,
+    REDIS_URL,
     TEMPLATE_NAME,
     admin_connection,
     created_databases,
     migrate,
     url_for,
 )
+from tests.plugins.parallel import hold_apart
 
 
 def pytest_collection_modifyitems(config, items) -> None:
@@ -27,7 +29,11 @@ def pytest_collection_modifyitems(config, items) -> None:
 def migrated_template(tmp_path_factory):
     """A migrated database that each test copies: a SQLite file, or a PostgreSQL template."""
     folder = tmp_path_factory.mktemp("template")
+    hold_apart("the temporary folder", tmp_path_factory.getbasetemp())
+    if REDIS_URL:
+        hold_apart("the Redis database", REDIS_URL)
     if POSTGRES_URL:
+        hold_apart("the PostgreSQL template", TEMPLATE_NAME)
         with admin_connection() as connection:
             connection.execute(f'DROP DATABASE IF EXISTS "{TEMPLATE_NAME}" WITH (FORCE)')
             connection.execute(f'CREATE DATABASE "{TEMPLATE_NAME}"')
@@ -38,6 +44,7 @@ def migrated_template(tmp_path_factory):
                 connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         return
     path = folder / "template.sqlite3"
+    hold_apart("the SQLite template", path)
     migrate(f"sqlite:///{path}", folder / "instance")
     yield path
 

@@ -22,6 +22,7 @@ from werkzeug.serving import make_server
 from sandbox import SandboxRequestHandler, create_sandbox_app
 from sandbox.seed import create_demo_company
 from services.project_system import ProcoreClient
+from tests.plugins.parallel import hold_apart
 
 
 @dataclass(frozen=True)
@@ -217,6 +218,7 @@ def sandbox_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox
     """A sandbox app on a free loopback port, served by a threaded Werkzeug server."""
     folder: Path = tmp_path_factory.mktemp("procore-sandbox")
     db_path, files_dir = str(folder / "sandbox.sqlite3"), str(folder / "files")
+    hold_apart("the sandbox database", db_path)
     # Procore's spike limit, as the sandbox has it by default (25 calls in 10 s per company):
     # each test has a company of its own, so one test's calls never slow another's.
     app = create_sandbox_app({"SANDBOX_DB_PATH": db_path, "SANDBOX_FILES_DIR": files_dir})
@@ -224,6 +226,7 @@ def sandbox_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox
                          request_handler=SandboxRequestHandler)
     thread = threading.Thread(target=server.serve_forever, name="procore-sandbox", daemon=True)
     thread.start()
+    hold_apart("the sandbox server", server.server_port)
     try:
         yield SandboxServer(url=f"http://127.0.0.1:{server.server_port}", db_path=db_path,
                             files_dir=files_dir, app=app)

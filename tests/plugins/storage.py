@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from support.servers import new_bucket, s3_test_credentials, start_s3_server
+from tests.plugins.parallel import hold_apart
 
 S3_ENDPOINT = os.environ.get("TEST_S3_ENDPOINT")
 s3_test_credentials()
@@ -31,6 +32,7 @@ def s3_endpoint(tmp_path_factory) -> Iterator[str]:
         yield S3_ENDPOINT
         return
     server, endpoint = start_s3_server(tmp_path_factory.mktemp("s3") / "moto.log")
+    hold_apart("the S3 server", endpoint)
     yield endpoint
     server.terminate()
     server.wait(timeout=30)
