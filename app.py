@@ -13,16 +13,29 @@ from flask_wtf.csrf import CSRFProtect
 from werkzeug.exceptions import SecurityError
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-from blueprints import (auth, health, home, keys, links, me, openapi, projects, rates, reviewers,
-                        signatures, ticket_pages, webhooks)
+from blueprints import (
+    auth,
+    health,
+    home,
+    keys,
+    links,
+    me,
+    openapi,
+    projects,
+    rates,
+    reviewers,
+    signatures,
+    ticket_pages,
+    webhooks,
+)
 from blueprints.cli import register_commands
 from blueprints.errors import register_error_handlers
 from models import db
 from services.accounts import ratelimit
-from services.platform import assets, bodies, compression, i18n
-from services.platform.database import configure_engine, normalise_database_url
 from services.accounts.auth import login_manager
 from services.files.storage import parse_bucket_url
+from services.platform import assets, bodies, compression, i18n
+from services.platform.database import configure_engine, normalise_database_url
 from services.platform.errors import UntrustedHost
 from services.platform.logs import configure_logging
 from services.platform.web import SessionCookies, add_security_headers, is_api_path, refuse_nul

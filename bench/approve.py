@@ -149,8 +149,8 @@ def measure_distant(app, base_url: str, company_id: int, key: str, project_id: s
                     photo: bytes, latency_ms: float = 150) -> dict:
     """An approval with three photos, a signature and the document while every Procore call
     takes `latency_ms` longer: the files sent side by side, and one at a time for the ceiling."""
-    from services.project_system.connections import client_for
     from services.project_system import procore
+    from services.project_system.connections import client_for
 
     with app.app_context():
         client = client_for(company_id)

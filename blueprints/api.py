@@ -17,8 +17,8 @@ from flask import Blueprint, Response, g, jsonify, request
 from pydantic import BaseModel
 
 from services.accounts import keys
-from services.platform.errors import ServiceError
 from services.accounts.ratelimit import api_limit, presented_api_key
+from services.platform.errors import ServiceError
 from services.platform.validation import validate
 
 API_PREFIX = "/v1"

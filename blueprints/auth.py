@@ -8,8 +8,8 @@ from flask import Blueprint, Response, current_app, redirect, render_template, r
 from flask_login import current_user, login_required, login_user, logout_user
 
 from services.accounts import auth, reviewers
-from services.platform import mail
 from services.accounts.ratelimit import count, count_or_refuse
+from services.platform import mail
 from services.platform.web import is_htmx
 
 bp = Blueprint("auth", __name__)

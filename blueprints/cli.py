@@ -13,14 +13,14 @@ from flask.cli import AppGroup, with_appcontext
 from models import short_reference
 from services import demo
 from services.accounts import companies, keys, reviewers
+from services.approval.connection_check import run as run_connection_check
 from services.capture import signing
 from services.files import backup, photo_sweep, photo_uploads, storage_migration
 from services.platform import mail
+from services.platform.errors import ServiceError
 from services.project_system import connections, projects
 from services.routing import learning
 from services.webhooks import webhook_delivery
-from services.platform.errors import ServiceError
-from services.approval.connection_check import run as run_connection_check
 
 keys_cli = AppGroup("keys", help="Create, list and revoke API keys.")
 reviewers_cli = AppGroup("reviewers", help="Manage reviewer logins.")

@@ -4,14 +4,13 @@ from __future__ import annotations
 import errno
 
 from flask import Flask, Response, jsonify, render_template, request
+from sqlalchemy.exc import OperationalError
 from werkzeug.exceptions import HTTPException
 
-from sqlalchemy.exc import OperationalError
-
 from models import db
-from services.platform.errors import ServiceError
-from services.files.quotas import FULL_MESSAGE
 from services.accounts.ratelimit import retry_after_seconds
+from services.files.quotas import FULL_MESSAGE
+from services.platform.errors import ServiceError
 from services.platform.web import is_api_path, is_capture_script_request
 
 HTTP_CODES = {

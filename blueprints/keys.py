@@ -6,9 +6,9 @@ from flask import Blueprint, Response, request
 from flask_login import current_user, login_required
 
 from services.accounts import keys
-from services.webhooks import webhooks
 from services.platform.errors import ServiceError
 from services.platform.web import render_page
+from services.webhooks import webhooks
 
 bp = Blueprint("keys", __name__)
 

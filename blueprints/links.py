@@ -8,16 +8,16 @@ from flask_babel import gettext
 from flask_login import current_user, login_required
 
 from blueprints.api import PROJECT_SYSTEM_ERRORS, api_route, error_codes, read_json_object
-from models.schemas import CaptureSettings, CaptureSettingsInput, Link, LinkInput, LinkList
 from models import short_reference
+from models.schemas import CaptureSettings, CaptureSettingsInput, Link, LinkInput, LinkList
+from services.accounts.ratelimit import count_or_refuse
 from services.capture import capture, evidence, links
 from services.files import photo_uploads
 from services.platform import assets, i18n
+from services.platform.errors import ServiceError
+from services.platform.web import is_capture_script_request, render_page, token_digest
 from services.project_system import projects
 from services.tickets.plain_words import plain_error
-from services.platform.errors import ServiceError
-from services.accounts.ratelimit import count_or_refuse
-from services.platform.web import is_capture_script_request, render_page, token_digest
 
 bp = Blueprint("links", __name__)
 

@@ -20,12 +20,12 @@ from models.schemas import (
     TicketAuthorizationInput,
 )
 from services.capture import tickets
-from services.pricing import authorizations, markups, rates
-from services.tickets import ticket_shapes
-from services.tickets.ticket_records import find_ticket
 from services.platform.errors import ServiceError
 from services.platform.validation import validate
 from services.platform.web import render_page
+from services.pricing import authorizations, markups, rates
+from services.tickets import ticket_shapes
+from services.tickets.ticket_records import find_ticket
 
 PROJECT_ERRORS = error_codes({404: ("project_not_found",)}, PROJECT_SYSTEM_ERRORS)
 SHEET_ERRORS = {404: ("rate_sheet_not_found",)}

@@ -8,8 +8,10 @@ from flask_login import current_user, login_required
 
 from blueprints.api import api_route
 from blueprints.errors import error_response
+from blueprints.ticket_pages import ticket_panel
+from blueprints.tickets import image_answer
 from models import SignatureRequest as SignatureRequestRecord
-from models import db
+from models import db, short_reference
 from models.schemas import (
     REASON_NEEDED,
     SignatureIn,
@@ -18,17 +20,14 @@ from models.schemas import (
     SignatureRequestInput,
     SignatureRequestList,
 )
-from blueprints.ticket_pages import ticket_panel
-from blueprints.tickets import image_answer
-from models import short_reference
-from services.capture import evidence, signing
-from services.platform import i18n
-from services.tickets import documents, signatures
-from services.capture.capture import plain_message
-from services.tickets.ticket_records import find_ticket
-from services.platform.errors import ServiceError, ValidationFailed
 from services.accounts.ratelimit import count_or_refuse
+from services.capture import evidence, signing
+from services.capture.capture import plain_message
+from services.platform import i18n
+from services.platform.errors import ServiceError, ValidationFailed
 from services.platform.validation import validate
+from services.tickets import documents, signatures
+from services.tickets.ticket_records import find_ticket
 
 bp = Blueprint("signatures", __name__)
 

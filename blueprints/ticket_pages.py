@@ -14,14 +14,14 @@ from blueprints.tickets import bp, csv_answer, document_answer, image_answer
 from models.schemas import BudgetCodeInput, TicketAuthorizationInput
 from services.approval import approval
 from services.capture import evidence, tickets
+from services.platform.errors import ServiceError
+from services.platform.validation import validate
+from services.platform.web import is_htmx, render_page
 from services.pricing import authorizations
 from services.project_system import connections, projects
 from services.review import review_bulk, review_queue, review_ticket
 from services.tickets import documents, export
-from services.platform.errors import ServiceError
 from services.tickets.ticket_records import find_ticket
-from services.platform.validation import validate
-from services.platform.web import is_htmx, render_page
 
 
 def ticket_panel(ticket_id: str, *, error: ServiceError | None = None, message: str | None = None,

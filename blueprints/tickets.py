@@ -5,11 +5,12 @@ from flask import Blueprint, Response, g, request
 
 from blueprints.api import PROJECT_SYSTEM_ERRORS, api_route, error_codes
 from blueprints.openapi_texts import APPROVE_ERROR_TEXT, PIECE_TEXT
+from models import utcnow
 from models.schemas import (
     ApprovalResult,
     ApproveInput,
-    PhotoUploadQuery,
     PhotosInput,
+    PhotoUploadQuery,
     RejectInput,
     Ticket,
     TicketFilters,
@@ -18,7 +19,6 @@ from models.schemas import (
     TicketListQuery,
     UploadProgress,
 )
-from models import utcnow
 from services.approval import approval
 from services.capture import capture, evidence, tickets
 from services.files import photo_uploads, storage

@@ -3,8 +3,8 @@ from models.base import Base, UTCDateTime, db, utcnow
 from models.company import ApiKey, Company, Reviewer
 from models.link import CaptureLink
 from models.pricing import Authorization, ProjectMarkups, RateSheet
-from models.routing import RoutingDecision
 from models.project_system import KnownProject, ProjectSystemConnection
+from models.routing import RoutingDecision
 from models.signing import SignatureRequest
 from models.ticket import Decision, StagedPhoto, Ticket, TicketPhoto, short_reference
 from models.usage import StorageUsage

@@ -1,8 +1,8 @@
 """The corpus as in-process decisions and questions, for tests of the learned index itself."""
 from __future__ import annotations
 
-from services.routing.learning import Evidence, Index
 from services.routing.learned_words import words
+from services.routing.learning import Evidence, Index
 from support.routing_corpus import COST_TYPE, HISTORY, NEW
 
 

@@ -99,8 +99,7 @@ def app(tmp_path, migrated_template, sandbox_server, store_config, monkeypatch) 
     """A fresh app on its own migrated database and file store, pointed at the live sandbox,
     whose Procore clients wait for Procore's rate limit by moving the sandbox company's clock
     on instead of sleeping."""
-    from services.project_system import connections
-    from services.project_system import ProcoreClient
+    from services.project_system import ProcoreClient, connections
     from tests.plugins.sandbox import SkippingClock
 
     def paced_on_the_sandbox(*args, **kwargs) -> ProcoreClient:

@@ -11,7 +11,6 @@ import shutil
 import uuid
 from pathlib import Path
 
-
 # "gw0", "gw1", … in a pytest-xdist worker (set before this is imported); empty otherwise.
 WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
 REDIS_DATABASES = 16  # Redis's default number of numbered databases

@@ -4,9 +4,8 @@ from __future__ import annotations
 import json
 import threading
 
-import requests
-
 import pytest
+import requests
 
 from app import create_app
 from models import Ticket, TicketPhoto, db

@@ -6,9 +6,9 @@ from contextlib import closing
 
 import pytest
 
-from services.project_system import connections
 from models import RoutingDecision, Ticket, db
 from services.approval.connection_check import run
+from services.project_system import connections
 from tests.test_approval import control, spike_limited
 
 pytestmark = pytest.mark.live

@@ -4,7 +4,6 @@ from __future__ import annotations
 import threading
 
 import pytest
-
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import inspect, text

@@ -1,9 +1,9 @@
 """A ticket's text first, then each photo and the signature on its own, each safe to repeat."""
 from __future__ import annotations
 
-import pytest
-
 import uuid
+
+import pytest
 
 from support.images import jpeg_bytes, png_bytes
 

@@ -8,8 +8,7 @@ import pytest
 
 from models import Ticket, db
 from services.files import storage
-from services.project_system import projects
-from services.project_system import Attachment
+from services.project_system import Attachment, projects
 from services.project_system.procore import WAIT_ROUNDING_S
 from support.images import data_url, jpeg_bytes, png_bytes
 from tests.test_approval import act, control, create, origin_rows, remote, spike_limited

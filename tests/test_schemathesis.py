@@ -9,8 +9,8 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 
 from app import create_app
-from tests.conftest import connect_tenant
 from tests import schemathesis_hooks  # noqa: F401 - the cases' content (registered on import)
+from tests.conftest import connect_tenant
 
 
 class CurrentApp:

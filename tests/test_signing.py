@@ -14,8 +14,8 @@ from services.capture import signing
 from services.tickets import signatures
 from support.images import data_url, jpeg_bytes, png_bytes
 from tests.mailbox import smtp_server
-from tests.test_approval import create
 from tests.plugins.storage import stored_names
+from tests.test_approval import create
 from tests.test_links import make_link
 from tests.test_rates import save
 

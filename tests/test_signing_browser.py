@@ -7,9 +7,15 @@ import pytest
 from models import Ticket, db
 from support.images import data_url, jpeg_bytes
 from tests.test_accessibility import AXE, OpenRequests, serious_violations, settle
-from tests.test_capture_browser import (assert_no_english, create_link, fill_ticket, open_capture,
-                                        sign, visible_text)
 from tests.test_approval import act, create
+from tests.test_capture_browser import (
+    assert_no_english,
+    create_link,
+    fill_ticket,
+    open_capture,
+    sign,
+    visible_text,
+)
 
 pytestmark = pytest.mark.browser
 

@@ -1,8 +1,8 @@
 """Sub jobs: each sub job's cost codes and budget codes stay its own, read, routed and created."""
 from __future__ import annotations
 
-from services.routing.learning import Suggestion
 from services.project_system import BudgetCode, CostCode
+from services.routing.learning import Suggestion
 from services.routing.routing import Router
 from tests.test_procore_client import calls_to
 from tests.test_routing import labor

@@ -9,10 +9,10 @@ import time_machine
 from sqlalchemy import create_engine, event, text, update
 
 from models import Ticket, db
-from models.schemas import TicketList, TicketSummary
 from models.schemas import Ticket as TicketShape
-from services.tickets import ticket_queries, ticket_shapes
+from models.schemas import TicketList, TicketSummary
 from services.platform.database import write_transaction
+from services.tickets import ticket_queries, ticket_shapes
 from support.images import data_url, jpeg_bytes, png_bytes
 
 pytestmark = pytest.mark.live

@@ -5,9 +5,9 @@ import base64
 import datetime as dt
 import io
 import re
-import zlib
 import struct
 import uuid
+import zlib
 
 import pytest
 import time_machine

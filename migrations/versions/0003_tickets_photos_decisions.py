@@ -5,11 +5,10 @@ Revises: 0002
 Create Date: 2026-11-21 20:59:22.059882
 
 """
-from alembic import op
 import sqlalchemy as sa
+from alembic import op
 
 from models.base import Money
-
 
 # revision identifiers, used by Alembic.
 revision = '0003'

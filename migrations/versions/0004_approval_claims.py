@@ -5,9 +5,8 @@ Revises: 0003
 Create Date: 2026-11-22 10:00:00.000000
 
 """
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 # revision identifiers, used by Alembic.
 revision = '0004'

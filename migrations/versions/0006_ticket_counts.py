@@ -7,9 +7,8 @@ Create Date: 2026-11-22 09:00:00
 Ticket lists give a total; counting the rows on every page grows with the company's
 tickets. The counts are kept with every change instead, starting from the tickets there are.
 """
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 revision = '0006'
 down_revision = '0005'

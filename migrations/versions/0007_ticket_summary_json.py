@@ -11,9 +11,8 @@ shapes); the service shows them correctly from their fields, and
 `flask tickets fill-summaries`, run by bin/serve and deploy/install.sh after the upgrade,
 stores their documents.
 """
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 revision = '0007'
 down_revision = '0006'

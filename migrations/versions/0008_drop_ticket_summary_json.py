@@ -6,9 +6,8 @@ Create Date: 2026-11-24 06:00:00
 
 Tickets are shaped from their columns on every read, so the rendered copy goes.
 """
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 revision = '0008'
 down_revision = '0007'

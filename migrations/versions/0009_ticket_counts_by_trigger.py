@@ -12,7 +12,6 @@ from alembic import op
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-
 revision = '0009'
 down_revision = '0008'
 branch_labels = None

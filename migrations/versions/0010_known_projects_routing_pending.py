@@ -8,9 +8,8 @@ Creating a ticket checks its project against the projects the project system las
 so it never waits on the project system; a ticket stored while the codes could not be read
 is marked until a read routes it.
 """
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 revision = '0010'
 down_revision = '0009'

@@ -7,9 +7,8 @@ Create Date: 2026-11-24 06:00:00
 A reviewer's sessions carry the reviewer's session epoch; raising it (sign-out,
 password reset, disabling) ends every session at once.
 """
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 revision = '0011'
 down_revision = '0010'

@@ -4,9 +4,8 @@ Revision ID: 0012
 Revises: 0011
 Create Date: 2026-11-24 06:05:00
 """
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 revision = '0012'
 down_revision = '0011'

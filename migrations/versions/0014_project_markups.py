@@ -5,9 +5,8 @@ Revises: 0013
 Create Date: 2026-11-24 06:40:00
 
 """
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 revision = '0014'
 down_revision = '0013'

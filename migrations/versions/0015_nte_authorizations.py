@@ -5,11 +5,10 @@ Revises: 0014
 Create Date: 2026-11-24 07:00:00
 
 """
-from alembic import op
 import sqlalchemy as sa
+from alembic import op
 
 from models.base import Money
-
 
 revision = '0015'
 down_revision = '0014'

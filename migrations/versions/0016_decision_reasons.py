@@ -7,9 +7,8 @@ Create Date: 2026-11-24 06:30:00
 A rejection carries the reviewer's reason, which the crew sees on the phone that sent
 the ticket; decisions made before have none.
 """
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 revision = '0016'
 down_revision = '0015'

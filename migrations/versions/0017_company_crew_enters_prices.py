@@ -6,9 +6,8 @@ Create Date: 2026-11-24 06:40:00
 
 On by default (as before); a company whose office prices and codes tickets turns it off.
 """
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 revision = '0017'
 down_revision = '0016'

@@ -8,9 +8,8 @@ A phone on one bar sends a ticket's text first and each photo on its own. The ti
 records how many photos are on their way (tickets.photos_expected), and each photo the
 phone's own key for it (ticket_photos.client_key), so sending a photo again changes nothing.
 """
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 revision = '0018'
 down_revision = '0017'

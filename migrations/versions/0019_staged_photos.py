@@ -7,9 +7,8 @@ Create Date: 2026-11-24 07:00:00
 The capture page uploads each photo as it is taken, under the phone's reference for the
 ticket it is writing; the ticket takes them when its text arrives.
 """
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 revision = '0019'
 down_revision = '0018'

@@ -7,9 +7,8 @@ Create Date: 2026-11-24 09:00:00
 A ticket can be sent to the general contractor's person to sign from a link; a signature
 the ticket's later changes voided is kept beside the current one.
 """
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 revision = '0020'
 down_revision = '0019'

@@ -10,9 +10,8 @@ it is read (the project's codes are not known yet), so reading a ticket never wr
 The list's indexes end with the total, so the queue's sums per age read an index alone, and a
 narrow index on company and status answers the list's counts.
 """
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 revision = '0021'
 down_revision = '0020'

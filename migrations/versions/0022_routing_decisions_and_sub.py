@@ -8,9 +8,8 @@ Every written line's final budget code is kept with what the line said, so routi
 from the PM's own choices; the tickets already written are taken in here. A ticket names its
 sub or crew: the capture link's label for the tickets that came through one.
 """
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 revision = '0022'
 down_revision = '0021'

@@ -7,9 +7,8 @@ Create Date: 2026-11-28 02:00:00
 A key made on the /keys page names the reviewer who made it, so disabling that reviewer can
 revoke it; keys made before, or on the command line, name no one.
 """
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 revision = '0023'
 down_revision = '0022'

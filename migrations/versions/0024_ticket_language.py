@@ -8,9 +8,8 @@ A ticket sent through a capture link keeps the language of the crew's page, so i
 links, their text messages and e-mails default to it; tickets from before, and those a program
 sent, have none (English).
 """
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 revision = '0024'
 down_revision = '0023'

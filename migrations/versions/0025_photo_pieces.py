@@ -7,9 +7,8 @@ Create Date: 2026-11-28 05:00:00
 A photo may come in pieces (Content-Range), so a dropped signal costs only the piece on its
 way; the pieces wait here until the last one comes and the photo is checked and stored whole.
 """
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 revision = '0025'
 down_revision = '0024'

@@ -10,9 +10,8 @@ written. References that only a concurrent create could have made twice (differi
 alone) keep the first as it is; each later one gets its id appended, e.g. 'cd-014 (7)'.
 Tickets count against an authorization by its id, so none changes what it counts against.
 """
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 revision = '0026'
 down_revision = '0025'

@@ -11,7 +11,6 @@ sequences already do.
 """
 from alembic import op
 
-
 revision = '0027'
 down_revision = '0026'
 branch_labels = None

@@ -8,9 +8,8 @@ A reviewer locked out by an attack on their account (or on a new browser) asks f
 link by e-mail. Each link names the reviewer's link epoch; using one raises it, so that link
 and every one sent before it stop working.
 """
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 revision = '0028'
 down_revision = '0027'

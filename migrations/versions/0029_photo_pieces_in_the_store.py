@@ -9,9 +9,8 @@ uploads grew the database file, which never shrinks. They are now files of the s
 (services/files/photo_uploads.py). Pieces held at the upgrade are dropped: a phone told the server
 holds none of its photo (409, offset 0) sends it again from the start.
 """
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 revision = '0029'
 down_revision = '0028'

@@ -9,11 +9,10 @@ lines' JSON and a column the search did not read. tickets.search_words keeps the
 the Spanish and English words for them, so one LIKE finds them on SQLite and PostgreSQL alike;
 the tickets already kept are filled in here.
 """
-from alembic import op
 import sqlalchemy as sa
+from alembic import op
 
 from services.routing.learned_words import ticket_words
-
 
 revision = '0030'
 down_revision = '0029'

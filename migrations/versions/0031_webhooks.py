@@ -8,9 +8,8 @@ Programs register endpoints that are sent signed ticket events. Each event is st
 delivery in the transaction of the change that caused it, and a worker sends it
 (services/webhooks/webhook_delivery.py), keeping every attempt.
 """
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 revision = '0031'
 down_revision = '0030'

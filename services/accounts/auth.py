@@ -11,11 +11,11 @@ from itsdangerous import BadSignature, URLSafeTimedSerializer
 from sqlalchemy import select, update
 
 from models import Reviewer, db
+from services.accounts.ratelimit import count_or_refuse
+from services.accounts.reviewers import password_hasher
 from services.platform import mail
 from services.platform.database import write_transaction
 from services.platform.errors import ServiceError
-from services.accounts.ratelimit import count_or_refuse
-from services.accounts.reviewers import password_hasher
 from services.platform.web import public_base_url
 
 login_manager = LoginManager()

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from models import Company, db
 from models.schemas import CompanyRef, KeyRef, Me
+from services.accounts.keys import Caller
 from services.platform.database import write_transaction
 from services.platform.errors import ValidationFailed, field_problem
-from services.accounts.keys import Caller
 
 
 def create_company(name: str) -> Company:

@@ -17,8 +17,7 @@ from sqlalchemy import select
 
 from models import ApiKey, Company, db, utcnow
 from services.platform.database import write_transaction
-from services.platform.errors import (AdminOnly, NotFound, Unauthorized, ValidationFailed,
-                             field_problem)
+from services.platform.errors import AdminOnly, NotFound, Unauthorized, ValidationFailed, field_problem
 
 KEY_PREFIX = "ewt_"
 KEY_PATTERN = re.compile(r"^ewt_[A-Za-z0-9_-]{43}$")

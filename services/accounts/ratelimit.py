@@ -16,9 +16,8 @@ from flask_limiter import Limiter
 from flask_limiter.util import get_remote_address
 from limits import parse_many
 
-from services.platform.errors import ServiceError
-
 from services.accounts.keys import rate_limit_bucket
+from services.platform.errors import ServiceError
 from services.platform.web import is_api_path
 
 API_SCOPE = "v1"

@@ -28,20 +28,21 @@ from models import Ticket as TicketRecord
 from models import db, utcnow
 from models.schemas import LINE_INDEX, ApprovalResult, ApproveInput, Ticket
 from services.approval import approval_claims
-from services.files import storage
-from services.pricing import authorizations
-from services.project_system import projects
-from services.routing import learning
-from services.tickets import documents
-from services.webhooks import webhooks
-from services.project_system.connections import (
-    Turn,
-    client_for,
-    project_system_errors,
-    rate_limit_wait,
+from services.approval.approval_records import (
+    CHANGE_EVENT,
+    DAILY_LOG,
+    DAILY_LOG_NOTE,
+    change_event_draft,
+    content_type,
+    log_date,
+    manpower_draft,
+    origin_id,
+    photo_filename,
 )
+from services.files import storage
 from services.platform.database import write_transaction
 from services.platform.errors import Conflict, ValidationFailed, field_problem
+from services.pricing import authorizations
 from services.project_system import (
     Attachment,
     BudgetCode,
@@ -56,23 +57,21 @@ from services.project_system import (
     WriteUnconfirmed,
     hurried,
     patient,
+    projects,
+)
+from services.project_system.connections import (
+    Turn,
+    client_for,
+    project_system_errors,
+    rate_limit_wait,
 )
 from services.project_system.projects import Catalog
+from services.routing import learning
 from services.routing.routing import Route, article, router_for
-from services.approval.approval_records import (
-    CHANGE_EVENT,
-    DAILY_LOG,
-    DAILY_LOG_NOTE,
-    change_event_draft,
-    content_type,
-    log_date,
-    manpower_draft,
-    origin_id,
-    photo_filename,
-)
+from services.tickets import documents
 from services.tickets.ticket_records import append_decision, find_ticket, locked
 from services.tickets.ticket_shapes import get_ticket, routing_lines
-
+from services.webhooks import webhooks
 
 # Records are looked up from a little before the ticket was captured: no attempt is older.
 LOOKUP_MARGIN = dt.timedelta(minutes=1)

@@ -10,10 +10,10 @@ from zoneinfo import ZoneInfo
 
 from models import Ticket as TicketRecord
 from models.schemas import Shows, ticket_fields
-from services.tickets import documents
 from services.project_system import ChangeEventDraft, ChangeEventLine, ManpowerDraft
 from services.project_system.zones import jobsite_time, local_date
 from services.routing.routing import Route
+from services.tickets import documents
 
 CHANGE_EVENT = "change_event"
 DAILY_LOG = "daily_log"

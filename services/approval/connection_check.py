@@ -26,10 +26,8 @@ from PIL import Image, ImageDraw
 
 from models.schemas import ApproveInput
 from services.approval import approval
-from services.capture import tickets
-from services.project_system import connections, projects
-from services.webhooks import webhooks
 from services.approval.approval_records import origin_id
+from services.capture import tickets
 from services.platform.errors import ServiceError
 from services.project_system import (
     Attachment,
@@ -37,8 +35,11 @@ from services.project_system import (
     ProjectSystemError,
     RemoteProject,
     RemoteRecord,
+    connections,
+    projects,
 )
 from services.project_system.procore import ProcoreClient, is_daily_log_tool
+from services.webhooks import webhooks
 
 # (True, text): works; (False, text): approvals would fail; (None, text): approvals work, but
 # something the firm should know (a permission the service account lacks, say).

@@ -28,14 +28,14 @@ from models.schemas import (
 from services.capture import evidence, links, signing, tickets
 from services.files import photo_uploads
 from services.platform import i18n
-from services.pricing import rates
-from services.project_system import projects
-from services.tickets import signatures, ticket_records
-from services.tickets.ticket_shapes import Wait, get_ticket
 from services.platform.database import write_transaction
 from services.platform.errors import NotFound, ValidationFailed, field_problem
 from services.platform.validation import validate
 from services.platform.web import token_digest
+from services.pricing import rates
+from services.project_system import projects
+from services.tickets import signatures, ticket_records
+from services.tickets.ticket_shapes import Wait, get_ticket
 
 CAPTURE_VIAS = ("link", "qr", "sms")
 # Row fields picked from a list, which always carry a value: alone they do not make a line.

@@ -21,15 +21,15 @@ from models import StagedPhoto, TicketPhoto, db
 from models import Ticket as TicketRecord
 from models.schemas import PhotoIn, PhotosInput, SignatureIn, Ticket, TicketInput
 from services.files import image_pool, quotas, storage
-from services.tickets import signatures
-from services.webhooks import webhooks
 from services.files import photos as images
 from services.platform.database import write_transaction
 from services.platform.errors import Conflict, NotFound, ValidationFailed, field_problem
-from services.tickets.ticket_records import check_unwritten, find_ticket, locked
-from services.tickets.ticket_shapes import Wait, get_ticket
 from services.platform.validation import validation_details
 from services.platform.web import work_owner
+from services.tickets import signatures
+from services.tickets.ticket_records import check_unwritten, find_ticket, locked
+from services.tickets.ticket_shapes import Wait, get_ticket
+from services.webhooks import webhooks
 
 MAX_PHOTOS = 12
 

@@ -10,10 +10,10 @@ from sqlalchemy import func, select
 
 from models import CaptureLink, Ticket, db, utcnow
 from models.schemas import Link, LinkUrls
-from services.project_system import projects
 from services.platform.database import write_transaction
 from services.platform.errors import NotFound, ServiceError
 from services.platform.web import public_base_url
+from services.project_system import projects
 
 VIA_SUFFIX = {"link": "", "qr": "/q", "sms": "/s"}
 

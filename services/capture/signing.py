@@ -21,10 +21,9 @@ from flask import current_app
 from flask_babel import force_locale, gettext
 from sqlalchemy import func, select
 
-from models import Company
+from models import Company, db, short_reference, utcnow
 from models import SignatureRequest as RequestRecord
 from models import Ticket as TicketRecord
-from models import db, short_reference, utcnow
 from models.schemas import (
     Shows,
     SignatureIn,
@@ -36,12 +35,11 @@ from models.schemas import (
     ticket_fields,
 )
 from services.capture import evidence
+from services.capture.links import public_base_url
 from services.platform import mail
-from services.project_system import projects
-from services.webhooks import webhooks
 from services.platform.database import write_transaction
 from services.platform.errors import Conflict, NotFound, ServiceError
-from services.capture.links import public_base_url
+from services.project_system import projects
 from services.project_system.zones import on_clock
 from services.tickets.signatures import (
     all_priced,
@@ -54,6 +52,7 @@ from services.tickets.signatures import (
     shown_lines,
 )
 from services.tickets.ticket_records import find_ticket, locked
+from services.webhooks import webhooks
 
 
 class SigningLinkRefused(ServiceError):

@@ -16,15 +16,15 @@ from models import Decision, RoutingDecision, SignatureRequest, TicketPhoto, db,
 from models import Ticket as TicketRecord
 from models.schemas import Ticket, TicketInput
 from services.capture import evidence, links
+from services.platform.database import write_transaction
+from services.platform.errors import Conflict, NotFound, ValidationFailed
+from services.platform.validation import validation_details
 from services.pricing import authorizations, markups, pricing, rates
 from services.project_system import projects
 from services.tickets import signatures
-from services.webhooks import webhooks
-from services.platform.database import write_transaction
-from services.platform.errors import Conflict, NotFound, ValidationFailed
 from services.tickets.ticket_records import append_decision, find_ticket, id_for_client_ref, locked
 from services.tickets.ticket_shapes import Wait, get_ticket, shape_ticket
-from services.platform.validation import validation_details
+from services.webhooks import webhooks
 
 
 def validate_ticket(payload: Any) -> TicketInput:

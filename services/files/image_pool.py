@@ -42,8 +42,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from services.platform.errors import ServiceError
 from services.files.photos import ImageRejected
+from services.platform.errors import ServiceError
 
 __all__ = ["ImagesBusy", "PoolSettings", "run_all"]
 

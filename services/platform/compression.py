@@ -16,7 +16,6 @@ import threading
 import rjsmin
 from flask import Flask, Response, request
 
-
 try:
     import brotli
 except ImportError:  # gzip alone still does most of the work

@@ -4,7 +4,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from flask import Flask, current_app, Request, Response, g, has_request_context, render_template, request
+from flask import Flask, Request, Response, current_app, g, has_request_context, render_template, request
 from flask.sessions import SecureCookieSession, SecureCookieSessionInterface
 from flask_login import current_user
 from werkzeug.exceptions import NotFound

@@ -15,9 +15,9 @@ from models import Authorization as AuthorizationRecord
 from models import Ticket as TicketRecord
 from models import db
 from models.schemas import AuthorizationInput, NteStatus
-from services.project_system import projects
 from services.platform.database import write_transaction
 from services.platform.errors import Conflict, NotFound, field_problem
+from services.project_system import projects
 
 WARN_AT = Decimal(80)
 HUNDRED = Decimal(100)

@@ -14,9 +14,9 @@ from sqlalchemy import select
 
 from models import ProjectMarkups, db, utcnow
 from models.schemas import Markup, MarkupsInput, ProjectMarkupsOut
-from services.project_system import projects
 from services.platform.database import write_transaction
 from services.platform.errors import Conflict, field_problem
+from services.project_system import projects
 
 CENT = Decimal("0.01")
 HUNDRED = Decimal(100)

@@ -19,11 +19,11 @@ from sqlalchemy import or_, select
 from models import RateSheet as RateSheetRecord
 from models import db, utcnow
 from models.schemas import RateSheet, RateSheetCsv, RateSheetCsvInput, RateSheetInput
-from services.pricing import authorizations, markups
-from services.project_system import projects
 from services.platform.database import write_transaction
 from services.platform.errors import NotFound, ServiceError, ValidationFailed, field_problem
 from services.platform.validation import validation_details
+from services.pricing import authorizations, markups
+from services.project_system import projects
 
 CSV_COLUMNS = ("kind", "item", "st", "ot", "dt", "hourly", "daily", "unit_cost", "percent")
 CSV_KINDS = ("labor", "equipment", "material", "material_markup")

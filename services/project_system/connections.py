@@ -16,8 +16,14 @@ from sqlalchemy import select
 from models import Company, ProjectSystemConnection, db, utcnow
 from sandbox.seed import create_demo_company
 from services.platform.database import write_transaction
-from services.platform.errors import (Conflict, NotFound, ProjectSystemRefused, ServiceError,
-                                      ValidationFailed, field_problem)
+from services.platform.errors import (
+    Conflict,
+    NotFound,
+    ProjectSystemRefused,
+    ServiceError,
+    ValidationFailed,
+    field_problem,
+)
 from services.project_system import (
     ProcoreClient,
     ProjectSystem,
@@ -156,6 +162,15 @@ class ProjectSystemBusy(ServiceError):
 
     status = 503
     code = "project_system_busy"
+
+
+def refuse_while_paced(company_id: int) -> None:
+    """A first read that timed out while waiting for the company's rate limit is busy, not away."""
+    wait = rate_limit_wait(company_id)
+    if wait > 0:
+        seconds = max(1, math.ceil(wait))
+        raise ProjectSystemBusy(f"the project system asks for a pause of {seconds} s before more "
+                                "calls (its rate limit)", headers={"Retry-After": str(seconds)})
 
 
 _slots_lock = threading.Lock()

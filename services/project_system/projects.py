@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import functools
-import math
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -37,15 +36,15 @@ from models.schemas import (
     Project,
 )
 from services.platform.cache import TTLCache
+from services.platform.database import insert_or_merge
+from services.platform.errors import NotFound, ProjectSystemRefused, ServiceError
+from services.project_system import BudgetCode, CostCode, CostType, RemoteProject
 from services.project_system.connections import (
     ProjectSystemBusy,
     client_for,
     project_system_errors,
-    rate_limit_wait,
+    refuse_while_paced,
 )
-from services.platform.database import insert_or_merge
-from services.platform.errors import NotFound, ProjectSystemRefused, ServiceError
-from services.project_system import BudgetCode, CostCode, CostType, RemoteProject
 from services.project_system.zones import UTC, local_date, project_zone
 
 T = TypeVar("T")
@@ -177,7 +176,7 @@ def _first_answer(future: Future, away: _Away, company_id: int) -> Any:
     try:
         return future.result(timeout=_FIRST_WAIT.get())
     except FutureTimeout:
-        _refuse_while_paced(company_id)
+        refuse_while_paced(company_id)
     except ProjectSystemBusy:
         raise  # its rate limit: it answers, later
     except ServiceError as error:
@@ -185,15 +184,6 @@ def _first_answer(future: Future, away: _Away, company_id: int) -> Any:
             raise
     away.gone(company_id)
     raise Unknown(NOTHING_KNOWN)
-
-
-def _refuse_while_paced(company_id: int) -> None:
-    """A first read that timed out while waiting for the company's rate limit is busy, not away."""
-    wait = rate_limit_wait(company_id)
-    if wait > 0:
-        seconds = max(1, math.ceil(wait))
-        raise ProjectSystemBusy(f"the project system asks for a pause of {seconds} s before more "
-                                "calls (its rate limit)", headers={"Retry-After": str(seconds)})
 
 
 @contextlib.contextmanager

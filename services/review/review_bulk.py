@@ -8,13 +8,13 @@ from decimal import Decimal
 
 from models.schemas import ApproveInput
 from services.approval import approval
-from services.project_system import projects
 from services.platform.errors import ServiceError
+from services.platform.validation import form_number
+from services.project_system import projects
 from services.routing.learning import possessive
 from services.tickets.plain_words import plain_error
 from services.tickets.ticket_records import find_ticket
 from services.tickets.ticket_shapes import Wait, routing_of
-from services.platform.validation import form_number
 
 MAX_BULK = 100
 

@@ -19,12 +19,11 @@ from models.ticket import STATUSES
 from services.capture import links
 from services.pricing import authorizations
 from services.project_system import projects
+from services.project_system.zones import UTC, on_clock
+from services.review.review_bulk import MAX_BULK, bulk_confirmable
 from services.tickets import signatures, ticket_queries
 from services.tickets.plain_words import age_text, held_back
-from services.review.review_bulk import MAX_BULK, bulk_confirmable
-from services.project_system.zones import UTC, on_clock
 from services.tickets.ticket_shapes import Wait, routing_of
-
 
 AGES = tuple(key for key, _label, _days in ticket_queries.AGE_BUCKETS)
 STATUS_TABS = (("submitted", "Needs review"), ("written", "Written"), ("rejected", "Rejected"))

@@ -14,11 +14,15 @@ from models.schemas import ApproveInput, NteStatus, RoutingLine, Ticket
 from services.approval import approval, approval_claims
 from services.capture import signing
 from services.platform import mail
-from services.pricing import authorizations
-from services.project_system import projects
-from services.routing import learning
 from services.platform.errors import Conflict, ServiceError, ValidationFailed
+from services.platform.validation import form_number, validate
+from services.pricing import authorizations
+from services.project_system import BudgetCode, projects
+from services.project_system.projects import Catalog
+from services.review.review_queue import QueueView
+from services.routing import learning
 from services.routing.learned_words import fold, searchable
+from services.routing.routing import router_for
 from services.tickets.plain_words import (
     QUALIFIER_LABELS,
     PlainError,
@@ -26,14 +30,9 @@ from services.tickets.plain_words import (
     plain_error,
     signing_refusal,
 )
-from services.project_system import BudgetCode
-from services.project_system.projects import Catalog
-from services.review.review_queue import QueueView
-from services.routing.routing import router_for
 from services.tickets.ticket_records import find_ticket, ticket_key
 from services.tickets.ticket_shapes import Wait, routing_of, shape_ticket
 from services.tickets.ticket_view import TicketView
-from services.platform.validation import form_number, validate
 
 
 @dataclass(frozen=True)

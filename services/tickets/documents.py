@@ -19,16 +19,16 @@ from models import Company, db, short_reference, utcnow
 from models import Ticket as TicketRecord
 from models.schemas import RoutingLine
 from services.files import image_pool, pdf_render, storage
-from services.project_system import projects
-from services.tickets import signatures
-from services.platform.errors import ServiceError
 from services.files.photos import ImageRejected
-from services.tickets.plain_words import QUALIFIER_LABELS
+from services.platform.errors import ServiceError
+from services.platform.web import public_base_url, work_owner
+from services.project_system import projects
 from services.project_system.zones import UTC
+from services.tickets import signatures
+from services.tickets.plain_words import QUALIFIER_LABELS
 from services.tickets.ticket_records import find_ticket
 from services.tickets.ticket_shapes import Routing, Wait, shape_ticket
 from services.tickets.ticket_view import KIND_LABELS, TicketView
-from services.platform.web import public_base_url, work_owner
 
 MEDIA_TYPE = "application/pdf"
 SIGNED_VIA_LABELS = {"crew_phone": "on the crew's phone", "signing_link": "from a signing link",

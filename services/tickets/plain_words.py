@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from models import utcnow
-from services.tickets import signatures
 from services.platform.errors import ServiceError
+from services.tickets import signatures
 
 
 def age_text(moment: dt.datetime, now: dt.datetime | None = None) -> str:

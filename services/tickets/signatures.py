@@ -10,10 +10,9 @@ from typing import Any
 
 from sqlalchemy import func, select
 
-from models import Company
+from models import Company, db, utcnow
 from models import SignatureRequest as RequestRecord
 from models import Ticket as TicketRecord
-from models import db, utcnow
 from models.schemas import QUALIFIER_CODES, Shows, SignatureIn, ticket_fields
 
 # The version of what a signer is shown: 2 added the optional text fields declared to show on

@@ -7,16 +7,29 @@ import re
 from dataclasses import dataclass, replace
 from decimal import Decimal
 
-from sqlalchemy import (BigInteger, Float, Numeric, String, case, cast, event, func, inspect,
-                        literal, or_, select, union_all)
+from sqlalchemy import (
+    BigInteger,
+    Float,
+    Numeric,
+    String,
+    case,
+    cast,
+    event,
+    func,
+    inspect,
+    literal,
+    or_,
+    select,
+    union_all,
+)
 from sqlalchemy.orm import defer
 
-from models import db, utcnow
 from models import Ticket as TicketRecord
-from models.ticket import STATUSES
+from models import db, utcnow
 from models.schemas import Shows, TicketList, ticket_fields
-from services.tickets import signatures
+from models.ticket import STATUSES
 from services.routing.learned_words import fold, ticket_words
+from services.tickets import signatures
 from services.tickets.ticket_records import NEWEST_FIRST, OLDEST_FIRST
 from services.tickets.ticket_shapes import Wait, routing_of, shape
 

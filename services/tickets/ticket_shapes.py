@@ -16,14 +16,14 @@ from sqlalchemy import inspect
 from models import Ticket as TicketRecord
 from models import TicketPhoto
 from models.schemas import RoutingLine, Ticket, TicketSummary
+from services.platform.errors import ServiceError
+from services.platform.web import public_base_url
 from services.pricing import authorizations
 from services.project_system import projects
 from services.routing import learning
-from services.tickets import signatures
-from services.platform.errors import ServiceError
 from services.routing.routing import Route, router_for, unrouted
+from services.tickets import signatures
 from services.tickets.ticket_records import find_ticket
-from services.platform.web import public_base_url
 
 LINE_KINDS = ("labor", "equipment", "materials")
 PENDING_REASON = "routing is pending: the project's budget codes have not been read yet"

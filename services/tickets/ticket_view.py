@@ -10,8 +10,8 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from models.schemas import RoutingLine, Shows, Ticket, ticket_fields
-from services.tickets.plain_words import plain_warning
 from services.project_system.zones import UTC, on_clock
+from services.tickets.plain_words import plain_warning
 
 # The ticket's own facts, in the order the page and the document list them: (label, field of
 # the Ticket shape); the optional text fields declared to show in the facts follow (TicketText).

@@ -29,8 +29,8 @@ from sqlalchemy import delete, func, or_, select, update
 
 from models import WebhookAttempt, WebhookDelivery, WebhookEndpoint, db, utcnow
 from services.platform import mail
-from services.webhooks import webhooks
 from services.platform.database import write_transaction
+from services.webhooks import webhooks
 
 log = logging.getLogger(__name__)
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from contextlib import closing
 from collections.abc import Iterator
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
