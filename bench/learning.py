@@ -372,13 +372,20 @@ def rows(lr: dict, number: int) -> list[dict]:
     return found
 
 
+def _quietness(lr: dict) -> str:
+    """Whether the machine was quiet while this section ran, from its load average."""
+    before, after = lr["load"]
+    load = f"load average {before:.1f} before, {after:.1f} after on {os.cpu_count()} cores"
+    if max(before, after) < 1.0:
+        return f"a quiet run ({load})"
+    return f"**not a quiet run:** other work shared the machine ({load})"
+
+
 def section(lr: dict) -> list[str]:
     """Markdown lines of this section when measured on its own."""
     return [START, "", "## Routing that learns at scale (`python -m bench.learning`)", "",
-            f"Measured on its own on {lr['date']}, commit {lr['commit']}. **Not a quiet run:** "
-            f"other test runs shared the machine's {os.cpu_count()} cores (load average "
-            f"{lr['load'][0]:.1f} before, {lr['load'][1]:.1f} after); each figure stands beside "
-            "its ceiling measured in the same run.", "",
+            f"Measured on its own on {lr['date']}, commit {lr['commit']}, {_quietness(lr)}; each "
+            "figure stands beside its ceiling measured in the same run.", "",
             *report.summary_table(rows(lr, 7)), "", END]
 
 
