@@ -101,3 +101,37 @@ def test_photos_taken_while_writing_join_their_ticket_when_its_text_arrives(clie
     with app.app_context():
         from models import StagedPhoto, db
         assert db.session.query(StagedPhoto).count() == 0
+
+
+@pytest.mark.parametrize("written", ["before its photo is read", "while its photo is kept"])
+def test_a_photo_still_arriving_when_its_ticket_is_written_joins_that_ticket(
+        client, acme, app, monkeypatch, written):
+    # The phone sends the ticket's text while a photo taken for it is still going up as a
+    # draft's: whichever finishes last, the photo ends on the ticket, not kept for nothing.
+    from services.capture import capture, evidence
+
+    link = make_link(client, acme)
+    ref = uuid.uuid4().hex
+    text = {"description": "Patched slab", "reason": "Not ours", "directed_by": "Sam",
+            "client_ref": ref, "photos_expected": 2, "photo_keys": ["a", "b"]}
+    sent = []
+
+    def send_text() -> None:
+        sent.append(app.test_client().post(f"/c/{link['token']}/tickets", json=text))
+
+    if written == "before its photo is read":
+        read = capture.photo_from_upload
+        monkeypatch.setattr(capture, "photo_from_upload",
+                            lambda *a: (send_text(), read(*a))[1])
+    else:
+        keep = evidence.stage_photo
+        monkeypatch.setattr(evidence, "stage_photo", lambda *a, **k: (send_text(), keep(*a, **k))[1])
+    drafts = f"/c/{link['token']}/drafts/{ref}/photos"
+    kept = client.put(f"{drafts}/b?name=b.jpg", data=jpeg_bytes(), content_type="image/jpeg")
+    assert kept.status_code == 200 and kept.json["kept"] is True
+    assert sent[0].status_code == 200 and sent[0].json["photo_count"] == 0  # written without it
+    ticket = client.get(f"/v1/tickets/{sent[0].json['id']}", headers=acme.headers).json
+    assert [p["name"] for p in ticket["photos"]] == ["b.jpg"]
+    with app.app_context():
+        from models import StagedPhoto, db
+        assert db.session.query(StagedPhoto).count() == 0

@@ -239,16 +239,27 @@ def stage_photo(token: str, client_ref: str, key: str, raw: bytes, args: Any,
 
     def attach(whole: photo_uploads.Whole) -> dict[str, Any]:
         photo = photo_from_upload(whole.data, args)
-        if ticket_id is not None:
-            created = evidence.put_photo(link.company_id, ticket_id, key, photo, Wait.NO,
+        written = ticket_id or ticket_records.link_ticket_id(link.company_id, link.token,
+                                                              client_ref)
+        if written is not None:
+            created = evidence.put_photo(link.company_id, written, key, photo, Wait.NO,
                                          counted=whole.counted)[1]
         else:
             created = evidence.stage_photo(link.company_id, link.token, client_ref, key, photo,
                                            counted=whole.counted)
+            _attach_if_written(link, client_ref)
         return {"kept": True, "created": created}
 
     return photo_uploads.take(link.company_id, link.token, _upload_name(link, client_ref, key),
                               raw, content_range, attach)
+
+
+def _attach_if_written(link: Any, client_ref: str) -> None:
+    """A photo kept while its ticket was being written goes onto the ticket if that was written
+    meanwhile (its own attach ran before this photo was kept, so it did not see it)."""
+    ticket_id = ticket_records.link_ticket_id(link.company_id, link.token, client_ref)
+    if ticket_id is not None:
+        evidence.attach_staged(link.company_id, ticket_id, link.token, client_ref, None)
 
 
 def put_signature(token: str, client_ref: str, raw: bytes, args: Any) -> tuple[Ticket, bool]:

@@ -376,18 +376,20 @@ def stage_photo(company_id: int, link_token: str, client_ref: str, key: str,
 
 
 def attach_staged(company_id: int, ticket_id: str, link_token: str, client_ref: str,
-                  keys: list[str]) -> None:
-    """Move the photos staged for a ticket onto it, those the phone still lists, in its order."""
+                  keys: list[str] | None) -> None:
+    """Move the photos staged for a ticket onto it, those the phone still lists, in its order
+    (`keys` None: every one, in the order kept; a photo kept after its ticket was written)."""
     where = (StagedPhoto.company_id == company_id, StagedPhoto.link_token == link_token,
              StagedPhoto.client_ref == client_ref)
     if not db.session.scalar(select(StagedPhoto.id).where(*where).limit(1)):
         return
-    order = {key: index for index, key in enumerate(keys)}
     with write_transaction() as session:
         current = locked(session, ticket_id)
         held = {p.client_key for p in current.photos}
-        staged = sorted(session.scalars(select(StagedPhoto).where(*where)),
-                        key=lambda s: order.get(s.client_key, len(order)))
+        rows = list(session.scalars(select(StagedPhoto).where(*where).order_by(StagedPhoto.id)))
+        order = {key: index for index, key in enumerate(
+            keys if keys is not None else [row.client_key for row in rows])}
+        staged = sorted(rows, key=lambda s: order.get(s.client_key, len(order)))
         for row in staged:
             if row.client_key in order and row.client_key not in held \
                     and current.photo_count < MAX_PHOTOS:
