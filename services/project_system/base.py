@@ -77,6 +77,9 @@ class ChangeEventLine:
     amount: Decimal
     # A hint: the client sends the company's own unit ("hr" becomes its hour unit) or none.
     unit_of_measure: str | None
+    # The sub's vendor and commitment the line is proposed on; None writes the line without.
+    vendor_id: int | None = None
+    contract_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,62 @@ class ChangeEventDraft:
     description: str
     lines: tuple[ChangeEventLine, ...]
     origin_data: str | None = None
+    # Procore's event type: tbd, allowance, contingency, owner_change or transfer.
+    event_type: str = "tbd"
+    change_reason_id: int | None = None
+
+
+@dataclass(frozen=True)
+class Vendor:
+    """A company in a project's directory (Procore: vendor)."""
+
+    id: int
+    name: str
+
+
+@dataclass(frozen=True)
+class Commitment:
+    """A subcontract (work order contract) or purchase order of a project, with its vendor."""
+
+    id: int
+    kind: str  # "work_order" or "purchase_order"
+    number: str | None
+    title: str | None
+    status: str | None  # Procore's words, e.g. "Approved", "Draft"
+    vendor_id: int | None
+    vendor_name: str | None
+
+
+@dataclass(frozen=True)
+class ChangeReason:
+    """A company's change order change reason, e.g. "Client Request"."""
+
+    id: int
+    name: str
+
+
+@dataclass(frozen=True)
+class ChangeOrderState:
+    """A change order a written line is on: ``kind`` "commitment" or "prime"."""
+
+    kind: str
+    number: str | None
+    title: str | None
+    status: str | None
+
+
+@dataclass(frozen=True)
+class RecordState:
+    """Where a written change event or daily log entry stands in the project system now.
+
+    ``status`` is the project system's status name ("Open", "Pending", "Closed", "Void"; a daily
+    log entry's "pending" or "approved"); ``deleted`` is true when the record is gone or in the
+    recycle bin; ``change_orders`` lists each change order the record's lines are on, once.
+    """
+
+    status: str | None
+    deleted: bool
+    change_orders: tuple[ChangeOrderState, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -235,6 +294,23 @@ class ProjectSystem(Protocol):
     def find_manpower_log(self, project_id: int, origin_id: str,
                           date: datetime.date) -> RemoteRecord | None:
         """The manpower entry created with ``origin_id`` on ``date``, if there is one."""
+        ...
+
+    def list_vendors(self, project_id: int) -> list[Vendor]:
+        """The project's directory of companies."""
+        ...
+
+    def list_commitments(self, project_id: int) -> list[Commitment]:
+        """The project's subcontracts and purchase orders that can take a line (not Void or
+        Terminated)."""
+        ...
+
+    def list_change_reasons(self, project_id: int) -> list[ChangeReason]:
+        """The company's change reasons offered in selects."""
+        ...
+
+    def read_record_state(self, project_id: int, kind: str, record_id: int) -> RecordState:
+        """Where a written record ("change_event" or "manpower_log") stands now."""
         ...
 
     def get_change_event(self, project_id: int, change_event_id: int) -> dict[str, Any]:
