@@ -168,9 +168,15 @@ def refuse_while_paced(company_id: int) -> None:
     """A first read that timed out while waiting for the company's rate limit is busy, not away."""
     wait = rate_limit_wait(company_id)
     if wait > 0:
-        seconds = max(1, math.ceil(wait))
-        raise ProjectSystemBusy(f"the project system asks for a pause of {seconds} s before more "
-                                "calls (its rate limit)", headers={"Retry-After": str(seconds)})
+        raise paced_busy(wait)
+
+
+def paced_busy(wait_s: float, detail: str | None = None) -> ProjectSystemBusy:
+    """The busy answer while the project system's rate limit holds calls for `wait_s`."""
+    seconds = max(1, math.ceil(wait_s))
+    return ProjectSystemBusy(f"the project system asks for a pause of {seconds} s before more "
+                             f"calls (its rate limit){f': {detail}' if detail else ''}",
+                             headers={"Retry-After": str(seconds)})
 
 
 _slots_lock = threading.Lock()
@@ -262,10 +268,7 @@ def project_system_errors(company_id: int | None = None, kind: str = "read",
                                    code="project_system_write_unconfirmed") from error
     except ProjectSystemRateLimited as error:
         project_system_seen(True)
-        wait = max(1, math.ceil(error.retry_after_s))
-        raise ProjectSystemBusy(f"the project system asks for a pause of {wait} s before more "
-                                f"calls (its rate limit): {error.message}",
-                                headers={"Retry-After": str(wait)}) from error
+        raise paced_busy(error.retry_after_s, error.message) from error
     except ProjectSystemUnavailable as error:
         project_system_seen(False, "unavailable")
         raise ProjectSystemRefused(f"the project system could not be reached: {error.message}",
