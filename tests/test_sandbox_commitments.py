@@ -210,6 +210,10 @@ def test_a_pm_moves_the_event_on_and_onto_change_orders(api):
                                                        "purchase_order_contract"}
     assert [line["revenue_impact"]["change_order"]["title"] for line in event["change_items"]] \
         == ["Owner PCO"] * 3
+    page = requests.get(f"{api.url}/{project}/project/change_events/events/{event_id}",
+                        timeout=10).text
+    assert "Bolt Electric LLC" in page and "SC-003 Electrical subcontract" in page
+    assert "CCO-001 (approved)" in page and "PCO-001 (pending)" in page
     # Asked again, the same change order takes the new status.
     again = control(api, f"/change_events/{event_id}/change_orders",
                     {"kind": "commitment", "status": "void"}).json()
