@@ -124,6 +124,8 @@ def test_reads_where_a_change_event_stands(procore_client, sandbox_company, sand
     """Open with no change order; Closed and on a commitment and a prime change order, each
     once; Void; in the recycle bin; gone altogether."""
     control = SandboxControl(sandbox_server, sandbox_company)
+    recorder = ExchangeRecorder()
+    recorder.attach(procore_client)
     project = project_id(sandbox_company)
     bolt_sc, bolt_po = (commitment(procore_client, project, "SC-003"),
                         commitment(procore_client, project, "PO-001"))
@@ -151,6 +153,7 @@ def test_reads_where_a_change_event_stands(procore_client, sandbox_company, sand
     assert recycled.deleted and recycled.status == "Void"
     assert procore_client.read_record_state(project, "change_event", 123) == RecordState(
         status=None, deleted=True)
+    assert [problem for exchange in recorder.exchanges for problem in problems(exchange)] == []
     control.close()
 
 
