@@ -246,7 +246,7 @@ class Index:
         sharing a word, or a word misspelt or run together, with them (at most CANDIDATES,
         those sharing the most words and shortest first)."""
         keys, by_word, near = self._keys[kind], self._by_word[kind], self._near[kind]
-        hits: Counter[int] = Counter()
+        reached: list[set[int]] = []  # each word's wordings, as ranks
         for word in said.split():
             if word not in near:  # a word nobody wrote before
                 alike = self._alike_words(kind, word)
@@ -254,17 +254,9 @@ class Index:
                 alike = [word, *near[word]]
             else:  # a common word: its own wordings are the ones most alike
                 alike = [word]
-            hits.update(set().union(*(by_word[other] for other in alike)))
-        chosen: list[int] = []
-        if len(hits) <= CANDIDATES:
-            chosen = list(hits)
-        else:  # those sharing the most of the line's words, then the shortest, first seen first
-            for _count, ranks in itertools.groupby(
-                    sorted(hits, key=hits.__getitem__, reverse=True), key=hits.__getitem__):
-                chosen += sorted(ranks)[:CANDIDATES - len(chosen)]
-                if len(chosen) >= CANDIDATES:
-                    break
-        return [keys[number] for number in sorted(rank & _NUMBER for rank in chosen)]
+            reached.append(set().union(*(by_word[other] for other in alike)))
+        chosen = _most_shared(reached)
+        return [keys[number] for number in sorted([rank & _NUMBER for rank in chosen])]
 
     def alike(self, kind: str, said: str, limit: int | None) -> list[tuple[str, float, int]]:
         """The wordings of a kind at least LINE_MATCH alike to some words, most alike first
@@ -298,6 +290,17 @@ class Index:
         return (latest.cost_code, latest.cost_type, latest.budget_code_id,  # a Suggestion's
                 latest.budget_code, _reason(len(backing), latest, bool(same_sub), others),
                 " and ".join(others) or None)  # fields, in their order
+
+
+def _most_shared(reached: list[set[int]]) -> Iterable[int]:
+    """Of the wordings each of a line's words reaches (as ranks), at most CANDIDATES: those
+    reached by the most words, then the lowest ranks (the shortest, first seen first)."""
+    union = set().union(*reached)
+    if len(union) <= CANDIDATES:
+        return union
+    shared = set().union(*(one & other for one, other in itertools.combinations(reached, 2)))
+    most = sorted(shared, key=lambda rank: (-sum(rank in words_ for words_ in reached), rank))
+    return most[:CANDIDATES] + sorted(union - shared)[:max(0, CANDIDATES - len(most))]
 
 
 def _of_the_sub(pool: list[tuple], sub: str | None) -> list[tuple]:
