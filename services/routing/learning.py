@@ -403,9 +403,14 @@ def _latest(company_id: int) -> tuple[int, int]:
     """The newest decision of a company and how many it has (read once per request)."""
     cached = g.setdefault("learning_latest", {}) if has_request_context() else {}
     if company_id not in cached:
-        newest, count = db.session.execute(
-            select(func.coalesce(func.max(RoutingDecision.id), 0), func.count())
-            .where(RoutingDecision.company_id == company_id)).one()
+        # Two scalar subqueries: the newest is read off the end of the company's index, where
+        # max() beside count() in one select would walk all of it.
+        of_company = RoutingDecision.company_id == company_id
+        newest, count = db.session.execute(select(
+            select(func.coalesce(func.max(RoutingDecision.id), 0)).where(of_company)
+            .scalar_subquery(),
+            select(func.count()).select_from(RoutingDecision).where(of_company)
+            .scalar_subquery())).one()
         cached[company_id] = (int(newest), int(count))
     return cached[company_id]
 
