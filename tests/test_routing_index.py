@@ -3,6 +3,7 @@ decision taken in without copying the index or forgetting unrelated answers."""
 from __future__ import annotations
 
 import gc
+import itertools
 from collections import Counter
 
 from services.routing.learned_words import words
@@ -461,6 +462,11 @@ def test_a_large_index_narrows_a_lookup_to_the_wordings_sharing_the_most_words()
         cost_code=code, cost_type=kind, budget_code_id=None, budget_code=code))
         for number, (kind, text, code) in enumerate(seen, start=1))
     asked = [(kind, words(text)) for kind, text, _ in wordings(4_400, 11)[-400:] + seen[::40]]
+    # Lines of four of a kind's most common words: more wordings share two of their words
+    # than are scored, so those sharing the most go first.
+    for kind, by_word in index._by_word.items():
+        common = sorted(by_word, key=lambda word: -len(by_word[word]))[:8]
+        asked += [(kind, " ".join(line)) for line in itertools.combinations(common, 4)]
     narrowed = 0
     for kind, said in asked:
         found = index.candidates(kind, said)

@@ -299,8 +299,10 @@ def _most_shared(reached: list[set[int]]) -> Iterable[int]:
     if len(union) <= CANDIDATES:
         return union
     shared = set().union(*(one & other for one, other in itertools.combinations(reached, 2)))
-    most = sorted(shared, key=lambda rank: (-sum(rank in words_ for words_ in reached), rank))
-    return most[:CANDIDATES] + sorted(union - shared)[:max(0, CANDIDATES - len(most))]
+    if len(shared) <= CANDIDATES:  # every wording reached twice or more is kept
+        return [*shared, *sorted(union - shared)[:CANDIDATES - len(shared)]]
+    return sorted(shared, key=lambda rank: (-sum(rank in words_ for words_ in reached), rank)
+                  )[:CANDIDATES]
 
 
 def _of_the_sub(pool: list[tuple], sub: str | None) -> list[tuple]:
