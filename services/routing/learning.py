@@ -75,8 +75,8 @@ class Evidence(NamedTuple):
 # An index keeps each decision as a plain tuple, its Evidence's fields then its code (a plain
 # tuple holds nothing the cycle collector must follow, so it stops tracking it).
 _FIELDS = len(Evidence._fields)
-_ID, _SUB, _TEXT, _DESCRIPTION = (Evidence._fields.index(name) for name in (
-    "id", "sub", "text", "description_words"))
+_ID, _SUB, _DESCRIPTION = (Evidence._fields.index(name) for name in (
+    "id", "sub", "description_words"))
 _CODE = _FIELDS
 _id_of = itemgetter(_ID)
 
@@ -287,9 +287,9 @@ class Index:
         latest = Evidence._make(backing[-1][:_FIELDS])
         others = [] if same_sub else list(dict.fromkeys(
             row[_SUB] for row in reversed(backing) if row[_SUB]))
-        return (latest.cost_code, latest.cost_type, latest.budget_code_id,  # a Suggestion's
-                latest.budget_code, _reason(len(backing), latest, bool(same_sub), others),
-                " and ".join(others) or None)  # fields, in their order
+        # A Suggestion's fields, in their order.
+        return (latest.cost_code, latest.cost_type, latest.budget_code_id, latest.budget_code,
+                _reason(len(backing), latest, bool(same_sub), others), " and ".join(others) or None)
 
 
 def _most_shared(reached: list[set[int]]) -> Iterable[int]:
