@@ -15,6 +15,7 @@ beside the bare route's ceiling.
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import json
 import os
 import random
@@ -39,6 +40,7 @@ from bench.servers import (
     wait_until_idle,
 )
 from support.routing_corpus import COST_TYPE, HISTORY, NEW, ticket_body
+from support.routing_wordings import wordings
 
 DECISIONS = 50_000
 WORDINGS = 20_000
@@ -93,72 +95,10 @@ def corpus(base_url: str, key: str, projects: list[dict]) -> dict:
     return {"lines": len(NEW), "right": right}
 
 
-# What crews call the work: trades (with their Spanish and short forms) for labor, machines and
-# materials (with brand names) for the rest; each base's cost code is the PM's habit for it.
-TRADES = ["framer", "carpenter", "laborer", "electrician", "plumber", "ironworker", "finisher",
-          "drywall hanger", "taper", "painter", "operator", "welder", "helper", "foreman",
-          "pipe fitter", "mason", "roofer", "glazier", "insulator", "flagger", "carpintero",
-          "ayudante", "electricista", "plomero", "pintor", "soldador", "albanil", "peon",
-          "sprinkler fitter", "sheet metal worker", "millwright", "tile setter", "cement mason",
-          "rodbuster", "surveyor", "teamster", "boilermaker", "elevator mechanic",
-          "waterproofer", "caulker", "elec", "carp", "lbr", "jman", "appr"]
-THINGS = ["scissor lift", "boom lift", "dumpster", "excavator", "skid steer", "generator",
-          "rebar", "plywood", "studs", "conduit", "wire", "pipe", "grout", "concrete", "lumber",
-          "drywall", "paint", "sealant", "anchors", "fasteners", "telehandler", "light tower",
-          "compressor", "pump", "trench box", "forklift", "backhoe", "mini excavator", "roller",
-          "plate compactor", "jackhammer", "core drill", "romex", "emt", "pex", "copper", "pvc",
-          "gypsum board", "joint compound", "insulation batts", "tyvek", "flashing", "caulk",
-          "epoxy", "mortar", "cmu block", "tile", "thinset", "unistrut", "hilti anchors",
-          "simpson straps", "osb", "hardie", "genie lift", "jlg boom", "bobcat", "andamio",
-          "varilla", "tablaroca", "contenedor"]
-PLACES = ["apprentice", "journeyman", "lead", "night", "extra", "second", "temp", "general",
-          "finish", "rough", "site", "crew", "shift", "north", "south", "east", "west", "upper",
-          "lower", "weekend", "standby", "cleanup", "layout", "level", "garage", "lobby", "roof",
-          "basement", "stair", "corridor", "podium", "tower", "annex", "mezzanine", "parking",
-          "loading", "dock", "retail", "unit", "amenity", "pool", "courtyard", "elevator",
-          "shaft", "trailer", "gate", "fence", "rental", "owner", "tenant", "punch", "rework",
-          "patch", "demo", "install", "remove", "relocate", "temporary", "permanent", "fire",
-          "rated", "acoustic", "exterior", "interior", "deck", "slab", "footing", "wall",
-          "ceiling", "soffit", "piso", "nivel", "sotano", "azotea", "noche", "extra"]
-CODES = ["01-740", "02-410", "03-100", "03-200", "03-300", "05-120", "05-500", "06-100",
-         "07-210", "08-110", "09-250", "09-900", "22-100", "26-050", "31-230", "02-200",
-         "01-310", "09-650", "07-900", "04-200"]
-
-
-def wordings(count: int, seed_: int) -> list[tuple[str, str, str]]:
-    """`count` lines of distinct telling words (kind, text, the PM's cost code): a trade or
-    thing with up to three places or qualifiers, one word in seven misspelt."""
-    from services.routing.learned_words import words
-
-    rng = random.Random(seed_)
-
-    def typo(word: str) -> str:
-        """A crew's misspelling of a word now and then: a letter dropped, doubled or swapped."""
-        if len(word) < 5 or rng.random() > 0.15:
-            return word
-        i = rng.randrange(1, len(word) - 1)
-        return rng.choice([word[:i] + word[i + 1:], word[:i] + word[i] + word[i:],
-                           word[:i] + word[i + 1] + word[i] + word[i + 2:]])
-
-    found: dict[tuple[str, str], tuple[str, str, str]] = {}
-    while len(found) < count:
-        kind = rng.choice(["labor", "labor", "equipment", "materials"])
-        bases = TRADES if kind == "labor" else THINGS
-        base = rng.randrange(len(bases))
-        parts = rng.sample(PLACES, rng.choice([0, 1, 1, 2, 2, 3]))
-        text = " ".join(typo(w) for w in [*parts[:1], bases[base], *parts[1:]])
-        code = CODES[(base * 7 + len(kind)) % len(CODES)]
-        if rng.random() < 0.05:  # a PM's exception to the habit
-            code = rng.choice(CODES)
-        said = words(text)
-        if said and (kind, said) not in found:
-            found[kind, said] = (kind, text, code)
-    return list(found.values())
-
-
 def _decisions(company_id: int, project_id: str) -> list[dict]:
     """DECISIONS made-up decisions of one company over WORDINGS distinct wordings from 30
-    subs: each wording once, the rest repeating the common ones more often."""
+    subs: each wording once, the rest repeating the common ones more often (support/'s
+    wordings)."""
     rng = random.Random(7)
     seen = wordings(WORDINGS, 7)
     subs = [f"Sub {n:02d}" for n in range(30)]
@@ -251,9 +191,13 @@ def speed(app, service, workdir: Path, key: str, company_id: int, project_id: st
             db.session.execute(insert(RoutingDecision), rows[chunk:chunk + 5_000])
         db.session.commit()
         app.extensions.pop("routing_decisions", None)
+        gc.collect()
+        tracked = len(gc.get_objects())
         start = time.perf_counter()
         learning.index_for(company_id)
         build_ms = (time.perf_counter() - start) * 1000
+        gc.collect()  # what the cycle collector still walks once the index has settled
+        tracked = len(gc.get_objects()) - tracked
         app.extensions.pop("routing_decisions", None)
         tracemalloc.start()  # read again to count what it holds (tracing slows it down)
         index = learning.index_for(company_id)
@@ -274,6 +218,7 @@ def speed(app, service, workdir: Path, key: str, company_id: int, project_id: st
             "route_cpu_ms": statistics.median(cpu_ms),
             "route_p99_ms": max(learned), "bare_ms": statistics.median(bare),
             "bare_slowest_ms": max(bare), "build_ms": build_ms, "index_mb": held / 1e6,
+            "index_tracked": tracked,
             "create_unlearned_p99_ms": unlearned.p99_ms,
             "create_unlearned_cpu_ms": 1000 * unlearned.worker_cpu_s / unlearned.requests,
             **create}
@@ -369,6 +314,11 @@ def rows(lr: dict, number: int) -> list[dict]:
                           lr["build_ms"], "ms", None, "—", None),
               report._fig("learning.index_mb", section, "Memory the index holds",
                           lr["index_mb"], "MB", None, "≤ 20 MB", lr["index_mb"] <= 20)]
+    if "index_tracked" in lr:
+        found.append(report._fig(
+            "learning.index_tracked", section, "Objects the index adds to each full garbage "
+            "collection (a full one walks them all, in whichever request it falls)",
+            lr["index_tracked"], "objects", None, "—", None))
     return found
 
 

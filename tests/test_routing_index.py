@@ -2,9 +2,15 @@
 decision taken in without copying the index or forgetting unrelated answers."""
 from __future__ import annotations
 
-from services.routing.learning import Index
+import gc
+import itertools
+from collections import Counter
+
+from services.routing.learned_words import words
+from services.routing.learning import _NUMBER, CANDIDATES, Evidence, Index
 from support.routing_corpus import HISTORY
 from support.routing_index_cases import answers, evidence, held_out_score, questions
+from support.routing_wordings import wordings
 
 # What routing suggested for support/routing_index_cases.questions() when every lookup scored
 # every wording (before the index narrowed its candidates); the index must keep every answer.
@@ -415,6 +421,58 @@ def test_a_new_decision_goes_into_the_same_index_and_keeps_unrelated_answers(
         assert worked_out == ["carpenter"]
     assert cost_code(routed(client, acme, "Summit Framing", "A", "Framed", "labor",
                             "carpenters")) == "09-250"
+
+
+def test_the_cycle_collector_stops_tracking_the_decisions_and_answers_an_index_holds():
+    # A full collection walks every tracked object: 50,000 decisions held as objects made one
+    # take 100 ms in the middle of a crew's request.
+    index = Index.of(evidence())
+    answers(index)
+    gc.collect()
+    rows = [row for kind in index.groups.values() for group in kind.values() for row in group]
+    assert len(rows) == len(evidence())
+    assert not any(gc.is_tracked(row) for row in rows)
+    assert not any(gc.is_tracked(group) for kind in index.groups.values()
+                   for group in kind.values())
+    kept = [answer for kind in index._answers.values() for asked in kind.values()
+            for answer in asked.values()]
+    assert kept and not any(gc.is_tracked(answer) for answer in kept)
+
+
+def plain_candidates(index: Index, kind: str, said: str) -> list[str]:
+    """The narrowing spelt out plainly: count, for each wording, the line's words that reach it
+    (the word itself, and a rare or new word's misspellings); keep the CANDIDATES reached by
+    the most words, then the shortest, first seen first; give them first seen first."""
+    by_word, near = index._by_word[kind], index._near[kind]
+    reached: Counter[int] = Counter()
+    for word in said.split():
+        if word not in near:
+            alike = index._alike_words(kind, word)
+        else:
+            alike = [word, *near[word]] if len(by_word[word]) < CANDIDATES else [word]
+        reached.update({rank for other in alike for rank in by_word[other]})
+    kept = sorted(reached, key=lambda rank: (-reached[rank], rank))[:CANDIDATES]
+    return [index._keys[kind][rank & _NUMBER] for rank in sorted(kept, key=lambda r: r & _NUMBER)]
+
+
+def test_a_large_index_narrows_a_lookup_to_the_wordings_sharing_the_most_words():
+    seen = wordings(4_000, 7)
+    index = Index.of((kind, Evidence(
+        id=number, project_id="A", sub=None, text=text, words=words(text), description_words="",
+        cost_code=code, cost_type=kind, budget_code_id=None, budget_code=code))
+        for number, (kind, text, code) in enumerate(seen, start=1))
+    asked = [(kind, words(text)) for kind, text, _ in wordings(4_400, 11)[-400:] + seen[::40]]
+    # Lines of four of a kind's most common words: more wordings share two of their words
+    # than are scored, so those sharing the most go first.
+    for kind, by_word in index._by_word.items():
+        common = sorted(by_word, key=lambda word: -len(by_word[word]))[:8]
+        asked += [(kind, " ".join(line)) for line in itertools.combinations(common, 4)]
+    narrowed = 0
+    for kind, said in asked:
+        found = index.candidates(kind, said)
+        assert found == plain_candidates(index, kind, said), said
+        narrowed += len(found) == CANDIDATES
+    assert narrowed > len(asked) / 2  # most lookups reach more wordings than are scored
 
 
 def test_the_held_out_corpus_is_mostly_right_and_rarely_wrong():

@@ -11,7 +11,10 @@ suggestion: the line stays `exact: false, needs_review: true` and says where it 
 A company's index scores only the wordings that share a word with the line, or a word
 misspelt or run together (at most CANDIDATES of them), so a lookup costs about the same at
 1,000 wordings as at 20,000. New decisions go into the same index in place; an answer kept
-for some words is dropped only when a new wording is alike enough to change it.
+for some words is dropped only when a new wording is alike enough to change it. The index
+keeps its decisions and answers as plain tuples of strings and numbers, which Python's cycle
+collector stops tracking: a full collection does not walk 50,000 decisions in the middle of
+a crew's request.
 """
 from __future__ import annotations
 
@@ -22,7 +25,8 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from operator import itemgetter
+from typing import Any, NamedTuple
 
 from flask import current_app, g, has_request_context
 from rapidfuzz import fuzz, process
@@ -48,8 +52,7 @@ _NUMBER = (1 << _NUMBER_BITS) - 1
 KINDS = ("labor", "equipment", "materials")
 
 
-@dataclass(frozen=True, slots=True)
-class Evidence:
+class Evidence(NamedTuple):
     """One decision: where a PM put a line that said these words."""
 
     id: int
@@ -67,6 +70,15 @@ class Evidence:
     def code(self) -> tuple[str, str]:
         """The company-level code chosen: cost code and cost type."""
         return fold(self.cost_code), self.cost_type
+
+
+# An index keeps each decision as a plain tuple, its Evidence's fields then its code (a plain
+# tuple holds nothing the cycle collector must follow, so it stops tracking it).
+_FIELDS = len(Evidence._fields)
+_ID, _SUB, _DESCRIPTION = (Evidence._fields.index(name) for name in (
+    "id", "sub", "description_words"))
+_CODE = _FIELDS
+_id_of = itemgetter(_ID)
 
 
 @dataclass(frozen=True)
@@ -109,7 +121,8 @@ class Index:
     """
 
     def __init__(self) -> None:
-        self.groups: dict[str, dict[str, list[Evidence]]] = {kind: {} for kind in KINDS}
+        # Per kind, each wording's decisions oldest first, as plain tuples (see _CODE).
+        self.groups: dict[str, dict[str, tuple[tuple, ...]]] = {kind: {} for kind in KINDS}
         self.last_id = 0
         # How many decisions were taken in, those whose words say nothing included.
         self.size = 0
@@ -121,10 +134,12 @@ class Index:
         self._by_word: dict[str, dict[str, list[int]]] = {kind: {} for kind in KINDS}
         self._by_piece: dict[str, dict[str, list[str]]] = {kind: {} for kind in KINDS}
         self._near: dict[str, dict[str, list[str]]] = {kind: {} for kind in KINDS}
-        # Answers kept per kind and words asked (dropped when a new wording is alike).
-        self._answers: dict[str, dict[str, dict[tuple, Suggestion | None]]] = {
+        # Answers kept per kind and words asked, as plain tuples of a Suggestion's fields
+        # (dropped when a new wording is alike).
+        self._answers: dict[str, dict[str, dict[tuple, tuple | None]]] = {
             kind: {} for kind in KINDS}
         self._kept = 0
+        self._codes: dict[tuple[str, str], tuple[str, str]] = {}
         self._texts: dict[str, dict[str, None]] = {}
         self._joined: dict[str, str] = {}
 
@@ -138,21 +153,24 @@ class Index:
     def add(self, kinds_and_evidence: Iterable[tuple[str, Evidence]]) -> None:
         """Take in newer decisions, oldest first, in place."""
         with self._lock:
+            grown: dict[tuple[str, str], list[tuple]] = {}
             for kind, evidence in kinds_and_evidence:
                 self.last_id = max(self.last_id, evidence.id)
                 self.size += 1
                 if kind not in self.groups or not evidence.words:
                     continue
-                found = self.groups[kind].get(evidence.words)
-                if found is None:
-                    found = self.groups[kind][evidence.words] = []
+                if evidence.words not in self.groups[kind]:
+                    self.groups[kind][evidence.words] = ()
                     self._new_wording(kind, evidence.words)
-                found.append(evidence)
-                self._forget_answers(kind, evidence.words)
-                texts = self._texts.setdefault(fold(evidence.cost_code), {})
+                code = self._codes.setdefault(evidence.code, evidence.code)
+                grown.setdefault((kind, evidence.words), []).append((*evidence, code))
+                texts = self._texts.setdefault(code[0], {})
                 if len(texts) < 20 and evidence.text not in texts:
                     texts[evidence.text] = None
-                    self._joined[fold(evidence.cost_code)] = " ".join(texts)
+                    self._joined[code[0]] = " ".join(texts)
+            for (kind, said), rows in grown.items():
+                self.groups[kind][said] += tuple(rows)
+                self._forget_answers(kind, said)
 
     def _new_wording(self, kind: str, said: str) -> None:
         """Number a wording and file it under its words; a new word under its pairs and beside
@@ -211,23 +229,24 @@ class Index:
         with self._lock:
             kept = self._answers.get(kind, {}).get(said)
             if kept is not None and question in kept:
-                return kept[question]
-            answer = self._suggest(kind, said, sub, description)
-            if kind in self._answers:
-                if self._kept > 20_000:
-                    for answers in self._answers.values():
-                        answers.clear()
-                    self._kept = 0
-                self._answers[kind].setdefault(said, {})[question] = answer
-                self._kept += 1
-        return answer
+                answer = kept[question]
+            else:
+                answer = self._suggest(kind, said, sub, description)
+                if kind in self._answers:
+                    if self._kept > 20_000:
+                        for answers in self._answers.values():
+                            answers.clear()
+                        self._kept = 0
+                    self._answers[kind].setdefault(said, {})[question] = answer
+                    self._kept += 1
+        return None if answer is None else Suggestion(*answer)
 
     def candidates(self, kind: str, said: str) -> list[str]:
         """The wordings of a kind worth scoring against some words, first seen first: those
         sharing a word, or a word misspelt or run together, with them (at most CANDIDATES,
         those sharing the most words and shortest first)."""
         keys, by_word, near = self._keys[kind], self._by_word[kind], self._near[kind]
-        hits: Counter[int] = Counter()
+        reached: list[set[int]] = []  # each word's wordings, as ranks
         for word in said.split():
             if word not in near:  # a word nobody wrote before
                 alike = self._alike_words(kind, word)
@@ -235,17 +254,9 @@ class Index:
                 alike = [word, *near[word]]
             else:  # a common word: its own wordings are the ones most alike
                 alike = [word]
-            hits.update(set().union(*(by_word[other] for other in alike)))
-        chosen: list[int] = []
-        if len(hits) <= CANDIDATES:
-            chosen = list(hits)
-        else:  # those sharing the most of the line's words, then the shortest, first seen first
-            for _count, ranks in itertools.groupby(
-                    sorted(hits, key=hits.__getitem__, reverse=True), key=hits.__getitem__):
-                chosen += sorted(ranks)[:CANDIDATES - len(chosen)]
-                if len(chosen) >= CANDIDATES:
-                    break
-        return [keys[number] for number in sorted(rank & _NUMBER for rank in chosen)]
+            reached.append(set().union(*(by_word[other] for other in alike)))
+        chosen = _most_shared(reached)
+        return [keys[number] for number in sorted([rank & _NUMBER for rank in chosen])]
 
     def alike(self, kind: str, said: str, limit: int | None) -> list[tuple[str, float, int]]:
         """The wordings of a kind at least LINE_MATCH alike to some words, most alike first
@@ -256,40 +267,54 @@ class Index:
                                score_cutoff=LINE_MATCH, limit=limit)
 
     def _suggest(self, kind: str, said: str, sub: str | None,
-                 description: str | None) -> Suggestion | None:
-        """The code this company's PM gave the most similar lines, worked out."""
+                 description: str | None) -> tuple | None:
+        """The code this company's PM gave the most similar lines, worked out (a Suggestion's
+        fields)."""
         groups = self.groups.get(kind) or {}
         matches = self.alike(kind, said, 10)
         if not matches:
             return None
         best = matches[0][1]
-        pool = [e for match, score, _ in matches if score >= best - CLOSE for e in groups[match]]
+        pool = [row for match, score, _ in matches if score >= best - CLOSE
+                for row in groups[match]]
         same_sub = _of_the_sub(pool, sub)
-        pool = sorted(same_sub or pool, key=lambda e: e.id)  # decisions are kept in time order
-        if len(pool) >= 2 and pool[-1].code == pool[-2].code:
-            chosen = pool[-1].code  # the last two agree: a correction wins over an older habit
+        pool = sorted(same_sub or pool, key=_id_of)  # decisions are kept in time order
+        if len(pool) >= 2 and pool[-1][_CODE] == pool[-2][_CODE]:
+            chosen = pool[-1][_CODE]  # the last two agree: a correction wins over an older habit
         else:
             chosen = _most_chosen(_by_the_work(pool, words(description or "")))
-        backing = [e for e in pool if e.code == chosen]
-        latest = backing[-1]
-        others = [] if same_sub else list(dict.fromkeys(e.sub for e in reversed(backing) if e.sub))
-        return Suggestion(cost_code=latest.cost_code, cost_type=latest.cost_type,
-                          budget_code_id=latest.budget_code_id, budget_code=latest.budget_code,
-                          reason=_reason(backing, bool(same_sub), others),
-                          other_sub=" and ".join(others) or None)
+        backing = [row for row in pool if row[_CODE] == chosen]
+        latest = Evidence._make(backing[-1][:_FIELDS])
+        others = [] if same_sub else list(dict.fromkeys(
+            row[_SUB] for row in reversed(backing) if row[_SUB]))
+        # A Suggestion's fields, in their order.
+        return (latest.cost_code, latest.cost_type, latest.budget_code_id, latest.budget_code,
+                _reason(len(backing), latest, bool(same_sub), others), " and ".join(others) or None)
 
 
-def _of_the_sub(pool: list[Evidence], sub: str | None) -> list[Evidence]:
+def _most_shared(reached: list[set[int]]) -> Iterable[int]:
+    """Of the wordings each of a line's words reaches (as ranks), at most CANDIDATES: those
+    reached by the most words, then the lowest ranks (the shortest, first seen first)."""
+    union = set().union(*reached)
+    if len(union) <= CANDIDATES:
+        return union
+    shared = set().union(*(one & other for one, other in itertools.combinations(reached, 2)))
+    if len(shared) <= CANDIDATES:  # every wording reached twice or more is kept
+        return [*shared, *sorted(union - shared)[:CANDIDATES - len(shared)]]
+    return sorted(shared, key=lambda rank: (-sum(rank in words_ for words_ in reached), rank)
+                  )[:CANDIDATES]
+
+
+def _of_the_sub(pool: list[tuple], sub: str | None) -> list[tuple]:
     """Of a pool of decisions, those for the line's sub (names folded alike); none without one."""
-    subs = {e.sub for e in pool if e.sub} if sub else set()
+    subs = {row[_SUB] for row in pool if row[_SUB]} if sub else set()
     own = {other for other in subs if fold(other) == fold(sub)}  # each sub folded once
-    return [e for e in pool if e.sub in own]
+    return [row for row in pool if row[_SUB] in own] if own else []
 
 
-def _reason(backing: list[Evidence], same_sub: bool, others: list[str]) -> str:
+def _reason(count: int, latest: Evidence, same_sub: bool, others: list[str]) -> str:
     """Why a code is suggested: how often it was chosen, for whose words."""
-    latest = backing[-1]
-    reason = f"chosen {_times(len(backing))} for "
+    reason = f"chosen {_times(count)} for "
     if same_sub:
         reason += f"{possessive(latest.sub)} '{latest.text}'"
     elif len(others) == 1:  # another sub's habit, named so nobody takes it for this one's
@@ -301,23 +326,26 @@ def _reason(backing: list[Evidence], same_sub: bool, others: list[str]) -> str:
     return reason
 
 
-def _by_the_work(pool: list[Evidence], described: str) -> list[Evidence]:
+def _by_the_work(pool: list[tuple], described: str) -> list[tuple]:
     """Of decisions for the same words, those whose tickets described the same work, if any
     (the same 'Laborer' may be cleanup on one ticket and demolition on another)."""
-    if not described or len({e.code for e in pool}) < 2:
+    if not described or len({row[_CODE] for row in pool}) < 2:
         return pool
-    scored = [(fuzz.token_set_ratio(described, e.description_words), e) for e in pool]
-    top = max(score for score, _ in scored)
+    alike: dict[str, float] = {}  # each description scored once
+    for row in pool:
+        if row[_DESCRIPTION] not in alike:
+            alike[row[_DESCRIPTION]] = fuzz.token_set_ratio(described, row[_DESCRIPTION])
+    top = max(alike.values())
     if top < DESCRIPTION_MATCH:
         return pool
-    return [e for score, e in scored if score >= top - CLOSE]
+    return [row for row in pool if alike[row[_DESCRIPTION]] >= top - CLOSE]
 
 
-def _most_chosen(pool: list[Evidence]) -> tuple[str, str]:
+def _most_chosen(pool: list[tuple]) -> tuple[str, str]:
     """The code chosen most often in a pool of decisions, oldest first; the latest breaks a tie."""
-    counts = Counter(e.code for e in pool)
+    counts = Counter(row[_CODE] for row in pool)
     most = max(counts.values())
-    return next(e.code for e in reversed(pool) if counts[e.code] == most)
+    return next(row[_CODE] for row in reversed(pool) if counts[row[_CODE]] == most)
 
 
 # ------------------------------------------------------------------ keeping decisions
@@ -377,9 +405,14 @@ def _latest(company_id: int) -> tuple[int, int]:
     """The newest decision of a company and how many it has (read once per request)."""
     cached = g.setdefault("learning_latest", {}) if has_request_context() else {}
     if company_id not in cached:
-        newest, count = db.session.execute(
-            select(func.coalesce(func.max(RoutingDecision.id), 0), func.count())
-            .where(RoutingDecision.company_id == company_id)).one()
+        # Two scalar subqueries: the newest is read off the end of the company's index, where
+        # max() beside count() in one select would walk all of it.
+        of_company = RoutingDecision.company_id == company_id
+        newest, count = db.session.execute(select(
+            select(func.coalesce(func.max(RoutingDecision.id), 0)).where(of_company)
+            .scalar_subquery(),
+            select(func.count()).select_from(RoutingDecision).where(of_company)
+            .scalar_subquery())).one()
         cached[company_id] = (int(newest), int(count))
     return cached[company_id]
 
@@ -445,8 +478,8 @@ def explain(company_id: int, text: str, kind: str = "labor", sub: str | None = N
         return Explained(suggestion=None, decisions=[])
     suggestion = index.suggest(kind, text, sub, description)
     with index._lock:
-        scored = {e.id: score for wording, score, _ in index.alike(kind, words(text), None)
-                  for e in index.groups[kind][wording]}
+        scored = {row[_ID]: score for wording, score, _ in index.alike(kind, words(text), None)
+                  for row in index.groups[kind][wording]}
     best = sorted(scored, key=lambda id_: (-scored[id_], -id_))[:limit]
     rows = {row.id: row for row in db.session.scalars(select(RoutingDecision).where(
         RoutingDecision.company_id == company_id, RoutingDecision.id.in_(best)))}
