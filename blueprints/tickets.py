@@ -19,7 +19,7 @@ from models.schemas import (
     TicketListQuery,
     UploadProgress,
 )
-from services.approval import approval
+from services.approval import approval, record_status
 from services.capture import capture, evidence, tickets
 from services.files import photo_uploads, storage
 from services.tickets import documents, export, ticket_queries, ticket_shapes
@@ -213,6 +213,24 @@ def restore_ticket(ticket_id: str) -> Ticket:
     in its `decisions`.
     """
     return approval.restore(g.company_id, ticket_id, actor=g.actor)
+
+
+@api_route(bp, "/tickets/<ticket_id>/sync", method="POST", tag="approval", response=Ticket,
+           errors=error_codes({404: ("ticket_not_found",), 409: ("ticket_not_written",)},
+                              PROJECT_SYSTEM_ERRORS),
+           extra_responses={
+               409: "`ticket_not_written` (the ticket has no record in the project system "
+                    "yet), `project_system_not_connected`.",
+           })
+def sync_ticket(ticket_id: str) -> Ticket:
+    """Read a written ticket's record from Procore now; answers the ticket with it.
+
+    `external` then carries the record's `status` in Procore, whether it was `deleted`
+    there, the `change_orders` its lines are on, and `status_read_at`. Reading never
+    changes the ticket's own status: a ticket whose change event was deleted or voided
+    stays written and is never written again.
+    """
+    return record_status.sync(g.company_id, ticket_id)
 
 
 def _evidence(stored: storage.Stream, media_type: str) -> Response:
