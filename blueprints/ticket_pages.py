@@ -12,7 +12,7 @@ from flask_login import current_user, login_required
 
 from blueprints.tickets import bp, csv_answer, document_answer, image_answer
 from models.schemas import BudgetCodeInput, TicketAuthorizationInput
-from services.approval import approval
+from services.approval import approval, record_status
 from services.capture import evidence, tickets
 from services.platform.errors import ServiceError
 from services.platform.validation import validate
@@ -183,6 +183,19 @@ def reject_page(ticket_id: str) -> Response:
 def restore_page(ticket_id: str) -> Response:
     """Restore a rejected ticket to the queue from the page."""
     return _decide(ticket_id, approval.restore, "Restored to the queue.")
+
+
+@bp.post("/tickets/<ticket_id>/sync")
+@login_required
+def sync_page(ticket_id: str) -> Response:
+    """Read the written ticket's record from Procore again, through the API's service."""
+    try:
+        record_status.sync(current_user.company_id, ticket_id)
+    except ServiceError as error:
+        if error.status == 404:
+            raise
+        return ticket_panel(ticket_id, error=error, status=422)
+    return ticket_panel(ticket_id, message="Read again from Procore just now.")
 
 
 @bp.post("/tickets/<ticket_id>/suggestions")
