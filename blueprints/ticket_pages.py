@@ -26,11 +26,13 @@ from services.tickets.ticket_records import find_ticket
 
 def ticket_panel(ticket_id: str, *, error: ServiceError | None = None, message: str | None = None,
                   chosen: review_ticket.FormChoices | None = None, status: int = 200,
-                  new_request=None, sign_error: ServiceError | None = None) -> Response:
-    """The ticket page, or its main panel for htmx, with the approve-form choices posted kept."""
+                  new_request=None, sign_error: ServiceError | None = None,
+                  opened: bool = False) -> Response:
+    """The ticket page, or its main panel for htmx, with the approve-form choices posted kept
+    (`opened`: the page itself, not an action's answer)."""
     chosen = chosen or review_ticket.FormChoices.from_form(request.values)
     page = review_ticket.ticket_page(current_user.company_id, ticket_id, error=error, message=message,
-                              chosen=chosen)
+                              chosen=chosen, opened=opened)
     page.reject_open = error is not None and error.code == "reason_required"
     response = render_page("review/ticket.html", "review/_ticket.html", page=page,
                            came_from=chosen.came_from, reject_reasons=review_ticket.REJECT_REASONS,
@@ -120,7 +122,7 @@ def ticket_page(ticket_id: str) -> Response:
     """One ticket with everything a reviewer needs to approve it."""
     written = request.args.get("written")
     note = review_ticket.next_ticket_note(current_user.company_id, written) if written else None
-    return ticket_panel(ticket_id, message=note)
+    return ticket_panel(ticket_id, message=note, opened=True)
 
 
 @bp.post("/tickets/<ticket_id>/approve")

@@ -84,10 +84,12 @@ def sync(company_id: int, ticket_id: str) -> Ticket:
 
 
 def is_stale(ticket: TicketRecord, now: dt.datetime | None = None) -> bool:
-    """Whether a written ticket's record was never read, or last read over STALE_AFTER ago."""
+    """Whether a written ticket's record was last read (or, never read, written) over
+    STALE_AFTER ago: a record just written is known to be open and on no change order."""
     if ticket.status != "written" or not ticket.external:
         return False
-    return ticket.record_read_at is None or (now or utcnow()) - ticket.record_read_at > STALE_AFTER
+    known = ticket.record_read_at or ticket.approved_at
+    return known is None or (now or utcnow()) - known > STALE_AFTER
 
 
 def refresh_if_stale(company_id: int, ticket: TicketRecord, wait_s: float) -> bool:

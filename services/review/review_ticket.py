@@ -173,14 +173,16 @@ class TicketPage(TicketView):
 
 
 def ticket_page(company_id: int, ticket_id: str, *, error: ServiceError | None = None,
-                message: str | None = None, chosen: FormChoices | None = None) -> TicketPage:
+                message: str | None = None, chosen: FormChoices | None = None,
+                opened: bool = False) -> TicketPage:
     """A ticket with the choices a reviewer has for each of its lines.
 
     Everything read from Procore comes from what was last known when it does not answer
-    in time, so the page still opens, with a banner saying since when Procore is away.
+    in time, so the page still opens, with a banner saying since when Procore is away. A
+    page `opened` (not answering an action) reads a stale written record again first.
     """
     record = find_ticket(company_id, ticket_id)
-    if record_status.refresh_if_stale(company_id, record, projects.PAGE_WAIT_S):
+    if opened and record_status.refresh_if_stale(company_id, record, projects.PAGE_WAIT_S):
         db.session.expire_all()
         record = find_ticket(company_id, ticket_id)
     ticket = shape_ticket(record, Wait.BRIEFLY)
