@@ -196,6 +196,8 @@ def sync_page(ticket_id: str) -> Response:
     except ServiceError as error:
         if error.status == 404:
             raise
+        if error.code != "ticket_not_written":  # Procore busy, away or not connected
+            error = ServiceError(error.message, code="record_unread", status=error.status)
         return ticket_panel(ticket_id, error=error, status=422)
     return ticket_panel(ticket_id, message="Read again from Procore just now.")
 

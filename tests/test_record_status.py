@@ -106,14 +106,20 @@ def test_sync_refuses_what_has_no_record(app, client, acme, rival):
 
 def test_sync_while_procore_is_away_answers_its_error_and_keeps_what_was_known(
         app, client, acme, sandbox_server):
-    """Procore answering 503 is the usual 502 project_system_unavailable; the last read stays."""
+    """Procore answering 503 is the usual 502 project_system_unavailable; the last read stays,
+    and the page's "Read it again" says so in a PM's words."""
     ticket = written(client, acme)
     assert sync(client, acme, ticket["id"]).status_code == 200
     before = stored(app, ticket["id"])
+    browser = sign_in(app, client, acme)
     control(sandbox_server, acme).fault(503, count=5, methods=["GET"])
     away = sync(client, acme, ticket["id"])
     assert away.status_code == 502, away.json
     assert away.json["error"]["code"] == "project_system_unavailable"
+    page = browser.post(f"/tickets/{ticket['id']}/sync", {}, htmx=True)
+    assert page.status_code == 422
+    assert "Procore could not be read just now, so this shows what was last read from it." in \
+        page.get_data(as_text=True)
     after = stored(app, ticket["id"])
     assert (after.record_status, after.record_read_at) == (before.record_status,
                                                            before.record_read_at)

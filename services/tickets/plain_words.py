@@ -30,6 +30,8 @@ PLAIN_ERRORS = {
                        "first, or tick \"Approve although this ticket was rejected\".",
     "ticket_written": "This ticket is already in Procore, so it can no longer change.",
     "ticket_not_written": "This ticket is not in Procore yet, so there is nothing to read back.",
+    "record_unread": "Procore could not be read just now, so this shows what was last read from "
+                     "it. Try again in a little while.",
     "approval_in_progress": "Someone is writing this ticket to Procore right now. Try again in a "
                             "few seconds to see how it went.",
     "project_system_unavailable": "Procore cannot be reached right now. Nothing was written and "
