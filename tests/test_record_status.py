@@ -253,3 +253,34 @@ def test_the_queue_lists_written_tickets_not_on_a_change_order(app, client, acme
     # The written tab shows where each stands in Procore.
     written_tab = browser.get("/queue?status=written").get_data(as_text=True)
     assert "on prime change order PCO-001 “Owner PCO” (pending)" in written_tab
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("size", [(1024, 768), (768, 1024)])
+def test_a_pm_finds_the_unbilled_tickets_on_a_tablet(app, client, acme, sandbox_server,
+                                                     live_server, chromium, size):
+    """From the queue, the tab 'Written, not on a change order' lists what is not billed yet,
+    fitting the tablet; the ticket it opens says where it stands in Procore."""
+    from tests.test_queue_tablet_browser import fits
+    from tests.test_review_triage import browser_sign_in
+
+    waiting = written(client, acme)
+    assert sync(client, acme, waiting["id"]).status_code == 200
+    context = chromium.new_context(viewport={"width": size[0], "height": size[1]},
+                                   has_touch=True)
+    page = context.new_page()
+    browser_sign_in(page, live_server, app, acme)
+    page.click("#unbilled-tab")
+    page.wait_for_url(re.compile(r".*not_on_change_order=1.*"))
+    row = page.locator(f"tr.queue-row[data-ticket='{waiting['id']}']")
+    assert row.locator("td.in-procore").inner_text() == "Open; not on a change order yet"
+    assert re.fullmatch(r"written \d+ min ago", row.locator(".written-age").inner_text())
+    width, window = fits(page)
+    assert width <= window, (size, width)
+    box = row.locator("td").last.bounding_box()
+    assert box["x"] + box["width"] <= window, (size, "last column cut off")
+    row.locator(f"#open-{waiting['id']}").click()
+    page.wait_for_selector("p.in-procore")
+    assert page.inner_text("p.in-procore").startswith(
+        "Status in Procore: Open. Not on a change order yet. Read ")
+    context.close()
