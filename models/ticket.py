@@ -54,8 +54,8 @@ class Ticket(db.Model):
         # Written change events not on a change order yet, oldest written first (the queue's view).
         Index("ix_tickets_company_on_change_order", "company_id", "on_change_order",
               "approved_at"),
-        # Written tickets whose record in the project system was read longest ago (the sync).
-        Index("ix_tickets_status_record_read", "status", "record_read_at"),
+        # Written tickets whose record in the project system was tried longest ago (the sync).
+        Index("ix_tickets_status_record_tried", "status", "record_tried_at"),
         # A phone resending a queued ticket carries the same client reference: one ticket only.
         UniqueConstraint("company_id", "client_ref", name="uq_tickets_company_client_ref"),
     )
@@ -109,12 +109,14 @@ class Ticket(db.Model):
     approval_destinations: Mapped[list[str] | None] = mapped_column(JSON, deferred=True)
     # The written record as last read back from the project system (services/approval/
     # record_status.py): its status name, whether it was deleted there, the change orders its
-    # lines are on (ChangeOrder shapes) and when it was read. `on_change_order` is None for a
-    # daily log entry or an unwritten ticket, else whether any line is on a change order.
+    # lines are on (ChangeOrder shapes) and when it was read; when a read was last tried, read
+    # or not (the scheduled sync goes on from there). `on_change_order` is None for a daily log
+    # entry or an unwritten ticket, else whether any line is on a change order.
     record_status: Mapped[str | None] = mapped_column(String(40))
     record_deleted: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     record_change_orders: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)
     record_read_at: Mapped[dt.datetime | None]
+    record_tried_at: Mapped[dt.datetime | None]
     on_change_order: Mapped[bool | None] = mapped_column(Boolean)
 
     @property

@@ -215,15 +215,20 @@ def test_the_command_reads_a_page_of_tickets_longest_unread_first_within_the_rat
 
 def test_the_command_leaves_a_company_whose_procore_is_away_for_the_next_run(
         app, client, acme, rival, sandbox_server):
-    """One company's Procore away leaves its tickets unread and the others' read."""
+    """One company's Procore away leaves its tickets unread for a later run, and never holds
+    the others back: the next run goes on to them."""
     ours, theirs = written(client, acme), written(client, rival)
     control(sandbox_server, acme).fault(503, count=10, methods=["GET"])
-    result = app.test_cli_runner().invoke(args=["project-system", "sync"])
-    assert "1 record(s) read" in result.output
+    runner = app.test_cli_runner()
+    first = runner.invoke(args=["project-system", "sync", "--limit", "1"])
+    assert "0 record(s) read" in first.output
     assert f"company {acme.company_id}: left for the next run (project_system_unavailable)" \
-        in result.output
+        in first.output
     assert stored(app, ours["id"]).record_read_at is None
+    second = runner.invoke(args=["project-system", "sync", "--limit", "1"])
+    assert "1 record(s) read, 0 refused" in second.output
     assert stored(app, theirs["id"]).record_status == "Open"
+    assert stored(app, ours["id"]).record_read_at is None
 
 
 def test_the_queue_lists_written_tickets_not_on_a_change_order(app, client, acme,

@@ -27,10 +27,11 @@ def upgrade():
                                       nullable=False))
         batch_op.add_column(sa.Column('record_change_orders', sa.JSON(), nullable=True))
         batch_op.add_column(sa.Column('record_read_at', sa.DateTime(), nullable=True))
+        batch_op.add_column(sa.Column('record_tried_at', sa.DateTime(), nullable=True))
         batch_op.add_column(sa.Column('on_change_order', sa.Boolean(), nullable=True))
         batch_op.create_index('ix_tickets_company_on_change_order',
                               ['company_id', 'on_change_order', 'approved_at'], unique=False)
-        batch_op.create_index('ix_tickets_status_record_read', ['status', 'record_read_at'],
+        batch_op.create_index('ix_tickets_status_record_tried', ['status', 'record_tried_at'],
                               unique=False)
     tickets = sa.table('tickets', sa.column('id', sa.String), sa.column('status', sa.String),
                        sa.column('external', sa.JSON), sa.column('on_change_order', sa.Boolean))
@@ -46,9 +47,10 @@ def upgrade():
 def downgrade():
     """Drop the record_* columns, on_change_order and their indexes."""
     with op.batch_alter_table('tickets', schema=None) as batch_op:
-        batch_op.drop_index('ix_tickets_status_record_read')
+        batch_op.drop_index('ix_tickets_status_record_tried')
         batch_op.drop_index('ix_tickets_company_on_change_order')
         batch_op.drop_column('on_change_order')
+        batch_op.drop_column('record_tried_at')
         batch_op.drop_column('record_read_at')
         batch_op.drop_column('record_change_orders')
         batch_op.drop_column('record_deleted')

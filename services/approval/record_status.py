@@ -13,7 +13,7 @@ import datetime as dt
 from concurrent.futures import TimeoutError as FutureTimeout
 
 from flask import current_app
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from models import Ticket as TicketRecord
 from models import db, utcnow
@@ -71,7 +71,7 @@ def keep(ticket_id: str, state: RecordState, now: dt.datetime | None = None) -> 
                                        for order in state.change_orders]
         ticket.on_change_order = bool(state.change_orders) \
             if (ticket.external or {}).get("destination") == CHANGE_EVENT else None
-        ticket.record_read_at = now or utcnow()
+        ticket.record_read_at = ticket.record_tried_at = now or utcnow()
 
 
 def sync(company_id: int, ticket_id: str) -> Ticket:
@@ -126,12 +126,12 @@ class SyncReport:
 
 def due(now: dt.datetime | None = None, limit: int = SYNC_PAGE) -> list[tuple[int, str]]:
     """The (company, ticket) pairs the next run reads: tickets written in the last SYNC_DAYS,
-    never read first, then the longest ago read."""
+    never tried first, then the longest ago tried (read, or refused)."""
     since = (now or utcnow()) - dt.timedelta(days=SYNC_DAYS)
     rows = db.session.execute(
         select(TicketRecord.company_id, TicketRecord.id)
         .where(TicketRecord.status == "written", TicketRecord.approved_at >= since)
-        .order_by(TicketRecord.record_read_at.is_not(None), TicketRecord.record_read_at,
+        .order_by(TicketRecord.record_tried_at.is_not(None), TicketRecord.record_tried_at,
                   TicketRecord.approved_at, TicketRecord.id)
         .limit(limit))
     return [(int(company_id), ticket_id) for company_id, ticket_id in rows]
@@ -140,9 +140,11 @@ def due(now: dt.datetime | None = None, limit: int = SYNC_PAGE) -> list[tuple[in
 def sync_due(now: dt.datetime | None = None, limit: int = SYNC_PAGE) -> SyncReport:
     """Read a page of due tickets' records, each company's calls paced by its rate limit; a
     company whose project system is busy past the wait, away or not connected is left for the
-    next run."""
+    next run. Every ticket of the page counts as tried, so a record that cannot be read or a
+    company away never holds the others back."""
     report = SyncReport()
-    for company_id, ticket_id in due(now, limit):
+    page = due(now, limit)
+    for company_id, ticket_id in page:
         if company_id in report.skipped_companies:
             continue
         try:
@@ -159,4 +161,8 @@ def sync_due(now: dt.datetime | None = None, limit: int = SYNC_PAGE) -> SyncRepo
         else:
             report.read += 1
         db.session.expire_all()
+    with write_transaction() as session:
+        session.execute(update(TicketRecord)
+                        .where(TicketRecord.id.in_([ticket_id for _company, ticket_id in page]))
+                        .values(record_tried_at=utcnow()))
     return report
