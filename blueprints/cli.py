@@ -309,7 +309,7 @@ def connect_command(company_id: int, environment: str, client_id: str, client_se
 
 @project_system_cli.command("sync")
 @click.option("--limit", type=click.IntRange(1, 1000), default=record_status.SYNC_PAGE,
-              show_default=True, help="Tickets read in this run, longest unread first.")
+              show_default=True, help="Tickets read in this run, the longest since last tried first.")
 def sync_command(limit: int) -> None:
     """Read back where written tickets' records stand in Procore (status, deleted, change
     orders): those written in the last 90 days, paced by each company's rate limit (a timer
