@@ -29,8 +29,9 @@ def upgrade():
         batch_op.add_column(sa.Column('record_read_at', sa.DateTime(), nullable=True))
         batch_op.add_column(sa.Column('record_tried_at', sa.DateTime(), nullable=True))
         batch_op.add_column(sa.Column('on_change_order', sa.Boolean(), nullable=True))
-        batch_op.create_index('ix_tickets_company_on_change_order',
-                              ['company_id', 'on_change_order', 'approved_at'], unique=False)
+        batch_op.create_index('ix_tickets_company_status_change_order',
+                              ['company_id', 'status', 'on_change_order', 'captured_at', 'id',
+                               'total'], unique=False)
         batch_op.create_index('ix_tickets_status_record_tried', ['status', 'record_tried_at'],
                               unique=False)
     tickets = sa.table('tickets', sa.column('id', sa.String), sa.column('status', sa.String),
@@ -48,7 +49,7 @@ def downgrade():
     """Drop the record_* columns, on_change_order and their indexes."""
     with op.batch_alter_table('tickets', schema=None) as batch_op:
         batch_op.drop_index('ix_tickets_status_record_tried')
-        batch_op.drop_index('ix_tickets_company_on_change_order')
+        batch_op.drop_index('ix_tickets_company_status_change_order')
         batch_op.drop_column('on_change_order')
         batch_op.drop_column('record_tried_at')
         batch_op.drop_column('record_read_at')
