@@ -125,6 +125,13 @@ class Ticket(db.Model):
         """The ticket's short reference, T-1A2B3C4D."""
         return short_reference(self.id)
 
+    @property
+    def record_gone(self) -> str | None:
+        """"deleted" or "void" when the written record was, as last read; else None."""
+        if self.record_deleted:
+            return "deleted"
+        return "void" if self.record_status == "Void" else None
+
     # Loaded with the ticket where a whole ticket is read (find_ticket); lists leave them out.
     photos: Mapped[list[TicketPhoto]] = relationship(
         back_populates="ticket", order_by="TicketPhoto.position")

@@ -152,6 +152,10 @@ def test_deleted_or_void_in_procore_shows_and_the_ticket_is_never_written_again(
         assert again.status_code == 200 and again.json["already"] is True
         assert len(origin_rows(sandbox_server, "change_events", ticket["id"])) == 1
         assert stored(app, ticket["id"]).status == "written"
+    assert "(its record is deleted there)" in act(
+        client, acme, deleted["id"], "restore").json["error"]["message"]
+    written_tab = browser.get("/queue?status=written").get_data(as_text=True)
+    assert "void in Procore" in written_tab and "deleted in Procore" in written_tab
     gone = browser.post(f"/tickets/{deleted['id']}/restore", {}, htmx=True)
     assert gone.status_code == 422 and "already in Procore" in gone.get_data(as_text=True)
 

@@ -460,7 +460,6 @@ def restore(company_id: int, ticket_id: str, actor: str) -> Ticket:
 def _refuse_written(ticket: TicketRecord) -> None:
     """409 ticket_written: a ticket in the project system can no longer change state."""
     if ticket.status == "written":
-        gone = (" (its record was deleted there)" if ticket.record_deleted else
-                " (its record is void there)" if ticket.record_status == "Void" else "")
+        gone = f" (its record is {ticket.record_gone} there)" if ticket.record_gone else ""
         raise Conflict(f"the ticket is already written to the project system{gone}; a written "
                        "ticket is never restored nor written again", code="ticket_written")

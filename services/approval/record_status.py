@@ -3,7 +3,7 @@ entry read back (status, deleted, the change orders its lines are on) and kept o
 
 One read, `sync`, serves `POST /v1/tickets/{id}/sync`, the ticket page (when the last read is
 older than STALE_AFTER, waiting only briefly) and the scheduled sync of the tickets written in
-the last SYNC_DAYS (`sync_due`), oldest read first; every call goes through the company's
+the last SYNC_DAYS (`sync_due`), longest since tried first; every call goes through the company's
 pacing and slots like any other read.
 """
 from __future__ import annotations
@@ -35,10 +35,8 @@ from services.tickets.ticket_shapes import get_ticket
 STALE_AFTER = dt.timedelta(minutes=15)
 # The scheduled sync reads the tickets written within this many days.
 SYNC_DAYS = 90
-# Tickets the scheduled sync reads per run, oldest read first.
+# Tickets the scheduled sync reads per run, the longest since last tried first.
 SYNC_PAGE = 100
-# What a record that is voided in the project system is called there.
-VOID = "Void"
 
 
 def _record(ticket: TicketRecord) -> tuple[str, int]:

@@ -241,11 +241,9 @@ def record_words(ticket) -> str:
     void, on which change orders, or its status and not on a change order yet."""
     if ticket.record_read_at is None:
         return "not read from Procore yet"
-    if ticket.record_deleted:
-        return "deleted in Procore"
+    if ticket.record_gone:
+        return f"{ticket.record_gone} in Procore"
     status = ticket.record_status or "status unknown"
-    if status == "Void":
-        return "void in Procore"
     orders = ticket.record_change_orders or []
     if orders:
         return f"{status}; on " + ", ".join(change_order_words(order) for order in orders)
