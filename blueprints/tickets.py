@@ -48,11 +48,13 @@ def list_tickets(query: TicketListQuery) -> TicketList:
     """List tickets, newest first; filter by status and project.
 
     Sorted by capture time, then id. `q` searches the description, reason, directed-by and
-    recorded-by (case-insensitive), or finds a T-reference. Each item is a `TicketSummary`;
+    recorded-by (case-insensitive), or finds a T-reference; `not_on_change_order=true` lists
+    the written change events on no change order yet. Each item is a `TicketSummary`;
     `total` counts every matching ticket, whatever `limit` and `offset` are.
     """
     where = ticket_queries.ListFilter(status=query.status, project_id=query.project_id, q=query.q,
-                                      sub=query.sub)
+                                      sub=query.sub,
+                                      not_on_change_order=query.not_on_change_order)
     return ticket_queries.list_tickets(g.company_id, where, limit=query.limit, offset=query.offset)
 
 
@@ -81,7 +83,8 @@ def export_tickets(query: TicketFilters) -> Response:
     -, @) starts with an apostrophe instead.
     """
     return csv_answer(export.export_csv(g.company_id, ticket_queries.ListFilter(
-        status=query.status, project_id=query.project_id, q=query.q, sub=query.sub)))
+        status=query.status, project_id=query.project_id, q=query.q, sub=query.sub,
+        not_on_change_order=query.not_on_change_order)))
 
 
 @api_route(bp, "/tickets", method="POST", tag="tickets", body=TicketInput, response=Ticket,

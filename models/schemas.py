@@ -1054,6 +1054,9 @@ class TicketFilters(InputShape):
                                       "(T- and up to 8 characters of the id).")
     sub: str | None = Field(default=None, max_length=120, description=(
         "A sub or crew, as tickets name it (exactly, ignoring case)."))
+    not_on_change_order: bool = Field(default=False, description=(
+        "Only tickets written as a change event whose lines are on no change order yet, as "
+        "last read from Procore (`external.change_orders` empty): claimed, not yet billed."))
 
 
 class TicketListQuery(TicketFilters):

@@ -293,6 +293,12 @@ def test_the_queue_lists_written_tickets_not_on_a_change_order(app, client, acme
     # The tab is there from every view, with the same count and dollars.
     queue = browser.get("/queue").get_data(as_text=True)
     assert f"Written, not on a change order (1 · ${float(waiting['total']):,.2f})" in queue
+    # Programs read the same list, and its CSV.
+    listed = client.get("/v1/tickets?not_on_change_order=true", headers=acme.headers).json
+    assert [t["id"] for t in listed["data"]] == [waiting["id"]] and listed["total"] == 1
+    csv = client.get("/v1/tickets/export.csv?not_on_change_order=true", headers=acme.headers)
+    assert waiting["id"][:8].upper() in csv.get_data(as_text=True).upper()
+    assert billed["id"][:8].upper() not in csv.get_data(as_text=True).upper()
     # The written tab shows where each stands in Procore.
     written_tab = browser.get("/queue?status=written").get_data(as_text=True)
     assert "on prime change order PCO-001 “Owner PCO” (pending)" in written_tab
