@@ -123,10 +123,10 @@ class Parties:
 
 def put_on_change_orders(db: sqlite_utils.Database, event: dict[str, Any], kind: str,
                          status: str, title: str | None) -> list[dict[str, Any]]:
-    """Put the event's lines on change orders of ``kind`` with ``status``, as a PM does in
-    Procore: "commitment" makes one change order per commitment its lines are proposed on (lines
-    without one stay off), "prime" one change order of the prime contract for every line.
-    Lines already on one keep it and it takes the new status; 422 when no line can go on one."""
+    """Put the event's lines on change orders of ``kind`` with ``status``, as a PM does."""
+    # "commitment": one per commitment its lines are proposed on (lines without one stay off);
+    # "prime": one for every line. A line already on one keeps it, which takes the new status;
+    # 422 when no line can go on one.
     items = list(db.query("SELECT * FROM change_items WHERE change_event_id = ? "
                           "ORDER BY position", [event["id"]]))
     column = f"{kind}_co_id"

@@ -174,9 +174,10 @@ def _proposed_id(cost: dict[str, Any], key: str, field: str,
 
 def check_parties(db: sqlite_utils.Database, project_id: int, cost: dict[str, Any], field: str,
                   errors: dict[str, list[str]]) -> tuple[int | None, int | None]:
-    """A change item's proposed vendor and commitment, refused as Procore refuses them: a vendor
-    outside the project's directory, a commitment of another project, or a commitment of
-    another vendor than the line's. A commitment alone brings its own vendor."""
+    """A change item's proposed vendor and commitment, or field errors as Procore gives them."""
+    # Refused: a vendor outside the project's directory, a commitment of another project, a
+    # Void or Terminated one, or one of another vendor than the line's. A commitment alone
+    # brings its own vendor.
     vendor_id = _proposed_id(cost, "vendor", field, errors)
     contract_id = _proposed_id(cost, "contract", field, errors)
     if vendor_id is not None and next(db.query(

@@ -124,6 +124,8 @@ def test_reads_where_a_change_event_stands(procore_client, sandbox_company, sand
     """Open with no change order; Closed and on a commitment and a prime change order, each
     once; Void; in the recycle bin; gone altogether."""
     control = SandboxControl(sandbox_server, sandbox_company)
+    recorder = ExchangeRecorder()
+    recorder.attach(procore_client)
     project = project_id(sandbox_company)
     bolt_sc, bolt_po = (commitment(procore_client, project, "SC-003"),
                         commitment(procore_client, project, "PO-001"))
@@ -151,6 +153,7 @@ def test_reads_where_a_change_event_stands(procore_client, sandbox_company, sand
     assert recycled.deleted and recycled.status == "Void"
     assert procore_client.read_record_state(project, "change_event", 123) == RecordState(
         status=None, deleted=True)
+    assert [problem for exchange in recorder.exchanges for problem in problems(exchange)] == []
     control.close()
 
 
@@ -166,3 +169,17 @@ def test_reads_where_a_manpower_entry_stands(procore_client, sandbox_company):
     assert procore_client.read_record_state(project, "manpower_log", record.id).deleted
     with pytest.raises(ValueError):
         procore_client.read_record_state(project, "rfi", record.id)
+
+
+def test_an_event_type_refused_leaves_the_event_written(procore_client, sandbox_company,
+                                                        sandbox_control, sandbox_server, caplog):
+    """The type is set after the event is written: when that call fails, the written event is
+    still answered (once, at Procore's default type) and the failure is logged."""
+    project = project_id(sandbox_company)
+    sandbox_control.fault(503, match="/rest/v1.0/change_events/", methods=["PATCH"])
+    record = procore_client.create_change_event(project, draft(
+        (line(procore_client, project, "Labor", None, None),), event_type="allowance"))
+    assert event_count(sandbox_server.db_path, project) == 1
+    assert v10_event(sandbox_server.db_path, record.id)["event_type"] == "tbd"
+    assert "kept its default type" in caplog.text
+    assert sandbox_control.faults() == []

@@ -702,8 +702,8 @@ class ProcoreClient:
         return None
 
     def create_change_event(self, project_id: int, draft: ChangeEventDraft) -> RemoteRecord:
-        """Create an open, out-of-scope change event with one item per line, each on its vendor
-        and commitment, with the draft's change reason (never repeated); then its event type."""
+        """Create an open, out-of-scope change event, each line on its vendor and commitment."""
+        # Never repeated; the change reason goes with it, an event type other than tbd after.
         items = []
         for line in draft.lines:
             estimate = {"amount": line.amount, "calculation_strategy": "manual",
@@ -736,8 +736,8 @@ class ProcoreClient:
         return record
 
     def _set_event_type(self, project_id: int, change_event_id: int, event_type: str) -> None:
-        """Give a written change event its type, which only v1.0 names (v1.1 has none); the event
-        stays written, at Procore's default type, when this call fails."""
+        """Give a written change event its type through v1.0 (v1.1 names no event type)."""
+        # A failure leaves the written event at Procore's default type: it is still answered.
         try:
             self._request("PATCH", f"/rest/v1.0/change_events/{change_event_id}",
                           json_body={"project_id": project_id,
@@ -828,8 +828,7 @@ class ProcoreClient:
                                 {"project_id": project_id})
 
     def read_record_state(self, project_id: int, kind: str, record_id: int) -> RecordState:
-        """Where a written change event or manpower entry stands: its status, whether it is gone
-        (404, or in the recycle bin) and each change order its lines are on, once."""
+        """Where a written change event or manpower entry stands now (404: gone)."""
         if kind == "change_event":
             path, params = f"/rest/v1.1/change_events/{record_id}", {"project_id": project_id}
         elif kind == "manpower_log":
@@ -858,8 +857,8 @@ class ProcoreClient:
                                        tool="directory") if row.get("id") is not None]
 
     def list_commitments(self, project_id: int) -> list[Commitment]:
-        """The project's subcontracts and purchase orders that can take a line (not Void or
-        Terminated), each with its vendor (Procore names it vendor.company, or vendor.name)."""
+        """The project's subcontracts and purchase orders, not Void or Terminated."""
+        # Procore's purchase order list names the vendor vendor.company; others may say name.
         found = []
         for kind, path in _COMMITMENT_LISTS:
             for row in self._pages(path, {"project_id": project_id}, tool="commitments"):
@@ -875,8 +874,7 @@ class ProcoreClient:
         return found
 
     def list_change_reasons(self, project_id: int) -> list[ChangeReason]:
-        """The company's change reasons offered in selects (the list is the company's, the
-        same for every project)."""
+        """The company's change reasons offered in selects (the same for every project)."""
         return [ChangeReason(id=int(row["id"]),
                              name=str(row.get("change_reason") or row.get("name") or ""))
                 for row in self._pages("/rest/v1.0/change_order_change_reasons",
@@ -1122,9 +1120,9 @@ def _next_page(response: requests.Response, page: int, asked: int) -> int | None
 
 
 def _change_orders(row: dict[str, Any]) -> tuple[ChangeOrderState, ...]:
-    """The commitment and prime change orders a change event's lines are on, each once: a line's
-    cost_impact.commitment (unless it is the contract itself) or change_order_package, and its
-    revenue_impact.change_order or change_order_package."""
+    """The commitment and prime change orders a v1.1 change event's lines are on, each once."""
+    # cost_impact.commitment (unless its type says it is the contract itself) or
+    # change_order_package; revenue_impact.change_order or change_order_package.
     found: dict[tuple[str, Any], ChangeOrderState] = {}
     for item in row.get("change_items") or ():
         cost = item.get("cost_impact") or {}
