@@ -311,9 +311,8 @@ def connect_command(company_id: int, environment: str, client_id: str, client_se
 @click.option("--limit", type=click.IntRange(1, 1000), default=record_status.SYNC_PAGE,
               show_default=True, help="Tickets read in this run, the longest since last tried first.")
 def sync_command(limit: int) -> None:
-    """Read back where written tickets' records stand in Procore (status, deleted, change
-    orders): those written in the last 90 days, paced by each company's rate limit (a timer
-    runs it)."""
+    """Read back Procore's status of tickets written in the last 90 days (a timer runs it)."""
+    # Each company's calls are paced by its rate limit; a company busy or away waits a run.
     report = record_status.sync_due(limit=limit)
     click.echo(f"{report.read} record(s) read, {report.failed} refused")
     for company_id, code in sorted(report.skipped_companies.items()):

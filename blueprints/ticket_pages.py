@@ -28,8 +28,8 @@ def ticket_panel(ticket_id: str, *, error: ServiceError | None = None, message: 
                   chosen: review_ticket.FormChoices | None = None, status: int = 200,
                   new_request=None, sign_error: ServiceError | None = None,
                   opened: bool = False) -> Response:
-    """The ticket page, or its main panel for htmx, with the approve-form choices posted kept
-    (`opened`: the page itself, not an action's answer)."""
+    """The ticket page, or its main panel for htmx, with the approve-form choices posted kept."""
+    # `opened`: the page itself (which reads a stale written record again), not an action's answer.
     chosen = chosen or review_ticket.FormChoices.from_form(request.values)
     page = review_ticket.ticket_page(current_user.company_id, ticket_id, error=error, message=message,
                               chosen=chosen, opened=opened)

@@ -58,8 +58,8 @@ def read_state(company_id: int, ticket: TicketRecord) -> RecordState:
 
 
 def keep(ticket_id: str, state: RecordState, now: dt.datetime | None = None) -> None:
-    """Keep a record's state on its ticket, as read at `now`; a deleted record keeps the last
-    status it was read with."""
+    """Keep a record's state on its ticket, as read at `now`."""
+    # A deleted record keeps the last status it was read with.
     with write_transaction() as session:
         ticket = locked(session, ticket_id)
         if state.status is not None or not state.deleted:
@@ -73,8 +73,7 @@ def keep(ticket_id: str, state: RecordState, now: dt.datetime | None = None) -> 
 
 
 def sync(company_id: int, ticket_id: str) -> Ticket:
-    """Read a written ticket's record from the project system now, keep it, and answer the
-    ticket (409 ticket_not_written for a ticket that is not written)."""
+    """Read a written ticket's record from the project system now, keep it, answer the ticket."""
     ticket = find_ticket(company_id, ticket_id)
     keep(ticket.id, read_state(company_id, ticket))
     db.session.expire_all()
@@ -82,8 +81,8 @@ def sync(company_id: int, ticket_id: str) -> Ticket:
 
 
 def is_stale(ticket: TicketRecord, now: dt.datetime | None = None) -> bool:
-    """Whether a written ticket's record was last read (or, never read, written) over
-    STALE_AFTER ago: a record just written is known to be open and on no change order."""
+    """Whether a written ticket's record was last read (or written) over STALE_AFTER ago."""
+    # A record just written is known to be open and on no change order.
     if ticket.status != "written" or not ticket.external:
         return False
     known = ticket.record_read_at or ticket.approved_at
@@ -91,10 +90,9 @@ def is_stale(ticket: TicketRecord, now: dt.datetime | None = None) -> bool:
 
 
 def refresh_if_stale(company_id: int, ticket: TicketRecord, wait_s: float) -> bool:
-    """For a page: read a stale record again in the background, waiting up to `wait_s` for it;
-    whether the ticket was read afresh by then (else the page shows what was known, and the
-    read, still under way, keeps its answer for the next one). Nothing is read while pages
-    find the project system away."""
+    """For a page: read a stale record again, waiting up to `wait_s`; whether it was read by then."""
+    # Past the wait the page shows what was known; the read, still under way in the background,
+    # keeps its answer for the next opening. Nothing is read while pages find Procore away.
     if not is_stale(ticket) or projects.away_since(company_id) is not None:
         return False
     ticket_id = ticket.id
@@ -114,8 +112,7 @@ def refresh_if_stale(company_id: int, ticket: TicketRecord, wait_s: float) -> bo
 
 @dataclasses.dataclass
 class SyncReport:
-    """What a run of the scheduled sync did: tickets read, refused one by one, and companies
-    whose project system was busy or away (their other tickets wait for the next run)."""
+    """What a run of the scheduled sync did: records read, refused, companies left for later."""
 
     read: int = 0
     failed: int = 0
@@ -123,8 +120,8 @@ class SyncReport:
 
 
 def due(now: dt.datetime | None = None, limit: int = SYNC_PAGE) -> list[tuple[int, str]]:
-    """The (company, ticket) pairs the next run reads: tickets written in the last SYNC_DAYS,
-    never tried first, then the longest ago tried (read, or refused)."""
+    """The (company, ticket) pairs the next run reads, the longest since tried first."""
+    # Tickets written in the last SYNC_DAYS; never tried first, then the longest ago tried.
     since = (now or utcnow()) - dt.timedelta(days=SYNC_DAYS)
     rows = db.session.execute(
         select(TicketRecord.company_id, TicketRecord.id)
@@ -136,10 +133,10 @@ def due(now: dt.datetime | None = None, limit: int = SYNC_PAGE) -> list[tuple[in
 
 
 def sync_due(now: dt.datetime | None = None, limit: int = SYNC_PAGE) -> SyncReport:
-    """Read a page of due tickets' records, each company's calls paced by its rate limit; a
-    company whose project system is busy past the wait, away or not connected is left for the
-    next run. Every ticket of the page counts as tried, so a record that cannot be read or a
-    company away never holds the others back."""
+    """Read a page of due tickets' records, each company's calls paced by its rate limit."""
+    # A company busy past the wait, away or not connected is left for the next run. Every ticket
+    # of the page counts as tried, so a record that cannot be read or a company away never
+    # holds the others back.
     report = SyncReport()
     page = due(now, limit)
     for company_id, ticket_id in page:

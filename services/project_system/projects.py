@@ -235,8 +235,7 @@ def _in_background(load: Callable[[], T]) -> Future:
 
 
 def background_read(load: Callable[[], T]) -> Future:
-    """Run a read of the project system on the pool pages read from, for a page to wait on
-    briefly; its answer is left to `load` to keep."""
+    """Run a read of the project system on the pool pages read from (`load` keeps its answer)."""
     return _in_background(load)
 
 

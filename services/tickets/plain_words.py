@@ -227,8 +227,7 @@ CHANGE_ORDER_KINDS = {"commitment": "commitment change order", "prime": "prime c
 
 
 def change_order_words(order: dict) -> str:
-    """A change order a ticket's lines are on, as a PM reads it: 'commitment change order 002
-    (Pending)'."""
+    """A change order as a PM reads it: 'commitment change order CCO-002 “Title” (pending)'."""
     kind = CHANGE_ORDER_KINDS.get(order.get("kind"), "change order")
     number = f" {order['number']}" if order.get("number") else ""
     title = f" “{order['title']}”" if order.get("title") else ""
@@ -237,8 +236,7 @@ def change_order_words(order: dict) -> str:
 
 
 def record_words(ticket) -> str:
-    """Where a written ticket's record stands in Procore as last read, in a few words: deleted,
-    void, on which change orders, or its status and not on a change order yet."""
+    """Where a written ticket's record stands in Procore as last read, in a few words."""
     if ticket.record_read_at is None:
         return "not read from Procore yet"
     if ticket.record_gone:

@@ -111,8 +111,7 @@ def shape(ticket: TicketRecord, schema: type[TicketSummary] | None = None,
 
 
 def external_of(ticket: TicketRecord) -> dict[str, Any] | None:
-    """The written record as the External shape reads it: what the approval kept, with where
-    it stands in the project system as last read."""
+    """The written record as the External shape reads it, with where it stands as last read."""
     if not ticket.external:
         return None
     return {**ticket.external, "status": ticket.record_status,
