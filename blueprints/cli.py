@@ -13,6 +13,7 @@ from flask.cli import AppGroup, with_appcontext
 from models import short_reference
 from services import demo
 from services.accounts import companies, keys, reviewers
+from services.approval import record_status
 from services.approval.connection_check import run as run_connection_check
 from services.capture import signing
 from services.files import backup, photo_sweep, photo_uploads, storage_migration
@@ -304,6 +305,18 @@ def connect_command(company_id: int, environment: str, client_id: str, client_se
     projects.clear_caches()
     click.echo("saved; checking the connection:")
     _print_findings(connections.check_connection(company_id))
+
+
+@project_system_cli.command("sync")
+@click.option("--limit", type=click.IntRange(1, 1000), default=record_status.SYNC_PAGE,
+              show_default=True, help="Tickets read in this run, the longest since last tried first.")
+def sync_command(limit: int) -> None:
+    """Read back Procore's status of tickets written in the last 90 days (a timer runs it)."""
+    # Each company's calls are paced by its rate limit; a company busy or away waits a run.
+    report = record_status.sync_due(limit=limit)
+    click.echo(f"{report.read} record(s) read, {report.failed} refused")
+    for company_id, code in sorted(report.skipped_companies.items()):
+        click.echo(f"company {company_id}: left for the next run ({code})")
 
 
 @project_system_cli.command("check")

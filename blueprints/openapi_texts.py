@@ -279,7 +279,17 @@ When the project system refuses, the answer is 502 with its message and the tick
 approvable. When a write was sent and not settled (no answer, a server error, or the record
 made but a file not attached) the code is `project_system_write_unconfirmed`: approving again
 finds the record and completes it. Approving a written ticket again answers it with
-`already: true`."""),
+`already: true`.
+
+**Where it stands in Procore.** `POST /v1/tickets/{id}/sync` reads a written ticket's record
+back and answers the ticket: `external.status` (Procore's status name, such as `Open`,
+`Closed` or `Void`), `external.deleted`, `external.change_orders` (each commitment or prime
+change order its lines are on, with its number, title and status) and
+`external.status_read_at`. The ticket page reads it again when the last read is over 15
+minutes old, and a scheduled command reads the tickets written in the last 90 days, longest
+unread first, within Procore's rate limit. A ticket that is not written is 409
+`ticket_not_written`. A change event deleted or voided in Procore leaves the ticket written:
+it is never restored nor written again (restore stays 409 `ticket_written`)."""),
     "signature-requests": ("Signing links", """\
 The general contractor's person signs a ticket from a link, with no account.
 

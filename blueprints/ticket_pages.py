@@ -12,7 +12,7 @@ from flask_login import current_user, login_required
 
 from blueprints.tickets import bp, csv_answer, document_answer, image_answer
 from models.schemas import BudgetCodeInput, TicketAuthorizationInput
-from services.approval import approval
+from services.approval import approval, record_status
 from services.capture import evidence, tickets
 from services.platform.errors import ServiceError
 from services.platform.validation import validate
@@ -26,11 +26,13 @@ from services.tickets.ticket_records import find_ticket
 
 def ticket_panel(ticket_id: str, *, error: ServiceError | None = None, message: str | None = None,
                   chosen: review_ticket.FormChoices | None = None, status: int = 200,
-                  new_request=None, sign_error: ServiceError | None = None) -> Response:
+                  new_request=None, sign_error: ServiceError | None = None,
+                  opened: bool = False) -> Response:
     """The ticket page, or its main panel for htmx, with the approve-form choices posted kept."""
+    # `opened`: the page itself (which reads a stale written record again), not an action's answer.
     chosen = chosen or review_ticket.FormChoices.from_form(request.values)
     page = review_ticket.ticket_page(current_user.company_id, ticket_id, error=error, message=message,
-                              chosen=chosen)
+                              chosen=chosen, opened=opened)
     page.reject_open = error is not None and error.code == "reason_required"
     response = render_page("review/ticket.html", "review/_ticket.html", page=page,
                            came_from=chosen.came_from, reject_reasons=review_ticket.REJECT_REASONS,
@@ -120,7 +122,7 @@ def ticket_page(ticket_id: str) -> Response:
     """One ticket with everything a reviewer needs to approve it."""
     written = request.args.get("written")
     note = review_ticket.next_ticket_note(current_user.company_id, written) if written else None
-    return ticket_panel(ticket_id, message=note)
+    return ticket_panel(ticket_id, message=note, opened=True)
 
 
 @bp.post("/tickets/<ticket_id>/approve")
@@ -183,6 +185,21 @@ def reject_page(ticket_id: str) -> Response:
 def restore_page(ticket_id: str) -> Response:
     """Restore a rejected ticket to the queue from the page."""
     return _decide(ticket_id, approval.restore, "Restored to the queue.")
+
+
+@bp.post("/tickets/<ticket_id>/sync")
+@login_required
+def sync_page(ticket_id: str) -> Response:
+    """Read the written ticket's record from Procore again, through the API's service."""
+    try:
+        record_status.sync(current_user.company_id, ticket_id)
+    except ServiceError as error:
+        if error.status == 404:
+            raise
+        if error.code != "ticket_not_written":  # Procore busy, away or not connected
+            error = ServiceError(error.message, code="record_unread", status=error.status)
+        return ticket_panel(ticket_id, error=error, status=422)
+    return ticket_panel(ticket_id, message="Read again from Procore just now.")
 
 
 @bp.post("/tickets/<ticket_id>/suggestions")

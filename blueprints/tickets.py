@@ -19,7 +19,7 @@ from models.schemas import (
     TicketListQuery,
     UploadProgress,
 )
-from services.approval import approval
+from services.approval import approval, record_status
 from services.capture import capture, evidence, tickets
 from services.files import photo_uploads, storage
 from services.tickets import documents, export, ticket_queries, ticket_shapes
@@ -48,11 +48,13 @@ def list_tickets(query: TicketListQuery) -> TicketList:
     """List tickets, newest first; filter by status and project.
 
     Sorted by capture time, then id. `q` searches the description, reason, directed-by and
-    recorded-by (case-insensitive), or finds a T-reference. Each item is a `TicketSummary`;
+    recorded-by (case-insensitive), or finds a T-reference; `not_on_change_order=true` lists
+    the written change events on no change order yet. Each item is a `TicketSummary`;
     `total` counts every matching ticket, whatever `limit` and `offset` are.
     """
     where = ticket_queries.ListFilter(status=query.status, project_id=query.project_id, q=query.q,
-                                      sub=query.sub)
+                                      sub=query.sub,
+                                      not_on_change_order=query.not_on_change_order)
     return ticket_queries.list_tickets(g.company_id, where, limit=query.limit, offset=query.offset)
 
 
@@ -81,7 +83,8 @@ def export_tickets(query: TicketFilters) -> Response:
     -, @) starts with an apostrophe instead.
     """
     return csv_answer(export.export_csv(g.company_id, ticket_queries.ListFilter(
-        status=query.status, project_id=query.project_id, q=query.q, sub=query.sub)))
+        status=query.status, project_id=query.project_id, q=query.q, sub=query.sub,
+        not_on_change_order=query.not_on_change_order)))
 
 
 @api_route(bp, "/tickets", method="POST", tag="tickets", body=TicketInput, response=Ticket,
@@ -213,6 +216,24 @@ def restore_ticket(ticket_id: str) -> Ticket:
     in its `decisions`.
     """
     return approval.restore(g.company_id, ticket_id, actor=g.actor)
+
+
+@api_route(bp, "/tickets/<ticket_id>/sync", method="POST", tag="approval", response=Ticket,
+           errors=error_codes({404: ("ticket_not_found",), 409: ("ticket_not_written",)},
+                              PROJECT_SYSTEM_ERRORS),
+           extra_responses={
+               409: "`ticket_not_written` (the ticket has no record in the project system "
+                    "yet), `project_system_not_connected`.",
+           })
+def sync_ticket(ticket_id: str) -> Ticket:
+    """Read a written ticket's record from Procore now; answers the ticket with it.
+
+    `external` then carries the record's `status` in Procore, whether it was `deleted`
+    there, the `change_orders` its lines are on, and `status_read_at`. Reading never
+    changes the ticket's own status: a ticket whose change event was deleted or voided
+    stays written and is never written again.
+    """
+    return record_status.sync(g.company_id, ticket_id)
 
 
 def _evidence(stored: storage.Stream, media_type: str) -> Response:

@@ -880,8 +880,19 @@ class Decision(Shape):
     reason: str | None = Field(default=None, description="Why, as the reviewer put it (rejections).")
 
 
+class ChangeOrder(Shape):
+    """A change order the lines of a written change event are on, as last read from Procore."""
+
+    kind: Literal["commitment", "prime"] = Field(description=(
+        "`commitment`: a commitment change order on the sub's subcontract or purchase order "
+        "(what pays the sub); `prime`: a prime contract change order (what bills the owner)."))
+    number: str | None
+    title: str | None
+    status: str | None = Field(description="Procore's status name, e.g. 'Pending', 'Approved'.")
+
+
 class External(Shape):
-    """The record written into the project system."""
+    """The record written into the project system, and where it stands there as last read."""
 
     destination: Destination
     change_event_id: int | None
@@ -890,6 +901,19 @@ class External(Shape):
     written_at: dt.datetime
     url: str
     note: str | None
+    status: str | None = Field(default=None, description=(
+        "The record's status in Procore as last read (a change event's `Open`, `Pending`, "
+        "`Closed` or `Void`; a daily log entry's `pending` or `approved`); null until read."))
+    status_read_at: dt.datetime | None = Field(default=None, description=(
+        "When the status was last read: on `POST /v1/tickets/{id}/sync`, when the ticket page "
+        "opens and this is over 15 minutes old, and by the scheduled sync of tickets written "
+        "in the last 90 days."))
+    deleted: bool = Field(default=False, description=(
+        "True when the record was deleted in Procore (or is in its recycle bin). The ticket "
+        "stays written: it is never restored or written again."))
+    change_orders: list[ChangeOrder] = Field(default_factory=list, description=(
+        "The change orders the change event's lines are on, each once; empty while none is "
+        "(or for a daily log entry, which is never on one)."))
 
 
 class RoutingLine(Shape):
@@ -1030,6 +1054,9 @@ class TicketFilters(InputShape):
                                       "(T- and up to 8 characters of the id).")
     sub: str | None = Field(default=None, max_length=120, description=(
         "A sub or crew, as tickets name it (exactly, ignoring case)."))
+    not_on_change_order: bool = Field(default=False, description=(
+        "Only tickets written as a change event whose lines are on no change order yet, as "
+        "last read from Procore (`external.change_orders` empty): claimed, not yet billed."))
 
 
 class TicketListQuery(TicketFilters):

@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    Boolean,
     Date,
     ForeignKey,
     Index,
@@ -14,6 +15,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
@@ -49,6 +51,12 @@ class Ticket(db.Model):
               "captured_at", "id", "total"),
         Index("ix_tickets_link_token", "link_token"),
         Index("ix_tickets_company_sub", "company_id", "sub"),
+        # Written change events not on a change order yet (the queue's view), carrying the
+        # total last like the list's orders, so the view's count and dollars read an index alone.
+        Index("ix_tickets_company_status_change_order", "company_id", "status",
+              "on_change_order", "captured_at", "id", "total"),
+        # Written tickets whose record in the project system was tried longest ago (the sync).
+        Index("ix_tickets_status_record_tried", "status", "record_tried_at"),
         # A phone resending a queued ticket carries the same client reference: one ticket only.
         UniqueConstraint("company_id", "client_ref", name="uq_tickets_company_client_ref"),
     )
@@ -100,11 +108,29 @@ class Ticket(db.Model):
     approval_claimed_at: Mapped[dt.datetime | None]
     # Destinations earlier approval attempts wrote to, or may have: a retry looks there first.
     approval_destinations: Mapped[list[str] | None] = mapped_column(JSON, deferred=True)
+    # The written record as last read back from the project system (services/approval/
+    # record_status.py): its status name, whether it was deleted there, the change orders its
+    # lines are on (ChangeOrder shapes) and when it was read; when a read was last tried, read
+    # or not (the scheduled sync goes on from there). `on_change_order` is None for a daily log
+    # entry or an unwritten ticket, else whether any line is on a change order.
+    record_status: Mapped[str | None] = mapped_column(String(40))
+    record_deleted: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    record_change_orders: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)
+    record_read_at: Mapped[dt.datetime | None]
+    record_tried_at: Mapped[dt.datetime | None]
+    on_change_order: Mapped[bool | None] = mapped_column(Boolean)
 
     @property
     def reference(self) -> str:
         """The ticket's short reference, T-1A2B3C4D."""
         return short_reference(self.id)
+
+    @property
+    def record_gone(self) -> str | None:
+        """"deleted" or "void" when the written record was, as last read; else None."""
+        if self.record_deleted:
+            return "deleted"
+        return "void" if self.record_status == "Void" else None
 
     # Loaded with the ticket where a whole ticket is read (find_ticket); lists leave them out.
     photos: Mapped[list[TicketPhoto]] = relationship(

@@ -87,12 +87,19 @@ def test_review_pages_have_no_serious_violations(app, client, acme, live_server,
     client.post("/v1/links", headers=acme.headers, json={"project_id": acme.project()["id"],
                                                          "label": "North trailer"})
     refused = new_ticket(client, acme)
+    written = new_ticket(client, acme, labor=[{"trade": "Laborer", "hours": 2, "rate": 50,
+                                               "costCode": "02-200"}])
+    assert client.post(f"/v1/tickets/{written['id']}/approve", headers=acme.headers,
+                       json={}).status_code == 200
+    assert client.post(f"/v1/tickets/{written['id']}/sync", headers=acme.headers).status_code \
+        == 200
     page = axe_tablet.new_page()
     requests = OpenRequests(page)
     browser_sign_in(page, live_server, app, acme)
     found = {}
     for path in ("/queue", f"/tickets/{ticket['id']}", f"/tickets/{refused['id']}", "/links",
-                 "/keys", "/queue?status=all&sort=oldest"):
+                 "/keys", "/queue?status=all&sort=oldest", f"/tickets/{written['id']}",
+                 "/queue?not_on_change_order=1"):
         page.goto(f"{live_server.url}{path}")
         settle(page, requests)
         found[path] = serious_violations(page)

@@ -204,6 +204,11 @@ def test_generated_client_drives_the_whole_flow(app, acme, generated):
     again = api(generated, "approval.tickets_approve_ticket").sync(
         ticket.id, client=client, body=m.ApproveInput())
     assert again.already is True
+    # Where it stands in Procore, read back.
+    synced = api(generated, "approval.tickets_sync_ticket").sync(ticket.id, client=client)
+    assert isinstance(synced, m.Ticket) and synced.external.status == "Open"
+    assert synced.external.change_orders == [] and synced.external.deleted is False
+    assert isinstance(synced.external.status_read_at, dt.datetime)
 
     # Reject and restore the second ticket.
     rejected = api(generated, "approval.tickets_reject_ticket").sync(second.id, client=client)

@@ -397,6 +397,8 @@ def _finish(company_id: int, ticket_id: str, destination: str, record: RemoteRec
                 "number": record.number, "written_at": now.isoformat(), "url": record.url,
                 "note": DAILY_LOG_NOTE if destination == DAILY_LOG else None,
             }
+            # Not on a change order until a read of the record says otherwise.
+            ticket.on_change_order = False if destination == CHANGE_EVENT else None
             ticket.written_routing = [line.model_dump(mode="json")
                                       for line in routing_lines(routes)]
             ticket.approved_by = actor
@@ -458,5 +460,6 @@ def restore(company_id: int, ticket_id: str, actor: str) -> Ticket:
 def _refuse_written(ticket: TicketRecord) -> None:
     """409 ticket_written: a ticket in the project system can no longer change state."""
     if ticket.status == "written":
-        raise Conflict("the ticket is already written to the project system",
-                       code="ticket_written")
+        gone = f" (its record is {ticket.record_gone} there)" if ticket.record_gone else ""
+        raise Conflict(f"the ticket is already written to the project system{gone}; a written "
+                       "ticket is never restored nor written again", code="ticket_written")

@@ -234,6 +234,11 @@ def _in_background(load: Callable[[], T]) -> Future:
     return future
 
 
+def background_read(load: Callable[[], T]) -> Future:
+    """Run a read of the project system on the pool pages read from (`load` keeps its answer)."""
+    return _in_background(load)
+
+
 def _forget_read(under_way: set, done: Future) -> None:
     """Drop a finished background read from its app's set."""
     with _setup_lock:

@@ -22,7 +22,7 @@ from services.project_system import projects
 from services.project_system.zones import UTC, on_clock
 from services.review.review_bulk import MAX_BULK, bulk_confirmable
 from services.tickets import signatures, ticket_queries
-from services.tickets.plain_words import age_text, held_back
+from services.tickets.plain_words import age_text, held_back, record_words
 from services.tickets.ticket_shapes import Wait, routing_of
 
 AGES = tuple(key for key, _label, _days in ticket_queries.AGE_BUCKETS)
@@ -61,6 +61,8 @@ class QueueView:
     date_from: dt.date | None = None
     date_to: dt.date | None = None
     age: str | None = None  # one of the age buckets' keys
+    # Written as a change event and on no change order yet: claimed, not yet billed.
+    not_on_change_order: bool = False
     sort: str = "oldest"  # the ticket closest to missing its billing window first
     page: int = 1
 
@@ -71,8 +73,12 @@ class QueueView:
         page = args.get("page", "1")
         sort = args.get("sort", "oldest")
         project_id = (args.get("project_id") or "").strip()
+        unbilled = args.get("not_on_change_order") in ("1", "on", "true")
+        if unbilled:
+            status = "written"
         return cls(
             status=None if status == "all" else (status if status in STATUSES else "submitted"),
+            not_on_change_order=unbilled,
             project_id=project_id[:40] if project_id.isdigit() else None,
             sub=(args.get("sub") or "").strip()[:120] or None,
             q=(args.get("q") or "").strip()[:100] or None,
@@ -94,6 +100,7 @@ class QueueView:
                   "from": view.date_from.isoformat() if view.date_from else None,
                   "to": view.date_to.isoformat() if view.date_to else None,
                   "age": view.age,
+                  "not_on_change_order": "1" if view.not_on_change_order else None,
                   "sort": view.sort if view.sort != "oldest" else None,
                   "page": str(view.page) if view.page > 1 else None}
         return {key: value for key, value in params.items() if value}
@@ -124,7 +131,8 @@ class QueueView:
         return ticket_queries.ListFilter(
             status=self.status, project_id=self.project_id, q=self.q, sub=self.sub,
             unsigned=self.unsigned, awaiting_signature=self.awaiting_signature,
-            to_check=self.to_check, captured_from=bounds[0], captured_before=bounds[1])
+            to_check=self.to_check, captured_from=bounds[0], captured_before=bounds[1],
+            not_on_change_order=self.not_on_change_order)
 
     @property
     def more_filters(self) -> bool:
@@ -161,6 +169,9 @@ class QueueRow:
     # Of the lines to check, those whose budget code is a suggestion from past decisions on this
     # sub's (or unattributed) tickets, which bulk approval may confirm.
     suggested: int = 0
+    # A written ticket: how long ago it was written, and its record in Procore as last read.
+    written_age: str | None = None
+    in_procore: str | None = None
 
     @property
     def clean(self) -> bool:
@@ -207,6 +218,9 @@ class Queue:
     procore_down_since: dt.datetime | None = None
     # The jobsite clock the page's times are read on: the zone most of its rows' projects share.
     zone: ZoneInfo = UTC
+    # Written change events on no change order yet, within the view's other filters: how many,
+    # and their dollars.
+    unbilled: tuple[int, Decimal] = (0, Decimal(0))
 
     def clock(self, moment: dt.datetime | None) -> str:
         """A time on the queue's jobsite clock: '2026-06-03 10:53 PST'."""
@@ -266,8 +280,12 @@ def queue(company_id: int, view: QueueView | None = None, *, now: dt.datetime | 
                for key, label, _days in ticket_queries.AGE_BUCKETS]
     if projects.away_since(company_id) is None:
         projects.settle_reads(AWAY_GRACE_S)
-    return Queue(rows=rows, counts=ticket_queries.list_status_counts(company_id, where,
-                                                                     wait=Wait.BRIEFLY),
+    others = dataclasses.replace(view.list_filter(now, age=False), not_on_change_order=False)
+    return Queue(rows=rows, counts=ticket_queries.list_status_counts(
+                     company_id, dataclasses.replace(where, not_on_change_order=False),
+                     wait=Wait.BRIEFLY),
+                 unbilled=ticket_queries.count_and_total(company_id, dataclasses.replace(
+                     others, status="written", not_on_change_order=True)),
                  total=total, view=view, projects=sorted(names.items(), key=lambda item: item[1]),
                  subs=ticket_queries.subs(company_id, links.labels(company_id)), buckets=buckets,
                  procore_down_since=projects.away_since(company_id),
@@ -301,7 +319,9 @@ def _rows(company_id: int, records: list[TicketRecord], names: dict[str, str],
             change_events=change_events[record.project_id],
             nte=authorizations.status_of(company_id, record.authorization_id),
             awaiting_since=on_clock(awaiting[record.id], zones[record.project_id])
-            if record.id in awaiting else None))
+            if record.id in awaiting else None,
+            written_age=age_text(record.approved_at, now) if record.approved_at else None,
+            in_procore=record_words(record) if record.status == "written" else None))
     return rows, zones
 
 

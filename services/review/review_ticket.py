@@ -9,9 +9,9 @@ from decimal import Decimal
 
 from flask import current_app
 
-from models import short_reference
+from models import db, short_reference
 from models.schemas import ApproveInput, NteStatus, RoutingLine, Ticket
-from services.approval import approval, approval_claims
+from services.approval import approval, approval_claims, record_status
 from services.capture import signing
 from services.platform import mail
 from services.platform.errors import Conflict, ServiceError, ValidationFailed
@@ -27,6 +27,7 @@ from services.tickets.plain_words import (
     QUALIFIER_LABELS,
     PlainError,
     age_text,
+    change_order_words,
     plain_error,
     signing_refusal,
 )
@@ -137,6 +138,23 @@ class TicketPage(TicketView):
         chosen = self.chosen.routes.get(line)
         return bool(choice and chosen and any(b.id == chosen for b in choice.other_types))
 
+    @property
+    def in_procore(self) -> str | None:
+        """Where the written record stands in Procore as last read, in a PM's words."""
+        external = self.ticket.external
+        if external is None or external.status_read_at is None:
+            return None
+        orders = [change_order_words(order.model_dump()) for order in external.change_orders]
+        if orders:
+            where = "On " + ", ".join(orders) + "."
+        elif external.destination == "change_event":
+            where = "Not on a change order yet."
+        else:
+            where = ""
+        status = f"Status in Procore: {external.status}." if external.status else ""
+        read = f"Read {age_text(external.status_read_at)} ago."
+        return " ".join(part for part in (status, where, read) if part)
+
     def writes_as(self, destination: str) -> bool:
         """Whether a destination is ticked: the PM's pick, else change event if the project has them."""
         if destination == "daily_log":
@@ -155,13 +173,18 @@ class TicketPage(TicketView):
 
 
 def ticket_page(company_id: int, ticket_id: str, *, error: ServiceError | None = None,
-                message: str | None = None, chosen: FormChoices | None = None) -> TicketPage:
+                message: str | None = None, chosen: FormChoices | None = None,
+                opened: bool = False) -> TicketPage:
     """A ticket with the choices a reviewer has for each of its lines.
 
     Everything read from Procore comes from what was last known when it does not answer
-    in time, so the page still opens, with a banner saying since when Procore is away.
+    in time, so the page still opens, with a banner saying since when Procore is away. A
+    page `opened` (not answering an action) reads a stale written record again first.
     """
     record = find_ticket(company_id, ticket_id)
+    if opened and record_status.refresh_if_stale(company_id, record, projects.PAGE_WAIT_S):
+        db.session.expire_all()
+        record = find_ticket(company_id, ticket_id)
     ticket = shape_ticket(record, Wait.BRIEFLY)
     page = TicketPage(
         ticket=ticket,

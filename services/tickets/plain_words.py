@@ -29,6 +29,9 @@ PLAIN_ERRORS = {
     "ticket_rejected": "This ticket is already rejected. To write it, restore it to the queue "
                        "first, or tick \"Approve although this ticket was rejected\".",
     "ticket_written": "This ticket is already in Procore, so it can no longer change.",
+    "ticket_not_written": "This ticket is not in Procore yet, so there is nothing to read back.",
+    "record_unread": "Procore could not be read just now, so this shows what was last read from "
+                     "it. Try again in a little while.",
     "approval_in_progress": "Someone is writing this ticket to Procore right now. Try again in a "
                             "few seconds to see how it went.",
     "project_system_unavailable": "Procore cannot be reached right now. Nothing was written and "
@@ -218,3 +221,30 @@ def signing_refusal(error: ServiceError) -> str:
         return "Give an e-mail address or a phone number (or both)."
     named = [fields.get(p["field"], "a field") for p in problems]
     return ("Please check " + ", ".join(dict.fromkeys(named)) + ".") if named else error.message
+
+
+CHANGE_ORDER_KINDS = {"commitment": "commitment change order", "prime": "prime change order"}
+
+
+def change_order_words(order: dict) -> str:
+    """A change order as a PM reads it: 'commitment change order CCO-002 “Title” (pending)'."""
+    kind = CHANGE_ORDER_KINDS.get(order.get("kind"), "change order")
+    number = f" {order['number']}" if order.get("number") else ""
+    title = f" “{order['title']}”" if order.get("title") else ""
+    status = f" ({order['status']})" if order.get("status") else ""
+    return f"{kind}{number}{title}{status}"
+
+
+def record_words(ticket) -> str:
+    """Where a written ticket's record stands in Procore as last read, in a few words."""
+    if ticket.record_read_at is None:
+        return "not read from Procore yet"
+    if ticket.record_gone:
+        return f"{ticket.record_gone} in Procore"
+    status = ticket.record_status or "status unknown"
+    orders = ticket.record_change_orders or []
+    if orders:
+        return f"{status}; on " + ", ".join(change_order_words(order) for order in orders)
+    if ticket.on_change_order is None:
+        return status  # a daily log entry is never on a change order
+    return f"{status}; not on a change order yet"

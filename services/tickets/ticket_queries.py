@@ -15,6 +15,7 @@ from sqlalchemy import (
     case,
     cast,
     event,
+    false,
     func,
     inspect,
     literal,
@@ -52,6 +53,8 @@ class ListFilter:
     to_check: bool = False
     captured_from: dt.datetime | None = None
     captured_before: dt.datetime | None = None
+    # Written as a change event whose lines are on no change order yet (as last read).
+    not_on_change_order: bool = False
 
 
 def _like(text: str) -> str:
@@ -126,6 +129,8 @@ def _list_conditions(company_id: int, where: ListFilter) -> list:
         conditions.append(TicketRecord.captured_at >= where.captured_from)
     if where.captured_before:
         conditions.append(TicketRecord.captured_at < where.captured_before)
+    if where.not_on_change_order:
+        conditions += [TicketRecord.status == "written", TicketRecord.on_change_order == false()]
     return conditions
 
 
@@ -243,6 +248,15 @@ def age_totals(company_id: int, where: ListFilter, now: dt.datetime | None = Non
         newer_than = older_than
     return {key: (int(count), Decimal(int(summed)) / 100)
             for key, count, summed in db.session.execute(union_all(*buckets))}
+
+
+def count_and_total(company_id: int, where: ListFilter) -> tuple[int, Decimal]:
+    """How many tickets a filtered list holds and their dollar total, in whole cents."""
+    cents = cast(func.round(cast(TicketRecord.total, Float) * 100), BigInteger)
+    count, summed = db.session.execute(
+        select(func.count(), func.coalesce(func.sum(cents), 0))
+        .where(*_list_conditions(company_id, where))).one()
+    return int(count), Decimal(int(summed)) / 100
 
 
 def list_status_counts(company_id: int, where: ListFilter, wait: Wait = Wait.YES

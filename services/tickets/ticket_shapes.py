@@ -103,11 +103,20 @@ def shape(ticket: TicketRecord, schema: type[TicketSummary] | None = None,
     a column of the model is copied by name; `extra` gives the fields worked out elsewhere."""
     schema = schema or TicketSummary
     fields: dict[str, Any] = {name: getattr(ticket, name) for name in _copied_columns(schema)}
-    fields.update(signed=bool(ticket.signature), external=ticket.external or None,
+    fields.update(signed=bool(ticket.signature), external=external_of(ticket),
                   routing_pending=ticket.status != "written" and projects.cached_catalog(
                       ticket.company_id, ticket.project_id) is None)
     fields.update(extra)
     return schema.model_validate(fields, from_attributes=True)
+
+
+def external_of(ticket: TicketRecord) -> dict[str, Any] | None:
+    """The written record as the External shape reads it, with where it stands as last read."""
+    if not ticket.external:
+        return None
+    return {**ticket.external, "status": ticket.record_status,
+            "status_read_at": ticket.record_read_at, "deleted": bool(ticket.record_deleted),
+            "change_orders": ticket.record_change_orders or []}
 
 
 @functools.cache
