@@ -168,6 +168,22 @@ def _shape(vendor: Vendor | None, commitment: Commitment | None, exact: bool,
                             exact=exact, reason=reason)
 
 
+def commitment_name(number: str | None, title: str | None, contract_id: int | None) -> str:
+    """A commitment as a PM reads it: its number and title, e.g. 'SC-104 Concrete subcontract'."""
+    return " ".join(part for part in (number, title) if part) or f"commitment {contract_id}"
+
+
+def choices(company_id: int, project_id: str) -> list[tuple[int, str]]:
+    """A project's open commitments as a page's picker offers them: (id, number, title and
+    vendor); none while the project system cannot say."""
+    try:
+        found = directory(company_id, project_id, briefly=True)
+    except ServiceError:
+        return []
+    return [(c.id, f"{commitment_name(c.number, c.title, c.id)} — {c.vendor_name or 'no vendor'}")
+            for c in found.commitments]
+
+
 # ------------------------------------------------------------------ a ticket's commitment
 
 def confirmed(company_id: int, project_id: str, sub: str) -> SubCommitment | None:
