@@ -31,8 +31,9 @@ def written_items(app, tenant, project_id: str, ticket: dict) -> list[dict]:
 
 def parties(items: list[dict]) -> list[tuple]:
     """Each line item's proposed vendor and commitment ids."""
-    return [((item["cost_impact"].get("vendor") or {}).get("id"),
-             (item["cost_impact"].get("contract") or {}).get("id")) for item in items]
+    return [(((item["cost_impact"]["vendor"] or {}).get("proposed") or {}).get("id"),
+             ((item["cost_impact"]["contract"] or {}).get("proposed") or {}).get("id"))
+            for item in items]
 
 
 def test_an_exact_sub_writes_every_line_on_its_vendor_and_commitment_out_of_scope(
@@ -166,7 +167,7 @@ def test_the_pages_say_the_commitment_and_confirm_it_once_for_the_sub(
     browser = sign_in(app, client, acme)
     bolt = create(client, acme, sub="Bolt Electric")
     page = browser.get(f"/tickets/{bolt['id']}").get_data(as_text=True)
-    assert "Bolt Electric LLC has 2 commitments on this project: confirm it, or choose another." \
+    assert "(Bolt Electric LLC has 2 commitments on this project). Confirm it, or choose another." \
         in page
     refused = browser.post(f"/tickets/{bolt['id']}/approve", {}, htmx=True)
     assert refused.status_code == 422
@@ -215,7 +216,7 @@ def test_bulk_approval_lists_a_suggested_commitment_and_confirms_it_for_the_sub(
     cedar = commitment_of(client, acme, project, "Cedar Framing & Trim")
     html = browser.post("/queue/bulk", {"ids": [t["id"] for t in tickets]},
                         htmx=True).get_data(as_text=True)
-    assert html.count("Confirms the sub&#39;s commitment, kept for its next tickets:") == 2
+    assert html.count("Confirms the sub's commitment, kept for its next tickets:") == 2
     assert "closest name in the directory: Cedar Framing &amp; Trim" in html
     assert origin_rows(sandbox_server, "change_events", tickets[0]["id"]) == []  # nothing yet
     form = {"ids": [t["id"] for t in tickets],

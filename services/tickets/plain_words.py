@@ -242,5 +242,5 @@ def commitment_sentence(commitment, *, written: bool = False) -> str:
                            commitment.contract_id)
     vendor = f" of {commitment.vendor_name}" if commitment.vendor_name else ""
     if not commitment.exact:
-        return f"Suggested: {name}{vendor}. {why}: confirm it, or choose another."
+        return f"Suggested: {name}{vendor} ({commitment.reason}). Confirm it, or choose another."
     return f"Each line {'was' if written else 'is'} proposed on {name}{vendor}. {why}."
