@@ -953,7 +953,9 @@ class NteStatus(Shape):
 class TicketCommitment(Shape):
     """The sub's vendor and commitment in the project system that a ticket's lines are written on."""
 
-    vendor_id: int | None = Field(description="The vendor in the project's directory; null when none.")
+    vendor_id: int | None = Field(description=(
+        "The sub's vendor in the project's directory; null when none. The lines carry it "
+        "only with a commitment (`contract_id`)."))
     vendor_name: str | None
     contract_id: int | None = Field(description=(
         "The commitment (subcontract or purchase order) each line is proposed on; null writes "
