@@ -63,11 +63,10 @@ class ProjectSettings(db.Model):
 
 
 class SubCommitment(db.Model):
-    """The commitment a PM confirmed for a sub on a project; its lines are written on it.
+    """The commitment a PM confirmed for a sub on a project, for the sub's next tickets there."""
 
-    ``sub_key`` is the sub's name as matched (services/project_system/commitments.py); a null
-    ``contract_id`` is the PM's word that the sub's lines carry no commitment on the project.
-    """
+    # sub_key: the sub's name as matched (services/project_system/commitments.py); a null
+    # contract_id is the PM's word that the sub's lines carry no commitment on the project.
 
     __tablename__ = "sub_commitments"
 

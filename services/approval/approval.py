@@ -286,8 +286,8 @@ def _claim(ticket_id: str, allow_rejected: bool, destination: str) -> approval_c
 
 def _plan(ticket: TicketRecord, routes: list[Route], zone: ZoneInfo, actor: str,
           destination: str, commitment: TicketCommitment | None) -> Plan:
-    """Both drafts, the attachment list and the document of a ticket as approved, from its
-    loaded state; dates in `zone`; the change event's lines on `commitment`."""
+    """Both drafts, the attachment list and the document of a ticket as approved."""
+    # From its loaded state; dates in `zone`; the change event's lines on `commitment`.
     files = [(photo_filename(photo.position, photo.name, photo.image_key), photo.image_key,
               content_type(photo.image_key)) for photo in ticket.photos]
     if ticket.signature:

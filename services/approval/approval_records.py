@@ -76,8 +76,8 @@ def _context_lines(ticket: TicketRecord, zone: ZoneInfo) -> list[str]:
 def change_event_draft(ticket: TicketRecord, routes: list[Route], zone: ZoneInfo,
                        commitment: TicketCommitment | None = None,
                        settings: Stored | None = None) -> ChangeEventDraft:
-    """The change event for a ticket: one line item per routed line (markups included), each
-    on the sub's vendor and commitment when it has one; the project's type and reason."""
+    """The change event for a ticket: a line item per routed line, on the sub's commitment."""
+    # Markup lines too; the event takes the project's type and change reason.
     settings = settings or Stored()
     contract_id = commitment.contract_id if commitment is not None else None
     vendor_id = commitment.vendor_id if contract_id is not None else None

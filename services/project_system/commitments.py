@@ -34,8 +34,8 @@ UNREADABLE = "the project's directory and commitments cannot be read in Procore"
 
 
 def normalise(name: str) -> str:
-    """A company name as it is compared: lower case, no accents or punctuation, '&' read as
-    'and', without a trailing legal suffix ("Apex Concrete, Inc." is "apex concrete")."""
+    """A company name as it is compared ("Apex Concrete, Inc." is "apex concrete")."""
+    # Lower case, no accents or punctuation, '&' read as 'and', no trailing legal suffix.
     text = unicodedata.normalize("NFKD", name.casefold())
     text = "".join(char for char in text if not unicodedata.combining(char))
     text = re.sub(r"(?<=\w)[.'’](?=\w)", "", text).replace("&", " and ")  # L.L.C., O'Neil
@@ -54,8 +54,9 @@ def sub_key(sub: str) -> str:
 
 @dataclass(frozen=True)
 class Directory:
-    """A project's vendors and open commitments as one cached read; `readable` false when the
-    credentials may not read them (the lines are then written without a commitment)."""
+    """A project's vendors and open commitments as one cached read."""
+
+    # readable: false when the credentials may not read them (lines then carry no commitment).
 
     vendors: tuple[Vendor, ...]
     commitments: tuple[Commitment, ...]
@@ -174,8 +175,7 @@ def commitment_name(number: str | None, title: str | None, contract_id: int | No
 
 
 def choices(company_id: int, project_id: str) -> list[tuple[int, str]]:
-    """A project's open commitments as a page's picker offers them: (id, number, title and
-    vendor); none while the project system cannot say."""
+    """A project's open commitments as a page's picker offers them (none while unknown)."""
     try:
         found = directory(company_id, project_id, briefly=True)
     except ServiceError:
@@ -227,9 +227,9 @@ def shown(company_id: int, project_id: str, sub: str | None, *, briefly: bool) -
 
 def for_approval(company_id: int, project_id: str, sub: str | None, contract_id: int | None,
                  actor: str) -> TicketCommitment | None:
-    """The commitment an approval writes the lines on: `contract_id` when given (409
-    contract_not_found when the project lacks it), else the sub's, which must not be a
-    suggestion (409 commitment_needs_confirmation)."""
+    """The commitment an approval writes the lines on; 409 for one it may not write."""
+    # contract_id when given (contract_not_found when the project lacks it), else the sub's,
+    # which must not be a suggestion (commitment_needs_confirmation).
     if contract_id is not None:
         commitment = directory(company_id, project_id, briefly=True).commitment(contract_id)
         if commitment is None:
@@ -253,8 +253,8 @@ def _not_on_project(contract_id: int, project_id: str, field: str) -> Conflict:
 
 def confirm(company_id: int, project_id: str, sub: str, contract_id: int | None,
             actor: str | None) -> SubCommitmentItem:
-    """Keep which commitment a sub's lines go on for the project (None: none), for its next
-    tickets; 409 contract_not_found when the project has no such open commitment."""
+    """Keep which commitment (None: none) a sub's lines go on, on a project, for its next tickets."""
+    # 409 contract_not_found when the project has no such open commitment.
     project = str(projects.require_project(company_id, project_id).id)
     found = directory(company_id, project)
     if contract_id is not None and found.commitment(contract_id) is None:

@@ -38,8 +38,7 @@ def get_settings(company_id: int, project_id: str) -> ProjectSettingsOut:
 
 def save_settings(company_id: int, project_id: str, data: ProjectSettingsInput,
                   actor: str | None) -> ProjectSettingsOut:
-    """Set a project's event type and change reason; 409 change_reason_not_found for a reason
-    the company does not offer."""
+    """Set a project's event type and change reason (409 for a reason the company lacks)."""
     project = str(projects.require_project(company_id, project_id).id)
     reasons = change_reasons(company_id, project)
     if data.change_reason_id is not None and all(r.id != data.change_reason_id for r in reasons):

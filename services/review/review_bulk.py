@@ -194,8 +194,7 @@ COMMITMENT = "commitment"
 
 
 def _confirm_commitment(company_id: int, ticket, contract_id: int, actor: str) -> bool:
-    """Keep the suggested commitment the confirmation listed for the ticket's sub and project,
-    only while it is still the suggestion; whether it was."""
+    """Confirm the listed commitment for the ticket's sub if it is still the one shown; whether so."""
     try:
         found = commitments.for_sub(company_id, ticket.project_id, ticket.sub, briefly=True)
     except ServiceError:
@@ -212,9 +211,9 @@ def bulk_total(items: list[BulkItem]) -> Decimal:
 
 
 def confirmed_suggestions(form) -> dict[str, dict[str, int]]:
-    """The suggested codes a bulk approval's form confirms (`suggest[<ticket>][<line>]`), and
-    the sub's suggested commitment (`suggest[<ticket>][commitment]`): the ones its
-    confirmation listed, which its button says it confirms."""
+    """The suggested codes and commitments a bulk approval's form confirms, by ticket."""
+    # suggest[<ticket>][<line>] and suggest[<ticket>][commitment]: the ones its confirmation
+    # listed, which its button says it confirms.
     found: dict[str, dict[str, int]] = {}
     for key in form:
         parts = key[len("suggest["):-1].split("][") if key.startswith("suggest[") \

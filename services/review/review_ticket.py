@@ -201,8 +201,8 @@ def ticket_page(company_id: int, ticket_id: str, *, error: ServiceError | None =
 
 def confirm_commitment_from_form(company_id: int, ticket_id: str, form: dict[str, str],
                                  actor: str) -> str:
-    """Keep the commitment the PM chose for the ticket's sub on its project, through the API's
-    validator and service; what the page says after."""
+    """Keep the commitment the PM chose for the ticket's sub; what the page says after."""
+    # Through the API's validator and service.
     ticket = find_ticket(company_id, ticket_id)
     if not ticket.sub:
         raise Conflict("the ticket names no sub", code="no_sub")

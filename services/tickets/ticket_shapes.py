@@ -81,8 +81,8 @@ def routing_of(ticket: TicketRecord, wait: Wait = Wait.YES) -> Routing:
 
 
 def commitment_of(ticket: TicketRecord, wait: Wait = Wait.YES) -> TicketCommitment | None:
-    """The sub's commitment a ticket shows: as written, else as the project's directory and the
-    PM's confirmations say now (none without waiting, or while the project system cannot say)."""
+    """The sub's commitment a ticket shows: as written, else as matched or confirmed now."""
+    # None without waiting (Wait.NO), or while the project system cannot say.
     if ticket.status == "written":
         kept = (ticket.external or {}).get("commitment")
         return TicketCommitment.model_validate(kept) if kept else None
