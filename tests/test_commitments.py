@@ -168,7 +168,7 @@ def test_the_pages_say_the_commitment_and_confirm_it_once_for_the_sub(
     bolt = create(client, acme, sub="Bolt Electric")
     page = browser.get(f"/tickets/{bolt['id']}").get_data(as_text=True)
     assert "(Bolt Electric LLC has 2 commitments on this project). Confirm it, or choose another." \
-        in page
+        in page and "data-suggested" in page
     refused = browser.post(f"/tickets/{bolt['id']}/approve", {}, htmx=True)
     assert refused.status_code == 422
     assert "The sub&#39;s commitment in Procore is only a suggestion" in \
