@@ -29,7 +29,18 @@ from werkzeug.exceptions import HTTPException
 from werkzeug.serving import WSGIRequestHandler
 from werkzeug.wrappers import Response as BaseResponse
 
-from sandbox import auth, change_events, contract, control, daily_log, rest, uploads, web
+from sandbox import (
+    auth,
+    change_events,
+    change_events_v10,
+    commitments,
+    contract,
+    control,
+    daily_log,
+    rest,
+    uploads,
+    web,
+)
 from sandbox.common import ApiError, close_db
 from sandbox.control import fault_response
 from sandbox.seed import create_demo_company
@@ -89,8 +100,8 @@ def create_sandbox_app(config: dict[str, Any] | None = None) -> Flask:
     finally:
         db.close()
 
-    for blueprint in (auth.bp, rest.bp, change_events.bp, daily_log.bp, uploads.bp,
-                      uploads.storage, control.bp, web.bp):
+    for blueprint in (auth.bp, rest.bp, change_events.bp, change_events_v10.bp, commitments.bp,
+                      daily_log.bp, uploads.bp, uploads.storage, control.bp, web.bp):
         app.register_blueprint(blueprint)
     contract.install(app)
     app.teardown_appcontext(close_db)

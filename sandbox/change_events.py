@@ -1,5 +1,6 @@
-"""Procore change events: v1.1 create/list/show with change items on budget codes, v1.0 PATCH
-with multipart attachments."""
+"""Procore change events: v1.1 create/list/show/update with change items on budget codes, each
+with its proposed vendor and commitment (see commitments.py for what was verified), and the
+event's status and change reason."""
 from __future__ import annotations
 
 import hashlib
@@ -12,11 +13,12 @@ import sqlite_utils
 from flask import Blueprint, Response, current_app, g, jsonify, request, url_for
 from werkzeug.datastructures import FileStorage
 
+from sandbox.change_orders import Parties
+from sandbox.commitments import check_parties, check_reason, reason_json
 from sandbox.common import (
     ApiError,
     as_number,
     decimal_text,
-    form_object,
     get_db,
     int_arg,
     json_body,
@@ -74,7 +76,7 @@ def store_attachments(db: sqlite_utils.Database, kind: str, owner_id: int,
             "sha256": hashlib.sha256(data).hexdigest(), "created_at": iso_now()})
 
 
-def _items(db: sqlite_utils.Database, event: dict[str, Any]) -> list[dict[str, Any]]:
+def event_items(db: sqlite_utils.Database, event: dict[str, Any]) -> list[dict[str, Any]]:
     """The change event's stored items, each with its budget code JSON (or None)."""
     rows = list(db.query("SELECT * FROM change_items WHERE change_event_id = ? ORDER BY position",
                          [event["id"]]))
@@ -88,11 +90,27 @@ def _status(db: sqlite_utils.Database, status_id: int) -> dict[str, Any]:
     return db.table("change_event_statuses").get(status_id)
 
 
+def chosen_status(db: sqlite_utils.Database, status_id: Any) -> dict[str, Any]:
+    """A status of the caller's company that may be chosen: 400 for another's or none, 422 for
+    one hidden from selection, as Procore answers."""
+    chosen = next(db.query("SELECT * FROM change_event_statuses WHERE id = ? AND company_id = ?",
+                           [status_id, g.company_id]), None)
+    if chosen is None:
+        raise ApiError(400, f"Status {status_id!r} is not a change event status of this company",
+                       {"status": ["is invalid"]})
+    if not chosen["show_in_select"]:
+        raise ApiError(422, f"Status {chosen['name']!r} is not available for selection",
+                       {"status": ["is not available for selection"]})
+    return chosen
+
+
 def change_event_v11(db: sqlite_utils.Database, event: dict[str, Any]) -> dict[str, Any]:
     """A change event in the v1.1 shape (create, show and list answers)."""
     status = _status(db, event["status_id"])
+    rows = event_items(db, event)
+    parties = Parties(db, event, rows)
     items = []
-    for item in _items(db, event):
+    for item in rows:
         estimate = {"amount": as_number(item["amount"]),
                     "calculation_strategy": item["calculation_strategy"],
                     "quantity": as_number(item["quantity"]),
@@ -102,10 +120,11 @@ def change_event_v11(db: sqlite_utils.Database, event: dict[str, Any]) -> dict[s
             "id": item["id"], "event_id": event["id"], "event_number": event["number"],
             "event_title": event["title"], "item_type": "change_event_line_item",
             "description": item["description"], "budget_code": item["budget_code"],
-            "cost_impact": {"estimate": estimate, "vendor": None, "contract": None},
+            "cost_impact": {"estimate": estimate, **parties.cost_impact(item)},
             "revenue_impact": {"estimate": {"amount": "0.0", "calculation_strategy": "manual",
                                             "quantity": None, "unit_cost": None,
-                                            "unit_of_measure": None}},
+                                            "unit_of_measure": None},
+                               "change_order": parties.prime_change_order(item)},
             "latest_cost_values": estimate,
             "currency_configuration": {"currency_iso_code": "USD"}, "editable": True,
             "deletable": True, "source": None, "notes": None,
@@ -116,11 +135,12 @@ def change_event_v11(db: sqlite_utils.Database, event: dict[str, Any]) -> dict[s
         "description": event["description"], "scope": event["scope"],
         "project_id": event["project_id"], "company_id": event["company_id"],
         "created_at": event["created_at"], "updated_at": event["updated_at"],
-        "deleted_at": None, "comments_enabled": True, "deletable": True,
-        "in_recycle_bin": False,
+        "deleted_at": event["deleted_at"], "comments_enabled": True, "deletable": True,
+        "in_recycle_bin": event["deleted_at"] is not None,
         "status": {"id": status["id"], "name": status["name"],
                    "mapped_to_status": status["mapped_to_status"]},
-        "change_type": None, "change_reason": None, "event_origin": None,
+        "change_type": None, "change_reason": reason_json(db, event["change_reason_id"]),
+        "event_origin": None,
         "prime_contract_for_estimates": None,
         "attachments": attachments_json(db, "change_event", event["id"]),
         "external_data": {"origin_id": event["origin_id"], "origin_data": event["origin_data"]},
@@ -130,38 +150,12 @@ def change_event_v11(db: sqlite_utils.Database, event: dict[str, Any]) -> dict[s
     }
 
 
-def change_event_v10(db: sqlite_utils.Database, event: dict[str, Any]) -> dict[str, Any]:
-    """A change event in the v1.0 shape (PATCH answer)."""
-    status = _status(db, event["status_id"])
-    digits = "".join(char for char in event["number"] if char.isdigit())
-    return {
-        "id": event["id"], "number": int(digits) if digits else None,
-        "alphanumeric_number": event["number"], "origin_id": event["origin_id"],
-        "origin_data": event["origin_data"], "title": event["title"],
-        "description": event["description"], "status": status["mapped_to_status"],
-        "project_id": event["project_id"], "created_at": event["created_at"],
-        "updated_at": event["updated_at"], "deleted_at": None, "event_type": "tbd",
-        "event_scope": event["scope"],
-        "change_event_status": {"id": status["id"], "name": status["name"],
-                                "mapped_to_status": status["mapped_to_status"]},
-        "created_by": service_user(db, event["company_id"]),
-        "attachments": attachments_json(db, "change_event", event["id"]),
-        "change_event_line_items": [{
-            "id": item["id"], "event_id": event["id"], "description": item["description"],
-            "budget_code": item["budget_code"], "uom": item["unit_of_measure"],
-            "estimated_cost_amount": item["amount"],
-            "estimated_cost_quantity": as_number(item["quantity"]),
-            "estimated_cost_unit_cost": as_number(item["unit_cost"]),
-            "estimated_cost_calculation_strategy": item["calculation_strategy"],
-        } for item in _items(db, event)],
-        "currency_configuration": {"currency_iso_code": "USD"},
-    }
-
-
-def _event(db: sqlite_utils.Database, project_id: int, event_id: int) -> dict[str, Any]:
-    """A change event of the project; 404 when there is none with this id."""
+def find_event(db: sqlite_utils.Database, project_id: int, event_id: int, *,
+               recycled: bool = False) -> dict[str, Any]:
+    """A change event of the project (``recycled``: also one in the recycle bin, as a show
+    answers it); 404 when there is none with this id."""
     row = next(db.query("SELECT * FROM change_events WHERE id = ? AND project_id = ? AND "
-                        "deleted_at IS NULL", [event_id, project_id]), None)
+                        "(deleted_at IS NULL OR ?)", [event_id, project_id, recycled]), None)
     if row is None:
         raise ApiError(404, "Change event not found")
     return row
@@ -179,7 +173,8 @@ def _text(value: Any, field: str, errors: dict[str, list[str]], limit: int) -> s
     return value
 
 
-def _parse_items(raw_items: Any, valid_codes: set[int], units: set[str],
+def _parse_items(db: sqlite_utils.Database, project_id: int, raw_items: Any,
+                 valid_codes: set[int], units: set[str],
                  errors: dict[str, list[str]]) -> list[dict[str, Any]]:
     """Validate change items and work out each amount."""
     if raw_items is None:
@@ -204,6 +199,7 @@ def _parse_items(raw_items: Any, valid_codes: set[int], units: set[str],
             errors.setdefault(f"{field}.cost_impact", []).append("must be an object")
             continue
         quantity, unit_cost, amount, strategy = _estimate(estimate, field, errors)
+        vendor_id, contract_id = check_parties(db, project_id, cost, field, errors)
         unit = estimate.get("unit_of_measure")
         if unit is not None and unit not in units:
             errors.setdefault(f"{field}.unit_of_measure", []).append(
@@ -215,7 +211,7 @@ def _parse_items(raw_items: Any, valid_codes: set[int], units: set[str],
             "quantity": decimal_text(quantity), "unit_cost": decimal_text(unit_cost),
             "unit_of_measure": _text(estimate.get("unit_of_measure"),
                                      f"{field}.unit_of_measure", errors, 50),
-            "calculation_strategy": strategy,
+            "calculation_strategy": strategy, "vendor_id": vendor_id, "contract_id": contract_id,
         })
     return items
 
@@ -240,7 +236,7 @@ def _estimate(estimate: dict[str, Any], field: str, errors: dict[str, list[str]]
     return quantity, unit_cost, amount, strategy
 
 
-def _validation_failed(errors: dict[str, list[str]]) -> ApiError:
+def validation_failed(errors: dict[str, list[str]]) -> ApiError:
     """A 422 whose message lists every field problem, Rails style."""
     details = "; ".join(f"{field} {message}" for field, messages in errors.items()
                         for message in messages)
@@ -269,15 +265,7 @@ def create_change_event() -> tuple[Response, int]:
                            {required: ["can't be blank"]})
     db = get_db()
     status = event["status"]
-    status_id = status.get("id") if isinstance(status, dict) else None
-    chosen = next(db.query("SELECT * FROM change_event_statuses WHERE id = ? AND company_id = ?",
-                           [status_id, g.company_id]), None)
-    if chosen is None:
-        raise ApiError(400, f"Status {status_id!r} is not a change event status of this company",
-                       {"status": ["is invalid"]})
-    if not chosen["show_in_select"]:
-        raise ApiError(422, f"Status {chosen['name']!r} is not available for selection",
-                       {"status": ["is not available for selection"]})
+    status_id = chosen_status(db, status.get("id") if isinstance(status, dict) else None)["id"]
     errors: dict[str, list[str]] = {}
     if event["scope"] not in SCOPES:
         errors["scope"] = ["is not included in the list"]
@@ -294,21 +282,25 @@ def create_change_event() -> tuple[Response, int]:
     origin_id = _text(external.get("origin_id"), "external_data.origin_id", errors, 255)
     origin_data = _text(external.get("origin_data"), "external_data.origin_data", errors, 10_000)
     valid_codes = set(wbs_codes_by_id(db, project["id"]))
-    items = _parse_items(event.get("change_items"), valid_codes,
+    items = _parse_items(db, project["id"], event.get("change_items"), valid_codes,
                          company_uom_names(db, g.company_id), errors)
+    reason = event.get("change_reason")
+    reason_id = check_reason(db, reason.get("id") if isinstance(reason, dict) else reason,
+                             "change_reason", errors)
     if errors:
-        raise _validation_failed(errors)
+        raise validation_failed(errors)
     now = iso_now()
     with write_transaction(db):
         if number is None:
             number = _next_number(db, project["id"])
         elif next(db.query("SELECT id FROM change_events WHERE project_id = ? AND number = ?",
                            [project["id"], number]), None):
-            raise _validation_failed({"number": ["has already been taken"]})
+            raise validation_failed({"number": ["has already been taken"]})
         row = {"id": next_id(db), "company_id": g.company_id, "project_id": project["id"],
                "number": number, "title": title or "", "description": description or "",
                "scope": event["scope"], "status_id": status_id, "origin_id": origin_id,
-               "origin_data": origin_data, "created_at": now, "updated_at": now}
+               "origin_data": origin_data, "created_at": now, "updated_at": now,
+               "deleted_at": None, "event_type": "tbd", "change_reason_id": reason_id}
         db.table("change_events").insert(row)
         db.table("change_items").insert_all(
             dict(item, id=next_id(db), change_event_id=row["id"], position=position,
@@ -369,49 +361,11 @@ def list_change_events() -> Response:
 
 @bp.get("/v1.1/change_events/<int:event_id>")
 def show_change_event(event_id: int) -> Response:
-    """One change event of the project, v1.1 shape."""
+    """One change event of the project, v1.1 shape; one in the recycle bin shows as such."""
     project = company_project(int_arg("project_id", required=True))
     require_tool(project, "change_events")
     db = get_db()
-    return jsonify(change_event_v11(db, _event(db, project["id"], event_id)))
-
-
-@bp.patch("/v1.0/change_events/<int:event_id>")
-def update_change_event(event_id: int) -> Response:
-    """v1.0 update: project_id and change_event are required, also beside attachments[] files."""
-    db = get_db()
-    if request.mimetype == "multipart/form-data":
-        project_arg = request.form.get("project_id") or request.args.get("project_id")
-        event_fields: Any = form_object("change_event")
-        refs = None
-    else:
-        body = request.get_json(silent=True)
-        body = body if isinstance(body, dict) else {}
-        project_arg = body.get("project_id") or request.args.get("project_id")
-        event_fields = body.get("change_event")
-        refs = event_fields.get("attachments_by_uuid") if isinstance(event_fields, dict) else None
-    if project_arg in (None, ""):
-        raise ApiError(400, "param is missing or the value is empty: project_id")
-    if not event_fields:
-        raise ApiError(400, "param is missing or the value is empty: change_event")
-    try:
-        project = company_project(int(project_arg))
-    except (TypeError, ValueError):
-        raise ApiError(400, "project_id must be an integer") from None
-    require_tool(project, "change_events")
-    event = _event(db, project["id"], event_id)
-    errors: dict[str, list[str]] = {}
-    uploads = completed_uploads(db, refs, errors)
-    if errors:
-        raise _validation_failed(errors)
-    files = [upload for upload in request.files.getlist("attachments[]") if upload.filename]
-    if files or uploads:
-        with write_transaction(db):
-            store_attachments(db, "change_event", event["id"], files)
-            store_uploads(db, "change_event", event["id"], uploads)
-            db.table("change_events").update(event["id"], {"updated_at": iso_now()})
-        event = _event(db, project["id"], event_id)
-    return jsonify(change_event_v10(db, event))
+    return jsonify(change_event_v11(db, find_event(db, project["id"], event_id, recycled=True)))
 
 
 @bp.patch("/v1.1/change_events/<int:event_id>")
@@ -425,14 +379,23 @@ def update_change_event_v11(event_id: int) -> Response:
     if not isinstance(event_fields, dict) or not event_fields:
         raise ApiError(400, "param is missing or the value is empty: change_event")
     db = get_db()
-    event = _event(db, project["id"], event_id)
+    event = find_event(db, project["id"], event_id)
     errors: dict[str, list[str]] = {}
     uploads = completed_uploads(db, event_fields.get("attachments_by_uuid"), errors)
     title = _text(event_fields.get("title"), "title", errors, 255)
     description = _text(event_fields.get("description"), "description", errors, 10_000)
+    reason = event_fields.get("change_reason")
+    reason_id = check_reason(db, reason.get("id") if isinstance(reason, dict) else reason,
+                             "change_reason", errors)
     if errors:
-        raise _validation_failed(errors)
+        raise validation_failed(errors)
     changes: dict[str, Any] = {"updated_at": iso_now()}
+    status = event_fields.get("status")
+    if status is not None:  # a PM moving the event on: Pending, Closed, Void
+        changes["status_id"] = chosen_status(
+            db, status.get("id") if isinstance(status, dict) else None)["id"]
+    if reason_id is not None:
+        changes["change_reason_id"] = reason_id
     if title is not None:
         changes["title"] = title
     if description is not None:
@@ -445,7 +408,7 @@ def update_change_event_v11(event_id: int) -> Response:
                        "owner_id = ?", [event["id"]])
         store_uploads(db, "change_event", event["id"], uploads)
         db.table("change_events").update(event["id"], changes)
-    return jsonify(change_event_v11(db, _event(db, project["id"], event_id)))
+    return jsonify(change_event_v11(db, find_event(db, project["id"], event_id)))
 
 
 @bp.delete("/v1.1/change_events/<int:event_id>")
@@ -454,7 +417,7 @@ def delete_change_event(event_id: int) -> tuple[str, int]:
     project = company_project(int_arg("project_id", required=True))
     require_tool(project, "change_events")
     db = get_db()
-    event = _event(db, project["id"], event_id)
+    event = find_event(db, project["id"], event_id)
     with write_transaction(db):
         db.table("change_events").update(event["id"], {"deleted_at": iso_now()})
     return "", 204

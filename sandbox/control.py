@@ -1,6 +1,6 @@
 """The /_sandbox control endpoints (faults, token revocation, hourly and 10-second limits, the
-company's clock, tool switches, how attachments are added, added latency, the error shape)
-and fault use.
+company's clock, tool switches, how attachments are added, added latency, the error shape,
+a change event's lines put on change orders) and fault use.
 
 Fault state lives in the database, so every thread and process serving the file agrees on
 how many faults are left.
@@ -15,6 +15,7 @@ from typing import Any
 from flask import Blueprint, Response, g, jsonify, request
 
 from sandbox.auth import bearer_company, revoke_tokens
+from sandbox.change_orders import KINDS, STATUSES, put_on_change_orders
 from sandbox.common import ApiError, get_db, json_body, v2_error
 from sandbox.store import iso_now, next_id, write_transaction
 
@@ -263,6 +264,32 @@ def set_tool(project_id: int) -> Response:
     if cursor.rowcount == 0:
         raise ApiError(404, "No such tool on this project")
     return jsonify({"engine_name": body["engine_name"], "is_active": body["is_active"]})
+
+
+@bp.post("/change_events/<int:event_id>/change_orders")
+def change_orders(event_id: int) -> tuple[Response, int]:
+    """Put a change event's lines on change orders as a PM does in Procore: {"kind":
+    "commitment"} one per commitment its lines are proposed on, {"kind": "prime"} one of the
+    prime contract for all its lines; "status" (draft, pending, approved, rejected, void) and
+    an optional "title". Asked again, the same change orders take the new status."""
+    company_id = bearer_company()
+    body = json_body()
+    kind, status, title = body.get("kind"), body.get("status", "draft"), body.get("title")
+    errors: dict[str, list[str]] = {}
+    if kind not in KINDS:
+        errors["kind"] = ["must be commitment or prime"]
+    if status not in STATUSES:
+        errors["status"] = [f"must be one of {', '.join(STATUSES)}"]
+    if title is not None and (not isinstance(title, str) or not title.strip()):
+        errors["title"] = ["must be a non-empty string"]
+    if errors:
+        raise ApiError(422, "Invalid change order switch", errors)
+    db = get_db()
+    event = next(db.query("SELECT * FROM change_events WHERE id = ? AND company_id = ? AND "
+                          "deleted_at IS NULL", [event_id, company_id]), None)
+    if event is None:
+        raise ApiError(404, "Change event not found")
+    return jsonify(put_on_change_orders(db, event, kind, status, title)), 201
 
 
 def take_fault(company_id: int) -> dict[str, Any] | None:

@@ -12,6 +12,7 @@ from typing import Any
 
 import sqlite_utils
 
+from sandbox.commitments import seed_company, seed_project
 from sandbox.store import connect, ensure_schema, iso_now, next_id, write_transaction
 
 # (engine_name, title, required); change_events and daily_log are switched per project.
@@ -198,9 +199,11 @@ def _seed(db: sqlite_utils.Database, name: str, contract_projects: bool) -> dict
                "base_type": base_type, "created_at": now, "updated_at": now}
         db.table("line_item_types").insert(row)
         cost_types.append(row)
+    vendors = seed_company(db, company_id, now, next_id)
     projects = []
     for spec in _PROJECTS:
         project_id = _seed_project(db, company_id, spec, cost_types, now)
+        seed_project(db, company_id, project_id, vendors, now, next_id)
         projects.append({"id": project_id, "name": spec["name"],
                          "change_events": spec["change_events"]})
     result = {"company_id": company_id, "client_id": client_id, "client_secret": client_secret,
@@ -212,6 +215,8 @@ def _seed(db: sqlite_utils.Database, name: str, contract_projects: bool) -> dict
                 **base, "name": spec["name"], "project_number": spec["project_number"],
                 "change_events": True, **spec}, cost_types, now)
             for spec in _PATTERN_PROJECTS}
+        for project_id in result["contract_projects"].values():
+            seed_project(db, company_id, project_id, vendors, now, next_id)
     return result
 
 

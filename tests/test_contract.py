@@ -68,10 +68,10 @@ def test_an_exchange_outside_the_contract_is_reported():
                         "X-Rate-Limit-Remaining": "1", "X-Rate-Limit-Reset": "1"},
         answer_body=b'{"message": "param is missing or the value is empty: change_event"}')
     assert any("'change_event' is a required property" in problem for problem in problems(patch))
-    unknown = Exchange(method="GET", url="http://sandbox/rest/v1.0/change_events/5", headers={},
+    unknown = Exchange(method="GET", url="http://sandbox/rest/v1.0/change_events", headers={},
                        content_type="", body=b"", status=200, answer_headers={},
                        answer_body=b"{}")
-    assert problems(unknown) == ["GET /rest/v1.0/change_events/5 is not an operation of the "
+    assert problems(unknown) == ["GET /rest/v1.0/change_events is not an operation of the "
                                  "contract"]
 
 

@@ -32,6 +32,9 @@ from services.project_system.base import (
     Attachment,
     BudgetCode,
     ChangeEventDraft,
+    ChangeOrderState,
+    ChangeReason,
+    Commitment,
     CostCode,
     CostType,
     ManpowerDraft,
@@ -39,9 +42,11 @@ from services.project_system.base import (
     ProjectSystemError,
     ProjectSystemRateLimited,
     ProjectSystemUnavailable,
+    RecordState,
     RemoteProject,
     RemoteRecord,
     ToolDisabled,
+    Vendor,
 )
 from services.project_system.pacing import Budget, LocalBudget
 
@@ -77,11 +82,18 @@ _CHANGE_EVENT_TOOLS = {"change_events", "change_event", "change events", "change
                        "change_event_tool"}
 # A tool's name in a refusal, and the permission its calls need (Procore's permission names).
 _TOOL_WORDS = {"change_events": "the Change Events tool", "daily_log": "the Daily Log tool",
-               "budget": "the budget codes (Budget tool)", "tools": "the project's tool list"}
+               "budget": "the budget codes (Budget tool)", "tools": "the project's tool list",
+               "directory": "the project's Directory", "commitments": "the Commitments tool"}
 _TOOL_PERMISSIONS = {"change_events": "Standard or Admin permission on Change Events",
                      "daily_log": "Standard or Admin permission on the Daily Log",
                      "budget": "Admin permission on the Budget",
-                     "tools": "Admin permission on the project"}
+                     "tools": "Admin permission on the project",
+                     "directory": "Read Only permission on the Directory",
+                     "commitments": "Read Only permission on Commitments"}
+# The two kinds of commitment and where each is listed; a Void or Terminated one takes no line.
+_COMMITMENT_LISTS = (("work_order", "/rest/v1.0/work_order_contracts"),
+                     ("purchase_order", "/rest/v1.0/purchase_order_contracts"))
+_DEAD_COMMITMENTS = {"void", "terminated"}
 # Engine names and titles of Procore tools other than Change Events (also undocumented): a
 # tool list whose every row is one of these, or Change Events, is read as it is; a row known
 # by neither its engine name nor its title may be Change Events under another name or
@@ -690,16 +702,20 @@ class ProcoreClient:
         return None
 
     def create_change_event(self, project_id: int, draft: ChangeEventDraft) -> RemoteRecord:
-        """Create an open, out-of-scope change event with one item per line (never repeated)."""
+        """Create an open, out-of-scope change event, each line on its vendor and commitment."""
+        # Never repeated; the change reason goes with it, an event type other than tbd after.
         items = []
         for line in draft.lines:
             estimate = {"amount": line.amount, "calculation_strategy": "manual",
                         "quantity": line.quantity, "unit_cost": line.unit_cost,
                         "unit_of_measure": self.unit_of_measure(line.unit_of_measure)}
-            item: dict[str, Any] = {
-                "description": line.description,
-                "cost_impact": {"estimate": {key: value for key, value in estimate.items()
-                                             if value is not None}}}
+            cost: dict[str, Any] = {"estimate": {key: value for key, value in estimate.items()
+                                                 if value is not None}}
+            if line.vendor_id is not None:
+                cost["vendor"] = {"proposed": {"id": line.vendor_id}}
+            if line.contract_id is not None:
+                cost["contract"] = {"proposed": {"id": line.contract_id}}
+            item: dict[str, Any] = {"description": line.description, "cost_impact": cost}
             if line.budget_code_id is not None:
                 item["budget_code"] = {"id": line.budget_code_id}
             items.append(item)
@@ -709,10 +725,26 @@ class ProcoreClient:
         event = {"title": draft.title, "description": draft.description,
                  "scope": "out_of_scope", "status": {"id": self._open_status_id(project_id)},
                  "external_data": external, "change_items": items}
+        if draft.change_reason_id is not None:
+            event["change_reason"] = {"id": draft.change_reason_id}
         response, body = self._request("POST", "/rest/v1.1/change_events",
                                        params={"project_id": project_id},
                                        json_body={"change_event": event}, tool="change_events")
-        return self._change_event_record(project_id, _parse_json(response, body))
+        record = self._change_event_record(project_id, _parse_json(response, body))
+        if draft.event_type != "tbd":
+            self._set_event_type(project_id, record.id, draft.event_type)
+        return record
+
+    def _set_event_type(self, project_id: int, change_event_id: int, event_type: str) -> None:
+        """Give a written change event its type through v1.0 (v1.1 names no event type)."""
+        # A failure leaves the written event at Procore's default type: it is still answered.
+        try:
+            self._request("PATCH", f"/rest/v1.0/change_events/{change_event_id}",
+                          json_body={"project_id": project_id,
+                                     "change_event": {"event_type": event_type}},
+                          tool="change_events")
+        except ProjectSystemError as exc:
+            log.warning("change event %s kept its default type: %s", change_event_id, exc)
 
     def _change_event_record(self, project_id: int, row: dict[str, Any]) -> RemoteRecord:
         """A RemoteRecord for a change event as Procore returned it."""
@@ -794,6 +826,60 @@ class ProcoreClient:
         """A change event as Procore returns it (v1.1), numbers as Decimal."""
         return self._get_object(f"/rest/v1.1/change_events/{change_event_id}",
                                 {"project_id": project_id})
+
+    def read_record_state(self, project_id: int, kind: str, record_id: int) -> RecordState:
+        """Where a written change event or manpower entry stands now (404: gone)."""
+        if kind == "change_event":
+            path, params = f"/rest/v1.1/change_events/{record_id}", {"project_id": project_id}
+        elif kind == "manpower_log":
+            path, params = f"/rest/v1.0/projects/{project_id}/manpower_logs/{record_id}", None
+        else:
+            raise ValueError(f"Unknown record kind {kind!r}")
+        try:
+            row = self._get_object(path, params)
+        except ProjectSystemError as exc:
+            if exc.status == 404:
+                return RecordState(status=None, deleted=True)
+            raise
+        status = row.get("status")
+        if isinstance(status, dict):  # a change event's {id, name, mapped_to_status}
+            status = status.get("name") or status.get("mapped_to_status")
+        return RecordState(status=_text_or_none(status),
+                           deleted=bool(row.get("deleted_at") or row.get("in_recycle_bin")),
+                           change_orders=_change_orders(row) if kind == "change_event" else ())
+
+    # Directory and commitments
+
+    def list_vendors(self, project_id: int) -> list[Vendor]:
+        """The project's directory of companies."""
+        return [Vendor(id=int(row["id"]), name=str(row.get("name") or row.get("company") or ""))
+                for row in self._pages(f"/rest/v1.0/projects/{project_id}/vendors",
+                                       tool="directory") if row.get("id") is not None]
+
+    def list_commitments(self, project_id: int) -> list[Commitment]:
+        """The project's subcontracts and purchase orders, not Void or Terminated."""
+        # Procore's purchase order list names the vendor vendor.company; others may say name.
+        found = []
+        for kind, path in _COMMITMENT_LISTS:
+            for row in self._pages(path, {"project_id": project_id}, tool="commitments"):
+                status = _text_or_none(row.get("status"))
+                if (status or "").lower() in _DEAD_COMMITMENTS or row.get("deleted_at"):
+                    continue
+                vendor = row.get("vendor") if isinstance(row.get("vendor"), dict) else {}
+                found.append(Commitment(
+                    id=int(row["id"]), kind=kind, number=_text_or_none(row.get("number")),
+                    title=_text_or_none(row.get("title")), status=status,
+                    vendor_id=None if vendor.get("id") is None else int(vendor["id"]),
+                    vendor_name=_text_or_none(vendor.get("company") or vendor.get("name"))))
+        return found
+
+    def list_change_reasons(self, project_id: int) -> list[ChangeReason]:
+        """The company's change reasons offered in selects (the same for every project)."""
+        return [ChangeReason(id=int(row["id"]),
+                             name=str(row.get("change_reason") or row.get("name") or ""))
+                for row in self._pages("/rest/v1.0/change_order_change_reasons",
+                                       {"company_id": self.company_id})
+                if row.get("id") is not None and row.get("show_in_select") is not False]
 
     # Daily log
 
@@ -1031,6 +1117,28 @@ def _next_page(response: requests.Response, page: int, asked: int) -> int | None
     if total.isdigit() and page * per_page < int(total):
         return page + 1
     return None
+
+
+def _change_orders(row: dict[str, Any]) -> tuple[ChangeOrderState, ...]:
+    """The commitment and prime change orders a v1.1 change event's lines are on, each once."""
+    # cost_impact.commitment (unless its type says it is the contract itself) or
+    # change_order_package; revenue_impact.change_order or change_order_package.
+    found: dict[tuple[str, Any], ChangeOrderState] = {}
+    for item in row.get("change_items") or ():
+        cost = item.get("cost_impact") or {}
+        revenue = item.get("revenue_impact") or {}
+        for kind, order in (("commitment", cost.get("commitment")),
+                            ("commitment", cost.get("change_order_package")),
+                            ("prime", revenue.get("change_order")),
+                            ("prime", revenue.get("change_order_package"))):
+            if not isinstance(order, dict) or order.get("type") == "contract":
+                continue
+            key = (kind, order.get("id") or order.get("number"))
+            found.setdefault(key, ChangeOrderState(
+                kind=kind, number=_text_or_none(order.get("number")),
+                title=_text_or_none(order.get("title")),
+                status=_text_or_none(order.get("status"))))
+    return tuple(found.values())
 
 
 def _json_default(value: Any) -> Any:

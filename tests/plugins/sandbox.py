@@ -208,6 +208,33 @@ class SandboxControl:
         self._call("POST", f"/projects/{project_id}/tools",
                    {"engine_name": engine_name, "is_active": is_active})
 
+    def put_on_change_orders(self, event_id: int, kind: str = "commitment",
+                             status: str = "approved", title: str | None = None
+                             ) -> list[dict[str, Any]]:
+        """Put a change event's lines on commitment change orders (one per commitment) or on a
+        prime one, with ``status``, as a PM does in Procore; again, to change their status."""
+        body: dict[str, Any] = {"kind": kind, "status": status}
+        if title is not None:
+            body["title"] = title
+        orders: list[dict[str, Any]] = self._call("POST", f"/change_events/{event_id}/"
+                                                          "change_orders", body)
+        return orders
+
+    def set_change_event_status(self, project_id: int, event_id: int, name: str) -> None:
+        """Move a change event to the company's status of this name ("Pending", "Closed",
+        "Void"), through Procore's own PATCH, as a PM does."""
+        headers = {"Procore-Company-Id": str(self.company["company_id"])}
+        statuses = self.session.get(f"{self.server.url}/rest/v1.0/change_event/statuses",
+                                    params={"project_id": project_id}, headers=headers,
+                                    timeout=10)
+        statuses.raise_for_status()
+        status_id = next(row["id"] for row in statuses.json() if row["name"] == name)
+        answer = self.session.patch(f"{self.server.url}/rest/v1.1/change_events/{event_id}",
+                                    params={"project_id": project_id}, headers=headers,
+                                    json={"change_event": {"status": {"id": status_id}}},
+                                    timeout=10)
+        answer.raise_for_status()
+
     def close(self) -> None:
         """Close the HTTP session."""
         self.session.close()
