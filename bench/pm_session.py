@@ -129,6 +129,9 @@ def _one_by_one(tapper: Tapper, base_url: str) -> None:
             tapper.tap("summary.confirm-all", then=lambda: page.wait_for_selector(
                 "button.confirm-listed"))
             tapper.tap("button.confirm-listed", then=_settled(page))
+        if page.locator("#act-commitment[data-suggested] .confirm-commitment").count():
+            # the sub's suggested commitment, confirmed once for the sub and project
+            tapper.tap("#act-commitment .confirm-commitment button", then=_settled(page))
         daily_log = page.locator('input[name="destination"][value="daily_log"]:checked').count()
         # Lines still to check: a guess or suggestion not ticked, or a line with no code chosen.
         open_lines = [] if daily_log else page.locator("tr[data-check]").evaluate_all(

@@ -9,15 +9,23 @@ from flask_login import current_user, login_required
 
 from blueprints.api import PROJECT_SYSTEM_ERRORS, api_route, error_codes, read_json_object
 from models import short_reference
-from models.schemas import CaptureSettings, CaptureSettingsInput, Link, LinkInput, LinkList
+from models.schemas import (
+    CaptureSettings,
+    CaptureSettingsInput,
+    Link,
+    LinkInput,
+    LinkList,
+    SubCommitmentInput,
+)
 from services.accounts.ratelimit import count_or_refuse
 from services.capture import capture, evidence, links
 from services.files import photo_uploads
 from services.platform import assets, i18n
 from services.platform.errors import ServiceError
+from services.platform.validation import validate
 from services.platform.web import is_capture_script_request, render_page, token_digest
-from services.project_system import projects
-from services.tickets.plain_words import plain_error
+from services.project_system import commitments, projects
+from services.tickets.plain_words import commitment_sentence, plain_error
 
 bp = Blueprint("links", __name__)
 
@@ -412,17 +420,32 @@ def capture_poster(token: str) -> Response:
                                              url=links.capture_url(token, "qr")))
 
 
-def _links_panel(error: str | None = None, status: int = 200) -> Response:
-    """The links page, or its panel for htmx."""
+def _links_panel(error: str | None = None, status: int = 200, *, message: str | None = None,
+                 sub: tuple[str, str] | None = None) -> Response:
+    """The links page, or its panel for htmx; with `sub` (project id, label), the commitment
+    that sub's tickets would go on, to confirm."""
     try:
         choices = projects.list_projects(current_user.company_id)
     except ServiceError:
         choices = []
     response = render_page("review/links.html", "review/_links.html",
                            links=links.list_links(current_user.company_id), projects=choices,
-                           error=error)
+                           error=error, message=message, sub=_sub_commitment(sub))
     response.status_code = status
     return response
+
+
+def _sub_commitment(sub: tuple[str, str] | None) -> dict | None:
+    """What the page shows to confirm a new link's sub's commitment (None when nothing to say)."""
+    if sub is None:
+        return None
+    project_id, label = sub
+    found = commitments.shown(current_user.company_id, project_id, label, briefly=True)
+    if found is None:
+        return None
+    return {"project_id": project_id, "sub": label, "commitment": found,
+            "text": commitment_sentence(found),
+            "choices": commitments.choices(current_user.company_id, project_id)}
 
 
 @bp.get("/links")
@@ -436,12 +459,34 @@ def links_page() -> Response:
 @login_required
 def create_link_page() -> Response:
     """Create a capture link from the page."""
+    label = request.form.get("label", "").strip()[:120] or None
     try:
-        links.create_link(current_user.company_id, request.form.get("project_id", ""),
-                          request.form.get("label", "").strip()[:120] or None)
+        made = links.create_link(current_user.company_id, request.form.get("project_id", ""),
+                                 label)
     except ServiceError as error:
         return _links_panel(error=plain_error(error).message, status=422)
-    return _links_panel()
+    return _links_panel(sub=(made.project_id, label) if label else None)
+
+
+@bp.post("/links/commitment")
+@login_required
+def confirm_commitment_page() -> Response:
+    """Confirm the commitment a link's sub's tickets go on, kept for the sub and project."""
+    form = request.form.to_dict()
+    chosen = (form.get("contract_id") or "").strip()
+    try:
+        body = validate(SubCommitmentInput, {
+            "sub": form.get("sub"),
+            "contract_id": int(chosen) if chosen.isdecimal() and len(chosen) < 18
+            else chosen or None})
+        commitments.confirm(current_user.company_id, form.get("project_id", ""), body.sub,
+                            body.contract_id, current_user.email)
+    except ServiceError as error:
+        return _links_panel(error=plain_error(error).message, status=422,
+                            sub=(form.get("project_id", ""), form.get("sub", "")))
+    return _links_panel(message=f"Confirmed: {body.sub}'s tickets on this project go on the "
+                                "commitment chosen." if body.contract_id else
+                        f"Confirmed: {body.sub}'s lines carry no commitment on this project.")
 
 
 @bp.post("/links/<token>/revoke")

@@ -54,7 +54,10 @@ APPROVE_ERROR_TEXT = {
          "`confirm_over_nte: true` if the GC agreed); `line_not_found` or "
          "`budget_code_not_found` (a `routes` entry names a line the ticket does not "
          "have, or a budget code its project does not have, when any does; `details` "
-         "names each as `routes.<key>`).",
+         "names each as `routes.<key>`); `contract_not_found` (`contract_id` is no open "
+         "commitment of the ticket's project); `commitment_needs_confirmation` (the ticket's "
+         "`commitment` is a suggestion, `exact: false`: confirm it with PUT "
+         "/v1/projects/{project_id}/commitments, or name it with `contract_id`).",
     502: "The project system refused or could not take the write; the message is "
          "its own. The ticket stays approvable, and a retry finds any record the "
          "failed attempt left (by origin id) instead of writing a second one. "
@@ -146,8 +149,11 @@ signed-in reviewer on the keys page, or with `flask --app app keys`."""),
     "projects": ("Projects", """\
 The company's projects, cost codes and budget codes, read from its project system.
 Project ids are strings of the project system's numbers. The project list and "has the
-change-event tool" are remembered for 60 seconds, a project's codes for 30
-(`PROJECT_CACHE_S`, `CAPABILITY_CACHE_S`, `CATALOG_CACHE_S`)."""),
+change-event tool" are remembered for 60 seconds, a project's codes, directory, commitments
+and change reasons for 30 (`PROJECT_CACHE_S`, `CAPABILITY_CACHE_S`, `CATALOG_CACHE_S`).
+A project's commitments are the subcontracts and purchase orders its subs' lines are proposed
+on: confirm one per sub (PUT `.../commitments`) where a ticket's `commitment` is a suggestion.
+Its settings are the event type and change reason of its change events."""),
     "tickets": ("Tickets", """\
 A ticket is one claim of extra work: what was done, why it is extra, who directed it, its
 labor, equipment and material lines, photos and a signature.
@@ -254,6 +260,21 @@ written. A daily log entry carries no budget code, so its lines are not checked.
 must be line indexes of the ticket and values budget code ids of its
 project (else 400 naming `routes.<key>`); a routed line counts as exact, and a line routed to
 a budget code of another cost type is written as asked but is not exact.
+
+**The sub's commitment.** Each line item of a change event (markups too) is proposed on the
+ticket's `commitment`: the vendor and commitment (subcontract or purchase order) of the
+ticket's `sub` on the project. It is exact when one vendor of the project's directory has the
+sub's name (ignoring case, punctuation and a legal suffix such as "Inc." or "LLC") and exactly
+one commitment on the project, or when a PM confirmed it for the sub and project (on the
+ticket page, in bulk approval, on the links page, or with PUT
+`/v1/projects/{project_id}/commitments`, kept for the sub's next tickets). Anything else with a
+commitment is a suggestion (`exact: false`, `reason` says why), which approve refuses with 409
+`commitment_needs_confirmation` unless `contract_id` names the commitment; nothing is written
+unseen. A sub with no vendor or no commitment on the project is written without one, and
+`reason` says so. `contract_id` overrides the ticket's commitment; one the project does not
+have is 409 `contract_not_found`. A written ticket's `commitment` is the one it was written
+on. The change event is out of scope, with the event type and change reason of the project's
+settings (`/v1/projects/{project_id}/settings`).
 
 **What is written.** A change event gets one line item per line on its budget code (markups
 too), a title and description built from the ticket, and the photos, the signature and the

@@ -1,4 +1,4 @@
-"""Projects: list, cost codes, budget codes and capability."""
+"""Projects: list, cost codes, budget codes, capability, commitments and settings."""
 from __future__ import annotations
 
 from flask import Blueprint, g
@@ -8,11 +8,16 @@ from models.schemas import (
     BudgetCodeInput,
     BudgetCodeOut,
     Capability,
+    CommitmentList,
     CostCodeList,
     CostCodeQuery,
     ProjectList,
+    ProjectSettingsInput,
+    ProjectSettingsOut,
+    SubCommitmentInput,
+    SubCommitmentItem,
 )
-from services.project_system import projects
+from services.project_system import commitments, project_settings, projects
 
 bp = Blueprint("projects", __name__)
 
@@ -65,3 +70,55 @@ def get_capability(project_id: str) -> Capability:
     approve then answers 409 `no_change_events` unless `daily_log` is named.
     """
     return projects.capability(g.company_id, project_id)
+
+
+@api_route(bp, "/projects/<project_id>/commitments", tag="projects", response=CommitmentList,
+           errors=PROJECT_ERRORS, extra_responses=NOT_CONNECTED)
+def list_commitments(project_id: str) -> CommitmentList:
+    """List a project's open commitments and the subs whose commitment is confirmed.
+
+    Each subcontract (`work_order`) or purchase order names its vendor; its `id` is the
+    `contract_id` to confirm for a sub or to approve with. `confirmed` lists each sub a PM
+    confirmed on the project, with the commitment its tickets' lines are written on.
+    """
+    return commitments.project_commitments(g.company_id, project_id)
+
+
+@api_route(bp, "/projects/<project_id>/commitments", method="PUT", tag="projects",
+           body=SubCommitmentInput, response=SubCommitmentItem,
+           errors=error_codes(PROJECT_ERRORS, {409: ("contract_not_found",)}),
+           extra_responses=NOT_CONNECTED)
+def confirm_commitment(project_id: str, body: SubCommitmentInput) -> SubCommitmentItem:
+    """Confirm the commitment a sub's change event lines are written on, on this project.
+
+    Kept for the sub's next tickets (the sub matched ignoring case, punctuation and a legal
+    suffix), whose `commitment` then says `exact: true`. `contract_id: null` says the sub's
+    lines carry no commitment here. A commitment the project does not have is a 409
+    `contract_not_found`; nothing changes.
+    """
+    return commitments.confirm(g.company_id, project_id, body.sub, body.contract_id, g.actor)
+
+
+@api_route(bp, "/projects/<project_id>/settings", tag="projects", response=ProjectSettingsOut,
+           errors=PROJECT_ERRORS, extra_responses=NOT_CONNECTED)
+def get_settings(project_id: str) -> ProjectSettingsOut:
+    """Read how a project's change events are written: event type and change reason.
+
+    Every change event is out of scope (the work is extra); `event_type` defaults to `tbd`
+    and `change_reason_id` to null. `change_reasons` lists the company's reasons to choose from.
+    """
+    return project_settings.get_settings(g.company_id, project_id)
+
+
+@api_route(bp, "/projects/<project_id>/settings", method="PUT", tag="projects",
+           body=ProjectSettingsInput, response=ProjectSettingsOut,
+           errors=error_codes(PROJECT_ERRORS, {409: ("change_reason_not_found",)}),
+           extra_responses=NOT_CONNECTED)
+def save_settings(project_id: str, body: ProjectSettingsInput) -> ProjectSettingsOut:
+    """Set the event type and change reason of the project's next change events.
+
+    A field left out takes its default (`tbd`, no reason). A change reason the company does
+    not offer is a 409 `change_reason_not_found`; nothing changes. Tickets written before
+    keep what they were written with.
+    """
+    return project_settings.save_settings(g.company_id, project_id, body, g.actor)

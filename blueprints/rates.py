@@ -11,6 +11,7 @@ from models.schemas import (
     MarkupsInput,
     NteStatus,
     ProjectMarkupsOut,
+    ProjectSettingsInput,
     RateSheet,
     RateSheetCsv,
     RateSheetCsvInput,
@@ -24,6 +25,7 @@ from services.platform.errors import ServiceError
 from services.platform.validation import validate
 from services.platform.web import render_page
 from services.pricing import authorizations, markups, rates
+from services.project_system import project_settings
 from services.tickets import ticket_shapes
 from services.tickets.ticket_records import find_ticket
 
@@ -219,6 +221,27 @@ def _plain_markup_error(error: ServiceError) -> ServiceError:
             details.append({"field": "markups", "message": problem.get("message", "")})
     return ServiceError("the markups were not saved; nothing changed", details=details,
                         code=error.code, status=error.status)
+
+
+@bp.post("/rates/settings")
+@login_required
+def settings_page() -> Response:
+    """Save how the project's change events are written, through the API's validator and service."""
+    project_id = request.form.get("project_id") or ""
+    reason = (request.form.get("change_reason_id") or "").strip()
+    try:
+        body = validate(ProjectSettingsInput, {
+            "event_type": request.form.get("event_type") or "tbd",
+            "change_reason_id": int(reason) if reason.isdecimal() and len(reason) < 18
+            else reason or None})
+        project_settings.save_settings(current_user.company_id, project_id, body,
+                                       current_user.email)
+    except ServiceError as error:
+        if error.code == "project_not_found":
+            raise
+        return _render(project_id, error=error, status=422)
+    return _render(project_id, message="Saved. Change events written from now on carry this "
+                                       "type and reason.")
 
 
 @bp.post("/rates/authorizations")

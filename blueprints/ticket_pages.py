@@ -221,6 +221,20 @@ def confirm_suggestions_page(ticket_id: str) -> Response:
     return ticket_panel(ticket_id, chosen=chosen, message=" ".join(notes))
 
 
+@bp.post("/tickets/<ticket_id>/commitment")
+@login_required
+def confirm_commitment_page(ticket_id: str) -> Response:
+    """Confirm the commitment of the ticket's sub on its project, kept for its next tickets."""
+    try:
+        note = review_ticket.confirm_commitment_from_form(
+            current_user.company_id, ticket_id, request.form.to_dict(), current_user.email)
+    except ServiceError as error:
+        if error.status == 404 and error.code == "ticket_not_found":
+            raise
+        return ticket_panel(ticket_id, error=error, status=422)
+    return ticket_panel(ticket_id, message=note)
+
+
 @bp.post("/tickets/<ticket_id>/budget-codes")
 @login_required
 def create_budget_code_page(ticket_id: str) -> Response:

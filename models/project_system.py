@@ -46,3 +46,34 @@ class KnownProject(db.Model):
     project_id: Mapped[str] = mapped_column(String(40), primary_key=True)
     name: Mapped[str] = mapped_column(String(300))
     seen_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+
+
+class ProjectSettings(db.Model):
+    """How a project's change events are written: Procore's event type and change reason."""
+
+    __tablename__ = "project_settings"
+
+    company_id: Mapped[int] = mapped_column(ForeignKey("companies.id"), primary_key=True)
+    project_id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    # tbd, allowance, contingency, owner_change or transfer.
+    event_type: Mapped[str] = mapped_column(String(32), default="tbd")
+    change_reason_id: Mapped[int | None] = mapped_column(BigInteger)
+    updated_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    updated_by: Mapped[str | None] = mapped_column(String(300))
+
+
+class SubCommitment(db.Model):
+    """The commitment a PM confirmed for a sub on a project, for the sub's next tickets there."""
+
+    # sub_key: the sub's name as matched (services/project_system/commitments.py); a null
+    # contract_id is the PM's word that the sub's lines carry no commitment on the project.
+
+    __tablename__ = "sub_commitments"
+
+    company_id: Mapped[int] = mapped_column(ForeignKey("companies.id"), primary_key=True)
+    project_id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    sub_key: Mapped[str] = mapped_column(String(120), primary_key=True)
+    sub: Mapped[str] = mapped_column(String(120))
+    contract_id: Mapped[int | None] = mapped_column(BigInteger)
+    confirmed_by: Mapped[str | None] = mapped_column(String(300))
+    confirmed_at: Mapped[dt.datetime] = mapped_column(default=utcnow)

@@ -974,6 +974,29 @@ class NteStatus(Shape):
     message: str = Field(description="The same in words, as the pages show it.")
 
 
+class TicketCommitment(Shape):
+    """The sub's vendor and commitment in the project system that a ticket's lines are written on."""
+
+    vendor_id: int | None = Field(description=(
+        "The sub's vendor in the project's directory; null when none. The lines carry it "
+        "only with a commitment (`contract_id`)."))
+    vendor_name: str | None
+    contract_id: int | None = Field(description=(
+        "The commitment (subcontract or purchase order) each line is proposed on; null writes "
+        "the lines without one, and `reason` says why."))
+    contract_number: str | None
+    contract_title: str | None
+    exact: bool = Field(description=(
+        "True when the lines are written on it as shown: the sub's name is the vendor's "
+        "(ignoring case, punctuation and a legal suffix) and the vendor has one commitment on "
+        "the project, or a PM confirmed it for the sub and project. False with a commitment: "
+        "a suggestion, which approve refuses (409 `commitment_needs_confirmation`) until it is "
+        "confirmed or `contract_id` is given. False without one: the lines carry none."))
+    reason: str = Field(description=(
+        "Why, in words a PM reads, e.g. 'Bolt Electric LLC has 2 commitments on this "
+        "project' or 'Bayside Rentals has no commitment on this project in Procore'."))
+
+
 class TicketSummary(TicketText):
     """A ticket as a list shows it: what finds and sorts it, its total and its state.
 
@@ -1031,6 +1054,11 @@ class Ticket(TicketSummary):
     language: Language | None = Field(default=None, description=(
         "The language of the crew's capture page when the ticket was sent; its signing links "
         "default to it. Null for a ticket a program sent."))
+    commitment: TicketCommitment | None = Field(default=None, description=(
+        "The sub's vendor and commitment the change event's lines are proposed on (as written, "
+        "once written). Null when the ticket names no sub, when the project's directory in the "
+        "project system cannot be read now, and in the answer to a ticket's create (which "
+        "never waits on the project system)."))
 
 
 class TicketList(Shape):
@@ -1101,6 +1129,11 @@ class ApproveInput(InputShape):
         "no_change_events (a daily log is never chosen automatically). A daily log entry "
         "is dated with the capture time read in the project's time zone (UTC when the "
         "project names none the service knows)."))
+    contract_id: RecordId | None = Field(default=None, description=(
+        "The commitment (subcontract or purchase order id, see GET "
+        "/v1/projects/{project_id}/commitments) the change event's lines are proposed on, "
+        "overriding the ticket's `commitment`, with that commitment's vendor. A commitment the "
+        "project does not have is a 409 `contract_not_found`; nothing is written."))
 
 
 class ApprovalResult(Ticket):
@@ -1453,6 +1486,84 @@ class ProjectMarkupsOut(Shape):
     project_id: str
     markups: list[Markup]
 
+
+
+# ------------------------------------------------------------------ commitments, settings
+
+class EventType(StrEnum):
+    """Procore's change event type."""
+
+    TBD = "tbd"
+    ALLOWANCE = "allowance"
+    CONTINGENCY = "contingency"
+    OWNER_CHANGE = "owner_change"
+    TRANSFER = "transfer"
+
+
+class CommitmentItem(Shape):
+    """A subcontract (work order) or purchase order of a project, with its vendor."""
+
+    id: int = Field(description="The `contract_id` to confirm for a sub or approve with.")
+    kind: Literal["work_order", "purchase_order"]
+    number: str | None
+    title: str | None
+    status: str | None = Field(description="The project system's status, e.g. 'Approved'.")
+    vendor_id: int | None
+    vendor_name: str | None
+
+
+class SubCommitmentItem(Shape):
+    """A sub as the project's tickets name it, and the commitment its lines are written on."""
+
+    sub: str
+    commitment: TicketCommitment
+
+
+class CommitmentList(Shape):
+    """A project's commitments that can take a line, and the subs whose commitment is confirmed."""
+
+    project_id: str
+    data: list[CommitmentItem]
+    confirmed: list[SubCommitmentItem] = Field(description=(
+        "Each sub a PM confirmed a commitment for (or none) on this project, as its tickets use it."))
+
+
+class SubCommitmentInput(InputShape):
+    """Confirm which commitment a sub's lines are written on, for the sub's tickets on a project."""
+
+    sub: str = required_text(120, description=(
+        "The sub as tickets name it (a capture link's label, or `sub` of a created ticket); "
+        "matched ignoring case, punctuation and a legal suffix."))
+    contract_id: RecordId | None = Field(description=(
+        "One of the project's commitments (GET /v1/projects/{project_id}/commitments), or null: "
+        "the sub's lines carry no commitment on this project."))
+
+
+class ChangeReasonItem(Shape):
+    """A change reason of the company in the project system."""
+
+    id: int
+    name: str
+
+
+class ProjectSettingsInput(InputShape):
+    """How a project's change events are written; a field left out takes its default."""
+
+    event_type: EventType = Field(default=EventType.TBD, description="Procore's event type.")
+    change_reason_id: RecordId | None = Field(default=None, description=(
+        "A change reason of `change_reasons`, or null for none; another id is a 409 "
+        "`change_reason_not_found`."))
+
+
+class ProjectSettingsOut(Shape):
+    """How a project's change events are written (always out of scope: the work is extra)."""
+
+    project_id: str
+    event_type: EventType
+    change_reason_id: int | None
+    change_reason: str | None = Field(description="The change reason's name.")
+    change_reasons: list[ChangeReasonItem] = Field(description=(
+        "The change reasons the company offers, to choose from."))
 
 
 # ------------------------------------------------------------------ not-to-exceed

@@ -13,6 +13,9 @@ from services.capture import links, tickets
 from support.images import data_url, png_bytes
 
 SUBS = ("Apex Concrete", "Bolt Electric", "Cedar Framing", "Delta Drywall")
+# The subs whose commitment the sandbox's directory only suggests (two commitments, a near
+# name): their tickets are written once a PM confirmed it; the others' need no confirmation.
+SUGGESTED_COMMITMENT = ("Bolt Electric", "Cedar Framing")
 PROJECT_COUNT = 3
 
 

@@ -306,7 +306,7 @@ def test_the_queue_lists_written_tickets_not_on_a_change_order(app, client, acme
     from flask_migrate import downgrade, upgrade
     with app.app_context():
         db.session.remove()
-        downgrade(revision="0031")
+        downgrade(revision="0032")
         upgrade()
     again = browser.get("/queue?not_on_change_order=1").get_data(as_text=True)
     assert set(re.findall(r'<tr class="queue-row[^"]*" data-ticket="([^"]+)"', again)) == \

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from tests.pile import seed_pile
+from tests.pile import SUGGESTED_COMMITMENT, seed_pile
 from tests.test_approval import origin_rows, spike_limited
 from tests.test_learning import shot
 from tests.test_review_pages import PASSWORD, Browser, add_reviewer, csrf_token, sign_in
@@ -64,8 +64,10 @@ def test_bulk_writes_each_once_and_reports_each(app, client, acme, pile, sandbox
     assert html.count("as a daily log entry (its project has no change events") == 1
     assert origin_rows(sandbox_server, "change_events", chosen[0].id) == []  # nothing yet
     # Procore's spike limit is waited out on the sandbox's clock, not the test's time.
+    # The confirmation lists each sub's suggested commitment, which writing confirms.
+    listed = dict(re.findall(r'name="(suggest\[[^"]+)" value="([^"]+)"', form))
     with spike_limited(app, acme, sandbox_server, monkeypatch) as (_clock, statuses):
-        done = browser.post("/queue/bulk/approve", {"ids": ids, "from": "sort=oldest"},
+        done = browser.post("/queue/bulk/approve", {"ids": ids, "from": "sort=oldest", **listed},
                             htmx=True)
     assert 429 not in statuses
     html = done.get_data(as_text=True)
@@ -149,7 +151,8 @@ def test_approve_and_next_follows_the_queue_order(app, acme, pile, live_server, 
     page.click(".sorts >> text=Newest first")
     page.wait_for_url(re.compile(r".*sort=newest.*"))
     ordered = [t.id for t in pile]
-    first = writable(acme, pile)[-1]  # the newest
+    # the newest, of a sub whose commitment needs no confirmation
+    first = [t for t in writable(acme, pile) if t.sub not in SUGGESTED_COMMITMENT][-1]
     following = ordered[ordered.index(first.id) + 1]
     page.click(f"tr[data-ticket='{first.id}'] td.description a")
     page.wait_for_selector("#ticket-panel")

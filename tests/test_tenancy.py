@@ -75,6 +75,8 @@ def body_for(rule: str, owner_values: dict[str, str]) -> dict:
                 "csv": "kind,item,st\r\nlabor,Foreman,100\r\n"}
     if rule.endswith("/markups"):
         return {"markups": []}
+    if rule.endswith("/commitments"):
+        return {"sub": "Bayside Rentals", "contract_id": None}
     if rule.endswith("/authorizations"):
         return {"reference": "CD-2", "amount": 10}
     if rule.endswith("/authorization"):
@@ -133,7 +135,7 @@ def test_every_route_with_an_id_treats_foreign_ids_as_missing(app, client, acme,
             assert foreign == missing, f"{method} {rule.rule}"
             assert foreign[0] == 404, f"{method} {rule.rule}: {foreign}"
             checked.append(f"{method} {rule.rule}")
-    assert len(checked) == 60  # every route with an id or token outside the public pages
+    assert len(checked) == 65  # every route with an id or token outside the public pages
     # And nothing of the owner's changed.
     ticket = client.get(f"/v1/tickets/{owner_values['ticket_id']}", headers=acme.headers).json
     assert ticket["status"] == "submitted" and ticket["photo_count"] == 1 and ticket["decisions"] == []

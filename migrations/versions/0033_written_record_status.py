@@ -1,7 +1,7 @@
 """the written record's status read back from the project system
 
 Revision ID: 0033
-Revises: 0031
+Revises: 0032
 Create Date: 2026-11-29 07:00:00
 
 A written ticket keeps where its change event or daily log entry stands in Procore: its status
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = '0033'
-down_revision = '0031'
+down_revision = '0032'
 branch_labels = None
 depends_on = None
 

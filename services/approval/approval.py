@@ -26,7 +26,7 @@ from flask import current_app
 
 from models import Ticket as TicketRecord
 from models import db, utcnow
-from models.schemas import LINE_INDEX, ApprovalResult, ApproveInput, Ticket
+from models.schemas import LINE_INDEX, ApprovalResult, ApproveInput, Ticket, TicketCommitment
 from services.approval import approval_claims
 from services.approval.approval_records import (
     CHANGE_EVENT,
@@ -55,8 +55,10 @@ from services.project_system import (
     RemoteRecord,
     ToolDisabled,
     WriteUnconfirmed,
+    commitments,
     hurried,
     patient,
+    project_settings,
     projects,
 )
 from services.project_system.connections import (
@@ -103,6 +105,7 @@ class Plan:
     created_after: dt.datetime
     log_date: dt.date
     change_event: ChangeEventDraft
+    commitment: TicketCommitment | None
     manpower: ManpowerDraft
     files: tuple[tuple[str, str, str], ...]
     document: Document
@@ -134,13 +137,17 @@ def approve(company_id: int, ticket_id: str, options: ApproveInput, actor: str) 
         if destination == CHANGE_EVENT:  # a daily log entry carries no budget code
             _check_lines(routes, options)
         authorizations.check_approval(ticket, options.confirm_over_nte)
+        # A daily log entry bills nothing, so it is on no commitment.
+        commitment = commitments.for_approval(
+            company_id, ticket.project_id, ticket.sub, options.contract_id, actor) \
+            if destination == CHANGE_EVENT else None
         zone = projects.time_zone(company_id, ticket.project_id, briefly=True)
     client = client_for(company_id)
     claim = _claim(ticket.id, options.allow_rejected, destination)
     if claim is None:
         return _written_result(company_id, ticket.id, already=True)
     try:
-        plan = _plan(ticket, routes, zone, actor, destination)
+        plan = _plan(ticket, routes, zone, actor, destination, commitment)
         if destination == CHANGE_EVENT:  # made before the company's write slot is taken
             plan.document.pdf()
         # One write at a time per company (a slow project system holds one thread, not all),
@@ -157,7 +164,8 @@ def approve(company_id: int, ticket_id: str, options: ApproveInput, actor: str) 
     except Exception:
         approval_claims.release(ticket.id, claim.id)
         raise
-    return _finish(company_id, ticket.id, destination, record, routes, actor, codes)
+    return _finish(company_id, ticket.id, destination, record, routes, actor, codes,
+                   plan.commitment if destination == CHANGE_EVENT else None)
 
 
 def _patience() -> tuple[float, float, float]:
@@ -277,9 +285,9 @@ def _claim(ticket_id: str, allow_rejected: bool, destination: str) -> approval_c
 
 
 def _plan(ticket: TicketRecord, routes: list[Route], zone: ZoneInfo, actor: str,
-          destination: str) -> Plan:
-    """Both drafts, the attachment list and the document of a ticket as approved, from its
-    loaded state; dates in `zone`."""
+          destination: str, commitment: TicketCommitment | None) -> Plan:
+    """Both drafts, the attachment list and the document of a ticket as approved."""
+    # From its loaded state; dates in `zone`; the change event's lines on `commitment`.
     files = [(photo_filename(photo.position, photo.name, photo.image_key), photo.image_key,
               content_type(photo.image_key)) for photo in ticket.photos]
     if ticket.signature:
@@ -287,7 +295,10 @@ def _plan(ticket: TicketRecord, routes: list[Route], zone: ZoneInfo, actor: str,
         files.append((f"signature.{key.rsplit('.', 1)[1]}", key, content_type(key)))
     return Plan(project_id=int(ticket.project_id), origin_id=origin_id(ticket.id),
                 created_after=ticket.captured_at - LOOKUP_MARGIN, log_date=log_date(ticket, zone),
-                change_event=change_event_draft(ticket, routes, zone),
+                change_event=change_event_draft(
+                    ticket, routes, zone, commitment,
+                    project_settings.stored(ticket.company_id, ticket.project_id)),
+                commitment=commitment,
                 manpower=manpower_draft(ticket, zone),
                 files=tuple(files),
                 document=Document(documents.document_filename(ticket.id), documents.approval_html(
@@ -380,7 +391,8 @@ def _attachments(plan: Plan, names: list[str]) -> list[Attachment]:
 
 
 def _finish(company_id: int, ticket_id: str, destination: str, record: RemoteRecord,
-            routes: list[Route], actor: str, codes: Catalog) -> ApprovalResult:
+            routes: list[Route], actor: str, codes: Catalog,
+            commitment: TicketCommitment | None) -> ApprovalResult:
     """Mark the ticket written with its record, unless someone else already did, and keep
     where its lines went as evidence for the next ones (services/routing/learning.py)."""
     now = utcnow()
@@ -396,6 +408,7 @@ def _finish(company_id: int, ticket_id: str, destination: str, record: RemoteRec
                 "manpower_log_id": record.id if destination == DAILY_LOG else None,
                 "number": record.number, "written_at": now.isoformat(), "url": record.url,
                 "note": DAILY_LOG_NOTE if destination == DAILY_LOG else None,
+                "commitment": commitment.model_dump(mode="json") if commitment else None,
             }
             # Not on a change order until a read of the record says otherwise.
             ticket.on_change_order = False if destination == CHANGE_EVENT else None

@@ -9,8 +9,9 @@ from decimal import ROUND_HALF_UP, Decimal
 from zoneinfo import ZoneInfo
 
 from models import Ticket as TicketRecord
-from models.schemas import Shows, ticket_fields
+from models.schemas import Shows, TicketCommitment, ticket_fields
 from services.project_system import ChangeEventDraft, ChangeEventLine, ManpowerDraft
+from services.project_system.project_settings import Stored
 from services.project_system.zones import jobsite_time, local_date
 from services.routing.routing import Route
 from services.tickets import documents
@@ -72,9 +73,14 @@ def _context_lines(ticket: TicketRecord, zone: ZoneInfo) -> list[str]:
     return lines
 
 
-def change_event_draft(ticket: TicketRecord, routes: list[Route],
-                       zone: ZoneInfo) -> ChangeEventDraft:
-    """The change event for a ticket: one line item per routed line."""
+def change_event_draft(ticket: TicketRecord, routes: list[Route], zone: ZoneInfo,
+                       commitment: TicketCommitment | None = None,
+                       settings: Stored | None = None) -> ChangeEventDraft:
+    """The change event for a ticket: a line item per routed line, on the sub's commitment."""
+    # Markup lines too; the event takes the project's type and change reason.
+    settings = settings or Stored()
+    contract_id = commitment.contract_id if commitment is not None else None
+    vendor_id = commitment.vendor_id if contract_id is not None else None
     title = (f"Extra work: {_one_line(ticket.description, TITLE_DESCRIPTION_CHARS)} "
              f"(#{ticket.id[:8]})")
     description = "\n".join([ticket.description, "", *_context_lines(ticket, zone),
@@ -83,10 +89,13 @@ def change_event_draft(ticket: TicketRecord, routes: list[Route],
         description=route.description,
         budget_code_id=route.budget_code.id if route.budget_code else None,
         cost_type=route.cost_type, quantity=route.quantity, unit_cost=route.unit_cost,
-        amount=route.amount, unit_of_measure=_unit_of_measure(route))
+        amount=route.amount, unit_of_measure=_unit_of_measure(route),
+        vendor_id=vendor_id, contract_id=contract_id)
         for route in routes)
     return ChangeEventDraft(origin_id=origin_id(ticket.id), title=title,
-                            description=description, lines=lines)
+                            description=description, lines=lines,
+                            event_type=settings.event_type,
+                            change_reason_id=settings.change_reason_id)
 
 
 def _unit_of_measure(route: Route) -> str | None:

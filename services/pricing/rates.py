@@ -23,7 +23,7 @@ from services.platform.database import write_transaction
 from services.platform.errors import NotFound, ServiceError, ValidationFailed, field_problem
 from services.platform.validation import validation_details
 from services.pricing import authorizations, markups
-from services.project_system import projects
+from services.project_system import project_settings, projects
 
 CSV_COLUMNS = ("kind", "item", "st", "ot", "dt", "hourly", "daily", "unit_cost", "percent")
 CSV_KINDS = ("labor", "equipment", "material", "material_markup")
@@ -272,6 +272,8 @@ class RatesPage:
     markups: list[dict[str, Any]] = field(default_factory=list)
     budget_codes: list[tuple[int, str]] = field(default_factory=list)
     authorizations: list[Any] = field(default_factory=list)
+    # How the project's change events are written (None while Procore cannot say).
+    settings: Any = None
 
 
 def rates_page(company_id: int, project_id: str | None) -> RatesPage:
@@ -289,6 +291,7 @@ def rates_page(company_id: int, project_id: str | None) -> RatesPage:
         try:
             page.authorizations.extend(authorizations.list_for_project(company_id, project_id))
             codes = projects.catalog(company_id, project_id)
+            page.settings = project_settings.get_settings(company_id, project_id)
         except ServiceError:
             return page
         page.budget_codes.extend(sorted(((c.id, f"{c.flat_code} — {c.description}")

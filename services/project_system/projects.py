@@ -136,7 +136,7 @@ def _cache(name: str) -> TTLCache:
         return caches.setdefault(name, TTLCache())
 
 
-def _read(company_id: int, cache_name: str, key: tuple, ttl_s: float, load: Callable[[], T],
+def cached_read(company_id: int, cache_name: str, key: tuple, ttl_s: float, load: Callable[[], T],
           briefly: bool) -> T:
     """One cached answer: waited for, or (`briefly`) the last one known while a fresh one loads."""
     cache = _cache(cache_name)
@@ -296,7 +296,7 @@ def remote_projects(company_id: int, *, briefly: bool = False) -> list[RemotePro
     def load() -> list[RemoteProject]:
         with project_system_errors(company_id):
             return client_for(company_id).list_projects()
-    return _read(company_id, "projects", ("projects", company_id),
+    return cached_read(company_id, "projects", ("projects", company_id),
                  current_app.config["PROJECT_CACHE_S"], load, briefly)
 
 
@@ -422,7 +422,7 @@ def catalog(company_id: int, project_id: str, *, briefly: bool = False) -> Catal
             cost_codes, cost_types, budget_codes = client_for(company_id).read_catalog(project.id)
         return Catalog(cost_codes=tuple(cost_codes), cost_types=tuple(cost_types),
                        budget_codes=tuple(budget_codes))
-    return _read(company_id, "catalogs", ("catalog", company_id, _project_key(project_id)),
+    return cached_read(company_id, "catalogs", ("catalog", company_id, _project_key(project_id)),
                  current_app.config["CATALOG_CACHE_S"], load, briefly)
 
 
@@ -480,7 +480,7 @@ def change_events_enabled(company_id: int, project_id: str, *, briefly: bool = F
         project = require_project(company_id, project_id)
         with project_system_errors(company_id):
             return client_for(company_id).change_events_enabled(project.id)
-    return _read(company_id, "capabilities", ("capability", company_id, _project_key(project_id)),
+    return cached_read(company_id, "capabilities", ("capability", company_id, _project_key(project_id)),
                  current_app.config["CAPABILITY_CACHE_S"], load, briefly)
 
 

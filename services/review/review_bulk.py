@@ -10,9 +10,9 @@ from models.schemas import ApproveInput
 from services.approval import approval
 from services.platform.errors import ServiceError
 from services.platform.validation import form_number
-from services.project_system import projects
+from services.project_system import commitments, projects
 from services.routing.learning import possessive
-from services.tickets.plain_words import plain_error
+from services.tickets.plain_words import commitment_sentence, plain_error
 from services.tickets.ticket_records import find_ticket
 from services.tickets.ticket_shapes import Wait, routing_of
 
@@ -55,6 +55,10 @@ class BulkItem:
     # Why the PM must open the ticket before it is written (a line bulk approval cannot
     # confirm), each in plain words; such a ticket is left out of the approval.
     held: tuple[str, ...] = ()
+    # The sub's commitment its lines go on, in plain words; and the suggested commitment the
+    # approval confirms for the sub and project (its id), when it is only a suggestion.
+    commitment: str | None = None
+    confirms_commitment: int | None = None
 
 
 def _selected(company_id: int, ids: list[str]) -> list:
@@ -105,7 +109,11 @@ def bulk_selection(company_id: int, ids: list[str]) -> list[BulkItem]:
     for ticket in _selected(company_id, ids):
         routing = routing_of(ticket, Wait.BRIEFLY)
         destination = _destination(company_id, ticket.project_id)
+        found = commitments.shown(company_id, ticket.project_id, ticket.sub, briefly=True) \
+            if destination == "change_event" else None
         items.append(BulkItem(
+            commitment=commitment_sentence(found) if found else None,
+            confirms_commitment=found.contract_id if found and not found.exact else None,
             id=ticket.id, reference=ticket.reference, description=ticket.description,
             total=ticket.total, destination=destination, held=_held(routing, destination),
             suggestions=() if destination == "daily_log" else tuple(
@@ -146,7 +154,14 @@ def bulk_approve(company_id: int, ids: list[str], actor: str,
         if away is not None:  # Procore was just found away: do not wait on it again per ticket
             results.append(dataclasses.replace(item, outcome="refused", message=away))
             continue
-        routes = confirmed.get(ticket.id, {}) if item.destination == "change_event" else {}
+        routes = dict(confirmed.get(ticket.id, {})) if item.destination == "change_event" else {}
+        contract_id = routes.pop(COMMITMENT, None)
+        if contract_id is not None and not _confirm_commitment(company_id, ticket, contract_id,
+                                                               actor):
+            results.append(dataclasses.replace(item, outcome="refused", message=(
+                "Its sub's suggested commitment is not the one listed when you confirmed; open "
+                "the ticket to check it. Nothing was written.")))
+            continue
         if _unlisted(ticket, routes):
             results.append(dataclasses.replace(item, outcome="refused", message=(
                 "Its suggested budget codes are not the ones listed when you confirmed; open "
@@ -174,19 +189,37 @@ def bulk_approve(company_id: int, ids: list[str], actor: str,
     return results
 
 
+# The key of a confirmation's form that names the sub's suggested commitment, beside its lines.
+COMMITMENT = "commitment"
+
+
+def _confirm_commitment(company_id: int, ticket, contract_id: int, actor: str) -> bool:
+    """Confirm the listed commitment for the ticket's sub if it is still the one shown; whether so."""
+    try:
+        found = commitments.for_sub(company_id, ticket.project_id, ticket.sub, briefly=True)
+    except ServiceError:
+        return False
+    if found is None or found.exact or found.contract_id != contract_id:
+        return found is not None and found.exact and found.contract_id == contract_id
+    commitments.confirm(company_id, ticket.project_id, ticket.sub, contract_id, actor)
+    return True
+
+
 def bulk_total(items: list[BulkItem]) -> Decimal:
     """The dollar total of some tickets."""
     return sum((item.total for item in items), Decimal("0.00"))
 
 
 def confirmed_suggestions(form) -> dict[str, dict[str, int]]:
-    """The suggested codes a bulk approval's form confirms (`suggest[<ticket>][<line>]`): the
-    ones its confirmation listed, which its button says it confirms."""
+    """The suggested codes and commitments a bulk approval's form confirms, by ticket."""
+    # suggest[<ticket>][<line>] and suggest[<ticket>][commitment]: the ones its confirmation
+    # listed, which its button says it confirms.
     found: dict[str, dict[str, int]] = {}
     for key in form:
         parts = key[len("suggest["):-1].split("][") if key.startswith("suggest[") \
             and key.endswith("]") else []
         value = form.get(key) or ""
-        if len(parts) == 2 and form_number(parts[1]) and form_number(value):
+        if len(parts) == 2 and (form_number(parts[1]) or parts[1] == COMMITMENT) \
+                and form_number(value):
             found.setdefault(parts[0][:40], {})[parts[1]] = int(value)
     return found

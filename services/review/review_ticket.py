@@ -10,14 +10,14 @@ from decimal import Decimal
 from flask import current_app
 
 from models import db, short_reference
-from models.schemas import ApproveInput, NteStatus, RoutingLine, Ticket
+from models.schemas import ApproveInput, NteStatus, RoutingLine, SubCommitmentInput, Ticket
 from services.approval import approval, approval_claims, record_status
 from services.capture import signing
 from services.platform import mail
 from services.platform.errors import Conflict, ServiceError, ValidationFailed
 from services.platform.validation import form_number, validate
 from services.pricing import authorizations
-from services.project_system import BudgetCode, projects
+from services.project_system import BudgetCode, commitments, projects
 from services.project_system.projects import Catalog
 from services.review.review_queue import QueueView
 from services.routing import learning
@@ -28,6 +28,7 @@ from services.tickets.plain_words import (
     PlainError,
     age_text,
     change_order_words,
+    commitment_sentence,
     plain_error,
     signing_refusal,
 )
@@ -101,6 +102,14 @@ class TicketPage(TicketView):
     # What the picker searches for each budget code id: its code and name, the company's own
     # words for it (the lines routed there) and their Spanish and short forms.
     search: dict[int, str] = field(default_factory=dict)
+    # The project's open commitments to choose from for the sub: (id, how a PM reads it).
+    commitments: list[tuple[int, str]] = field(default_factory=list)
+
+    @property
+    def commitment_text(self) -> str:
+        """Which commitment the ticket's lines go on, and why, in plain words ('' for none)."""
+        found = self.ticket.commitment
+        return commitment_sentence(found, written=self.ticket.status == "written") if found else ""
 
     @property
     def to_confirm(self) -> list:
@@ -198,6 +207,8 @@ def ticket_page(company_id: int, ticket_id: str, *, error: ServiceError | None =
     except ServiceError:
         codes = None
     page.procore_down_since = projects.away_since(company_id)
+    if ticket.sub and ticket.status != "written":
+        page.commitments = commitments.choices(company_id, ticket.project_id)
     if codes is None:
         return page
     try:
@@ -209,6 +220,25 @@ def ticket_page(company_id: int, ticket_id: str, *, error: ServiceError | None =
     for route in ticket.routing:
         page.choices[route.line] = _line_choice(route, record.lines[route.line], codes, ordered)
     return page
+
+
+def confirm_commitment_from_form(company_id: int, ticket_id: str, form: dict[str, str],
+                                 actor: str) -> str:
+    """Keep the commitment the PM chose for the ticket's sub; what the page says after."""
+    # Through the API's validator and service.
+    ticket = find_ticket(company_id, ticket_id)
+    if not ticket.sub:
+        raise Conflict("the ticket names no sub", code="no_sub")
+    chosen = (form.get("contract_id") or "").strip()
+    body = validate(SubCommitmentInput, {
+        "sub": ticket.sub,
+        "contract_id": int(chosen) if chosen.isdecimal() and len(chosen) < 18 else chosen or None})
+    kept = commitments.confirm(company_id, ticket.project_id, body.sub, body.contract_id, actor)
+    if kept.commitment.contract_id is None:
+        return f"Confirmed: {ticket.sub}'s lines carry no commitment on this project."
+    name = commitments.commitment_name(kept.commitment.contract_number, kept.commitment.contract_title,
+                           kept.commitment.contract_id)
+    return f"Confirmed: {ticket.sub}'s lines go on {name} on this project, for its next tickets too."
 
 
 def _line_choice(route: RoutingLine, line: dict, codes: Catalog,

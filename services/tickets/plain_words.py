@@ -10,6 +10,7 @@ from decimal import Decimal
 
 from models import utcnow
 from services.platform.errors import ServiceError
+from services.project_system.commitments import commitment_name
 from services.tickets import signatures
 
 
@@ -58,6 +59,14 @@ PLAIN_ERRORS = {
     "photos_full": "This ticket already holds 12 photos, the most it can take.",
     "document_busy": "The ticket's document could not be made just now. Nothing was written; "
                      "try again in a moment.",
+    "commitment_needs_confirmation": "The sub's commitment in Procore is only a suggestion. "
+                                     "Confirm it, or choose another, under \"Sub's commitment\". "
+                                     "Nothing was written.",
+    "contract_not_found": "That commitment is no longer open on this project in Procore; choose "
+                          "another. Nothing was written.",
+    "change_reason_not_found": "That change reason is no longer offered in Procore; choose "
+                               "another. Nothing was changed.",
+    "no_sub": "This ticket names no sub, so there is no commitment to confirm.",
 }
 
 
@@ -142,6 +151,8 @@ def _refused_codes(details: list) -> PlainError | None:
 # Where on the ticket page a refusal is put right: the control, and what to do there.
 PLAIN_PLACES = {
     "no_change_events": ("destination", "Choose daily log"),
+    "commitment_needs_confirmation": ("commitment", "Go to the sub's commitment"),
+    "contract_not_found": ("commitment", "Go to the sub's commitment"),
     "ticket_rejected": ("allow_rejected", "Tick \"Approve although this ticket was rejected\""),
 }
 
@@ -248,3 +259,18 @@ def record_words(ticket) -> str:
     if ticket.on_change_order is None:
         return status  # a daily log entry is never on a change order
     return f"{status}; not on a change order yet"
+
+
+def commitment_sentence(commitment, *, written: bool = False) -> str:
+    """Which commitment a ticket's lines are (or were) proposed on, and why, in a sentence or two."""
+    why = commitment.reason[:1].upper() + commitment.reason[1:]
+    if commitment.contract_id is None:
+        if commitment.exact:
+            return f"{why}."
+        return f"{why}. Its lines {'were' if written else 'are'} written without a commitment."
+    name = commitment_name(commitment.contract_number, commitment.contract_title,
+                           commitment.contract_id)
+    vendor = f" of {commitment.vendor_name}" if commitment.vendor_name else ""
+    if not commitment.exact:
+        return f"Suggested: {name}{vendor} ({commitment.reason}). Confirm it, or choose another."
+    return f"Each line {'was' if written else 'is'} proposed on {name}{vendor}. {why}."

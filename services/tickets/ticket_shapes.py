@@ -15,11 +15,11 @@ from sqlalchemy import inspect
 
 from models import Ticket as TicketRecord
 from models import TicketPhoto
-from models.schemas import RoutingLine, Ticket, TicketSummary
+from models.schemas import RoutingLine, Ticket, TicketCommitment, TicketSummary
 from services.platform.errors import ServiceError
 from services.platform.web import public_base_url
 from services.pricing import authorizations
-from services.project_system import projects
+from services.project_system import commitments, projects
 from services.routing import learning
 from services.routing.routing import Route, router_for, unrouted
 from services.tickets import signatures
@@ -78,6 +78,18 @@ def routing_of(ticket: TicketRecord, wait: Wait = Wait.YES) -> Routing:
         return Routing(routing_lines(unrouted(ticket.lines, PENDING_REASON)), [PENDING_WARNING],
                        pending=True)
     return Routing(routing_lines(router_for(codes).route_all(ticket.lines, suggest)), [], pending=False)
+
+
+def commitment_of(ticket: TicketRecord, wait: Wait = Wait.YES) -> TicketCommitment | None:
+    """The sub's commitment a ticket shows: as written, else as matched or confirmed now."""
+    # None without waiting (Wait.NO), or while the project system cannot say.
+    if ticket.status == "written":
+        kept = (ticket.external or {}).get("commitment")
+        return TicketCommitment.model_validate(kept) if kept else None
+    if wait is Wait.NO:
+        return None
+    return commitments.shown(ticket.company_id, ticket.project_id, ticket.sub,
+                             briefly=wait is Wait.BRIEFLY)
 
 
 def routing_lines(routes: list[Route]) -> list[RoutingLine]:
@@ -164,4 +176,5 @@ def shape_ticket(ticket: TicketRecord, wait: Wait = Wait.YES, *, routing: Routin
                                     for s in ticket.voided_signatures or []],
                  awaiting_signature_since=awaiting,
                  nte=authorizations.status_of(ticket.company_id, ticket.authorization_id),
+                 commitment=commitment_of(ticket, wait),
                  warnings=[*(ticket.warnings or []), *routing.warnings])
