@@ -14,7 +14,6 @@ from flask import current_app
 from sqlalchemy import select
 
 from models import Company, ProjectSystemConnection, db, utcnow
-from sandbox.seed import create_demo_company
 from services.platform.database import write_transaction
 from services.platform.errors import (
     Conflict,
@@ -313,14 +312,6 @@ def save_connection(company_id: int, *, environment: str, client_id: str, client
         connection.web_base = web_base.rstrip("/") if web_base else None
         connection.updated_at = utcnow()
     return connection
-
-
-def connect_embedded_sandbox(company_id: int, name: str) -> dict:
-    """Create a fresh company in the embedded sandbox and connect this company to it."""
-    seeded = create_demo_company(current_app.config["SANDBOX_DB_PATH"], name=name)
-    save_connection(company_id, environment=EMBEDDED, client_id=seeded["client_id"],
-                    client_secret=seeded["client_secret"], remote_company_id=seeded["company_id"])
-    return seeded
 
 
 def record_status(company_id: int, status: str) -> None:
