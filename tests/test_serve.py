@@ -142,4 +142,5 @@ def test_the_serving_process_loads_nothing_only_the_commands_use(tmp_path):
 
     assert {"webapp", "flask", "services.health"} <= serving
     assert commands_only(serving) == []
+    assert not {m for m in serving if m.split(".")[0] == "redis"}  # its limits are in memory
     assert commands_only(commands) == sorted(COMMANDS_ONLY)  # `flask --app app` still has them

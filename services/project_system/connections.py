@@ -9,7 +9,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import redis
 from flask import current_app
 from sqlalchemy import select
 
@@ -101,6 +100,8 @@ def _shared_budget(api_base: str, client_id: str, remote_company_id: int) -> Bud
     storage = str(current_app.config["RATELIMIT_STORAGE_URI"])
     if not storage.startswith(("redis://", "rediss://")):
         return None
+    import redis  # only an install keeping its limits on Redis loads it (6 MB a process)
+
     # Short timeouts: a Redis that does not answer is paced around (in-process), not waited on.
     return RedisBudget(redis.Redis.from_url(storage, socket_timeout=1, socket_connect_timeout=1),
                        f"ewt:procore-budget:{api_base}:{client_id}:{remote_company_id}")
@@ -148,11 +149,8 @@ def rate_limit_wait(company_id: int) -> float:
         client = client_for(company_id)
     except ServiceError:
         return 0.0
-    budget = getattr(client, "budget", None)
-    try:
-        return max(budget.waiting(client.clock()), 0.0) if budget is not None else 0.0
-    except redis.RedisError:  # the shared budget cannot be read: nothing to say, not an error
-        return 0.0
+    budget = getattr(client, "budget", None)  # a shared one Redis cannot read paces locally
+    return max(budget.waiting(client.clock()), 0.0) if budget is not None else 0.0
 
 
 class ProjectSystemBusy(ServiceError):
