@@ -268,7 +268,7 @@ def load_configuration(app: Flask, test_config: dict[str, Any] | None) -> None:
         parse_bucket_url(app.config["STORAGE_URL"])  # a wrong address stops the start, not a request
     # The pool hands out the connection put back last: at a steady load one or two serve every
     # request with their caches warm, rather than each pooled connection filling a cache of its
-    # own (SQLite's page cache is 2 MB a connection; a worker held 10 MB more without this).
+    # own (SQLite's page cache is up to 2 MB a connection).
     engine_options = app.config.setdefault("SQLALCHEMY_ENGINE_OPTIONS", {})
     database = make_url(app.config["SQLALCHEMY_DATABASE_URI"])
     if database.database not in (None, "", ":memory:"):  # one in memory has no pool to order
