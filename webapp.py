@@ -50,6 +50,10 @@ def default_config(instance_path: str) -> dict[str, Any]:
         "SQLALCHEMY_DATABASE_URI": "sqlite:///" + os.path.join(instance_path, "tickets.sqlite3"),
         "SQLITE_BUSY_TIMEOUT_MS": 30_000,
         "SQLITE_SYNCHRONOUS": "FULL",
+        # What SQLite keeps in memory (page caches, sorts) in the whole process, past which it
+        # reuses its cache; the operating system's file cache still holds the file. Unbounded,
+        # each pooled connection keeps 2 MB of pages and more from its sorts.
+        "SQLITE_HEAP_LIMIT_BYTES": 8 * MiB,
         # 12 photos of up to 2 MiB each, base64-encoded, plus the signature and text: the routes
         # that take photos; every other route takes SMALL_BODY_BYTES (services/platform/bodies.py).
         "MAX_CONTENT_LENGTH": 34 * MiB,

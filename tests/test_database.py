@@ -18,6 +18,7 @@ def test_sqlite_runs_with_wal_foreign_keys_and_busy_timeout(app):
         assert db.session.execute(text("PRAGMA journal_mode")).scalar() == "wal"
         assert db.session.execute(text("PRAGMA foreign_keys")).scalar() == 1
         assert db.session.execute(text("PRAGMA busy_timeout")).scalar() == 30_000
+        assert db.session.execute(text("PRAGMA soft_heap_limit")).scalar() == 8 * 1024 * 1024
 
 
 def test_the_pool_hands_out_the_connection_put_back_last(app):
