@@ -1,23 +1,28 @@
 /* Sending one kept ticket on a weak signal, shared by the capture page and its service worker:
  * the text first (small, safe to repeat by the phone's reference; its answer names the photos
  * the server holds), then each photo the server lacks, a piece at a time (Content-Range, from
- * the byte the server holds on), then the signature. Each piece is sized to take about
- * PIECE_SECONDS on the signal there is, so a drop costs at most that much; how far each photo
- * has come is remembered on the phone after every piece. Progress is what the server has
- * acknowledged, never what left the phone. "Sent" is said only when the server's own answer
- * lists every photo and the signature. There is no overall time limit; an upload that makes
- * no progress for STALL_MS is given up and tried again later. Both callers hold the same lock
- * while sending, so one phone never has two senders. */
+ * the byte the server holds on), then the signature. Each piece waits for the server's answer
+ * before the next goes, so the link idles for a round trip between pieces: a piece is sized
+ * from the signal measured on the last pieces (its rate and that round trip, told apart by
+ * fitting each piece's time to its size) to carry ROUNDS round trips' worth of bytes and at
+ * least PIECE_SECONDS of sending, so the wait between pieces costs at most about a ROUNDS-th
+ * of the link, and a drop costs at most a piece. How far each photo has come is remembered on
+ * the phone after every piece. Progress is what the server has acknowledged, never what left
+ * the phone. "Sent" is said only when the server's own answer lists every photo and the
+ * signature. There is no overall time limit; an upload that makes no progress for STALL_MS is
+ * given up and tried again later. Both callers hold the same lock while sending, so one phone
+ * never has two senders. */
 /* exported CaptureSend */
 var CaptureSend = (function () {
   "use strict";
 
   var STALL_MS = 45000;
   var PIECE_SECONDS = 1.2;
+  var ROUNDS = 8;
   var FIRST_PIECE = 32 * 1024;
   var MIN_PIECE = 16 * 1024;     // the server takes no smaller piece but a photo's last
   var MAX_PIECE = 1024 * 1024;
-  var rate = 0;                  // bytes a second the last pieces went at
+  var SAMPLES = 6;
   var PROGRESS_PREFIX = "progress:";
   var SENT_PREFIX = "sent:";
   var KEEP_SENT = 20;
@@ -91,20 +96,50 @@ var CaptureSend = (function () {
     });
   }
 
-  /* The next piece's size: about PIECE_SECONDS at the rate the last pieces went; a rest too
-   * small to be a piece of its own is shared with this one. */
-  function pieceSize(left) {
-    var size = rate ? Math.round(rate * PIECE_SECONDS) : FIRST_PIECE;
+  /* What the last pieces say of the signal: {rate} bytes a second and {rtt} seconds each
+   * request waits beyond its bytes (round trip and the server's answer), fitted as a line
+   * through each piece's (size, seconds); while the pieces are too alike in size to fit one,
+   * the round trip is kept and the rate read from the last piece beyond it. */
+  function Meter() {
+    var samples = [], signal = { rate: 0, rtt: 0 };
+    function learn(bytes, seconds) {
+      seconds = Math.max(seconds, 0.001);
+      samples.push([bytes, seconds]);
+      if (samples.length > SAMPLES) { samples.shift(); }
+      var n = samples.length, sx = 0, sy = 0, sxx = 0, sxy = 0;
+      samples.forEach(function (s) { sx += s[0]; sy += s[1]; sxx += s[0] * s[0]; sxy += s[0] * s[1]; });
+      var spread = n * sxx - sx * sx, slope = spread > 0 ? (n * sxy - sx * sy) / spread : 0;
+      var rtt = slope > 0 ? (sy - slope * sx) / n : -1;
+      // (no faster than four times the best piece went as a whole: a stalled piece skews a fit)
+      var best = Math.max.apply(null, samples.map(function (s) { return s[0] / s[1]; }));
+      var fitted = Math.sqrt(spread) / n > MIN_PIECE / 4 && rtt >= 0 && 1 / slope <= 4 * best;
+      if (fitted) { signal.rtt = Math.min(rtt, 5); signal.rate = 1 / slope; return signal; }
+      var sample = bytes / Math.max(seconds - signal.rtt, seconds / 4);
+      signal.rate = signal.rate ? (signal.rate + sample) / 2 : sample;
+      return signal;
+    }
+    return { learn: learn, signal: signal };
+  }
+
+  /* The next piece's size for `left` bytes on `signal`: ROUNDS round trips' worth and at least
+   * PIECE_SECONDS of sending; a rest too small to be worth a round trip of its own goes with it. */
+  function pieceSize(left, signal) {
+    var size = signal && signal.rate
+      ? Math.round(signal.rate * Math.max(PIECE_SECONDS, ROUNDS * signal.rtt)) : FIRST_PIECE;
     size = Math.max(MIN_PIECE, Math.min(MAX_PIECE, size));
-    if (left <= size) { return left; }
-    if (left - size < MIN_PIECE) { return left >= 2 * MIN_PIECE ? Math.ceil(left / 2) : left; }
+    if (left <= size + Math.max(MIN_PIECE, size / 4)) { return left; }
     return size;
   }
 
-  function learn(bytes, ms) {
-    var sample = bytes * 1000 / Math.max(ms, 1);
-    rate = rate ? (rate + sample) / 2 : sample;
+  /* Seconds the phone still needs for `bytes` in `pieces` requests at the measured signal
+   * (null until a piece has been measured). */
+  function secondsLeft(bytes, pieces) {
+    var signal = meter.signal;
+    if (!signal.rate) { return null; }
+    return bytes / signal.rate + Math.max(pieces || 1, 1) * signal.rtt;
   }
+
+  var meter = Meter();
 
   /* Where the server says a photo's next piece starts, from a 202 or a 409 upload_offset_mismatch. */
   function offsetOf(outcome) {
@@ -120,12 +155,12 @@ var CaptureSend = (function () {
    * server kept. Resolves with the outcome of the last piece (200 once the photo is whole). */
   function sendPieces(url, blob, from, acknowledged) {
     function next(offset, mismatches) {
-      var size = pieceSize(blob.size - offset), started = Date.now();
+      var size = pieceSize(blob.size - offset, meter.signal), started = Date.now();
       var range = "bytes " + offset + "-" + (offset + size - 1) + "/" + blob.size;
       return upload("PUT", url, blob.slice(offset, offset + size), blob.type, range).then(function (outcome) {
         var held = offsetOf(outcome);
+        if (outcome.status === 202 || outcome.status === 200) { meter.learn(size, (Date.now() - started) / 1000); }
         if (held === null || held >= blob.size || mismatches > 2) { return outcome; }
-        if (outcome.status === 202) { learn(size, Date.now() - started); }
         return Promise.resolve(acknowledged(held)).then(function () {
           return next(held, outcome.status === 409 ? mismatches + 1 : 0);
         });
@@ -181,7 +216,7 @@ var CaptureSend = (function () {
     var signature = entry.payload.signature && entry.payload.signature.image ? entry.payload.signature : null;
     var blobs = photos.map(function (photo) { return toBlob(photo.data_url); });
     var size = blobs.reduce(function (sum, blob) { return sum + blob.size; }, 0);
-    var done, answer, settled = 0;
+    var done, answer, settled = 0, finished = 0;  // bytes and photos done with
 
     function keep() { return store.set(PROGRESS_PREFIX + ref, done).catch(function () {}); }
     function holds(key) { return (answer.photo_keys || []).indexOf(key) >= 0; }
@@ -200,12 +235,14 @@ var CaptureSend = (function () {
           return chain.then(function (last) {
             if (last.state !== "sent") { return last; }
             var key = photoKey(photo, index), blob = blobs[index];
-            if (holds(key) || done.photos[key] === "refused") { settled += blob.size; return last; }
+            if (holds(key) || done.photos[key] === "refused") { settled += blob.size; finished += 1; return last; }
             var step = { part: "photo", number: index + 1, of: photos.length, total: blob.size, size: size };
             // acknowledged: the office's answer to a piece, not where an earlier try stopped
             function tell(offset, acknowledged) {
               step.loaded = offset;
               step.sent = settled + offset;
+              step.held = finished + (offset >= blob.size ? 1 : 0);
+              step.left = secondsLeft(size - step.sent, photos.length - step.held);
               step.acknowledged = acknowledged;
               say(step);
             }
@@ -229,6 +266,7 @@ var CaptureSend = (function () {
                 else { done.photos[key] = "refused"; }
                 delete done.offsets[key];
                 settled += blob.size;
+                finished += 1;
                 return keep().then(function () { return last; });
               }
               return result;
@@ -331,5 +369,6 @@ var CaptureSend = (function () {
   if (typeof self !== "undefined" && self.addEventListener) { self.addEventListener("offline", abort); }
 
   return { send: send, withLock: withLock, forget: forget, abort: abort, stagePhoto: stagePhoto,
-           markHeld: markHeld, recordSent: recordSent, PROGRESS_PREFIX: PROGRESS_PREFIX };
+           markHeld: markHeld, recordSent: recordSent, secondsLeft: secondsLeft, Meter: Meter,
+           pieceSize: pieceSize, PROGRESS_PREFIX: PROGRESS_PREFIX };
 })();
