@@ -1,24 +1,24 @@
 /* Sending one kept ticket on a weak signal, shared by the capture page and its service worker:
  * the text first (small, safe to repeat by the phone's reference; its answer names the photos
  * the server holds), then each photo the server lacks, a piece at a time (Content-Range, from
- * the byte the server holds on), then the signature. Each piece waits for the server's answer
- * before the next goes, so the link idles for a round trip between pieces: a piece is sized
- * from the signal measured on the last pieces (its rate and that round trip, told apart by
- * fitting each piece's time to its size) to carry ROUNDS round trips' worth of bytes and at
- * least PIECE_SECONDS of sending, so the wait between pieces costs at most about a ROUNDS-th
- * of the link, and a drop costs at most a piece. How far each photo has come is remembered on
- * the phone after every piece. Progress is what the server has acknowledged, never what left
- * the phone. "Sent" is said only when the server's own answer lists every photo and the
- * signature. There is no overall time limit; an upload that makes no progress for STALL_MS is
- * given up and tried again later. Both callers hold the same lock while sending, so one phone
- * never has two senders. */
+ * the byte the server holds on), then the signature. Two pieces are on their way at once, half
+ * a round apart, so the link never idles for a round trip while an answer comes back. Each
+ * piece is sized from the signal measured on the last pieces (its rate and the wait beyond a
+ * piece's bytes, told apart by fitting each piece's time to its size) to take PIECE_SECONDS
+ * and at least ROUNDS round trips, so a drop costs at most about that much. How far each photo
+ * has come is remembered on the phone after every piece. Progress is what the server has
+ * acknowledged, never what left the phone. "Sent" is said only when the server's own answer
+ * lists every photo and the signature. There is no overall time limit; an upload that makes
+ * no progress for STALL_MS is given up and tried again later. Both callers hold the same lock
+ * while sending, so one phone never has two senders. */
 /* exported CaptureSend */
 var CaptureSend = (function () {
   "use strict";
 
   var STALL_MS = 45000;
-  var PIECE_SECONDS = 1.2;
-  var ROUNDS = 8;
+  var PIECE_SECONDS = 0.8;
+  var ROUNDS = 2;
+  var EARLY = 0.7;               // the next piece leaves when this share of the one before crossed
   var FIRST_PIECE = 32 * 1024;
   var MIN_PIECE = 16 * 1024;     // the server takes no smaller piece but a photo's last
   var MAX_PIECE = 1024 * 1024;
@@ -28,10 +28,10 @@ var CaptureSend = (function () {
   var KEEP_SENT = 20;
   var LOCK = "capture-send";
   var REFUSED = [400, 404, 410, 413];
-  var current = null;  // the upload on its way, to give up at once when the phone loses signal
+  var current = [];  // the uploads on their way, to give up at once when the phone loses signal
 
-  /* The phone says it has no signal: stop waiting on the upload under way; it resumes later. */
-  function abort() { if (current) { current.abort(); } }
+  /* The phone says it has no signal: stop waiting on the uploads under way; they resume later. */
+  function abort() { current.slice().forEach(function (request) { request.abort(); }); }
 
   function withLock(work) {
     var locks = typeof navigator !== "undefined" && navigator.locks;
@@ -80,26 +80,27 @@ var CaptureSend = (function () {
       request.upload.onprogress = nudge;
       request.onload = function () {
         clearTimeout(watchdog);
-        current = null;
+        current.splice(current.indexOf(request), 1);
         var json = null;
         try { json = JSON.parse(request.responseText); } catch (e) { json = null; }
         resolve(outcomeOf(request.status, json));
       };
       request.onerror = request.onabort = request.ontimeout = function () {
         clearTimeout(watchdog);
-        current = null;
+        current.splice(current.indexOf(request), 1);
         resolve({ state: "later" });
       };
       nudge();
-      current = request;
+      current.push(request);
       request.send(body);
     });
   }
 
   /* What the last pieces say of the signal: {rate} bytes a second and {rtt} seconds each
    * request waits beyond its bytes (round trip and the server's answer), fitted as a line
-   * through each piece's (size, seconds); while the pieces are too alike in size to fit one,
-   * the round trip is kept and the rate read from the last piece beyond it. */
+   * through the (size, seconds) of pieces that went alone; while they are too alike in size to
+   * fit one, the round trip is kept and the rate read from the last piece beyond it. Pieces
+   * answered one after another while both were on their way tell the rate by their spacing. */
   function Meter() {
     var samples = [], signal = { rate: 0, rtt: 0 };
     function learn(bytes, seconds) {
@@ -118,11 +119,19 @@ var CaptureSend = (function () {
       signal.rate = signal.rate ? (signal.rate + sample) / 2 : sample;
       return signal;
     }
-    return { learn: learn, signal: signal };
+    /* A piece answered `seconds` after the one before it while both were on their way: the
+     * link carried its bytes in that time, or faster when it idled between them. */
+    function spaced(bytes, seconds) {
+      // (two answers may come back to back: a rate grows by at most half at a time)
+      var sample = Math.min(bytes / Math.max(seconds, 0.001), signal.rate ? 1.5 * signal.rate : Infinity);
+      signal.rate = signal.rate ? (signal.rate + sample) / 2 : sample;
+      return signal;
+    }
+    return { learn: learn, spaced: spaced, signal: signal };
   }
 
-  /* The next piece's size for `left` bytes on `signal`: ROUNDS round trips' worth and at least
-   * PIECE_SECONDS of sending; a rest too small to be worth a round trip of its own goes with it. */
+  /* The next piece's size for `left` bytes on `signal`: PIECE_SECONDS of sending and at least
+   * ROUNDS round trips' worth; a rest too small to be a piece of its own goes with it. */
   function pieceSize(left, signal) {
     var size = signal && signal.rate
       ? Math.round(signal.rate * Math.max(PIECE_SECONDS, ROUNDS * signal.rtt)) : FIRST_PIECE;
@@ -152,21 +161,58 @@ var CaptureSend = (function () {
   }
 
   /* Send a photo a piece at a time from byte `from`; acknowledged(offset) after each piece the
-   * server kept. Resolves with the outcome of the last piece (200 once the photo is whole). */
-  function sendPieces(url, blob, from, acknowledged) {
-    function next(offset, mismatches) {
-      var size = pieceSize(blob.size - offset, meter.signal), started = Date.now();
-      var range = "bytes " + offset + "-" + (offset + size - 1) + "/" + blob.size;
-      return upload("PUT", url, blob.slice(offset, offset + size), blob.type, range).then(function (outcome) {
-        var held = offsetOf(outcome);
-        if (outcome.status === 202 || outcome.status === 200) { meter.learn(size, (Date.now() - started) / 1000); }
-        if (held === null || held >= blob.size || mismatches > 2) { return outcome; }
-        return Promise.resolve(acknowledged(held)).then(function () {
-          return next(held, outcome.status === 409 ? mismatches + 1 : 0);
+   * server kept. Two pieces go half a round apart: the next leaves once the bytes of the one
+   * before should have crossed at the measured rate, so one's round trip is spent sending the
+   * other; the server has long kept the first by the time the second is whole (a piece it
+   * cannot place yet is answered with where it stands, and sending goes on from there once
+   * the other is answered). lastLeaving(seconds), if given, is told when the photo's last
+   * piece is on its way and when its bytes should have crossed. Resolves with the outcome of
+   * the last piece (200 once the photo is whole). */
+  function sendPieces(url, blob, from, acknowledged, lastLeaving) {
+    return new Promise(function (resolve) {
+      var held = from >= 0 && from < blob.size ? from : 0, next = held, going = 0, mismatches = 0;
+      var over = false, timer = null, due = 0, answered = 0;
+      function finish(outcome) { if (!over) { over = true; clearTimeout(timer); resolve(outcome); } }
+      function launch() {
+        clearTimeout(timer);
+        if (over || going >= 2 || next >= blob.size) { return; }  // (an answer launches again)
+        if (going && due > Date.now()) { timer = setTimeout(launch, due - Date.now()); return; }
+        // (two on their way from this phone at most, this photo's or the one before's)
+        if (current.length >= 2) { timer = setTimeout(launch, 50); return; }
+        var offset = next, size = pieceSize(blob.size - offset, meter.signal), started = Date.now();
+        var range = "bytes " + offset + "-" + (offset + size - 1) + "/" + blob.size;
+        // (a little early: a link the rate was short of fills, and shows its rate by the spacing)
+        var crossing = meter.signal.rate ? EARLY * size / meter.signal.rate : null;
+        var alone = !current.length;
+        next = offset + size;
+        going += 1;
+        due = crossing === null ? Infinity : started + crossing * 1000;
+        if (crossing !== null && next < blob.size) { timer = setTimeout(launch, crossing * 1000); }
+        if (next >= blob.size && lastLeaving) { lastLeaving(crossing); }
+        upload("PUT", url, blob.slice(offset, offset + size), blob.type, range).then(function (outcome) {
+          going -= 1;
+          if (over) { return; }
+          var at = offsetOf(outcome), now = Date.now();
+          // (a photo's last answer waits on the server checking the whole photo: no measure of
+          // the signal, once there is one)
+          if (outcome.status === 202 || (outcome.status === 200 && !meter.signal.rate)) {
+            if (alone && !current.length) { meter.learn(size, (now - started) / 1000); }
+            else if (outcome.status === 202 && answered > started) { meter.spaced(size, (now - answered) / 1000); }
+          }
+          if (outcome.status === 202) { answered = now; }
+          if (at === null || at >= blob.size) { finish(outcome); return; }
+          if (outcome.status === 409) {
+            mismatches += 1;
+            if (mismatches > 3) { finish(outcome); return; }
+            if (going) { return; }  // the piece before it is still on its way: its answer says more
+          } else { mismatches = 0; }
+          held = Math.max(held, at);
+          if (!going) { next = held; }
+          Promise.resolve(acknowledged(held)).then(launch);
         });
-      });
-    }
-    return next(from >= 0 && from < blob.size ? from : 0, 0);
+      }
+      launch();
+    });
   }
 
   /* An answer that sending the same photo again can never change (a 409 about where a piece
@@ -327,8 +373,9 @@ var CaptureSend = (function () {
 
   /* A photo sent ahead while its ticket is still being written (PUT .../drafts/<ref>/photos/<key>),
    * a piece at a time like any other; onProgress(offset, total, acknowledged) before the first
-   * piece (where an earlier try stopped) and after each piece the office kept. */
-  function stagePhoto(token, ref, photo, store, onProgress) {
+   * piece (where an earlier try stopped) and after each piece the office kept; lastLeaving as
+   * sendPieces tells it. */
+  function stagePhoto(token, ref, photo, store, onProgress, lastLeaving) {
     var coords = photo.coords || {};
     var url = "/c/" + encodeURIComponent(token) + "/drafts/" + encodeURIComponent(ref) + "/photos/" +
       encodeURIComponent(photo.key) + query({ name: photo.name, taken_at: photo.taken_at, lat: coords.lat, lng: coords.lng });
@@ -342,7 +389,7 @@ var CaptureSend = (function () {
           now.offsets[photo.key] = offset;
           return store.set(PROGRESS_PREFIX + ref, now);
         }).catch(function () {});
-      }).then(function (result) {
+      }, lastLeaving).then(function (result) {
         if (result.state === "sent" && onProgress) { onProgress(blob.size, blob.size, true); }
         return result;
       });
