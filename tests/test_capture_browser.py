@@ -1118,7 +1118,7 @@ def test_a_12_photo_ticket_goes_through_at_200_kbps_up(client, acme, live_server
     # 1200 x 900): each still takes over half a second on this link, with its 300 ms latency.
     add_site_photos(page, 12, 640, 480)
     # The photos go ahead one by one while the crew keeps writing.
-    page.wait_for_function("() => /Sending photo \\d+ of 12/.test("
+    page.wait_for_function("() => /\\d+ of 12 photos/.test("
                            "document.getElementById('queue-status').textContent)", timeout=60_000)
     fill_ticket(page)
     sign(page)
