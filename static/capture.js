@@ -400,22 +400,26 @@
   }
 
   /* The shrinking worker (static/capture-shrink.js), started with the first photo; a photo it
-   * cannot shrink is shrunk on the page instead. */
+   * cannot shrink is shrunk on the page instead, and every photo once its script could not
+   * load (no signal, no copy kept). */
   var shrinker = null, shrinkJobs = {}, shrinkCount = 0;
 
   function shrinkElsewhere(file) {
     var address = form.getAttribute("data-shrink-src");
+    if (shrinker === false) { return Promise.reject(new Error("no worker")); }
     if (!shrinker) {
       if (!address || !window.Worker || !window.OffscreenCanvas || !window.createImageBitmap) {
+        shrinker = false;
         return Promise.reject(new Error("no worker"));
       }
-      try { shrinker = new Worker(address); } catch (e) { return Promise.reject(e); }
+      try { shrinker = new Worker(address); } catch (e) { shrinker = false; return Promise.reject(e); }
       shrinker.onmessage = function (event) {
         var job = shrinkJobs[event.data.id];
         delete shrinkJobs[event.data.id];
         if (job) { job(event.data); }
       };
-      shrinker.onerror = function () {  // the script did not load (offline, no copy kept)
+      shrinker.onerror = function () {
+        shrinker = false;
         Object.keys(shrinkJobs).forEach(function (id) { shrinkJobs[id]({ error: "worker" }); });
         shrinkJobs = {};
       };

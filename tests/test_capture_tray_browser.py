@@ -230,7 +230,7 @@ def test_the_tray_says_how_far_the_photos_are_and_the_time_left(client, acme, ap
     assert any("left" in words for words in overall), overall
     assert said[-1][0] >= 3, overall  # (the tray moves on to "Nothing waiting" once all is there)
     # Each photo arrived whole after the cut: the ticket sent now holds all four.
-    assert {photo_key(r) for r in signal.seen(lambda r: r.completes and photo_key(r))}.__len__() == 4
+    assert len({photo_key(r) for r in signal.seen(lambda r: r.completes and photo_key(r))}) == 4
     page.click("button[type=submit]")
     page.wait_for_selector("#done:not([hidden])", timeout=60_000)
     with app.app_context():
