@@ -2,8 +2,12 @@
 line of an out-of-scope change event with the project's type and reason, read back."""
 from __future__ import annotations
 
+import sqlite3
+from contextlib import closing
+
 import pytest
 
+from services.project_system import projects
 from tests.test_approval import act, actor, budget_code_id, create, origin_rows, remote
 from tests.test_review_pages import sign_in
 
@@ -229,3 +233,40 @@ def test_bulk_approval_lists_a_suggested_commitment_and_confirms_it_for_the_sub(
             {(cedar["vendor_id"], cedar["id"])}
     later = create(client, acme, sub="Cedar Framing")
     assert later["commitment"]["exact"] is True  # kept for the sub's next tickets
+
+
+def void_in_sandbox(sandbox_server, contract_id: int) -> None:
+    """Void a commitment in the sandbox, as a PM would in Procore."""
+    with closing(sqlite3.connect(sandbox_server.db_path)) as connection, connection:
+        connection.execute("UPDATE commitments SET status = 'Void' WHERE id = ?", [contract_id])
+
+
+def test_a_confirmed_commitment_voided_in_procore_is_asked_again_never_written_blank_or_elsewhere(
+        client, acme, app, sandbox_server):
+    project = acme.project()["id"]
+    browser = sign_in(app, client, acme)
+    tickets = {}
+    for sub, number in (("Cedar Framing", "SC-004"), ("Bolt Electric", "SC-003")):
+        kept = client.put(f"/v1/projects/{project}/commitments", headers=acme.headers,
+                          json={"sub": sub, "contract_id": commitment_of(
+                              client, acme, project, number)["id"]})
+        assert kept.status_code == 200 and kept.json["commitment"]["exact"] is True
+        void_in_sandbox(sandbox_server, kept.json["commitment"]["contract_id"])
+        with app.app_context():
+            projects.clear_caches()
+        tickets[sub] = ticket = create(client, acme, sub=sub)
+        # Bolt's other commitment (its purchase order) is not what the PM confirmed.
+        assert ticket["commitment"]["exact"] is False
+        assert ticket["commitment"]["reason"].startswith(
+            "the commitment confirmed for this sub is no longer open on this project; ")
+        refused = act(client, acme, ticket["id"], "approve")
+        assert refused.status_code == 409, refused.json
+        assert refused.json["error"]["code"] == "commitment_needs_confirmation"
+        assert origin_rows(sandbox_server, "change_events", ticket["id"]) == []
+    page = browser.get(f"/tickets/{tickets['Cedar Framing']['id']}").get_data(as_text=True)
+    assert "Confirm the sub&#39;s commitment again, or none, before approving." in page
+    assert "written without a commitment" not in page
+    result = browser.post("/queue/bulk/approve", {"ids": [tickets["Cedar Framing"]["id"]]},
+                          htmx=True).get_data(as_text=True)
+    assert "0 written" in result and "only a suggestion" in result, result
+    assert origin_rows(sandbox_server, "change_events", tickets["Cedar Framing"]["id"]) == []

@@ -31,6 +31,8 @@ LEGAL_SUFFIXES = frozenset({"inc", "incorporated", "llc", "ltd", "limited", "co"
 SIMILAR = 85
 SUB_KEY_CHARS = 120
 UNREADABLE = "the project's directory and commitments cannot be read in Procore"
+# How a sub's reason starts once the commitment a PM confirmed for it is voided or closed.
+GONE = "the commitment confirmed for this sub is no longer open on this project"
 
 
 def normalise(name: str) -> str:
@@ -202,10 +204,17 @@ def resolve(sub: str, found: Directory, kept: SubCommitment | None) -> TicketCom
         commitment = found.commitment(kept.contract_id)
         if commitment is not None:
             return _shape(None, commitment, True, f"confirmed by {who} for {kept.sub}")
-        prefix = "the commitment confirmed for this sub is no longer open on this project; "
+        prefix = f"{GONE}; "
     found_match = match(sub, found)
-    return _shape(found_match.vendor, found_match.commitment, found_match.exact,
+    # What the name finds instead was never seen by the PM who confirmed: a suggestion at most.
+    return _shape(found_match.vendor, found_match.commitment, found_match.exact and not prefix,
                   prefix + found_match.reason)
+
+
+def needs_confirmation(chosen: TicketCommitment) -> bool:
+    """Whether a sub's commitment must be confirmed before its lines are written: a suggestion,
+    or none found after the confirmed one was voided or closed in the project system."""
+    return not chosen.exact and (chosen.contract_id is not None or chosen.reason.startswith(GONE))
 
 
 def for_sub(company_id: int, project_id: str, sub: str | None, *,
@@ -236,9 +245,9 @@ def for_approval(company_id: int, project_id: str, sub: str | None, contract_id:
             raise _not_on_project(contract_id, project_id, "contract_id")
         return _shape(None, commitment, True, f"chosen by {actor} at approval")
     chosen = for_sub(company_id, project_id, sub, briefly=True)
-    if chosen is not None and chosen.contract_id is not None and not chosen.exact:
-        raise Conflict(f"the sub's commitment is a suggestion ({chosen.reason}): confirm it for "
-                       "the sub, or approve with `contract_id`; nothing was written",
+    if chosen is not None and needs_confirmation(chosen):
+        raise Conflict(f"the sub's commitment needs confirming ({chosen.reason}): confirm it "
+                       "for the sub, or approve with `contract_id`; nothing was written",
                        code="commitment_needs_confirmation")
     return chosen
 

@@ -10,7 +10,7 @@ from decimal import Decimal
 
 from models import utcnow
 from services.platform.errors import ServiceError
-from services.project_system.commitments import commitment_name
+from services.project_system.commitments import commitment_name, needs_confirmation
 from services.tickets import signatures
 
 
@@ -267,6 +267,8 @@ def commitment_sentence(commitment, *, written: bool = False) -> str:
     if commitment.contract_id is None:
         if commitment.exact:
             return f"{why}."
+        if not written and needs_confirmation(commitment):
+            return f"{why}. Confirm the sub's commitment again, or none, before approving."
         return f"{why}. Its lines {'were' if written else 'are'} written without a commitment."
     name = commitment_name(commitment.contract_number, commitment.contract_title,
                            commitment.contract_id)
