@@ -270,3 +270,20 @@ def test_a_confirmed_commitment_voided_in_procore_is_asked_again_never_written_b
                           htmx=True).get_data(as_text=True)
     assert "0 written" in result and "only a suggestion" in result, result
     assert origin_rows(sandbox_server, "change_events", tickets["Cedar Framing"]["id"]) == []
+
+
+def test_a_commitment_voided_while_still_remembered_is_read_again_after_procore_refuses_it(
+        client, acme, app, sandbox_server):
+    project = acme.project()["id"]
+    cedar = commitment_of(client, acme, project, "Cedar Framing & Trim")
+    assert client.put(f"/v1/projects/{project}/commitments", headers=acme.headers,
+                      json={"sub": "Cedar Framing", "contract_id": cedar["id"]}).status_code == 200
+    ticket = create(client, acme, sub="Cedar Framing")
+    assert ticket["commitment"]["contract_id"] == cedar["id"]
+    void_in_sandbox(sandbox_server, cedar["id"])  # within the service's memory of the directory
+    refused = act(client, acme, ticket["id"], "approve")
+    assert refused.status_code == 502 and "is void" in refused.json["error"]["message"]
+    again = act(client, acme, ticket["id"], "approve")  # at once, as the PM is told to
+    assert again.status_code == 409, again.json
+    assert again.json["error"]["code"] == "commitment_needs_confirmation"
+    assert origin_rows(sandbox_server, "change_events", ticket["id"]) == []

@@ -69,6 +69,16 @@ class Directory:
         return next((c for c in self.commitments if c.id == contract_id), None)
 
 
+def _directory_key(company_id: int, project_id: str) -> tuple:
+    """A project's directory as the cache keys it."""
+    return ("directory", company_id, str(project_id).strip())
+
+
+def forget_directory(company_id: int, project_id: str) -> None:
+    """Read the project's directory and commitments afresh next time (one may be voided)."""
+    projects.forget("directories", _directory_key(company_id, project_id))
+
+
 def directory(company_id: int, project_id: str, *, briefly: bool = False) -> Directory:
     """The project's vendors and commitments, cached for CATALOG_CACHE_S."""
     def load() -> Directory:
@@ -80,8 +90,7 @@ def directory(company_id: int, project_id: str, *, briefly: bool = False) -> Dir
                                  tuple(client.list_commitments(project.id)))
             except ToolDisabled:
                 return Directory((), (), readable=False)
-    return projects.cached_read(company_id, "directories",
-                                ("directory", company_id, str(project_id).strip()),
+    return projects.cached_read(company_id, "directories", _directory_key(company_id, project_id),
                                 current_app.config["CATALOG_CACHE_S"], load, briefly)
 
 
