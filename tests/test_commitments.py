@@ -266,6 +266,10 @@ def test_a_confirmed_commitment_voided_in_procore_is_asked_again_never_written_b
     page = browser.get(f"/tickets/{tickets['Cedar Framing']['id']}").get_data(as_text=True)
     assert "Confirm the sub&#39;s commitment again, or none, before approving." in page
     assert "written without a commitment" not in page
+    listed = browser.post("/queue/bulk", {"ids": [t["id"] for t in tickets.values()]},
+                          htmx=True).get_data(as_text=True)
+    assert "Left out: open it to check (1)" in listed
+    assert "Its sub&#39;s confirmed commitment is no longer open in Procore" in listed
     result = browser.post("/queue/bulk/approve", {"ids": [tickets["Cedar Framing"]["id"]]},
                           htmx=True).get_data(as_text=True)
     assert "0 written" in result and "only a suggestion" in result, result
