@@ -175,7 +175,7 @@ def test_the_pages_say_the_commitment_and_confirm_it_once_for_the_sub(
         in page and "data-suggested" in page
     refused = browser.post(f"/tickets/{bolt['id']}/approve", {}, htmx=True)
     assert refused.status_code == 422
-    assert "The sub&#39;s commitment in Procore is only a suggestion" in \
+    assert "The sub&#39;s commitment in Procore needs confirming: it is only a suggestion" in \
         refused.get_data(as_text=True)
     order = next(c for c in commitments_of(client, acme, project)["data"]
                  if c["kind"] == "purchase_order" and c["vendor_name"] == "Bolt Electric LLC")
@@ -272,7 +272,7 @@ def test_a_confirmed_commitment_voided_in_procore_is_asked_again_never_written_b
     assert "Its sub&#39;s confirmed commitment is no longer open in Procore" in listed
     result = browser.post("/queue/bulk/approve", {"ids": [tickets["Cedar Framing"]["id"]]},
                           htmx=True).get_data(as_text=True)
-    assert "0 written" in result and "only a suggestion" in result, result
+    assert "0 written" in result and "the one confirmed for the sub is no longer open" in result
     assert origin_rows(sandbox_server, "change_events", tickets["Cedar Framing"]["id"]) == []
 
 

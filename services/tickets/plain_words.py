@@ -59,9 +59,10 @@ PLAIN_ERRORS = {
     "photos_full": "This ticket already holds 12 photos, the most it can take.",
     "document_busy": "The ticket's document could not be made just now. Nothing was written; "
                      "try again in a moment.",
-    "commitment_needs_confirmation": "The sub's commitment in Procore is only a suggestion. "
-                                     "Confirm it, or choose another, under \"Sub's commitment\". "
-                                     "Nothing was written.",
+    "commitment_needs_confirmation": "The sub's commitment in Procore needs confirming: it is "
+                                     "only a suggestion, or the one confirmed for the sub is no "
+                                     "longer open. Confirm it, or choose another, under \"Sub's "
+                                     "commitment in Procore\". Nothing was written.",
     "contract_not_found": "That commitment is no longer open on this project in Procore; choose "
                           "another. Nothing was written.",
     "change_reason_not_found": "That change reason is no longer offered in Procore; choose "
