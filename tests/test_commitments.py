@@ -291,3 +291,16 @@ def test_a_commitment_voided_while_still_remembered_is_read_again_after_procore_
     assert again.status_code == 409, again.json
     assert again.json["error"]["code"] == "commitment_needs_confirmation"
     assert origin_rows(sandbox_server, "change_events", ticket["id"]) == []
+
+
+def test_a_project_without_change_events_never_asks_for_the_subs_commitment(client, acme, app):
+    """Its tickets go to the daily log, which bills nothing: nothing to confirm on the page."""
+    ticket = create(client, acme, acme.project(change_events=False), sub="Bolt Electric")
+    browser = sign_in(app, client, acme)
+    page = browser.get(f"/tickets/{ticket['id']}").get_data(as_text=True)
+    assert "Where the money lands" in page
+    assert "Sub&#39;s commitment in Procore" not in page and "Confirm for Bolt Electric" not in page
+    approved = act(client, acme, ticket["id"], "approve", {"destination": "daily_log"})
+    assert approved.status_code == 200, approved.json
+    assert approved.json["external"]["destination"] == "daily_log"
+    assert approved.json["commitment"] is None
