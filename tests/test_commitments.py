@@ -6,7 +6,9 @@ import sqlite3
 from contextlib import closing
 
 import pytest
+from sqlalchemy.orm import Session
 
+from models import ProjectSettings, SubCommitment
 from services.project_system import projects
 from tests.test_approval import act, actor, budget_code_id, create, origin_rows, remote
 from tests.test_review_pages import sign_in
@@ -304,3 +306,32 @@ def test_a_project_without_change_events_never_asks_for_the_subs_commitment(clie
     assert approved.status_code == 200, approved.json
     assert approved.json["external"]["destination"] == "daily_log"
     assert approved.json["commitment"] is None
+
+
+def test_two_pms_confirming_or_saving_at_once_keep_one_row_never_an_error(
+        client, acme, app, monkeypatch):
+    """The row another PM inserted between this one's read and write is updated, not refused."""
+    project = acme.project()["id"]
+    cedar = commitment_of(client, acme, project, "Cedar Framing & Trim")
+    assert client.put(f"/v1/projects/{project}/commitments", headers=acme.headers,
+                      json={"sub": "Cedar Framing", "contract_id": None}).status_code == 200
+    assert client.put(f"/v1/projects/{project}/settings", headers=acme.headers,
+                      json={"event_type": "allowance"}).status_code == 200
+    unseen = Session.get
+
+    def racing(self, entity, *args, **kwargs):  # as if the other PM's row came in just after
+        if entity in (SubCommitment, ProjectSettings):
+            return None
+        return unseen(self, entity, *args, **kwargs)
+    monkeypatch.setattr(Session, "get", racing)
+    kept = client.put(f"/v1/projects/{project}/commitments", headers=acme.headers,
+                      json={"sub": "cedar framing", "contract_id": cedar["id"]})
+    assert kept.status_code == 200, kept.json
+    saved = client.put(f"/v1/projects/{project}/settings", headers=acme.headers,
+                       json={"event_type": "transfer"})
+    assert saved.status_code == 200, saved.json
+    monkeypatch.setattr(Session, "get", unseen)
+    assert [row["commitment"]["contract_id"] for row in
+            commitments_of(client, acme, project)["confirmed"]] == [cedar["id"]]
+    assert client.get(f"/v1/projects/{project}/settings",
+                      headers=acme.headers).json["event_type"] == "transfer"

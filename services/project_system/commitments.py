@@ -19,7 +19,7 @@ from sqlalchemy import select
 
 from models import SubCommitment, db, utcnow
 from models.schemas import CommitmentItem, CommitmentList, SubCommitmentItem, TicketCommitment
-from services.platform.database import write_transaction
+from services.platform.database import insert_or_merge, write_transaction
 from services.platform.errors import Conflict, ServiceError, field_problem
 from services.project_system import projects
 from services.project_system.base import ChangeReason, Commitment, ToolDisabled, Vendor
@@ -277,13 +277,14 @@ def confirm(company_id: int, project_id: str, sub: str, contract_id: int | None,
     found = directory(company_id, project)
     if contract_id is not None and found.commitment(contract_id) is None:
         raise _not_on_project(contract_id, project, "contract_id")
-    with write_transaction() as session:
-        row = session.get(SubCommitment, (company_id, project, sub_key(sub)))
-        if row is None:
-            row = SubCommitment(company_id=company_id, project_id=project, sub_key=sub_key(sub))
-            session.add(row)
-        row.sub, row.contract_id = sub.strip()[:SUB_KEY_CHARS], contract_id
-        row.confirmed_by, row.confirmed_at = actor, utcnow()
+    kept = {"sub": sub.strip()[:SUB_KEY_CHARS], "contract_id": contract_id,
+            "confirmed_by": actor, "confirmed_at": utcnow()}
+    with write_transaction() as session:  # one row, whichever of two PMs confirms first
+        table = SubCommitment.__table__
+        statement = insert_or_merge(session, table).values(
+            company_id=company_id, project_id=project, sub_key=sub_key(sub), **kept)
+        session.execute(statement.on_conflict_do_update(
+            index_elements=[table.c.company_id, table.c.project_id, table.c.sub_key], set_=kept))
     return SubCommitmentItem(sub=sub.strip(), commitment=resolve(sub, found, confirmed(
         company_id, project, sub)))
 
