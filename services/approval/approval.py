@@ -168,8 +168,10 @@ def approve(company_id: int, ticket_id: str, options: ApproveInput, actor: str) 
             destination, record = _write(client, plan, destination, claim.earlier)
     except Exception as error:
         approval_claims.release(ticket.id, claim.id)
-        if isinstance(error, ProjectSystemRefused) and commitment is not None:
-            # Its commitment may have been voided since it was read: the retry reads it again.
+        if isinstance(error, ProjectSystemRefused) and error.code == "project_system_error" \
+                and commitment is not None:
+            # Refused: its commitment may have been voided since it was read; the retry reads
+            # it again (not when Procore is away, so what is known stays for the pages).
             commitments.forget_directory(company_id, ticket.project_id)
         raise
     return _finish(company_id, ticket.id, destination, record, routes, actor, codes,
