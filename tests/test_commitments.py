@@ -275,6 +275,9 @@ def test_a_confirmed_commitment_voided_in_procore_is_asked_again_never_written_b
     result = browser.post("/queue/bulk/approve", {"ids": [tickets["Cedar Framing"]["id"]]},
                           htmx=True).get_data(as_text=True)
     assert "0 written" in result and "the one confirmed for the sub is no longer open" in result
+    exact = client.get("/v1/openapi.json").json["components"]["schemas"]["TicketCommitment"][
+        "properties"]["exact"]["description"]
+    assert "'the commitment confirmed for this sub is no longer open'" in exact  # programs know
     assert origin_rows(sandbox_server, "change_events", tickets["Cedar Framing"]["id"]) == []
 
 
