@@ -56,7 +56,8 @@ APPROVE_ERROR_TEXT = {
          "have, or a budget code its project does not have, when any does; `details` "
          "names each as `routes.<key>`); `contract_not_found` (`contract_id` is no open "
          "commitment of the ticket's project); `commitment_needs_confirmation` (the ticket's "
-         "`commitment` is a suggestion, `exact: false`: confirm it with PUT "
+         "`commitment` is a suggestion, `exact: false`, or the one confirmed for its sub "
+         "is no longer open: confirm it with PUT "
          "/v1/projects/{project_id}/commitments, or name it with `contract_id`).",
     502: "The project system refused or could not take the write; the message is "
          "its own. The ticket stays approvable, and a retry finds any record the "
@@ -271,7 +272,10 @@ ticket page, in bulk approval, on the links page, or with PUT
 commitment is a suggestion (`exact: false`, `reason` says why), which approve refuses with 409
 `commitment_needs_confirmation` unless `contract_id` names the commitment; nothing is written
 unseen. A sub with no vendor or no commitment on the project is written without one, and
-`reason` says so. `contract_id` overrides the ticket's commitment; one the project does not
+`reason` says so; but when the commitment a PM confirmed for the sub was voided or closed in
+the project system since, approve refuses with `commitment_needs_confirmation` until a PM
+confirms again (`reason` starts "the commitment confirmed for this sub is no longer open").
+`contract_id` overrides the ticket's commitment; one the project does not
 have is 409 `contract_not_found`. A written ticket's `commitment` is the one it was written
 on. The change event is out of scope, with the event type and change reason of the project's
 settings (`/v1/projects/{project_id}/settings`).

@@ -87,7 +87,8 @@ def list_commitments(project_id: str) -> CommitmentList:
 @api_route(bp, "/projects/<project_id>/commitments", method="PUT", tag="projects",
            body=SubCommitmentInput, response=SubCommitmentItem,
            errors=error_codes(PROJECT_ERRORS, {409: ("contract_not_found",)}),
-           extra_responses=NOT_CONNECTED)
+           extra_responses={409: "Nothing changed: `contract_not_found` (`contract_id` is no open "
+                                 "commitment of the project), `project_system_not_connected`."})
 def confirm_commitment(project_id: str, body: SubCommitmentInput) -> SubCommitmentItem:
     """Confirm the commitment a sub's change event lines are written on, on this project.
 
@@ -113,7 +114,8 @@ def get_settings(project_id: str) -> ProjectSettingsOut:
 @api_route(bp, "/projects/<project_id>/settings", method="PUT", tag="projects",
            body=ProjectSettingsInput, response=ProjectSettingsOut,
            errors=error_codes(PROJECT_ERRORS, {409: ("change_reason_not_found",)}),
-           extra_responses=NOT_CONNECTED)
+           extra_responses={409: "Nothing changed: `change_reason_not_found` (no change reason "
+                                 "the company offers), `project_system_not_connected`."})
 def save_settings(project_id: str, body: ProjectSettingsInput) -> ProjectSettingsOut:
     """Set the event type and change reason of the project's next change events.
 

@@ -991,7 +991,9 @@ class TicketCommitment(Shape):
         "(ignoring case, punctuation and a legal suffix) and the vendor has one commitment on "
         "the project, or a PM confirmed it for the sub and project. False with a commitment: "
         "a suggestion, which approve refuses (409 `commitment_needs_confirmation`) until it is "
-        "confirmed or `contract_id` is given. False without one: the lines carry none."))
+        "confirmed or `contract_id` is given. False without one: the lines carry none, unless "
+        "`reason` starts 'the commitment confirmed for this sub is no longer open', which "
+        "approve refuses the same way until a PM confirms again."))
     reason: str = Field(description=(
         "Why, in words a PM reads, e.g. 'Bolt Electric LLC has 2 commitments on this "
         "project' or 'Bayside Rentals has no commitment on this project in Procore'."))

@@ -2,8 +2,14 @@
 line of an out-of-scope change event with the project's type and reason, read back."""
 from __future__ import annotations
 
-import pytest
+import sqlite3
+from contextlib import closing
 
+import pytest
+from sqlalchemy.orm import Session
+
+from models import ProjectSettings, SubCommitment
+from services.project_system import projects
 from tests.test_approval import act, actor, budget_code_id, create, origin_rows, remote
 from tests.test_review_pages import sign_in
 
@@ -171,7 +177,7 @@ def test_the_pages_say_the_commitment_and_confirm_it_once_for_the_sub(
         in page and "data-suggested" in page
     refused = browser.post(f"/tickets/{bolt['id']}/approve", {}, htmx=True)
     assert refused.status_code == 422
-    assert "The sub&#39;s commitment in Procore is only a suggestion" in \
+    assert "The sub&#39;s commitment in Procore needs confirming: it is only a suggestion" in \
         refused.get_data(as_text=True)
     order = next(c for c in commitments_of(client, acme, project)["data"]
                  if c["kind"] == "purchase_order" and c["vendor_name"] == "Bolt Electric LLC")
@@ -229,3 +235,106 @@ def test_bulk_approval_lists_a_suggested_commitment_and_confirms_it_for_the_sub(
             {(cedar["vendor_id"], cedar["id"])}
     later = create(client, acme, sub="Cedar Framing")
     assert later["commitment"]["exact"] is True  # kept for the sub's next tickets
+
+
+def void_in_sandbox(sandbox_server, contract_id: int) -> None:
+    """Void a commitment in the sandbox, as a PM would in Procore."""
+    with closing(sqlite3.connect(sandbox_server.db_path)) as connection, connection:
+        connection.execute("UPDATE commitments SET status = 'Void' WHERE id = ?", [contract_id])
+
+
+def test_a_confirmed_commitment_voided_in_procore_is_asked_again_never_written_blank_or_elsewhere(
+        client, acme, app, sandbox_server):
+    project = acme.project()["id"]
+    browser = sign_in(app, client, acme)
+    tickets = {}
+    for sub, number in (("Cedar Framing", "SC-004"), ("Bolt Electric", "SC-003")):
+        kept = client.put(f"/v1/projects/{project}/commitments", headers=acme.headers,
+                          json={"sub": sub, "contract_id": commitment_of(
+                              client, acme, project, number)["id"]})
+        assert kept.status_code == 200 and kept.json["commitment"]["exact"] is True
+        void_in_sandbox(sandbox_server, kept.json["commitment"]["contract_id"])
+        with app.app_context():
+            projects.clear_caches()
+        tickets[sub] = ticket = create(client, acme, sub=sub)
+        # Bolt's other commitment (its purchase order) is not what the PM confirmed.
+        assert ticket["commitment"]["exact"] is False
+        assert ticket["commitment"]["reason"].startswith(
+            "the commitment confirmed for this sub is no longer open on this project; ")
+        refused = act(client, acme, ticket["id"], "approve")
+        assert refused.status_code == 409, refused.json
+        assert refused.json["error"]["code"] == "commitment_needs_confirmation"
+        assert origin_rows(sandbox_server, "change_events", ticket["id"]) == []
+    page = browser.get(f"/tickets/{tickets['Cedar Framing']['id']}").get_data(as_text=True)
+    assert "Confirm the sub&#39;s commitment again, or none, before approving." in page
+    assert "written without a commitment" not in page
+    listed = browser.post("/queue/bulk", {"ids": [t["id"] for t in tickets.values()]},
+                          htmx=True).get_data(as_text=True)
+    assert "Left out: open it to check (1)" in listed
+    assert "Its sub&#39;s confirmed commitment is no longer open in Procore" in listed
+    result = browser.post("/queue/bulk/approve", {"ids": [tickets["Cedar Framing"]["id"]]},
+                          htmx=True).get_data(as_text=True)
+    assert "0 written" in result and "the one confirmed for the sub is no longer open" in result
+    exact = client.get("/v1/openapi.json").json["components"]["schemas"]["TicketCommitment"][
+        "properties"]["exact"]["description"]
+    assert "'the commitment confirmed for this sub is no longer open'" in exact  # programs know
+    assert origin_rows(sandbox_server, "change_events", tickets["Cedar Framing"]["id"]) == []
+
+
+def test_a_commitment_voided_while_still_remembered_is_read_again_after_procore_refuses_it(
+        client, acme, app, sandbox_server):
+    project = acme.project()["id"]
+    cedar = commitment_of(client, acme, project, "Cedar Framing & Trim")
+    assert client.put(f"/v1/projects/{project}/commitments", headers=acme.headers,
+                      json={"sub": "Cedar Framing", "contract_id": cedar["id"]}).status_code == 200
+    ticket = create(client, acme, sub="Cedar Framing")
+    assert ticket["commitment"]["contract_id"] == cedar["id"]
+    void_in_sandbox(sandbox_server, cedar["id"])  # within the service's memory of the directory
+    refused = act(client, acme, ticket["id"], "approve")
+    assert refused.status_code == 502 and "is void" in refused.json["error"]["message"]
+    again = act(client, acme, ticket["id"], "approve")  # at once, as the PM is told to
+    assert again.status_code == 409, again.json
+    assert again.json["error"]["code"] == "commitment_needs_confirmation"
+    assert origin_rows(sandbox_server, "change_events", ticket["id"]) == []
+
+
+def test_a_project_without_change_events_never_asks_for_the_subs_commitment(client, acme, app):
+    """Its tickets go to the daily log, which bills nothing: nothing to confirm on the page."""
+    ticket = create(client, acme, acme.project(change_events=False), sub="Bolt Electric")
+    browser = sign_in(app, client, acme)
+    page = browser.get(f"/tickets/{ticket['id']}").get_data(as_text=True)
+    assert "Where the money lands" in page
+    assert "Sub&#39;s commitment in Procore" not in page and "Confirm for Bolt Electric" not in page
+    approved = act(client, acme, ticket["id"], "approve", {"destination": "daily_log"})
+    assert approved.status_code == 200, approved.json
+    assert approved.json["external"]["destination"] == "daily_log"
+    assert approved.json["commitment"] is None
+
+
+def test_two_pms_confirming_or_saving_at_once_keep_one_row_never_an_error(
+        client, acme, app, monkeypatch):
+    """The row another PM inserted between this one's read and write is updated, not refused."""
+    project = acme.project()["id"]
+    cedar = commitment_of(client, acme, project, "Cedar Framing & Trim")
+    assert client.put(f"/v1/projects/{project}/commitments", headers=acme.headers,
+                      json={"sub": "Cedar Framing", "contract_id": None}).status_code == 200
+    assert client.put(f"/v1/projects/{project}/settings", headers=acme.headers,
+                      json={"event_type": "allowance"}).status_code == 200
+    unseen = Session.get
+
+    def racing(self, entity, *args, **kwargs):  # as if the other PM's row came in just after
+        if entity in (SubCommitment, ProjectSettings):
+            return None
+        return unseen(self, entity, *args, **kwargs)
+    monkeypatch.setattr(Session, "get", racing)
+    kept = client.put(f"/v1/projects/{project}/commitments", headers=acme.headers,
+                      json={"sub": "cedar framing", "contract_id": cedar["id"]})
+    assert kept.status_code == 200, kept.json
+    saved = client.put(f"/v1/projects/{project}/settings", headers=acme.headers,
+                       json={"event_type": "transfer"})
+    assert saved.status_code == 200, saved.json
+    monkeypatch.setattr(Session, "get", unseen)
+    assert [row["commitment"]["contract_id"] for row in
+            commitments_of(client, acme, project)["confirmed"]] == [cedar["id"]]
+    assert client.get(f"/v1/projects/{project}/settings",
+                      headers=acme.headers).json["event_type"] == "transfer"

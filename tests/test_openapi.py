@@ -384,3 +384,17 @@ def test_rules_across_fields_are_in_the_document_as_the_service_applies_them(cli
         body = {"name": "Sam Ortiz", **where}
         answer = client.post(f"/v1/tickets/{ticket}/signature-requests", headers=acme.headers, json=body)
         assert allowed("SignatureRequestInput", body) is (answer.status_code == 200), (body, answer.json)
+
+
+def test_an_error_text_that_names_one_cause_lists_no_other_code(client):
+    """A status whose text says only "not connected" lists no code for another cause."""
+    document = client.get("/v1/openapi.json").json
+    loose = []
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            for status, response in operation.get("responses", {}).items():
+                text = response.get("description", "")
+                if text.startswith("The company is not connected to a project system yet.") \
+                        and text.count("`") > 2:
+                    loose.append(f"{method.upper()} {path} {status}: {text}")
+    assert loose == []

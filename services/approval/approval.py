@@ -41,7 +41,12 @@ from services.approval.approval_records import (
 )
 from services.files import storage
 from services.platform.database import write_transaction
-from services.platform.errors import Conflict, ValidationFailed, field_problem
+from services.platform.errors import (
+    Conflict,
+    ProjectSystemRefused,
+    ValidationFailed,
+    field_problem,
+)
 from services.pricing import authorizations
 from services.project_system import (
     Attachment,
@@ -161,8 +166,13 @@ def approve(company_id: int, ticket_id: str, options: ApproveInput, actor: str) 
                 approval_claims.keeping_claim(ticket.id, claim.id), hurried(*_patience()), \
                 patient(float(current_app.config["PROJECT_SYSTEM_APPROVAL_BUDGET_WAIT_S"])):
             destination, record = _write(client, plan, destination, claim.earlier)
-    except Exception:
+    except Exception as error:
         approval_claims.release(ticket.id, claim.id)
+        if isinstance(error, ProjectSystemRefused) and error.code == "project_system_error" \
+                and commitment is not None:
+            # Refused: its commitment may have been voided since it was read; the retry reads
+            # it again (not when Procore is away, so what is known stays for the pages).
+            commitments.forget_directory(company_id, ticket.project_id)
         raise
     return _finish(company_id, ticket.id, destination, record, routes, actor, codes,
                    plan.commitment if destination == CHANGE_EVENT else None)

@@ -19,7 +19,7 @@ from sqlalchemy import select
 
 from models import SubCommitment, db, utcnow
 from models.schemas import CommitmentItem, CommitmentList, SubCommitmentItem, TicketCommitment
-from services.platform.database import write_transaction
+from services.platform.database import insert_or_merge, write_transaction
 from services.platform.errors import Conflict, ServiceError, field_problem
 from services.project_system import projects
 from services.project_system.base import ChangeReason, Commitment, ToolDisabled, Vendor
@@ -31,6 +31,8 @@ LEGAL_SUFFIXES = frozenset({"inc", "incorporated", "llc", "ltd", "limited", "co"
 SIMILAR = 85
 SUB_KEY_CHARS = 120
 UNREADABLE = "the project's directory and commitments cannot be read in Procore"
+# How a sub's reason starts once the commitment a PM confirmed for it is voided or closed.
+GONE = "the commitment confirmed for this sub is no longer open on this project"
 
 
 def normalise(name: str) -> str:
@@ -67,6 +69,16 @@ class Directory:
         return next((c for c in self.commitments if c.id == contract_id), None)
 
 
+def _directory_key(company_id: int, project_id: str) -> tuple:
+    """A project's directory as the cache keys it."""
+    return ("directory", company_id, str(project_id).strip())
+
+
+def forget_directory(company_id: int, project_id: str) -> None:
+    """Read the project's directory and commitments afresh next time (one may be voided)."""
+    projects.forget("directories", _directory_key(company_id, project_id))
+
+
 def directory(company_id: int, project_id: str, *, briefly: bool = False) -> Directory:
     """The project's vendors and commitments, cached for CATALOG_CACHE_S."""
     def load() -> Directory:
@@ -78,8 +90,7 @@ def directory(company_id: int, project_id: str, *, briefly: bool = False) -> Dir
                                  tuple(client.list_commitments(project.id)))
             except ToolDisabled:
                 return Directory((), (), readable=False)
-    return projects.cached_read(company_id, "directories",
-                                ("directory", company_id, str(project_id).strip()),
+    return projects.cached_read(company_id, "directories", _directory_key(company_id, project_id),
                                 current_app.config["CATALOG_CACHE_S"], load, briefly)
 
 
@@ -202,10 +213,17 @@ def resolve(sub: str, found: Directory, kept: SubCommitment | None) -> TicketCom
         commitment = found.commitment(kept.contract_id)
         if commitment is not None:
             return _shape(None, commitment, True, f"confirmed by {who} for {kept.sub}")
-        prefix = "the commitment confirmed for this sub is no longer open on this project; "
+        prefix = f"{GONE}; "
     found_match = match(sub, found)
-    return _shape(found_match.vendor, found_match.commitment, found_match.exact,
+    # What the name finds instead was never seen by the PM who confirmed: a suggestion at most.
+    return _shape(found_match.vendor, found_match.commitment, found_match.exact and not prefix,
                   prefix + found_match.reason)
+
+
+def needs_confirmation(chosen: TicketCommitment) -> bool:
+    """Whether a sub's commitment must be confirmed before its lines are written: a suggestion,
+    or none found after the confirmed one was voided or closed in the project system."""
+    return not chosen.exact and (chosen.contract_id is not None or chosen.reason.startswith(GONE))
 
 
 def for_sub(company_id: int, project_id: str, sub: str | None, *,
@@ -236,9 +254,9 @@ def for_approval(company_id: int, project_id: str, sub: str | None, contract_id:
             raise _not_on_project(contract_id, project_id, "contract_id")
         return _shape(None, commitment, True, f"chosen by {actor} at approval")
     chosen = for_sub(company_id, project_id, sub, briefly=True)
-    if chosen is not None and chosen.contract_id is not None and not chosen.exact:
-        raise Conflict(f"the sub's commitment is a suggestion ({chosen.reason}): confirm it for "
-                       "the sub, or approve with `contract_id`; nothing was written",
+    if chosen is not None and needs_confirmation(chosen):
+        raise Conflict(f"the sub's commitment needs confirming ({chosen.reason}): confirm it "
+                       "for the sub, or approve with `contract_id`; nothing was written",
                        code="commitment_needs_confirmation")
     return chosen
 
@@ -259,13 +277,14 @@ def confirm(company_id: int, project_id: str, sub: str, contract_id: int | None,
     found = directory(company_id, project)
     if contract_id is not None and found.commitment(contract_id) is None:
         raise _not_on_project(contract_id, project, "contract_id")
-    with write_transaction() as session:
-        row = session.get(SubCommitment, (company_id, project, sub_key(sub)))
-        if row is None:
-            row = SubCommitment(company_id=company_id, project_id=project, sub_key=sub_key(sub))
-            session.add(row)
-        row.sub, row.contract_id = sub.strip()[:SUB_KEY_CHARS], contract_id
-        row.confirmed_by, row.confirmed_at = actor, utcnow()
+    kept = {"sub": sub.strip()[:SUB_KEY_CHARS], "contract_id": contract_id,
+            "confirmed_by": actor, "confirmed_at": utcnow()}
+    with write_transaction() as session:  # one row, whichever of two PMs confirms first
+        table = SubCommitment.__table__
+        statement = insert_or_merge(session, table).values(
+            company_id=company_id, project_id=project, sub_key=sub_key(sub), **kept)
+        session.execute(statement.on_conflict_do_update(
+            index_elements=[table.c.company_id, table.c.project_id, table.c.sub_key], set_=kept))
     return SubCommitmentItem(sub=sub.strip(), commitment=resolve(sub, found, confirmed(
         company_id, project, sub)))
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from models import ProjectSettings, db, utcnow
 from models.schemas import ChangeReasonItem, EventType, ProjectSettingsInput, ProjectSettingsOut
-from services.platform.database import write_transaction
+from services.platform.database import insert_or_merge, write_transaction
 from services.platform.errors import Conflict, field_problem
 from services.project_system import projects
 from services.project_system.commitments import change_reasons
@@ -46,13 +46,14 @@ def save_settings(company_id: int, project_id: str, data: ProjectSettingsInput,
                        "nothing changed", code="change_reason_not_found",
                        details=[field_problem("change_reason_id", "not a change reason of the "
                                                                   "company in the project system")])
-    with write_transaction() as session:
-        row = session.get(ProjectSettings, (company_id, project))
-        if row is None:
-            row = ProjectSettings(company_id=company_id, project_id=project)
-            session.add(row)
-        row.event_type, row.change_reason_id = data.event_type.value, data.change_reason_id
-        row.updated_at, row.updated_by = utcnow(), actor
+    kept = {"event_type": data.event_type.value, "change_reason_id": data.change_reason_id,
+            "updated_at": utcnow(), "updated_by": actor}
+    with write_transaction() as session:  # one row, whichever of two PMs saves first
+        table = ProjectSettings.__table__
+        statement = insert_or_merge(session, table).values(
+            company_id=company_id, project_id=project, **kept)
+        session.execute(statement.on_conflict_do_update(
+            index_elements=[table.c.company_id, table.c.project_id], set_=kept))
     return _shape(project, Stored(data.event_type.value, data.change_reason_id), reasons)
 
 

@@ -28,13 +28,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from models import KnownProject, db, utcnow
-from models.schemas import (
-    BudgetCodeOut,
-    BudgetCodeRef,
-    Capability,
-    CostCodeItem,
-    Project,
-)
+from models.schemas import BudgetCodeOut, BudgetCodeRef, Capability, CostCodeItem, Project
 from services.platform.cache import TTLCache
 from services.platform.database import insert_or_merge
 from services.platform.errors import NotFound, ProjectSystemRefused, ServiceError
@@ -275,6 +269,11 @@ def away_since(company_id: int) -> dt.datetime | None:
 def noticed_away(company_id: int) -> None:
     """An approval found the project system away: pages say so from now on, as if they had."""
     _state("project_system_away", _Away).gone(company_id)
+
+
+def forget(cache_name: str, key: tuple) -> None:
+    """Forget one cached answer, so the next read asks the project system."""
+    _cache(cache_name).invalidate(key)
 
 
 def clear_caches() -> None:

@@ -101,6 +101,15 @@ def _held(routing, destination: str) -> tuple[str, ...]:
     return tuple(held)
 
 
+def _commitment_held(found) -> tuple[str, ...]:
+    """Why bulk approval leaves a ticket out for its sub's commitment: none to list and confirm
+    while the one confirmed for the sub is no longer open in Procore."""
+    if found is None or found.contract_id is not None or not commitments.needs_confirmation(found):
+        return ()
+    return ("Its sub's confirmed commitment is no longer open in Procore; open the ticket to "
+            "confirm another, or none.",)
+
+
 def bulk_selection(company_id: int, ids: list[str]) -> list[BulkItem]:
     """The tickets a bulk approval would write, to confirm their count and total, each with
     where it goes and every suggested budget code the approval would confirm; a ticket with a
@@ -115,7 +124,8 @@ def bulk_selection(company_id: int, ids: list[str]) -> list[BulkItem]:
             commitment=commitment_sentence(found) if found else None,
             confirms_commitment=found.contract_id if found and not found.exact else None,
             id=ticket.id, reference=ticket.reference, description=ticket.description,
-            total=ticket.total, destination=destination, held=_held(routing, destination),
+            total=ticket.total, destination=destination,
+            held=_held(routing, destination) + _commitment_held(found),
             suggestions=() if destination == "daily_log" else tuple(
                 Suggested(line=r.line, description=r.description, budget_code=r.budget_code,
                           budget_code_id=r.budget_code_id, reason=r.reason)

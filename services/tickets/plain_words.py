@@ -10,7 +10,7 @@ from decimal import Decimal
 
 from models import utcnow
 from services.platform.errors import ServiceError
-from services.project_system.commitments import commitment_name
+from services.project_system.commitments import commitment_name, needs_confirmation
 from services.tickets import signatures
 
 
@@ -59,9 +59,10 @@ PLAIN_ERRORS = {
     "photos_full": "This ticket already holds 12 photos, the most it can take.",
     "document_busy": "The ticket's document could not be made just now. Nothing was written; "
                      "try again in a moment.",
-    "commitment_needs_confirmation": "The sub's commitment in Procore is only a suggestion. "
-                                     "Confirm it, or choose another, under \"Sub's commitment\". "
-                                     "Nothing was written.",
+    "commitment_needs_confirmation": "The sub's commitment in Procore needs confirming: it is "
+                                     "only a suggestion, or the one confirmed for the sub is no "
+                                     "longer open. Confirm it, or choose another, under \"Sub's "
+                                     "commitment in Procore\". Nothing was written.",
     "contract_not_found": "That commitment is no longer open on this project in Procore; choose "
                           "another. Nothing was written.",
     "change_reason_not_found": "That change reason is no longer offered in Procore; choose "
@@ -267,6 +268,8 @@ def commitment_sentence(commitment, *, written: bool = False) -> str:
     if commitment.contract_id is None:
         if commitment.exact:
             return f"{why}."
+        if not written and needs_confirmation(commitment):
+            return f"{why}. Confirm the sub's commitment again, or none, before approving."
         return f"{why}. Its lines {'were' if written else 'are'} written without a commitment."
     name = commitment_name(commitment.contract_number, commitment.contract_title,
                            commitment.contract_id)
