@@ -12,10 +12,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    import redis
+import redis
 
 log = logging.getLogger(__name__)
 # While Redis does not answer, budgets count in this process alone and try Redis again after
@@ -156,9 +155,6 @@ class RedisBudget:
     every REDIS_RETRY_S."""
 
     def __init__(self, client: redis.Redis, key: str) -> None:
-        import redis  # loaded by whoever made the client; an install without Redis never is
-
-        self._unanswered = redis.RedisError
         self._key = key
         self._client = client
         self._take = client.register_script(_TAKE)
@@ -170,7 +166,7 @@ class RedisBudget:
         """Whether Redis was away a moment ago (and is not to be asked yet)."""
         return time.monotonic() < self._retry_at
 
-    def _failed(self, error: Exception) -> None:
+    def _failed(self, error: redis.RedisError) -> None:
         """Pace alone for a while after Redis failed."""
         self._retry_at = time.monotonic() + REDIS_RETRY_S
         _redis_failed(error)
@@ -181,7 +177,7 @@ class RedisBudget:
         if not self._use_local():
             try:
                 wait = float(self._take(keys=[self._key], args=[repr(now)]))
-            except self._unanswered as error:
+            except redis.RedisError as error:
                 self._failed(error)
             else:
                 _redis_answered()
@@ -194,7 +190,7 @@ class RedisBudget:
             return self._local.waiting(now)
         try:
             remaining, reset = self._client.hmget(self._key, "remaining", "reset")
-        except self._unanswered as error:
+        except redis.RedisError as error:
             self._failed(error)
             return self._local.waiting(now)
         if reset is None or remaining is None or now >= float(reset) or int(remaining) > 0:
@@ -210,6 +206,6 @@ class RedisBudget:
                                                     else str(remaining), repr(reset or 0.0),
                                                     repr(SAME_WINDOW_S)])
                 return
-            except self._unanswered as error:
+            except redis.RedisError as error:
                 self._failed(error)
         self._local.done(remaining, reset)
