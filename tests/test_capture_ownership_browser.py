@@ -78,6 +78,7 @@ def test_send_while_a_photo_goes_up_leaves_nothing_for_the_next_ticket(
         "Cut and patched slab for the plumber's sleeve": 2, "Second ticket, no photos": 0}
 
 
+@pytest.mark.alone  # a reload racing a draft photo stalled it twice on PostgreSQL (open race)
 def test_a_reload_between_keeping_and_clearing_the_draft_brings_nothing_back(
         client, acme, app, signal, phone):
     link = create_link(client, acme)
