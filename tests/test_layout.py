@@ -17,7 +17,7 @@ MAX_LINES = 500
 # before it. Modules directly under services/ (health, demo) look at every domain; no domain
 # imports them.
 DOMAINS = ("platform", "files", "accounts", "project_system", "routing", "pricing", "tickets",
-           "webhooks", "capture", "approval", "review")
+           "webhooks", "capture", "approval", "review", "reports")
 
 
 def modules() -> dict[str, Path]:
