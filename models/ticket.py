@@ -119,6 +119,8 @@ class Ticket(db.Model):
     record_read_at: Mapped[dt.datetime | None]
     record_tried_at: Mapped[dt.datetime | None]
     on_change_order: Mapped[bool | None] = mapped_column(Boolean)
+    # Whether every change order its lines are on is approved (None while on none).
+    change_orders_approved: Mapped[bool | None] = mapped_column(Boolean)
 
     @property
     def reference(self) -> str:

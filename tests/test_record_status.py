@@ -87,10 +87,15 @@ def test_sync_shows_a_closed_change_event_on_a_commitment_change_order(
     assert client.get(f"/v1/tickets/{ticket['id']}", headers=acme.headers).json["external"] == \
         external
     assert answer.json["status"] == "written" and answer.json["routing"] == ticket["routing"]
+    assert stored(app, ticket["id"]).change_orders_approved is False
     # The ticket page says it in a PM's words.
     html = sign_in(app, client, acme).get(f"/tickets/{ticket['id']}").get_data(as_text=True)
     assert "Status in Procore: Closed. On commitment change order CCO-001 “Apex extra work” " \
            "(pending)." in html
+    # Once the change order is approved in Procore the claim is paid: no longer outstanding.
+    procore.put_on_change_orders(event_id, "commitment", "approved")
+    assert sync(client, acme, ticket["id"]).status_code == 200
+    assert stored(app, ticket["id"]).change_orders_approved is True
     procore.close()
 
 

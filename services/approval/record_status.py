@@ -28,6 +28,7 @@ from services.project_system.connections import (
     client_for,
     project_system_errors,
 )
+from services.tickets import stages
 from services.tickets.ticket_records import find_ticket, locked
 from services.tickets.ticket_shapes import get_ticket
 
@@ -69,6 +70,7 @@ def keep(ticket_id: str, state: RecordState, now: dt.datetime | None = None) -> 
                                        for order in state.change_orders]
         ticket.on_change_order = bool(state.change_orders) \
             if (ticket.external or {}).get("destination") == CHANGE_EVENT else None
+        ticket.change_orders_approved = stages.orders_approved(ticket.record_change_orders)
         ticket.record_read_at = ticket.record_tried_at = now or utcnow()
 
 

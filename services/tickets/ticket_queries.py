@@ -15,7 +15,6 @@ from sqlalchemy import (
     case,
     cast,
     event,
-    false,
     func,
     inspect,
     literal,
@@ -30,7 +29,7 @@ from models import db, utcnow
 from models.schemas import Shows, TicketList, ticket_fields
 from models.ticket import STATUSES
 from services.routing.learned_words import fold, ticket_words
-from services.tickets import signatures
+from services.tickets import signatures, stages
 from services.tickets.ticket_records import NEWEST_FIRST, OLDEST_FIRST
 from services.tickets.ticket_shapes import Wait, routing_of, shape
 
@@ -53,8 +52,11 @@ class ListFilter:
     to_check: bool = False
     captured_from: dt.datetime | None = None
     captured_before: dt.datetime | None = None
-    # Written as a change event whose lines are on no change order yet (as last read).
+    # Written as a change event whose lines are on no change order yet (as last read), and
+    # neither deleted nor voided there.
     not_on_change_order: bool = False
+    # One of stages.STAGES: where the ticket stands on its way to being paid.
+    stage: str | None = None
 
 
 def _like(text: str) -> str:
@@ -108,7 +110,7 @@ def _search(q: str):
     return or_(*matches)
 
 
-def _list_conditions(company_id: int, where: ListFilter) -> list:
+def list_conditions(company_id: int, where: ListFilter) -> list:
     """WHERE conditions for a filtered ticket list, always scoped to the company."""
     conditions = [TicketRecord.company_id == company_id]
     if where.status:
@@ -120,9 +122,7 @@ def _list_conditions(company_id: int, where: ListFilter) -> list:
     if where.sub:
         conditions.append(func.lower(TicketRecord.sub) == where.sub.strip().lower())
     if where.unsigned:
-        # a missing signature is stored as JSON null (or SQL NULL): either way, no signature
-        conditions.append(or_(TicketRecord.signature.is_(None),
-                              cast(TicketRecord.signature, String) == "null"))
+        conditions.append(stages.unsigned())
     if where.awaiting_signature:
         conditions.append(TicketRecord.id.in_(signatures.open_request_tickets(company_id)))
     if where.captured_from:
@@ -130,7 +130,9 @@ def _list_conditions(company_id: int, where: ListFilter) -> list:
     if where.captured_before:
         conditions.append(TicketRecord.captured_at < where.captured_before)
     if where.not_on_change_order:
-        conditions += [TicketRecord.status == "written", TicketRecord.on_change_order == false()]
+        conditions.append(stages.condition("written"))
+    if where.stage:
+        conditions.append(stages.condition(where.stage))
     return conditions
 
 
@@ -184,7 +186,7 @@ def list_ticket_records(company_id: int, *, where: ListFilter | None = None,
     of each record (such as columns it leaves out).
     """
     where = where or ListFilter()
-    conditions = _list_conditions(company_id, where)
+    conditions = list_conditions(company_id, where)
     order = _order(company_id, sort, project_names)
     if where.to_check:
         ids = _ids_to_check(conditions, order, wait)
@@ -224,6 +226,11 @@ def age_bucket(captured_at: dt.datetime, now: dt.datetime) -> str:
     return AGE_BUCKETS[-1][0]
 
 
+def cents_column():
+    """A ticket's total in whole cents, as an SQL expression sums keep every cent of."""
+    return cast(func.round(cast(TicketRecord.total, Float) * 100), BigInteger)
+
+
 def age_totals(company_id: int, where: ListFilter, now: dt.datetime | None = None,
                wait: Wait = Wait.YES) -> dict[str, tuple[int, Decimal]]:
     """How many tickets of a filtered list fall in each age bucket, and their dollar total.
@@ -232,10 +239,10 @@ def age_totals(company_id: int, where: ListFilter, now: dt.datetime | None = Non
     alone (the index carries the total), in whole cents so every cent is kept.
     """
     now = now or utcnow()
-    conditions = _list_conditions(company_id, where)
+    conditions = list_conditions(company_id, where)
     if where.to_check:
         conditions.append(TicketRecord.id.in_(_ids_to_check(conditions, NEWEST_FIRST, wait)))
-    cents = cast(func.round(cast(TicketRecord.total, Float) * 100), BigInteger)
+    cents = cents_column()
     buckets, newer_than = [], None
     for key, _label, days in AGE_BUCKETS:
         older_than = now - dt.timedelta(days=days) if days is not None else None
@@ -252,10 +259,10 @@ def age_totals(company_id: int, where: ListFilter, now: dt.datetime | None = Non
 
 def count_and_total(company_id: int, where: ListFilter) -> tuple[int, Decimal]:
     """How many tickets a filtered list holds and their dollar total, in whole cents."""
-    cents = cast(func.round(cast(TicketRecord.total, Float) * 100), BigInteger)
+    cents = cents_column()
     count, summed = db.session.execute(
         select(func.count(), func.coalesce(func.sum(cents), 0))
-        .where(*_list_conditions(company_id, where))).one()
+        .where(*list_conditions(company_id, where))).one()
     return int(count), Decimal(int(summed)) / 100
 
 
@@ -263,7 +270,7 @@ def list_status_counts(company_id: int, where: ListFilter, wait: Wait = Wait.YES
                        ) -> dict[str, int]:
     """How many tickets of a filtered list are in each status, whatever status it shows."""
     where = replace(where, status=None)
-    conditions = _list_conditions(company_id, where)
+    conditions = list_conditions(company_id, where)
     if where.to_check:
         conditions.append(TicketRecord.id.in_(_ids_to_check(conditions, NEWEST_FIRST, wait)))
     counts = dict.fromkeys(STATUSES, 0)
