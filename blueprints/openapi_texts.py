@@ -401,7 +401,9 @@ Endpoints of your programs that are sent the company's ticket events, so they ne
 `ticket.signed` (the general contractor's person signed it, or a signature was added),
 `ticket.sent_back` (rejected, and sent back to the crew of the capture link it came through),
 `ticket.rejected` (a ticket sent by a program, rejected), `ticket.restored` (back in the review
-queue) and `ticket.written` (in the project system, with `external`). Each is a POST of
+queue), `ticket.written` (in the project system, with `external`) and `ticket.record_changed`
+(its record read back from the project system changed: status, deleted, or the change orders
+its lines are on, in `external`; not sent for the first read of an open event on none). Each is a POST of
 `{"type", "timestamp", "data"}`, `data` the ticket as `GET /tickets/{ticket_id}` answered at
 that moment (see this document's `webhooks` section), signed per
 [Standard Webhooks](https://www.standardwebhooks.com/): verify `webhook-signature` over

@@ -1606,6 +1606,7 @@ class WebhookEventType(StrEnum):
     WRITTEN = "ticket.written"
     REJECTED = "ticket.rejected"
     RESTORED = "ticket.restored"
+    RECORD_CHANGED = "ticket.record_changed"
 
 
 WEBHOOK_URL_TEXT = ("Where events are sent: an https address of a public host (http only for a "

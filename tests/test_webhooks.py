@@ -23,6 +23,7 @@ from services.webhooks import webhook_delivery
 from tests.plugins.storage import storage_env
 from tests.receiver import Receiver
 from tests.test_approval import act, create
+from tests.test_record_status import control, propose_on_commitment, sync, written
 
 pytestmark = pytest.mark.live
 
@@ -446,3 +447,25 @@ def test_two_workers_send_each_delivery_once(app, client, acme, rival, receiver)
     assert len(receiver.ids()) == len(set(receiver.ids())) == 15
     with app.app_context():
         assert {d.status for d in db.session.query(WebhookDelivery)} == {"delivered"}
+
+
+def test_a_change_in_procore_read_back_is_told_once(app, client, acme, receiver, sandbox_server):
+    """Programs hear when a written record's status or change orders change in Procore, not
+    when it is read back unchanged, nor on the first read of an event still open on none."""
+    endpoint = register(client, acme, receiver.url, events=["ticket.record_changed"])
+    ticket = written(client, acme)
+    assert sync(client, acme, ticket["id"]).status_code == 200
+    assert send_due(app) == 0
+    procore = control(sandbox_server, acme)
+    propose_on_commitment(sandbox_server, ticket, "Apex Concrete, Inc.")
+    procore.put_on_change_orders(ticket["external"]["change_event_id"], "commitment", "pending")
+    assert sync(client, acme, ticket["id"]).status_code == 200
+    assert sync(client, acme, ticket["id"]).status_code == 200  # unchanged: nothing more
+    procore.put_on_change_orders(ticket["external"]["change_event_id"], "commitment", "approved")
+    assert sync(client, acme, ticket["id"]).status_code == 200
+    procore.close()
+    assert send_due(app) == 2
+    events = receiver.events(endpoint["secret"])
+    assert [e["type"] for e in events] == ["ticket.record_changed"] * 2
+    assert [[o["status"] for o in e["data"]["external"]["change_orders"]] for e in events] == \
+        [["pending"], ["approved"]]

@@ -17,7 +17,7 @@ from sqlalchemy import select, update
 
 from models import Ticket as TicketRecord
 from models import db, utcnow
-from models.schemas import Ticket
+from models.schemas import Ticket, WebhookEventType
 from services.approval.approval_records import CHANGE_EVENT
 from services.platform.database import write_transaction
 from services.platform.errors import Conflict, ProjectSystemRefused, ServiceError
@@ -31,6 +31,7 @@ from services.project_system.connections import (
 from services.tickets import stages
 from services.tickets.ticket_records import find_ticket, locked
 from services.tickets.ticket_shapes import get_ticket
+from services.webhooks import webhooks
 
 # A page reads a written ticket's record again once what it knows is older than this.
 STALE_AFTER = dt.timedelta(minutes=15)
@@ -60,9 +61,12 @@ def read_state(company_id: int, ticket: TicketRecord) -> RecordState:
 
 def keep(ticket_id: str, state: RecordState, now: dt.datetime | None = None) -> None:
     """Keep a record's state on its ticket, as read at `now`."""
-    # A deleted record keeps the last status it was read with.
+    # A deleted record keeps the last status it was read with. Programs are told when what was
+    # known changes; a record never read is known as written: open, deleted nowhere, on none.
     with write_transaction() as session:
         ticket = locked(session, ticket_id)
+        known = (ticket.record_status if ticket.record_read_at else state.status,
+                 bool(ticket.record_deleted), ticket.record_change_orders or [])
         if state.status is not None or not state.deleted:
             ticket.record_status = state.status
         ticket.record_deleted = state.deleted
@@ -72,6 +76,8 @@ def keep(ticket_id: str, state: RecordState, now: dt.datetime | None = None) -> 
             if (ticket.external or {}).get("destination") == CHANGE_EVENT else None
         ticket.change_orders_approved = stages.orders_approved(ticket.record_change_orders)
         ticket.record_read_at = ticket.record_tried_at = now or utcnow()
+        if known != (ticket.record_status, ticket.record_deleted, ticket.record_change_orders):
+            webhooks.emit(session, ticket, WebhookEventType.RECORD_CHANGED)
 
 
 def sync(company_id: int, ticket_id: str) -> Ticket:
