@@ -15,11 +15,13 @@ from sqlalchemy import update
 
 from models import Company, Reviewer, Ticket, db, short_reference
 from services.accounts import reviewers
+from services.project_system import projects
 from services.reports import digest
 from tests import test_accessibility as a11y
 from tests.mailbox import smtp_server
 from tests.pile import seed_pile
 from tests.test_review_pages import PASSWORD, csrf_token, sign_in
+from tests.test_review_procore_away import stop_procore
 from tests.test_review_triage import browser_sign_in
 
 pytestmark = pytest.mark.live
@@ -151,7 +153,11 @@ def test_nothing_is_sent_when_nothing_waits(app, acme, runner):
 
 
 def test_none_before_seven_on_the_companys_clock_then_once_that_morning(app, acme, runner,
-                                                                       waiting):
+                                                                       waiting, monkeypatch):
+    reads = []
+    read_projects = projects.remote_projects
+    monkeypatch.setattr(projects, "remote_projects",
+                        lambda *args, **kwargs: reads.append(args) or read_projects(*args, **kwargs))
     with smtp_server() as mailbox, time_machine.travel(SEVEN_PDT - dt.timedelta(minutes=1),
                                                        tick=False) as clock:
         app.config.update(mailbox.settings())
@@ -159,9 +165,12 @@ def test_none_before_seven_on_the_companys_clock_then_once_that_morning(app, acm
         assert mailbox.messages == []
         clock.move_to(SEVEN_PDT)
         assert "2 digest(s) sent" in send(runner)
+        asked = len(reads)
         for minutes in (15, 30, 300):  # the timer every 15 minutes, the rest of the day
             clock.move_to(SEVEN_PDT + dt.timedelta(minutes=minutes))
             assert "0 digest(s) sent" in send(runner)
+        assert len(reads) == asked  # the day decided, Procore is not asked again
+        stop_procore(app)  # the zone kept on the company keeps the mornings
         clock.move_to(SEVEN_PDT + dt.timedelta(days=1, minutes=-1))
         assert "0 digest(s) sent" in send(runner)  # the next day, 06:59 there
         clock.move_to(SEVEN_PDT + dt.timedelta(days=1))

@@ -257,6 +257,19 @@ def _give_back(reviewer_id: int, day: dt.date, before: dt.date | None) -> None:
                         .values(digest_sent_on=before).execution_options(synchronize_session=False))
 
 
+def _morning(company_id: int, now: dt.datetime, hour: int) -> dt.datetime | None:
+    """Now on the company's clock once its digest hour has come there and a reviewer may be
+    due, else None; the project system is asked for the zone only then, or while none is kept
+    (not every 15 minutes all day)."""
+    company = db.session.get(Company, company_id)
+    if company is not None and company.time_zone:
+        kept = now.astimezone(project_zone(company.time_zone))
+        if kept.hour < hour or not _due(company_id, kept.date()):
+            return None
+    local = now.astimezone(company_zone(company_id))
+    return local if local.hour >= hour else None
+
+
 def _due(company_id: int, day: dt.date) -> list[tuple[int, str]]:
     """The company's reviewers still due the digest of `day`: (id, e-mail)."""
     return list(db.session.execute(
@@ -284,8 +297,8 @@ def send_due(now: dt.datetime | None = None) -> list[int]:
                                           Reviewer.digest_off.is_(False))
         .distinct().order_by(Reviewer.company_id)).all()
     for company_id in companies:
-        local = now.astimezone(company_zone(company_id))
-        if local.hour < hour:
+        local = _morning(company_id, now, hour)
+        if local is None:
             continue
         due = _due(company_id, local.date())
         if not due:
