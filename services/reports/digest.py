@@ -112,7 +112,8 @@ def digest_for(company_id: int, now: dt.datetime | None = None) -> Digest:
     return Digest(
         company=company.name if company else "",
         review=_figure(company_id, review, _queue_url(stage="review")),
-        oldest=Oldest(reference=short_reference(oldest.id), description=oldest.description,
+        oldest=Oldest(reference=short_reference(oldest.id),
+                      description=" ".join(oldest.description.split()),
                       captured_at=oldest.captured_at, total=oldest.total,
                       url=f"{public_base_url()}/tickets/{oldest.id}") if oldest else None,
         # The queue's "unsigned" filter on its default status (submitted) is this stage.
