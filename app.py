@@ -215,6 +215,8 @@ def default_config(instance_path: str) -> dict[str, Any]:
         "SIGNATURE_REMINDER_HOUR": 7,
         "SIGNATURE_REMINDER_AFTER_H": None,
         "SIGNATURE_REMINDERS_MAX": 3,
+        # The morning digest goes from this hour on the company's clock (services/reports/digest.py).
+        "DIGEST_HOUR": 7,
         # Outgoing e-mail (signing links and reminders); none is sent while MAIL_SERVER is unset.
         "MAIL_SERVER": None,
         "MAIL_PORT": 25,

@@ -20,6 +20,7 @@ from services.files import backup, photo_sweep, photo_uploads, storage_migration
 from services.platform import mail
 from services.platform.errors import ServiceError
 from services.project_system import connections, projects
+from services.reports import digest
 from services.routing import learning
 from services.webhooks import webhook_delivery
 
@@ -153,6 +154,7 @@ def register_commands(app: Flask) -> None:
     app.cli.add_command(reminders_cli)
     app.cli.add_command(routing_cli)
     app.cli.add_command(webhooks_cli)
+    app.cli.add_command(digest_cli)
 
 
 project_system_cli = AppGroup("project-system", help="Connect a company to Procore and check it.")
@@ -161,6 +163,7 @@ photos_cli = AppGroup("photos", help="Look after the stored photo and signature 
 storage_cli = AppGroup("storage", help="Move the stored files to a bucket.")
 reminders_cli = AppGroup("reminders", help="E-mail reminders of unsigned signing links.")
 webhooks_cli = AppGroup("webhooks", help="Send the webhook events stored for programs.")
+digest_cli = AppGroup("digest", help="E-mail each reviewer the morning digest of what waits.")
 routing_cli = AppGroup("routing", help="See, and undo, what routing learned from the PM's choices.")
 
 
@@ -222,6 +225,17 @@ def send_reminders_command() -> None:
         return
     sent = signing.send_due_reminders()
     click.echo(f"{len(sent)} reminder(s) sent")
+
+
+@digest_cli.command("send")
+def send_digest_command() -> None:
+    """E-mail the morning digests that are due (safe to run often and twice at once; a timer
+    runs it)."""
+    if not mail.configured():
+        click.echo("no digest: e-mail is not set up (MAIL_SERVER)")
+        return
+    sent = digest.send_due()
+    click.echo(f"{len(sent)} digest(s) sent")
 
 
 @photos_cli.command("orphans")

@@ -1,12 +1,14 @@
-"""The /reviewers page: a company admin sees the company's reviewers and disables or enables them."""
+"""The /reviewers page: a company admin sees the company's reviewers and disables or enables them;
+/digest: each reviewer turns their morning e-mail off or on, signed in or from the e-mail's link."""
 from __future__ import annotations
 
-from flask import Blueprint, Response, abort
+from flask import Blueprint, Response, abort, render_template, request
 from flask_login import current_user, login_required
 
 from services.accounts import keys, reviewers
 from services.platform.errors import ServiceError
 from services.platform.web import render_page
+from services.reports import digest
 
 bp = Blueprint("reviewers", __name__)
 
@@ -60,3 +62,43 @@ def enable_reviewer(reviewer_id: int) -> Response:
     except ServiceError as error:
         return _render(error=error.message, status=error.status)
     return _render()
+
+
+@bp.get("/digest")
+@login_required
+def digest_page() -> Response:
+    """Whether the signed-in reviewer gets the morning e-mail, and the form that changes it."""
+    return render_page("review/digest.html", "review/_digest.html", on=not current_user.digest_off)
+
+
+@bp.post("/digest")
+@login_required
+def digest_choice() -> Response:
+    """Turn the signed-in reviewer's morning e-mail on or off."""
+    on = request.form.get("digest") == "on"
+    digest.set_digest(current_user.id, on)
+    return render_page("review/digest.html", "review/_digest.html", on=on,
+                       notice="You will get the morning e-mail." if on
+                       else "You will get no more morning e-mails.")
+
+
+@bp.get("/digest/stop/<token>")
+def digest_stop_page(token: str) -> Response:
+    """The page a digest's 'stop' link opens, with no sign-in: one button turns it off (opening
+    the link alone changes nothing, since mail scanners open links too)."""
+    reviewer = digest.stop_reviewer(token)
+    if reviewer is None:
+        abort(404)
+    return Response(render_template("review/digest_stop.html", email=reviewer.email,
+                                    off=reviewer.digest_off, token=token), mimetype="text/html")
+
+
+@bp.post("/digest/stop/<token>")
+def digest_stop(token: str) -> Response:
+    """Turn off the morning e-mail of the reviewer a stop link was made for."""
+    reviewer = digest.stop_reviewer(token)
+    if reviewer is None:
+        abort(404)
+    digest.set_digest(reviewer.id, False)
+    return Response(render_template("review/digest_stop.html", email=reviewer.email, off=True,
+                                    token=token, done=True), mimetype="text/html")

@@ -145,6 +145,7 @@ echo "== systemd units"
 for unit in "$SERVICE.service" "$SERVICE-sandbox.service" "$SERVICE-backup.service" \
   "$SERVICE-backup.timer" "$SERVICE-reminders.service" "$SERVICE-reminders.timer" \
   "$SERVICE-records.service" "$SERVICE-records.timer" \
+  "$SERVICE-digest.service" "$SERVICE-digest.timer" \
   "$SERVICE-webhooks.service" "$SERVICE-sweep.service" "$SERVICE-sweep.timer"; do
   render "$SOURCE/deploy/$unit" >"/etc/systemd/system/$unit"
   chmod 0644 "/etc/systemd/system/$unit"
@@ -155,12 +156,14 @@ systemctl daemon-reload
 systemctl enable --quiet "$SERVICE.service" "$SERVICE-backup.timer" "$SERVICE-reminders.timer" \
   "$SERVICE-webhooks.service" \
   "$SERVICE-records.timer" \
+  "$SERVICE-digest.timer" \
   "$SERVICE-sweep.timer"
 if systemctl is-enabled --quiet "$SERVICE-sandbox.service"; then
   systemctl restart "$SERVICE-sandbox.service"
 fi
 systemctl restart "$SERVICE.service" "$SERVICE-webhooks.service"
 systemctl start "$SERVICE-backup.timer" "$SERVICE-reminders.timer" "$SERVICE-records.timer" "$SERVICE-sweep.timer"
+systemctl start "$SERVICE-digest.timer"
 "$PREFIX/.venv/bin/python" -c "import urllib.request
 urllib.request.urlopen('http://127.0.0.1:8000/v1/openapi.json', timeout=30)" ||
   die "the service does not answer on 127.0.0.1:8000; see: journalctl -u $SERVICE"

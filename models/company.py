@@ -20,6 +20,8 @@ class Company(db.Model):
     created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
     # Whether the capture form asks crews for rates, unit costs and cost codes (else the office does).
     crew_enters_prices: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
+    # The zone (IANA) most of its projects name, as last read: the clock its morning digest keeps.
+    time_zone: Mapped[str | None] = mapped_column(String(64))
 
     api_keys: Mapped[list[ApiKey]] = relationship(back_populates="company")
 
@@ -61,6 +63,9 @@ class Reviewer(UserMixin, db.Model):
     disabled_at: Mapped[dt.datetime | None]
     # A company admin may disable and re-enable the company's other reviewers.
     is_admin: Mapped[bool] = mapped_column(default=False, server_default=false())
+    # The reviewer turned the morning digest off; the company's date it was last sent on.
+    digest_off: Mapped[bool] = mapped_column(default=False, server_default=false())
+    digest_sent_on: Mapped[dt.date | None]
 
     def get_id(self) -> str:
         """The session's user id: the reviewer and the epoch the session was opened under."""

@@ -35,6 +35,7 @@ UNITS = ["extra-work-tickets.service", "extra-work-tickets-sandbox.service",
          "extra-work-tickets-reminders.service", "extra-work-tickets-reminders.timer",
          "extra-work-tickets-sweep.service", "extra-work-tickets-sweep.timer",
          "extra-work-tickets-records.service", "extra-work-tickets-records.timer",
+         "extra-work-tickets-digest.service", "extra-work-tickets-digest.timer",
          "extra-work-tickets-webhooks.service"]
 SIZE_UNITS = {"": 1, "B": 1, "KB": 1000, "KIB": 1024, "MB": 1000**2, "MIB": 1024**2}
 
@@ -220,6 +221,23 @@ def test_reminder_units_send_due_reminders_every_15_minutes():
     assert '"$SERVICE-reminders.service" "$SERVICE-reminders.timer"' in script
     assert re.search(r'^systemctl enable .*"\$SERVICE-reminders\.timer"', script, re.M)
     assert re.search(r'^systemctl start .*"\$SERVICE-reminders\.timer"', script, re.M)
+
+
+def test_digest_units_send_the_morning_digests_every_15_minutes():
+    """The digest service runs `flask digest send` on the data folder; its timer every 15
+    minutes (each reviewer gets one a day); install.sh installs, enables and starts the timer."""
+    unit = read_unit("extra-work-tickets-digest.service")
+    assert one(unit, "Type") == "oneshot" and one(unit, "User") == "ewt"
+    assert environment(unit) == {"EWT_INSTANCE_PATH": DATA_DIR}
+    assert command(one(unit, "ExecStart")) == [f"{VENV_BIN}/flask", "--app", "app", "digest", "send"]
+    assert one(unit, "ReadWritePaths").split() == [DATA_DIR]
+    timer = read_unit("extra-work-tickets-digest.timer")
+    assert re.fullmatch(r"\*:\d+/15", one(timer, "OnCalendar", "Timer"))
+    assert one(timer, "WantedBy", "Install") == "timers.target"
+    script = INSTALL.read_text()
+    assert '"$SERVICE-digest.service" "$SERVICE-digest.timer"' in script
+    assert re.search(r'^  "\$SERVICE-digest\.timer" \\$', script, re.M)  # enabled
+    assert re.search(r'^systemctl start .*"\$SERVICE-digest\.timer"', script, re.M)
 
 
 def test_records_units_read_back_written_tickets_every_15_minutes():

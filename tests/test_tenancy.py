@@ -13,7 +13,8 @@ PASSWORD = "correct horse battery"
 
 # Capture, signing and sign-in-link pages are public: the token in their URL is the credential,
 # whoever holds it.
-PUBLIC_PREFIXES = ("/c/", "/s/", "/static/", "/login/link/")
+PUBLIC_PREFIXES = ("/c/", "/s/", "/static/", "/login/link/",
+                   "/digest/stop/")  # a stop link is its own credential, like a signing link
 
 
 def owned_resources(client, owner) -> dict[str, str]:
