@@ -19,7 +19,6 @@ from services.project_system import projects
 from services.project_system.zones import UTC
 from services.reports import share_links
 from services.tickets import documents
-from services.tickets.plain_words import plain_error
 
 bp = Blueprint("share_links", __name__)
 
@@ -100,12 +99,27 @@ def _form_expiry(text: str, project_id: str | None) -> str | None:
     try:
         day = dt.date.fromisoformat(text.strip()[:10]) if text.strip() else None
     except ValueError:
-        return "invalid"
+        return "not a day"
     if day is None:
         return None
     zone = (projects.cached_time_zone(current_user.company_id, project_id) if project_id
             else None) or UTC
     return dt.datetime.combine(day + dt.timedelta(days=1), dt.time(), zone).isoformat()
+
+
+def _plain(error: ServiceError) -> str:
+    """What went wrong with a share link made on the page, in a PM's words."""
+    fields = {str(d.get("field")) for d in (error.details or []) if isinstance(d, dict)}
+    if error.status == 400 and "sub" in fields:
+        return "Name the sub whose tickets the link shows (as its tickets name it)."
+    if error.status == 400 and "expires_at" in fields:
+        return "Pick a day from today on for the link to work until, or leave it empty."
+    if error.code == "project_not_found":
+        return "That project is not in Procore any more; pick another, or every project."
+    if error.status >= 500 or error.code == "project_system_not_connected":
+        return "Procore could not be reached to check the project; nothing was made. Try again " \
+               "in a moment."
+    return "The share link could not be made; nothing was changed."
 
 
 @bp.post("/links/share")
@@ -120,7 +134,7 @@ def create_share_link_page() -> Response:
                                                                     project_id)})
         made = share_links.create(current_user.company_id, body, current_user.email)
     except ServiceError as error:
-        return _share_panel(status=422, error=plain_error(error).message)
+        return _share_panel(status=422, error=_plain(error))
     return _share_panel(made=made)
 
 

@@ -121,6 +121,7 @@ def test_another_companys_key_reaches_none_of_its_share_links(client, acme, riva
     missing = client.delete("/v1/share-links/999999", headers=rival.headers)
     assert foreign.status_code == missing.status_code == 404
     assert foreign.json == missing.json and foreign.json["error"]["code"] == "share_link_not_found"
+    assert client.delete("/v1/share-links/" + "9" * 25, headers=rival.headers).json == missing.json
     assert client.get("/v1/share-links", headers=rival.headers).json["total"] == 0
     # A project of another company is refused, and nothing is made.
     refused = client.post("/v1/share-links", headers=rival.headers,
@@ -243,6 +244,9 @@ def test_a_pm_makes_and_ends_a_share_link_on_the_links_page(app, client, acme, t
     assert ended.status_code == 200 and "ended" in ended.get_data(as_text=True)
     assert app.test_client().get(path).status_code == 410
     # A blank sub is refused in words, and nothing is made.
-    refused = browser.post("/links/share", {"sub": " ", "project_id": "", "expires": ""})
-    assert refused.status_code == 422
+    for form, words in (({"sub": " "}, "Name the sub"),
+                        ({"sub": "Apex Concrete", "expires": "2020-01-01"}, "Pick a day from today"),
+                        ({"sub": "Apex Concrete", "project_id": "999999"}, "not in Procore")):
+        refused = browser.post("/links/share", {"project_id": "", "expires": "", **form})
+        assert refused.status_code == 422 and words in refused.get_data(as_text=True), form
     assert client.get("/v1/share-links", headers=acme.headers).json["total"] == 1

@@ -116,7 +116,8 @@ def end(company_id: int, link_id: int, now: dt.datetime | None = None) -> None:
     link is not found."""
     with write_transaction() as session:
         link = session.scalar(select(ShareLinkRecord).where(
-            ShareLinkRecord.id == link_id, ShareLinkRecord.company_id == company_id))
+            ShareLinkRecord.id == link_id, ShareLinkRecord.company_id == company_id)) \
+            if 0 < link_id < 2**31 else None
         if link is None:
             raise NotFound("no such share link on this company", code="share_link_not_found")
         if link.ended_at is None:
