@@ -24,6 +24,7 @@ from blueprints import (
     projects,
     rates,
     reviewers,
+    share_links,
     signatures,
     ticket_pages,
     webhooks,
@@ -168,6 +169,8 @@ def default_config(instance_path: str) -> dict[str, Any]:
         "CAPTURE_TICKETS_PER_DAY": 60,
         # Per link, its phones' look-ups of the tickets they sent (each page load and send).
         "CAPTURE_STATUS_RATE_LIMIT": "60 per minute",
+        # Per share link, its pages, CSV and documents (a sub's office reading its log).
+        "SHARE_LINK_RATE_LIMIT": "60 per minute",
         # Signing links a capture link may make (each may be e-mailed, with reminders): per
         # hour in the limiter's storage, and open at once for one ticket (in the database).
         "CAPTURE_SIGNATURE_REQUEST_RATE_LIMIT": "20 per hour",
@@ -364,7 +367,8 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     configure_logging(app)
 
     for blueprint in (home.bp, health.bp, auth.bp, me.bp, openapi.bp, projects.bp, ticket_pages.bp,
-                      links.bp, keys.bp, reviewers.bp, rates.bp, signatures.bp, webhooks.bp):
+                      links.bp, keys.bp, reviewers.bp, rates.bp, signatures.bp, webhooks.bp,
+                      share_links.bp):
         app.register_blueprint(blueprint)
     register_error_handlers(app)
     register_commands(app)

@@ -45,6 +45,7 @@ class Operation:
     binary_body: tuple[str, ...] = ()
     headers: dict[str, str] = field(default_factory=dict)
     accepted: type[BaseModel] | None = None
+    success: int = 200
 
 
 OPERATIONS: list[Operation] = []
@@ -212,7 +213,7 @@ def api_route(bp: Blueprint, rule: str, *, method: str = "GET", tag: str,
               validator: Callable[[Any], BaseModel] | None = None,
               media_type: str | None = None, binary_body: tuple[str, ...] = (),
               headers: dict[str, str] | None = None,
-              accepted: type[BaseModel] | None = None) -> Callable:
+              accepted: type[BaseModel] | None = None, success: int = 200) -> Callable:
     """Register a /v1 route and document it; the view receives parsed `body` and `query`.
 
     `errors` maps each status the view itself can answer to the codes it answers with; the
@@ -223,6 +224,7 @@ def api_route(bp: Blueprint, rule: str, *, method: str = "GET", tag: str,
     `binary_body` the media types of a body the view reads as raw bytes (a photo). `headers`
     documents the request headers the view reads (name: description), and `accepted` the
     body of a 202 the view may answer instead of `response` (a piece of a photo kept).
+    `success` is the status of a success: 201 for a create, 204 (no body) for a removal.
     """
 
     def decorator(view: Callable) -> Callable:
@@ -238,7 +240,13 @@ def api_route(bp: Blueprint, rule: str, *, method: str = "GET", tag: str,
                 data = read_json_object(required=body_required, refuse_nul=False)
                 kwargs["body"] = validator(data) if validator else validate(body, data)
                 refuse_nul_in(kwargs["body"].model_dump())
-            return to_json(view(**kwargs))
+            result = view(**kwargs)
+            if success == 204:
+                return Response(status=204)
+            answer = to_json(result)
+            if success != 200:
+                answer.status_code = success
+            return answer
 
         bp.add_url_rule(API_PREFIX + rule, endpoint=view.__name__,
                         view_func=handler if public else api_limit(handler), methods=[method])
@@ -249,7 +257,7 @@ def api_route(bp: Blueprint, rule: str, *, method: str = "GET", tag: str,
             response=response, errors=errors or {}, public=public, body_required=body_required,
             description="\n".join(doc[1:]).strip() or None,
             extra_responses=extra_responses or {}, media_type=media_type, binary_body=binary_body,
-            headers=headers or {}, accepted=accepted,
+            headers=headers or {}, accepted=accepted, success=success,
         ))
         return handler
 

@@ -25,6 +25,7 @@ from models.schemas import (
     NteStatus,
     ProjectList,
     RateSheet,
+    ShareLinkCreated,
     SignatureRequestCreated,
     Ticket,
     WebhookEvent,
@@ -94,6 +95,7 @@ ANSWER_NAMES: dict[type[BaseModel], dict[str, str]] = {
     RateSheet: {"sheet_id": "/id"},
     NteStatus: {"authorization_id": "/id"},
     ProjectList: {"project_id": "/data/0/id"},
+    ShareLinkCreated: {"share_link_id": "/id"},
 }
 
 
@@ -219,7 +221,7 @@ def _operation_object(operation: Operation, refs: dict, components: dict[str, An
     if body is not None:
         result["requestBody"] = body
     ok = _success(operation, refs)
-    responses: dict[str, Any] = {"200": ok}
+    responses: dict[str, Any] = {str(operation.success): ok}
     if operation.accepted is not None:
         responses["202"] = {
             "description": ACCEPTED_TEXT,
@@ -250,7 +252,7 @@ def _request_body(operation: Operation, refs: dict) -> dict[str, Any] | None:
 
 
 def _success(operation: Operation, refs: dict) -> dict[str, Any]:
-    """The 200 answer of an operation: its rate-limit headers, links and content."""
+    """The success answer of an operation: its rate-limit headers, links and content."""
     ok: dict[str, Any] = {"description": "Success."}
     if not operation.public:
         ok["headers"] = dict(RATE_LIMIT_HEADERS)

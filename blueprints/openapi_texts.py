@@ -356,6 +356,16 @@ token in its address (192 random bits) is the credential. It comes as a plain li
 submissions are public and sit outside `/v1`; a revoked link answers 410 and an unknown one
 404, with a page that says so, and stores nothing. A link reaches only the tickets sent
 through it. Tickets sent through links and through the API are the same tickets."""),
+    "share-links": ("Share links", """\
+A share link is a sub's live log of its tickets, opened with no account by the sub's office: the
+token in its address (`/l/{token}`, 192 random bits) is the credential, shown only in the answer
+to `POST`; the service keeps only its digest. Its page lists the company's tickets whose `sub` is
+the link's (ignoring case), of its project when it names one, newest first: reference, date,
+description, amount, stage, the reason a ticket was sent back, the ticket's document, and its
+change event's number and status and commitment change orders in Procore as last read; with a
+CSV of the same rows (`/l/{token}/log.csv`), in Spanish when the browser asks for it. It is
+counted per link (`SHARE_LINK_RATE_LIMIT`, then 429). Once ended (`DELETE`) or past
+`expires_at` its page answers 410; an unknown token, 404."""),
     "capture-settings": ("Capture settings", """\
 How the company's capture form asks crews for tickets. With `crew_enters_prices` off, crews see
 no rates, unit costs or cost codes (the office prices and codes the tickets), and a signing link

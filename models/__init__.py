@@ -10,6 +10,7 @@ from models.project_system import (
     SubCommitment,
 )
 from models.routing import RoutingDecision
+from models.share_link import ShareLink
 from models.signing import SignatureRequest
 from models.ticket import Decision, StagedPhoto, Ticket, TicketPhoto, short_reference
 from models.usage import StorageUsage
@@ -17,7 +18,7 @@ from models.webhook import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 
 __all__ = ["ApiKey", "Authorization", "Base", "CaptureLink", "Company", "Decision", "KnownProject",
            "ProjectMarkups", "ProjectSettings", "ProjectSystemConnection", "RateSheet", "Reviewer",
-           "RoutingDecision",
+           "RoutingDecision", "ShareLink",
            "SignatureRequest",
            "StagedPhoto",
            "StorageUsage", "SubCommitment", "Ticket", "TicketPhoto", "short_reference", "UTCDateTime",

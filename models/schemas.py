@@ -1207,6 +1207,57 @@ class LinkList(Shape):
     data: list[Link]
 
 
+# ------------------------------------------------------------------ share links
+
+class ShareLinkInput(InputShape):
+    """A share link to make: whose tickets it shows, of which project, until when."""
+
+    sub: str = required_text(120, description=(
+        "The sub as its tickets name it (a capture link's label, or `sub` of a created "
+        "ticket); matched ignoring case."))
+    project_id: str | None = Field(default=None, max_length=40, pattern=r"^[0-9]+$", description=(
+        "One of the company's projects: only its tickets show. Without it, the sub's tickets "
+        "of every project."))
+    expires_at: Timestamp = Field(default=None, description=(
+        "When the link stops working (RFC 3339 with its offset, in the future); without it, "
+        "it works until it is ended."))
+
+
+class ShareLink(Shape):
+    """A share link: a sub's live log of its tickets, opened with no account; its address is
+    shown only once, when it is made."""
+
+    id: int
+    sub: str
+    project_id: str | None
+    expires_at: dt.datetime | None
+    created_at: dt.datetime
+    created_by: str | None = Field(description="A reviewer's e-mail or an API key.")
+    ended_at: dt.datetime | None = Field(description="When it was ended; null while it works.")
+
+
+class ShareLinkCreated(ShareLink):
+    """A new share link with its address: this answer is the only one carrying it."""
+
+    url: str = Field(description="The page of the sub's tickets; a credential for reading them.")
+
+
+class ShareLinkList(Shape):
+    """A page of the company's share links, newest first."""
+
+    data: list[ShareLink]
+    total: int = Field(description="How many share links the company has made.")
+    limit: int
+    offset: int
+
+
+class ShareLinkListQuery(InputShape):
+    """Paging of the share links."""
+
+    limit: int = Field(default=50, ge=1, le=200, description="1 to 200, default 50.")
+    offset: int = Field(default=0, ge=0, le=10_000_000)
+
+
 # ------------------------------------------------------------------ signature requests
 
 # Whitespace spelt out for a pattern both sides apply: "\s" means one set to the document's readers

@@ -22,6 +22,8 @@ SHEET_CSV = ("kind,item,st,ot,dt,hourly,daily,unit_cost,percent\r\n"
              "equipment,Scissor lift,,,,35,220,,\r\n"
              "material,EMT conduit 3/4in,,,,,,2.35,\r\n"
              "material_markup,,,,,,,,10\r\n")
+# A share link's expiry: in the future.
+SHARE_EXPIRY = "2199-12-31T00:00:00Z"
 # A webhook endpoint's address: https on a public host (one named by a private number is refused).
 WEBHOOK_URL = "https://hooks.example.com/tickets"
 # A rate sheet's lists, each naming its items by this field once (compared without case).
@@ -43,8 +45,8 @@ def _once_each(items: list, field: str) -> list:
 @schemathesis.hook
 def map_case(context, case):
     """Cases the document calls valid carry a real image where it takes one, a readable CSV for
-    a sheet, each item of a sheet once, and a webhook address the service sends to: rules of
-    content the document states in words."""
+    a sheet, each item of a sheet once, a webhook address the service sends to, and a share
+    link's expiry in the future: rules of content the document states in words."""
     if case.meta is None or not case.meta.generation.mode.is_positive:
         return case
     if case.operation.path.endswith("/photo-uploads/{key}"):
@@ -61,6 +63,9 @@ def map_case(context, case):
         body["signature"] = dict(body["signature"], image=DRAWING_URL)
     if case.operation.path.startswith("/webhooks") and isinstance(body.get("url"), str):
         body["url"] = WEBHOOK_URL
+    if case.operation.path == "/share-links" and isinstance(body.get("expires_at"), str) \
+            and body["expires_at"]:
+        body["expires_at"] = SHARE_EXPIRY
     if "rate-sheets" in case.operation.path:
         if isinstance(body.get("csv"), str):
             body["csv"] = SHEET_CSV

@@ -69,6 +69,7 @@ def test_the_admin_pages_have_no_violations_at_all(app, client, acme, live_serve
     client.post("/v1/links", headers=acme.headers, json={"project_id": acme.project()["id"],
                                                          "label": "North trailer"})
     client.post("/v1/webhooks", headers=acme.headers, json={"url": "https://erp.example.com/in"})
+    client.post("/v1/share-links", headers=acme.headers, json={"sub": "North trailer"})
     new_ticket(client, acme)  # a delivery waiting on the keys page
     page = axe_tablet.new_page()
     requests = OpenRequests(page)

@@ -339,3 +339,25 @@ def test_generated_client_sends_a_photo_in_pieces_and_resumes(app, acme, generat
         offset = answer.parsed.offset
     assert isinstance(answer.parsed, m.Ticket), answer
     assert answer.parsed.photo_count == 1 and answer.parsed.photos[0].name == "front.jpg"
+
+
+def test_generated_client_makes_lists_and_ends_a_share_link(app, acme, generated):
+    """201 with the new link and its address, the list without it, 204 on ending, 404 after
+    for another company's or a missing id, all as the generated client reads them."""
+    m = importlib.import_module(f"{PACKAGE}.models")
+    client = importlib.import_module(f"{PACKAGE}.client").AuthenticatedClient(
+        base_url="http://localhost/v1", token=acme.key,
+        httpx_args={"transport": httpx.WSGITransport(app=app)})
+    expires = dt.datetime.now(dt.timezone.utc).replace(microsecond=0) + dt.timedelta(days=7)
+    made = api(generated, "share_links.share_links_create_share_link").sync_detailed(
+        client=client, body=m.ShareLinkInput(sub="Apex Concrete", expires_at=expires))
+    assert made.status_code == 201 and isinstance(made.parsed, m.ShareLinkCreated), made.content
+    assert made.parsed.url.split("/l/", 1)[1] and made.parsed.expires_at == expires
+    listed = api(generated, "share_links.share_links_list_share_links").sync(client=client, limit=10)
+    assert isinstance(listed, m.ShareLinkList) and listed.total == 1
+    assert listed.data[0].id == made.parsed.id and not hasattr(listed.data[0], "url")
+    ended = api(generated, "share_links.share_links_delete_share_link").sync_detailed(
+        made.parsed.id, client=client)
+    assert ended.status_code == 204
+    missing = api(generated, "share_links.share_links_delete_share_link").sync(999999, client=client)
+    assert isinstance(missing, m.ErrorBody) and missing.error.code == "share_link_not_found"

@@ -11,9 +11,9 @@ from support.images import data_url, jpeg_bytes, png_bytes
 
 PASSWORD = "correct horse battery"
 
-# Capture, signing and sign-in-link pages are public: the token in their URL is the credential,
+# Capture, signing, share and sign-in-link pages are public: the token in their URL is the credential,
 # whoever holds it.
-PUBLIC_PREFIXES = ("/c/", "/s/", "/static/", "/login/link/",
+PUBLIC_PREFIXES = ("/c/", "/s/", "/l/", "/static/", "/login/link/",
                    "/digest/stop/")  # a stop link is its own credential, like a signing link
 
 
@@ -39,6 +39,7 @@ def owned_resources(client, owner) -> dict[str, str]:
     sheet = client.post("/v1/rate-sheets", headers=owner.headers, json=RATE_SHEET).json
     authorization = client.post(f"/v1/projects/{owner.project()['id']}/authorizations",
                                 headers=owner.headers, json={"reference": "CD-1", "amount": 10}).json
+    shared = client.post("/v1/share-links", headers=owner.headers, json={"sub": "Apex Concrete"}).json
     delivery = client.get(f"/v1/webhooks/{endpoint['id']}/deliveries",
                           headers=owner.headers).json["data"][0]
     return {"ticket_id": ticket["id"], "project_id": owner.project()["id"], "token": link["token"],
@@ -46,14 +47,14 @@ def owned_resources(client, owner) -> dict[str, str]:
             "prefix": owner.prefix, "position": "0", "kind": "labor",
             "photo_id": str(ticket["photos"][0]["id"]), "reviewer_id": str(reviewer.id),
             "sheet_id": str(sheet["id"]), "authorization_id": str(authorization["id"]),
-            "key": "front", "request_id": str(asked["id"])}
+            "key": "front", "request_id": str(asked["id"]), "share_link_id": str(shared["id"])}
 
 
 MISSING = {"ticket_id": str(uuid.UUID(int=0x1234)), "project_id": "1", "token": "x" * 32,
            "prefix": "ewt_zzzzzzzz", "position": "0", "kind": "labor", "photo_id": "999999",
            "reviewer_id": "999999", "sheet_id": "999999", "authorization_id": "999999",
            "key": "front", "request_id": "999999", "endpoint_id": "999999",
-           "delivery_id": "msg_" + "0" * 32}
+           "delivery_id": "msg_" + "0" * 32, "share_link_id": "999999"}
 RATE_SHEET = {"name": "Rates", "effective_from": "2026-01-01",
               "labor": [{"classification": "Foreman", "st": 100}]}
 
@@ -136,7 +137,7 @@ def test_every_route_with_an_id_treats_foreign_ids_as_missing(app, client, acme,
             assert foreign == missing, f"{method} {rule.rule}"
             assert foreign[0] == 404, f"{method} {rule.rule}: {foreign}"
             checked.append(f"{method} {rule.rule}")
-    assert len(checked) == 65  # every route with an id or token outside the public pages
+    assert len(checked) == 67  # every route with an id or token outside the public pages
     # And nothing of the owner's changed.
     ticket = client.get(f"/v1/tickets/{owner_values['ticket_id']}", headers=acme.headers).json
     assert ticket["status"] == "submitted" and ticket["photo_count"] == 1 and ticket["decisions"] == []
@@ -149,9 +150,11 @@ def test_every_route_with_an_id_treats_foreign_ids_as_missing(app, client, acme,
     assert client.get("/v1/me", headers=acme.headers).status_code == 200
     (endpoint,) = client.get("/v1/webhooks", headers=acme.headers).json["data"]
     assert endpoint["description"] is None and endpoint["enabled"] is True
+    (shared,) = client.get("/v1/share-links", headers=acme.headers).json["data"]
+    assert shared["ended_at"] is None
 
 
-@pytest.mark.parametrize("path", ["/v1/tickets", "/v1/links", "/v1/projects"])
+@pytest.mark.parametrize("path", ["/v1/tickets", "/v1/links", "/v1/projects", "/v1/share-links"])
 def test_lists_show_only_the_callers_company(client, acme, rival, path):
     owned_resources(client, acme)
     theirs = client.get(path, headers=rival.headers).json["data"]

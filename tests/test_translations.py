@@ -10,9 +10,9 @@ from services.platform.i18n import script_plurals, script_words
 
 ROOT = Path(__file__).resolve().parents[1]
 CATALOG = ROOT / "translations" / "es" / "LC_MESSAGES" / "messages.po"
-# The pages crews and signers see, and the code that gives them words (the labels of a ticket's
-# optional fields, marked N_, among them).
-TEMPLATES = ("templates/capture/*.html", "templates/signing/*.html")
+# The pages crews, signers and subs' offices see, and the code that gives them words (the labels
+# of a ticket's optional fields, marked N_, among them).
+TEMPLATES = ("templates/capture/*.html", "templates/signing/*.html", "templates/share/*.html")
 CODE = ("services/**/*.py", "blueprints/*.py", "models/schemas.py")
 SCRIPTS = ("capture.js", "capture-gone.js", "signing.js")
 KEYWORDS = {"_": None, "gettext": None, "lazy_gettext": None, "ngettext": (1, 2), "N_": None}

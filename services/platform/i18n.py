@@ -47,7 +47,7 @@ def remember_choice(response: Response) -> Response:
     """Keep a language chosen with the switch for the crew's next pages."""
     asked = request.args.get("lang")
     if asked in LANGUAGES and request.cookies.get(COOKIE) != asked:
-        path = "/s/" if request.path.startswith("/s/") else "/c/"
+        path = next((prefix for prefix in ("/s/", "/l/") if request.path.startswith(prefix)), "/c/")
         response.set_cookie(COOKIE, asked, max_age=365 * 24 * 3600, path=path, samesite="Lax",
                             secure=request.is_secure, httponly=True)
     return response
