@@ -213,3 +213,26 @@ def test_the_board_takes_the_queues_filters(app, client, acme, board_pile):
     assert f"{sum(t['total'] for t in want):,.2f}</strong> outstanding in {len(want)} ticket" in page
     rows = list(csv.DictReader(io.StringIO(text[1:])))
     assert sum(int(row["count"]) for row in rows) == len(want)
+
+
+def test_a_program_reads_the_same_words_whatever_language_it_asks_for(client, acme, board_pile):
+    english = report(client, acme, group_by="stage")
+    with time_machine.travel(NOW, tick=False):
+        spanish = client.get("/v1/reports/outstanding", headers={
+            **acme.headers, "Accept-Language": "es"}).json
+    assert spanish["rows"] == english["rows"]
+    assert english["rows"][0]["buckets"][1]["label"] == "3-7 days"
+
+
+def test_the_queue_ignores_a_stage_or_age_it_does_not_know(app, client, acme, board_pile):
+    with time_machine.travel(NOW, tick=False):
+        browser = sign_in(app, client, acme)
+        for query in ("stage=nope&age=9_9", "stage=paid2", "age=over_30x"):
+            response = browser.get(f"/queue?{query}")
+            assert response.status_code == 200, query
+            assert 'id="board-filter"' not in response.get_data(as_text=True), query
+        # a NUL anywhere is refused before any page reads it; nothing else is an error
+        for path in ("/queue?stage=%00", "/board?q=%00", "/board/outstanding.csv?group_by=%00"):
+            assert browser.get(path).status_code == 400, path
+        assert browser.get("/board/outstanding.csv?group_by=nope").status_code == 400
+        assert browser.get("/board?project_id=abc&q=" + "x" * 500).status_code == 200

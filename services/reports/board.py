@@ -8,6 +8,8 @@ import io
 from dataclasses import dataclass
 from decimal import Decimal
 
+from flask_babel import force_locale
+
 from models import utcnow
 from models.schemas import OutstandingAge, OutstandingQuery, OutstandingReport
 from models.schemas import OutstandingRow as OutstandingRowOut
@@ -69,8 +71,7 @@ class Board:
     as_of: dt.datetime
     projects: list[tuple[str, str]]
     subs: list[str]
-
-    ages = stages.AGES
+    ages: tuple[tuple[str, str], ...]  # each age's key and words, youngest first
 
     @property
     def filters(self) -> dict[str, str]:
@@ -147,11 +148,13 @@ def board(company_id: int, project_id: str | None = None, sub: str | None = None
     now = now or utcnow()
     where = where_of(project_id, sub, q)
     names = projects.project_names(company_id)
-    return Board(charts=tuple(chart(company_id, where, group_by, now, names)
-                              for group_by in GROUPS),
-                 where=where, as_of=now,
-                 projects=sorted(names.items(), key=lambda item: item[1].casefold()),
-                 subs=ticket_queries.subs(company_id, links.labels(company_id)))
+    with force_locale("en"):  # the review pages are in English, whatever the browser asks
+        return Board(charts=tuple(chart(company_id, where, group_by, now, names)
+                                  for group_by in GROUPS),
+                     where=where, as_of=now,
+                     projects=sorted(names.items(), key=lambda item: item[1].casefold()),
+                     subs=ticket_queries.subs(company_id, links.labels(company_id)),
+                     ages=tuple((key, str(label)) for key, label in AGE_LABELS.items()))
 
 
 def _money(amount: Decimal) -> str:
@@ -166,8 +169,9 @@ def report(company_id: int, query: OutstandingQuery, now: dt.datetime | None = N
     now = now or utcnow()
     group_by = query.group_by.value
     names = projects.project_names(company_id) if group_by == "project" else {}
-    lines = chart(company_id, where_of(query.project_id, query.sub, query.q), group_by, now,
-                  names).lines
+    with force_locale("en"):  # a program reads the same words whatever language it asks for
+        lines = chart(company_id, where_of(query.project_id, query.sub, query.q), group_by,
+                      now, names).lines
     return OutstandingReport(as_of=now, group_by=query.group_by, rows=[OutstandingRowOut(
         key=line.whole.key, label=line.whole.label, count=line.whole.count,
         total=_money(line.whole.total), oldest_at=line.oldest_at,
