@@ -202,7 +202,11 @@ def test_the_board_takes_the_queues_filters(app, client, acme, board_pile):
     want = [t for t in board_pile.values() if t["project"] == project and t["sub"] == "Apex Concrete"]
     with time_machine.travel(NOW, tick=False):
         browser = sign_in(app, client, acme)
-        page = browser.get(f"/board?project_id={project}&sub=Apex+Concrete").get_data(as_text=True)
+        queue = browser.get(f"/queue?project_id={project}&sub=Apex+Concrete&sort=newest")
+        board_link = re.search(r'<a href="([^"]+)" class="board-link"',
+                               queue.get_data(as_text=True)).group(1)
+        assert html.unescape(board_link) == f"/board?project_id={project}&sub=Apex+Concrete"
+        page = browser.get(html.unescape(board_link)).get_data(as_text=True)
         bars = bar_links(page)
         for href, _count, _label in bars:
             args = urllib.parse.parse_qs(urllib.parse.urlparse(href).query)

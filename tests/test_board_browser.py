@@ -29,7 +29,7 @@ def test_the_board_reads_on_a_tablet_and_a_tap_opens_its_tickets(app, acme, live
     page = tablet.new_page()
     requests = OpenRequests(page)
     browser_sign_in(page, live_server, app, acme)
-    page.click("header.topbar >> text=Board")
+    page.click("#board-link")
     page.wait_for_url(re.compile(r".*/board$"))
     settle(page, requests)
     assert serious_violations(page, ("minor", "moderate", "serious", "critical")) == []
