@@ -10,6 +10,7 @@ from models.schemas import OutstandingQuery, OutstandingReport
 from services.platform.validation import validate
 from services.platform.web import render_page
 from services.reports import board
+from services.reports.outstanding import GROUPS
 from services.review.review_queue import QueueView
 
 bp = Blueprint("board", __name__)
@@ -66,9 +67,11 @@ def board_page() -> Response:
 @bp.get("/board/outstanding.csv")
 @login_required
 def board_csv() -> Response:
-    """The board's figures of one grouping as a CSV download, with the board's filters."""
+    """The board's figures of one grouping (by stage unless it names another) as a CSV
+    download, with the board's filters as the queue reads them."""
     view = QueueView.from_args(request.args)
+    group_by = request.args.get("group_by")
     query = validate(OutstandingQuery, {"project_id": view.project_id, "sub": view.sub,
-                                        "q": view.q, "group_by": request.args.get("group_by")
-                                        or "stage"})
+                                        "q": view.q,
+                                        "group_by": group_by if group_by in GROUPS else "stage"})
     return report_csv_answer(board.report_csv(current_user.company_id, query))

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from zoneinfo import ZoneInfo
 
+from flask_babel import force_locale
 from sqlalchemy.orm import undefer
 
 from models import Ticket as TicketRecord
@@ -151,9 +152,11 @@ class QueueView:
     @property
     def board_filter(self) -> str | None:
         """The board's stage and age this view shows, in a PM's words; None when neither."""
-        words = [str(stages.LABELS[self.stage]) if self.stage in stages.LABELS
-                 else "Not yet paid" if self.stage else None,
-                 next((str(label) for key, label, *_days in stages.AGES if key == self.age), None)]
+        with force_locale("en"):  # as the board says them
+            words = [str(stages.LABELS[self.stage]) if self.stage in stages.LABELS
+                     else "Not yet paid" if self.stage else None,
+                     next((str(label) for key, label, *_days in stages.AGES if key == self.age),
+                          None)]
         return " · ".join(word for word in words if word) or None
 
     @property
