@@ -125,8 +125,8 @@ def test_the_csv_says_what_the_json_says(client, acme, board_pile):
         assert len(rows) == len(answer["rows"])
         for row, shown in zip(rows, answer["rows"], strict=True):
             assert (row[group_by] or None) == shown["key"]
-            assert (row["label"], int(row["count"]), row["total"]) == (
-                shown["label"], shown["count"], shown["total"])
+            assert (row["label"], int(row["count"]), row["total"], row["oldest_at"] or None) == (
+                shown["label"], shown["count"], shown["total"], shown["oldest_at"])
             for bucket in shown["buckets"]:
                 assert int(row[f"count_{bucket['key']}"]) == bucket["count"]
                 assert row[f"total_{bucket['key']}"] == bucket["total"]
@@ -214,6 +214,7 @@ def test_the_board_takes_the_queues_filters(app, client, acme, board_pile):
         csv_link = html.unescape(re.search(r'href="(/board/outstanding.csv[^"]+)"', page).group(1))
         text = browser.get(csv_link).get_data(as_text=True)
     assert f"{sum(t['total'] for t in want):,.2f}</strong> outstanding in {len(want)} ticket" in page
+    assert "Sub or crew: Apex Concrete." in page
     rows = list(csv.DictReader(io.StringIO(text[1:])))
     assert sum(int(row["count"]) for row in rows) == len(want)
 

@@ -79,6 +79,15 @@ class Board:
         chosen = {"project_id": self.where.project_id, "sub": self.where.sub, "q": self.where.q}
         return {name: value for name, value in chosen.items() if value}
 
+    @property
+    def filter_words(self) -> str:
+        """The board's filters as a PM reads them (for the page and its print); empty when none."""
+        project = dict(self.projects).get(self.where.project_id, self.where.project_id)
+        words = [f"Project: {project}." if self.where.project_id else "",
+                 f"Sub or crew: {self.where.sub}." if self.where.sub else "",
+                 f"Search: “{self.where.q}”." if self.where.q else ""]
+        return " ".join(word for word in words if word)
+
     def oldest(self, line: Line) -> str:
         """How long ago a line's oldest ticket was captured ('12 d'); empty when it has none."""
         return age_text(line.oldest_at, self.as_of) if line.oldest_at else ""
@@ -191,9 +200,8 @@ def report_csv(company_id: int, query: OutstandingQuery, now: dt.datetime | None
     ages = [key for key, *_rest in stages.AGES]
     writer.writerow([answer.group_by.value, "label", "count", "total", "oldest_at",
                      *(f"{column}_{key}" for key in ages for column in ("count", "total"))])
-    for row in answer.rows:
+    for row in answer.model_dump(mode="json")["rows"]:  # every cell as the JSON writes it
         writer.writerow([safe_cell(value) for value in (
-            row.key, row.label, row.count, row.total,
-            row.oldest_at.isoformat() if row.oldest_at else None,
-            *(value for age in row.buckets for value in (age.count, age.total)))])
+            row["key"], row["label"], row["count"], row["total"], row["oldest_at"],
+            *(value for age in row["buckets"] for value in (age["count"], age["total"])))])
     return buffer.getvalue()
