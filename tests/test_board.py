@@ -241,3 +241,19 @@ def test_the_queue_ignores_a_stage_or_age_it_does_not_know(app, client, acme, bo
         assert browser.get("/board/outstanding.csv?group_by=nope").get_data(
             as_text=True).startswith("\ufeffstage,label,")
         assert browser.get("/board?project_id=abc&q=" + "x" * 500).status_code == 200
+
+
+def test_a_sub_named_like_markup_or_a_formula_stays_text(app, client, acme):
+    for sub in ('<img src=x onerror=alert(1)>', '=HYPERLINK("http://evil.example","pay")'):
+        response = client.post("/v1/tickets", headers=acme.headers, json={
+            "project_id": acme.project()["id"], "sub": sub, "description": "Extra",
+            "reason": "Changed", "directed_by": "Sam",
+            "labor": [{"trade": "Laborer", "hours": 1, "rate": 50, "costCode": "02-200"}]})
+        assert response.status_code in (200, 201), response.json
+    text = client.get("/v1/reports/outstanding.csv?group_by=sub",
+                      headers=acme.headers).get_data(as_text=True)
+    rows = {row["sub"]: row for row in csv.DictReader(io.StringIO(text[1:]))}
+    assert "'=HYPERLINK(\"http://evil.example\",\"pay\")" in rows
+    page = sign_in(app, client, acme).get("/board").get_data(as_text=True)
+    assert "<img src=x" not in page
+    assert page.count("&lt;img src=x onerror=alert(1)&gt;") >= 2  # the bar's words and the table
