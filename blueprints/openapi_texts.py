@@ -434,6 +434,11 @@ address). An address written as such a number is refused when registered (400
 `webhook_url_refused`). The server's `WEBHOOK_ALLOW_PRIVATE` setting may allow hosts or
 networks on the server's own network, over plain http too. Managing webhooks takes any key of
 the company; on the keys page only company admins may."""),
+    "reports": ("Reports", """\
+Figures read across tickets. The outstanding report counts the dollars not yet paid: where
+each claim waits (a signature, the project manager, a change order in the project system) and
+for how long, by stage, sub or project, with the ticket list's filters; the same figures as
+CSV. The board page draws them for project managers."""),
     "openapi": ("This document", """\
 The OpenAPI 3.1 description of this API, the one rendered here. It needs no key."""),
 }

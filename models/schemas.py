@@ -1751,3 +1751,57 @@ class WebhookEvent(Shape):
     type: WebhookEventType
     timestamp: dt.datetime
     data: Ticket
+
+
+# ----------------------------------------------------------------- reports
+
+class ReportGroup(StrEnum):
+    """What the outstanding report's rows are: a stage, a sub or a project."""
+
+    STAGE = "stage"
+    SUB = "sub"
+    PROJECT = "project"
+
+
+class OutstandingQuery(InputShape):
+    """Which outstanding tickets the report counts (the ticket list's filters) and how it groups
+    them."""
+
+    project_id: str | None = TicketFilters.model_fields["project_id"]
+    sub: str | None = TicketFilters.model_fields["sub"]
+    q: str | None = TicketFilters.model_fields["q"]
+    group_by: ReportGroup = Field(default=ReportGroup.STAGE, description=(
+        "`stage` (every outstanding stage, in order, empty ones too), `sub` or `project` "
+        "(largest total first)."))
+
+
+class OutstandingAge(Shape):
+    """The tickets of a row that are of one age, in whole days since they were captured."""
+
+    key: Literal["0_2", "3_7", "8_30", "over_30"] = Field(description=(
+        "`0_2` (0 to 2 days), `3_7`, `8_30` or `over_30`."))
+    label: str = Field(description="The age in words, e.g. '3-7 days'.")
+    count: int
+    total: str = Field(description="Their dollars, as a decimal string.")
+
+
+class OutstandingRow(Shape):
+    """One stage, sub or project: its outstanding tickets, their dollars and ages."""
+
+    key: str | None = Field(description=(
+        "The stage (`signature`, `review`, `written`, `change_order`), the sub as its tickets "
+        "first name it (null for tickets naming none), or the project id."))
+    label: str = Field(description="The row in words: the stage, the sub, or the project's name.")
+    count: int
+    total: str = Field(description="Their dollars, as a decimal string.")
+    oldest_at: dt.datetime | None = Field(description=(
+        "When its oldest ticket was captured; null for a stage with none."))
+    buckets: list[OutstandingAge] = Field(description="Each age, youngest first, empty ones too.")
+
+
+class OutstandingReport(Shape):
+    """Outstanding dollars: tickets not yet paid, by stage, sub or project, split by age."""
+
+    rows: list[OutstandingRow]
+    as_of: dt.datetime = Field(description="The moment the ages are counted from.")
+    group_by: ReportGroup

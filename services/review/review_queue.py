@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from zoneinfo import ZoneInfo
 
+from flask_babel import force_locale
 from sqlalchemy.orm import undefer
 
 from models import Ticket as TicketRecord
@@ -21,11 +22,15 @@ from services.pricing import authorizations
 from services.project_system import projects
 from services.project_system.zones import UTC, on_clock
 from services.review.review_bulk import MAX_BULK, bulk_confirmable
-from services.tickets import signatures, ticket_queries
+from services.tickets import signatures, stages, ticket_queries
 from services.tickets.plain_words import age_text, held_back, record_words
 from services.tickets.ticket_shapes import Wait, routing_of
 
 AGES = tuple(key for key, _label, _days in ticket_queries.AGE_BUCKETS)
+# The board's ages (days since capture), which a tap on one of its bars opens the queue with.
+BOARD_AGES = tuple(key for key, *_rest in stages.AGES)
+# Where a claim stands (stages.STAGES), or "outstanding": in any stage not yet paid.
+STAGE_CHOICES = (*stages.STAGES, "outstanding")
 STATUS_TABS = (("submitted", "Needs review"), ("written", "Written"), ("rejected", "Rejected"))
 
 
@@ -60,7 +65,8 @@ class QueueView:
     awaiting_signature: bool = False
     date_from: dt.date | None = None
     date_to: dt.date | None = None
-    age: str | None = None  # one of the age buckets' keys
+    age: str | None = None  # one of the age buckets' keys, or of the board's ages
+    stage: str | None = None  # one of STAGE_CHOICES
     # Written as a change event and on no change order yet: claimed, not yet billed.
     not_on_change_order: bool = False
     sort: str = "oldest"  # the ticket closest to missing its billing window first
@@ -76,6 +82,9 @@ class QueueView:
         unbilled = args.get("not_on_change_order") in ("1", "on", "true")
         if unbilled:
             status = "written"
+        stage = args.get("stage") if args.get("stage") in STAGE_CHOICES else None
+        if stage and "status" not in args:  # a stage says the status itself
+            status = "all"
         return cls(
             status=None if status == "all" else (status if status in STATUSES else "submitted"),
             not_on_change_order=unbilled,
@@ -86,7 +95,8 @@ class QueueView:
             unsigned=args.get("unsigned") in ("1", "on", "true"),
             awaiting_signature=args.get("awaiting_signature") in ("1", "on", "true"),
             date_from=_date(args.get("from")), date_to=_date(args.get("to")),
-            age=args.get("age") if args.get("age") in AGES else None,
+            age=args.get("age") if args.get("age") in (*AGES, *BOARD_AGES) else None,
+            stage=stage,
             sort=sort if sort in ticket_queries.SORTS else "oldest",
             page=max(1, min(int(page), 100_000)) if page.isdigit() else 1)
 
@@ -99,7 +109,7 @@ class QueueView:
                   "awaiting_signature": "1" if view.awaiting_signature else None,
                   "from": view.date_from.isoformat() if view.date_from else None,
                   "to": view.date_to.isoformat() if view.date_to else None,
-                  "age": view.age,
+                  "age": view.age, "stage": view.stage,
                   "not_on_change_order": "1" if view.not_on_change_order else None,
                   "sort": view.sort if view.sort != "oldest" else None,
                   "page": str(view.page) if view.page > 1 else None}
@@ -123,8 +133,11 @@ class QueueView:
             return dt.datetime.combine(day, dt.time(), tzinfo=dt.timezone.utc)
         bounds = [midnight(self.date_from) if self.date_from else None,
                   midnight(self.date_to + dt.timedelta(days=1)) if self.date_to else None]
-        if age and self.age:
+        if age and self.age in BOARD_AGES:
+            older, younger = stages.age_range(self.age, now or utcnow())
+        elif age and self.age:
             younger, older = ticket_queries.age_range(self.age, now or utcnow())
+        if age and self.age:
             bounds = [max(b for b in (bounds[0], older) if b is not None) if older else bounds[0],
                       min(b for b in (bounds[1], younger) if b is not None) if younger
                       else bounds[1]]
@@ -132,7 +145,19 @@ class QueueView:
             status=self.status, project_id=self.project_id, q=self.q, sub=self.sub,
             unsigned=self.unsigned, awaiting_signature=self.awaiting_signature,
             to_check=self.to_check, captured_from=bounds[0], captured_before=bounds[1],
-            not_on_change_order=self.not_on_change_order)
+            not_on_change_order=self.not_on_change_order,
+            stage=self.stage if self.stage in stages.STAGES else None,
+            outstanding=self.stage == "outstanding")
+
+    @property
+    def board_filter(self) -> str | None:
+        """The board's stage and age this view shows, in a PM's words; None when neither."""
+        with force_locale("en"):  # as the board says them
+            words = [str(stages.LABELS[self.stage]) if self.stage in stages.LABELS
+                     else "Not yet paid" if self.stage else None,
+                     next((str(label) for key, label, *_days in stages.AGES if key == self.age),
+                          None)]
+        return " · ".join(word for word in words if word) or None
 
     @property
     def more_filters(self) -> bool:

@@ -57,6 +57,8 @@ class ListFilter:
     not_on_change_order: bool = False
     # One of stages.STAGES: where the ticket stands on its way to being paid.
     stage: str | None = None
+    # In any of stages.OUTSTANDING: not yet paid (the board's figures).
+    outstanding: bool = False
 
 
 def _like(text: str) -> str:
@@ -133,6 +135,8 @@ def list_conditions(company_id: int, where: ListFilter) -> list:
         conditions.append(stages.condition("written"))
     if where.stage:
         conditions.append(stages.condition(where.stage))
+    if where.outstanding:
+        conditions.append(stages.outstanding())
     return conditions
 
 

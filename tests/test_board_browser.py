@@ -1,0 +1,60 @@
+"""The board in Chromium at tablet size: no accessibility violation, a tap on a bar opens the
+queue on as many tickets as the bar says, and print shows the tables without the charts."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.pile import seed_pile
+from tests.test_accessibility import AXE, OpenRequests, serious_violations, settle
+from tests.test_review_triage import browser_sign_in
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture
+def tablet(chromium):
+    """A touch tablet that lets the test inject axe past the pages' Content-Security-Policy."""
+    if not AXE.exists():
+        pytest.fail("axe-core is not installed; `make axe` installs it")
+    context = chromium.new_context(viewport={"width": 1024, "height": 768}, has_touch=True,
+                                   bypass_csp=True)
+    yield context
+    context.close()
+
+
+def test_the_board_reads_on_a_tablet_and_a_tap_opens_its_tickets(app, acme, live_server, tablet):
+    seed_pile(app, acme, count=24)
+    page = tablet.new_page()
+    requests = OpenRequests(page)
+    browser_sign_in(page, live_server, app, acme)
+    page.click("#board-link")
+    page.wait_for_url(re.compile(r".*/board$"))
+    settle(page, requests)
+    assert serious_violations(page, ("minor", "moderate", "serious", "critical")) == []
+    assert page.locator("#board-stage svg a.bar").count() >= 2
+    # Every bar can be reached with the keyboard and says what it counts.
+    bar = page.locator("#board-sub svg a.bar").first
+    label, count = bar.get_attribute("aria-label"), int(bar.get_attribute("data-count"))
+    assert re.search(rf": {count} tickets?, \$[\d,]+\.\d\d$", label), label
+    box = bar.locator("rect").bounding_box()
+    assert box["height"] >= 24  # a finger finds it
+    bar.locator("rect").tap()
+    page.wait_for_url(re.compile(r".*/queue\?.*stage=outstanding.*"))
+    settle(page, requests)
+    assert re.search(rf"of {count} tickets?\b", page.locator(".count").first.inner_text())
+    assert "From the board" in page.locator("#board-filter").inner_text()
+    assert serious_violations(page) == []
+    # The filters narrow the board in place.
+    page.go_back()
+    settle(page, requests)
+    page.select_option("#board-filters select[name=sub]", "Bolt Electric")
+    page.wait_for_url(re.compile(r".*sub=Bolt.*"))
+    settle(page, requests)
+    assert {page.locator("#board-sub table tbody th").all_inner_texts()[0]} == {"Bolt Electric"}
+    # Printed, the tables stand for the charts.
+    page.emulate_media(media="print")
+    assert not page.locator("#board-stage svg").is_visible()
+    assert page.locator("#board-stage table").is_visible()
+    assert not page.locator("header.topbar").is_visible()
