@@ -251,6 +251,9 @@ def _reviewer(app, email: str) -> Reviewer:
 def test_a_reviewer_turns_it_off_and_on_from_the_morning_e_mail_page(app, acme, runner, waiting):
     with smtp_server() as mailbox, time_machine.travel(NOW, tick=False) as clock:
         browser = sign_in(app, app.test_client(), acme, email=PMS[1])
+        queue = browser.get("/queue").get_data(as_text=True)  # the PM's own address leads there
+        assert f'<a class="who" href="/digest" title="Your morning e-mail">{PMS[1]}</a>' in queue
+        assert 'href="/digest"' in browser.get("/board").get_data(as_text=True)
         page = browser.get("/digest").get_data(as_text=True)
         assert "You get this e-mail" in page and "Morning e-mail" in page
         off = browser.post("/digest", data={"digest": "off"}).get_data(as_text=True)
