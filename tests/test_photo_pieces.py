@@ -463,3 +463,49 @@ def test_the_tickets_upload_takes_over_the_drafts_upload_of_the_same_photo(
         assert db.session.query(StagedPhoto).count() == 0
         assert [p.client_key for p in db.session.query(TicketPhoto).all()] == ["p1"]
         assert storage.file_store().list_pieces("") == []
+
+
+def test_the_api_answers_a_piece_of_a_photo_it_holds_whole_or_made_meanwhile_with_it(
+        client, acme, app, photo, hold, monkeypatch):
+    made = client.post("/v1/tickets", headers=acme.headers, json={
+        "project_id": acme.project()["id"], "description": "Moved trench", "reason": "Gas line",
+        "directed_by": "Sam", "photos_expected": 2}).json
+    parts = pieces(photo)
+
+    def url(key: str) -> str:
+        return f"/v1/tickets/{made['id']}/photo-uploads/{key}?name={key}.jpg"
+
+    for part in parts[:-1]:
+        assert put_piece(client, url("front"), part, **acme.headers).status_code == 202
+    held = hold(evidence, "put_photo")
+    answers: list = []
+    first = threading.Thread(target=lambda: answers.append(
+        put_piece(app.test_client(), url("front"), parts[-1], **acme.headers)))
+    first.start()
+    assert held.entered.wait(30)
+    again = put_piece(client, url("front"), parts[-1], **acme.headers)
+    assert again.status_code == 200 and again.json["photo_count"] == 1
+    held.wait_until_done()
+    first.join(30)
+    assert answers[0].status_code == 200 and answers[0].json["photo_count"] == 1
+    # The last piece of another photo, whose pieces a whole upload of it made and dropped
+    # while this one read them.
+    for part in parts[:-1]:
+        assert put_piece(client, url("back"), part, **acme.headers).status_code == 202
+
+    def kept_elsewhere_then_gone(store, name):
+        whole = app.test_client().put(url("back"), data=photo, content_type="image/jpeg",
+                                      headers=acme.headers)
+        assert whole.status_code == 200
+        raise KeyError(name)
+
+    with app.app_context():
+        kind = type(storage.file_store())
+    monkeypatch.setattr(kind, "read_piece", kept_elsewhere_then_gone)
+    late = put_piece(client, url("back"), parts[-1], **acme.headers)
+    assert late.status_code == 200, late.json
+    assert late.json["photo_count"] == 2
+    document = client.get("/v1/openapi.json").json
+    operation = document["paths"]["/tickets/{ticket_id}/photo-uploads/{key}"]["put"]
+    (header,) = [p for p in operation["parameters"] if p["name"] == "Content-Range"]
+    assert "holds whole already" in header["description"]

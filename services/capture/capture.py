@@ -235,7 +235,7 @@ def _held_now(link: Any, client_ref: str, key: str) -> bool:
     db.session.commit()  # read anew, past this request's earlier snapshot
     ticket_id = ticket_records.link_ticket_id(link.company_id, link.token, client_ref)
     if ticket_id is not None:
-        return key in evidence.photo_keys(ticket_id)
+        return evidence.holds_now(ticket_id, key)
     return evidence.is_staged(link.token, client_ref, key)
 
 
