@@ -30,9 +30,11 @@ PIECE_TEXT = (
     "202 with the offset the server now holds; the last one 200, as a whole photo. A piece "
     "that does not start where the server's bytes end is refused with 409 "
     "`upload_offset_mismatch` and the offset it holds (body `details.offset` and "
-    "`Upload-Offset`): send on from there. After a drop, send from the offset you last heard, "
-    "or from 0 to be told. Without this header the body is the whole photo. Pieces of a photo "
-    "left unfinished for 7 days are dropped.")
+    "`Upload-Offset`): send on from there. A piece of a photo whose bytes the server holds "
+    "whole already (the request that sent its last piece is still making the photo, or its "
+    "answer was lost) is answered 200 with the photo, as the last piece is. After a drop, "
+    "send from the offset you last heard, or from 0 to be told. Without this header the body "
+    "is the whole photo. Pieces of a photo left unfinished for 7 days are dropped.")
 
 # The approve route's refusals, status by status (its codes come from the route's errors).
 APPROVE_ERROR_TEXT = {

@@ -155,13 +155,18 @@ def put_photo(ticket_id: str, key: str, query: PhotoUploadQuery) -> Ticket | Res
     key = capture.part_key(key)
     if key in evidence.photo_keys(ticket.id):
         return ticket_shapes.get_ticket(g.company_id, ticket.id)
-    answer = photo_uploads.take(
-        g.company_id, ticket.link_token, f"t:{ticket.id}:{key}", request.get_data(),
-        request.headers.get(photo_uploads.HEADER),
-        lambda whole: evidence.put_photo(
-            g.company_id, ticket.id, key,
-            capture.photo_from_upload(whole.data, query.model_dump(exclude_none=True)),
-            counted=whole.counted)[0])
+    try:
+        answer = photo_uploads.take(
+            g.company_id, ticket.link_token, f"t:{ticket.id}:{key}", request.get_data(),
+            request.headers.get(photo_uploads.HEADER),
+            lambda whole: evidence.put_photo(
+                g.company_id, ticket.id, key,
+                capture.photo_from_upload(whole.data, query.model_dump(exclude_none=True)),
+                counted=whole.counted)[0])
+    except photo_uploads.OffsetMismatch:
+        if not evidence.holds_now(ticket.id, key):  # another request made it of these pieces
+            raise
+        return ticket_shapes.get_ticket(g.company_id, ticket.id)
     if isinstance(answer, photo_uploads.Progress):
         return photo_uploads.progress_answer(answer)
     return answer

@@ -134,12 +134,29 @@ var CaptureSend = (function () {
     return next(from >= 0 && from < blob.size ? from : 0, 0);
   }
 
+  function codeOf(outcome) { return (((outcome && outcome.body) || {}).error || {}).code; }
+
   /* An answer that sending the same photo again can never change (a 409 about where a piece
    * starts is not one: the next try starts where the server says). */
   function refusedForGood(result) {
     if (result.status === 400 || result.status === 413) { return true; }
-    var error = (result.body || {}).error || {};
-    return result.status === 409 && error.code !== "upload_offset_mismatch";
+    return result.status === 409 && codeOf(result) !== "upload_offset_mismatch";
+  }
+
+  /* Whether a try that did not get through waits on the office (busy, out of space: a minute)
+   * rather than on the signal (2, 4, then every 8 s). A piece that did not start where the
+   * server's bytes end is not the office turning it away: the next try goes on from there. */
+  function waitsOnOffice(outcome) {
+    var status = outcome && outcome.status;
+    if (!status || status === 408) { return false; }
+    return !(status === 409 && (outcome.code || codeOf(outcome)) === "upload_offset_mismatch");
+  }
+
+  /* Why the office can never take a photo, in the crew's words' keys (the page says them). */
+  function refusalOf(result) {
+    if (result.status === 413) { return "too-big"; }
+    if (result.status === 400) { return "not-usable"; }
+    return codeOf(result) === "photos_full" ? "full" : codeOf(result) === "ticket_written" ? "written" : "other";
   }
 
   function partsBase(entry) { return entry.url.split("?")[0] + "/" + encodeURIComponent(entry.payload.client_ref); }
@@ -168,7 +185,7 @@ var CaptureSend = (function () {
     return text;
   }
 
-  function blank() { return { text: null, photos: {}, offsets: {}, signature: false }; }
+  function blank() { return { text: null, photos: {}, offsets: {}, refusals: {}, signature: false }; }
 
   /* Send one kept ticket part by part. store: idb-keyval; hooks.progress(step) tells the tray.
    * Resolves {state: "sent" | "refused" | "later", status, body}; "later" with `missing` when
@@ -189,6 +206,7 @@ var CaptureSend = (function () {
     return store.get(PROGRESS_PREFIX + ref).catch(function () { return null; }).then(function (found) {
       done = found || blank();
       done.offsets = done.offsets || {};
+      done.refusals = done.refusals || {};
       say({ part: "text" });
       // Every time: safe to repeat, and its answer says which photos the server holds.
       return upload("POST", entry.url, JSON.stringify(textOf(entry.payload)), "application/json");
@@ -226,7 +244,10 @@ var CaptureSend = (function () {
                   done.photos[key] = true;
                   tell(blob.size, true);  // its last piece, acknowledged
                 }
-                else { done.photos[key] = "refused"; }
+                else {
+                  done.photos[key] = "refused";
+                  done.refusals[key] = { name: photo.name || "", why: refusalOf(result) };
+                }
                 delete done.offsets[key];
                 settled += blob.size;
                 return keep().then(function () { return last; });
@@ -254,19 +275,21 @@ var CaptureSend = (function () {
     }).then(function (outcome) {
       if (outcome.state !== "sent") { return outcome; }
       var refused = photos.map(photoKey).filter(function (key) { return done.photos[key] === "refused"; });
+      var refusals = refused.map(function (key) { return done.refusals[key] || { name: "", why: "other" }; });
       var missing = photos.map(photoKey).filter(function (key) {
         return done.photos[key] !== "refused" && !holds(key);
       }).length + (signature && !answer.signed && !done.signature ? 1 : 0);
       if (missing) { return { state: "later", status: 0, missing: missing }; }
-      return { state: "sent", status: 200, body: done.text, photosRefused: refused.length };
+      return { state: "sent", status: 200, body: done.text, photosRefused: refused.length,
+               refusals: refusals };
     });
   }
 
   /* Remember a sent ticket on the phone (the tray's list, and what a correction starts from):
    * it replaces the ticket it corrected, and only the KEEP_SENT latest are kept. */
-  function recordSent(store, entry, body, photosRefused, projectName) {
+  function recordSent(store, entry, body, photosRefused, projectName, refusals) {
     var record = { reference: body.reference, sent_at: new Date().toISOString(), state: "sent",
-                   photos_refused: photosRefused || 0,
+                   photos_refused: photosRefused || 0, refusals: refusals || [],
                    project_name: entry.project_name || projectName || null, client_ref: entry.payload.client_ref,
                    description: entry.payload.description, url: entry.url, payload: entry.payload };
     var replaced = entry.payload.revises ? store.del(SENT_PREFIX + entry.payload.revises) : Promise.resolve();
@@ -306,6 +329,9 @@ var CaptureSend = (function () {
         }).catch(function () {});
       }).then(function (result) {
         if (result.state === "sent" && onProgress) { onProgress(blob.size, blob.size, true); }
+        if (result.state !== "sent" && refusedForGood(result)) {
+          return { state: "refused", status: result.status, body: result.body };
+        }
         return result;
       });
     });
@@ -331,5 +357,6 @@ var CaptureSend = (function () {
   if (typeof self !== "undefined" && self.addEventListener) { self.addEventListener("offline", abort); }
 
   return { send: send, withLock: withLock, forget: forget, abort: abort, stagePhoto: stagePhoto,
-           markHeld: markHeld, recordSent: recordSent, PROGRESS_PREFIX: PROGRESS_PREFIX };
+           markHeld: markHeld, recordSent: recordSent, waitsOnOffice: waitsOnOffice, codeOf: codeOf,
+           PROGRESS_PREFIX: PROGRESS_PREFIX };
 })();

@@ -240,11 +240,14 @@ function sendOne(key) {
     }).then(function (outcome) {
       if (outcome.state === "sent") {
         return idbKeyval.del(key).then(function () { return CaptureSend.forget(idbKeyval, entry.payload.client_ref); })
-          .then(function () { return CaptureSend.recordSent(idbKeyval, entry, outcome.body, outcome.photosRefused); })
-          .then(function () { return notify(outcome.body.reference, outcome.photosRefused); });
+          .then(function () {
+            return CaptureSend.recordSent(idbKeyval, entry, outcome.body, outcome.photosRefused, null, outcome.refusals);
+          })
+          .then(function () { return notify(outcome.body.reference, outcome.photosRefused, outcome.refusals); });
       }
       if (outcome.state === "refused") { return keepRefused(key, entry, outcome); }
-      return tell({ type: "waiting", status: outcome.status || 0, missing: outcome.missing || 0 }).then(function () {
+      return tell({ type: "waiting", status: outcome.status || 0, code: CaptureSend.codeOf(outcome) || null,
+                    missing: outcome.missing || 0 }).then(function () {
         throw new Error("not yet");
       });
     });
@@ -265,8 +268,8 @@ function tell(message) {
   });
 }
 
-function notify(reference, photosRefused) {
-  return tell({ type: "sent", reference: reference, photos_refused: photosRefused || 0 });
+function notify(reference, photosRefused, refusals) {
+  return tell({ type: "sent", reference: reference, photos_refused: photosRefused || 0, refusals: refusals || [] });
 }
 
 self.addEventListener("install", function () { self.skipWaiting(); });

@@ -75,8 +75,16 @@
     form.elements.namedItem("via").value = via;
   }
 
-  function photosRefusedWords(count) {
-    return tn("{count} photo could not be used.", "{count} photos could not be used.", count, { count: num(count) });
+  /* How many photos the office could never take, and why, each by its name ("Sent back: ..."). */
+  function photosRefusedWords(count, refusals) {
+    var words = tn("{count} photo could not be used.", "{count} photos could not be used.", count, { count: num(count) });
+    (refusals || []).forEach(function (refusal) {
+      var why = { "not-usable": t("it is not a picture the office can open"), "too-big": t("it is too big"),
+                  "full": t("a ticket holds at most 12 photos"), "written": t("the ticket was already accepted")
+                }[refusal.why] || t("the office could not take it");
+      words += " " + t("Sent back: {name} ({reason}).", { name: refusal.name || t("a photo"), reason: why });
+    });
+    return words;
   }
 
   function newClientRef() {
@@ -176,7 +184,7 @@
     }
     else {
       state = t("Sent {reference} {time}", { reference: entry.reference, time: clock(entry.sent_at) });
-      if (entry.photos_refused) { state += ". " + photosRefusedWords(entry.photos_refused); }
+      if (entry.photos_refused) { state += ". " + photosRefusedWords(entry.photos_refused, entry.refusals); }
     }
     return { title: project + title.slice(0, 60), state: state };
   }
@@ -596,7 +604,9 @@
   function stagePhotos() {
     if (!store || staging || !draftRef || !window.CaptureSend || navigator.onLine === false) { return Promise.resolve(); }
     // (a photo the office holds on the ticket being corrected is not sent again)
-    var todo = photos.filter(function (photo) { return !photo.staged && !photo.held && photo.key; });
+    var todo = photos.filter(function (photo) {
+      return !photo.staged && !photo.held && photo.key && photo.refused !== draftRef;
+    });
     if (!todo.length) { return Promise.resolve(); }
     staging = true;
     var ref = draftRef;
@@ -611,7 +621,11 @@
             }
           }).then(function (result) {
             if (result.state !== "sent") {
-              if (result.state === "later") { retrySoon(result.status); }
+              if (result.state === "refused" && result.status !== 404 && result.status !== 410) {
+                photo.refused = ref;  // never taken: the ticket's own sending tells the crew why
+                return true;
+              }
+              if (result.state === "later") { retrySoon(result); }
               return false;
             }
             photo.staged = ref;
@@ -1048,9 +1062,10 @@
   var retryTimer = null;
   var retryAt = 0;
 
-  function retrySoon(status) {
+  function retrySoon(outcome) {
     if (retryTimer) { return; }
-    var wait = status && status !== 408 ? OFFICE_RETRY_MS : RETRY_MS[Math.min(retries, RETRY_MS.length - 1)];
+    var wait = window.CaptureSend.waitsOnOffice(outcome) ? OFFICE_RETRY_MS
+      : RETRY_MS[Math.min(retries, RETRY_MS.length - 1)];
     retries += 1;
     retryAt = Date.now() + wait;
     retryTimer = setTimeout(function () {
@@ -1085,9 +1100,10 @@
                         window.CaptureSend.forget(store, entry.payload.client_ref)]);
   }
 
-  function recordSent(entry, body, photosRefused) {
+  function recordSent(entry, outcome) {
     if (!store) { return Promise.resolve(); }
-    return window.CaptureSend.recordSent(store, entry, body, photosRefused, projectName);
+    return window.CaptureSend.recordSent(store, entry, outcome.body, outcome.photosRefused, projectName,
+                                         outcome.refusals);
   }
 
   /* What the office made of this phone's sent tickets (asked by the client references only this
@@ -1291,9 +1307,9 @@
 
   function linkGone(entry) { return entry.status === 404 || entry.status === 410; }
 
-  function showSent(reference, photosRefused) {
+  function showSent(reference, photosRefused, refusals) {
     var words = t("Sent {reference} {time}", { reference: reference, time: clock() });
-    if (photosRefused) { words += ". " + photosRefusedWords(photosRefused); }
+    if (photosRefused) { words += ". " + photosRefusedWords(photosRefused, refusals); }
     showStatus("sent", words);
     retries = 0;
     var kept = document.getElementById("kept");
@@ -1359,8 +1375,8 @@
               if (!entry) { return; }
               return send(entry).then(function (outcome) {
                 if (outcome.state === "sent") {
-                  return forget(entry).then(function () { return recordSent(entry, outcome.body, outcome.photosRefused); })
-                    .then(function () { showSent(outcome.body.reference, outcome.photosRefused); });
+                  return forget(entry).then(function () { return recordSent(entry, outcome); })
+                    .then(function () { showSent(outcome.body.reference, outcome.photosRefused, outcome.refusals); });
                 }
                 if (outcome.state === "refused") {
                   return keepRefused(entry, outcome).then(function () {
@@ -1368,7 +1384,7 @@
                       : t("Sent back: {reason}", { reason: refusedReason(outcome) }) + ".");
                   });
                 }
-                retrySoon(outcome.status);
+                retrySoon(outcome);
                 return showLater(outcome);
               });
             });
@@ -1506,14 +1522,14 @@
         button.disabled = false;
         progress.hidden = true;
         if (outcome.state === "sent") {
-          return forget(entry).then(function () { return recordSent(entry, outcome.body, outcome.photosRefused); }).then(function () {
+          return forget(entry).then(function () { return recordSent(entry, outcome); }).then(function () {
             correcting = null;
             showMine();
             form.hidden = true;
             emptyForm();
             document.getElementById("done-reference").textContent = outcome.body.reference;
             document.getElementById("done").hidden = false;
-            showSent(outcome.body.reference, outcome.photosRefused);
+            showSent(outcome.body.reference, outcome.photosRefused, outcome.refusals);
             window.scrollTo(0, 0);
           });
         }
@@ -1544,7 +1560,7 @@
         kept.hidden = false;
         window.scrollTo(0, 0);
         askForBackgroundSync();
-        retrySoon(outcome.status);
+        retrySoon(outcome);
         return showLater(outcome).then(refreshTray);
       });
     });
@@ -1572,11 +1588,11 @@
     navigator.serviceWorker.ready.then(keepThisPage).catch(function () {});
     navigator.serviceWorker.addEventListener("message", function (event) {
       var data = event.data || {};
-      if (data.type === "sent") { showSent(data.reference, data.photos_refused); }
+      if (data.type === "sent") { showSent(data.reference, data.photos_refused, data.refusals); }
       // The worker sends what waits in the background: the tray follows it, not "No signal".
       if (data.type === "sending") { showStatus("sending", t("Sending the ticket…")); }
       if (data.type === "progress" && data.step) { sayProgress(data.step); }
-      if (data.type === "waiting" && !sending) { retrySoon(data.status); showLater(data); }
+      if (data.type === "waiting" && !sending) { retrySoon(data); showLater(data); }
     });
   }
   // Signal is back: send at once (the tray says "Sending" as soon as the office answers).

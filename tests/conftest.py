@@ -12,7 +12,8 @@ from app import create_app
 from tests.databases import limiter_settings, private_database
 
 pytest_plugins = ["tests.plugins.parallel", "tests.plugins.databases", "tests.plugins.sandbox",
-                  "tests.plugins.browser", "tests.plugins.network", "tests.plugins.storage"]
+                  "tests.plugins.browser", "tests.plugins.network", "tests.plugins.storage",
+                  "tests.plugins.holding"]
 
 
 def app_config(tmp_path: Path, template, **overrides) -> dict:

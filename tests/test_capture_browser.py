@@ -1135,7 +1135,6 @@ def test_a_12_photo_ticket_goes_through_at_200_kbps_up(client, acme, live_server
     assert uploads.most_at_once == 1
 
 
-@pytest.mark.alone  # signal drops under load on PostgreSQL stalled it twice (an open race)
 def test_a_drop_in_the_middle_resumes_without_resending_what_the_server_holds(
         client, acme, live_server, phone_without_worker, app):
     phone = phone_without_worker

@@ -78,7 +78,25 @@ def test_send_while_a_photo_goes_up_leaves_nothing_for_the_next_ticket(
         "Cut and patched slab for the plumber's sleeve": 2, "Second ticket, no photos": 0}
 
 
-@pytest.mark.alone  # a reload racing a draft photo stalled it twice on PostgreSQL (open race)
+def keep_the_draft_as_a_ticket(page, description: str) -> None:
+    """The phone kept the ticket but the page went away before it emptied its draft (the
+    battery, the camera, a swipe): the draft on the phone still names the kept ticket."""
+    page.fill('input[name="captured_by"]', "Lee Park")  # the draft is kept as the crew types
+    wait_for(page, lambda: page.evaluate(
+        "() => idbKeyval.get('draft:' + document.getElementById('ticket-form').dataset.token)"))
+    page.evaluate("""description => {
+        const token = document.getElementById('ticket-form').dataset.token;
+        return Promise.all([idbKeyval.get('draft:' + token), idbKeyval.get('draft-photos:' + token)])
+          .then(([draft, photos]) => idbKeyval.set('ticket:' + draft.client_ref, {
+            url: document.getElementById('ticket-form').dataset.submitUrl,
+            payload: {client_ref: draft.client_ref, description: description,
+                      reason: 'r', directed_by: 'd', labor: [], equipment: [], materials: [],
+                      photos: (Array.isArray(photos) ? photos : photos.photos).map(p => ({
+                        key: p.key, name: p.name, data_url: p.data_url, taken_at: p.taken_at}))},
+            saved_at: new Date().toISOString(), token: token}));
+    }""", description)
+
+
 def test_a_reload_between_keeping_and_clearing_the_draft_brings_nothing_back(
         client, acme, app, signal, phone):
     link = create_link(client, acme)
@@ -88,22 +106,7 @@ def test_a_reload_between_keeping_and_clearing_the_draft_brings_nothing_back(
     add_site_photos(page, 2)
     wait_for(page, lambda: len(signal.photos()) == 2 and all(
         sent >= total for sent, total in signal.photos().values()))
-    page.fill('input[name="captured_by"]', "Lee Park")  # the draft is kept as the crew types
-    wait_for(page, lambda: page.evaluate(
-        "() => idbKeyval.get('draft:' + document.getElementById('ticket-form').dataset.token)"))
-    # The phone kept the ticket but the page went away before it emptied its draft (the
-    # battery, the camera, a swipe): the draft on the phone still names the kept ticket.
-    page.evaluate("""() => {
-        const token = document.getElementById('ticket-form').dataset.token;
-        return Promise.all([idbKeyval.get('draft:' + token), idbKeyval.get('draft-photos:' + token)])
-          .then(([draft, photos]) => idbKeyval.set('ticket:' + draft.client_ref, {
-            url: document.getElementById('ticket-form').dataset.submitUrl,
-            payload: {client_ref: draft.client_ref, description: 'Kept before the page went',
-                      reason: 'r', directed_by: 'd', labor: [], equipment: [], materials: [],
-                      photos: (Array.isArray(photos) ? photos : photos.photos).map(p => ({
-                        key: p.key, name: p.name, data_url: p.data_url, taken_at: p.taken_at}))},
-            saved_at: new Date().toISOString(), token: token}));
-    }""")
+    keep_the_draft_as_a_ticket(page, "Kept before the page went")
     page.reload()
     wait_for_script(page)
     page.wait_for_selector("#queue-status.sent", timeout=30_000)

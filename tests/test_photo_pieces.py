@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import threading
 import uuid
 
 import pytest
 import time_machine
 from sqlalchemy import select
 
-from models import StorageUsage, TicketPhoto, db
+from models import StagedPhoto, StorageUsage, TicketPhoto, db
+from services.capture import evidence
 from services.files import photo_uploads, storage
 from services.platform.web import token_digest
 from support.images import data_url, jpeg_bytes, noise_jpeg
@@ -352,3 +354,158 @@ def test_a_last_piece_whose_earlier_pieces_went_meanwhile_is_told_where_to_go_on
     monkeypatch.setattr(kind, "read_piece", gone)
     late = put_piece(client, url, parts[-1])
     assert late.status_code == 409 and late.json["error"]["code"] == "upload_offset_mismatch"
+
+
+def test_the_last_piece_holding_the_photo_is_told_so_when_another_request_took_it(
+        client, acme, app, photo, monkeypatch):
+    link = make_link(client, acme)
+    ref, base = uuid.uuid4().hex, f"/c/{link['token']}/tickets"
+    client.post(base, json={"description": "Patched slab", "reason": "Not ours",
+                            "directed_by": "Sam", "client_ref": ref, "photos_expected": 1})
+    url = f"{base}/{ref}/photos/front?name=front.jpg"
+    parts = pieces(photo)
+    for part in parts[:-1]:
+        assert put_piece(client, url, part).status_code == 202
+    # The same photo, sent whole by another request of the phone, is kept while this last
+    # piece is joined; its pieces are gone by the time they are read.
+    def kept_elsewhere_then_gone(store, name):
+        whole = app.test_client().put(url, data=photo, content_type="image/jpeg")
+        assert whole.status_code == 200
+        raise KeyError(name)
+
+    with app.app_context():
+        kind = type(storage.file_store())
+    monkeypatch.setattr(kind, "read_piece", kept_elsewhere_then_gone)
+    late = put_piece(client, url, parts[-1])
+    assert late.status_code == 200, late.json
+    assert late.json["photo_keys"] == ["front"] and late.json["photo_count"] == 1
+
+
+def overlapping(app, url: str, piece: tuple[str, bytes]) -> tuple[threading.Thread, list]:
+    """A request sending `piece` to `url` from a thread of its own; its answer lands in the list."""
+    answers: list = []
+    thread = threading.Thread(target=lambda: answers.append(put_piece(app.test_client(), url, piece)))
+    thread.start()
+    return thread, answers
+
+
+def test_a_piece_of_a_photo_the_server_holds_whole_is_answered_with_the_photo(
+        client, acme, app, photo, hold):
+    link = make_link(client, acme)
+    ref, base = uuid.uuid4().hex, f"/c/{link['token']}/tickets"
+    client.post(base, json={"description": "Patched slab", "reason": "Not ours",
+                            "directed_by": "Sam", "client_ref": ref, "photos_expected": 1})
+    url = f"{base}/{ref}/photos/front?name=front.jpg"
+    parts = pieces(photo)
+    for part in parts[:-1]:
+        assert put_piece(client, url, part).status_code == 202
+    # The last piece came and its photo is being made (slowly, on a loaded server); its answer
+    # is lost, so the phone sends the last piece again.
+    held = hold(evidence, "put_photo")
+    first, first_answers = overlapping(app, url, parts[-1])
+    assert held.entered.wait(30)
+    again = put_piece(client, url, parts[-1])
+    assert again.status_code == 200, again.json
+    assert again.json["photo_keys"] == ["front"]
+    held.wait_until_done()
+    first.join(30)
+    assert first_answers[0].status_code == 200 and first_answers[0].json["photo_keys"] == ["front"]
+    with app.app_context():
+        assert storage.file_store().list_pieces("") == []
+        assert [p.client_key for p in db.session.query(TicketPhoto).all()] == ["front"]
+
+
+def test_a_different_photo_under_a_held_key_is_told_where_the_bytes_end(
+        client, acme, app, photo, hold):
+    link = make_link(client, acme)
+    ref, base = uuid.uuid4().hex, f"/c/{link['token']}/tickets"
+    client.post(base, json={"description": "Patched slab", "reason": "Not ours",
+                            "directed_by": "Sam", "client_ref": ref, "photos_expected": 1})
+    url = f"{base}/{ref}/photos/front?name=front.jpg"
+    parts = pieces(photo)
+    for part in parts[:-1]:
+        assert put_piece(client, url, part).status_code == 202
+    held = hold(evidence, "put_photo")
+    first, _ = overlapping(app, url, parts[-1])
+    assert held.entered.wait(30)
+    other = put_piece(client, url, (parts[0][0], bytes(reversed(parts[0][1]))))
+    assert other.status_code == 409 and other.json["error"]["code"] == "upload_offset_mismatch"
+    assert other.json["error"]["details"] == {"offset": len(photo), "total": len(photo)}
+    held.wait_until_done()
+    first.join(30)
+
+
+def test_the_tickets_upload_takes_over_the_drafts_upload_of_the_same_photo(
+        client, acme, app, photo, hold):
+    link = make_link(client, acme)
+    ref = uuid.uuid4().hex
+    parts = pieces(photo)
+    drafts = f"/c/{link['token']}/drafts/{ref}/photos/p1?name=site.jpg"
+    for part in parts[:-1]:
+        assert put_piece(client, drafts, part).status_code == 202
+    # The draft's last piece came and its photo is being kept while the crew's page reloads
+    # and sends the ticket: its text, then the same photo on the ticket's path.
+    held = hold(evidence, "stage_photo")
+    draft, draft_answers = overlapping(app, drafts, parts[-1])
+    assert held.entered.wait(30)
+    text = client.post(f"/c/{link['token']}/tickets", json={
+        "description": "Patched slab", "reason": "Not ours", "directed_by": "Sam",
+        "client_ref": ref, "photos_expected": 1, "photo_keys": ["p1"]})
+    assert text.json["photo_keys"] == []
+    url = f"/c/{link['token']}/tickets/{ref}/photos/p1?name=site.jpg"
+    answer = put_piece(client, url, parts[-1])
+    assert answer.status_code == 200, answer.json
+    assert answer.json["photo_keys"] == ["p1"]
+    held.wait_until_done()
+    draft.join(30)
+    assert draft_answers[0].status_code == 200 and draft_answers[0].json["kept"] is True
+    with app.app_context():
+        assert db.session.query(StagedPhoto).count() == 0
+        assert [p.client_key for p in db.session.query(TicketPhoto).all()] == ["p1"]
+        assert storage.file_store().list_pieces("") == []
+
+
+def test_the_api_answers_a_piece_of_a_photo_it_holds_whole_or_made_meanwhile_with_it(
+        client, acme, app, photo, hold, monkeypatch):
+    made = client.post("/v1/tickets", headers=acme.headers, json={
+        "project_id": acme.project()["id"], "description": "Moved trench", "reason": "Gas line",
+        "directed_by": "Sam", "photos_expected": 2}).json
+    parts = pieces(photo)
+
+    def url(key: str) -> str:
+        return f"/v1/tickets/{made['id']}/photo-uploads/{key}?name={key}.jpg"
+
+    for part in parts[:-1]:
+        assert put_piece(client, url("front"), part, **acme.headers).status_code == 202
+    held = hold(evidence, "put_photo")
+    answers: list = []
+    first = threading.Thread(target=lambda: answers.append(
+        put_piece(app.test_client(), url("front"), parts[-1], **acme.headers)))
+    first.start()
+    assert held.entered.wait(30)
+    again = put_piece(client, url("front"), parts[-1], **acme.headers)
+    assert again.status_code == 200 and again.json["photo_count"] == 1
+    held.wait_until_done()
+    first.join(30)
+    assert answers[0].status_code == 200 and answers[0].json["photo_count"] == 1
+    # The last piece of another photo, whose pieces a whole upload of it made and dropped
+    # while this one read them.
+    for part in parts[:-1]:
+        assert put_piece(client, url("back"), part, **acme.headers).status_code == 202
+
+    def kept_elsewhere_then_gone(store, name):
+        whole = app.test_client().put(url("back"), data=photo, content_type="image/jpeg",
+                                      headers=acme.headers)
+        assert whole.status_code == 200
+        raise KeyError(name)
+
+    with app.app_context():
+        kind = type(storage.file_store())
+    monkeypatch.setattr(kind, "read_piece", kept_elsewhere_then_gone)
+    late = put_piece(client, url("back"), parts[-1], **acme.headers)
+    assert late.status_code == 200, late.json
+    assert late.json["photo_count"] == 2
+    document = client.get("/v1/openapi.json").json
+    operation = document["paths"]["/tickets/{ticket_id}/photo-uploads/{key}"]["put"]
+    (header,) = [p for p in operation["parameters"] if p["name"] == "Content-Range"]
+    assert "holds whole already" in header["description"]

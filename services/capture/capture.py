@@ -217,11 +217,26 @@ def put_photo(token: str, client_ref: str, key: str, raw: bytes, args: Any,
     key = part_key(key)
     if key in evidence.photo_keys(ticket_id):
         return get_ticket(link.company_id, ticket_id, Wait.NO), False
-    return photo_uploads.take(
-        link.company_id, link.token, _upload_name(link, client_ref, key), raw, content_range,
-        lambda whole: evidence.put_photo(link.company_id, ticket_id, key,
-                                         photo_from_upload(whole.data, args), Wait.NO,
-                                         counted=whole.counted))
+    try:
+        return photo_uploads.take(
+            link.company_id, link.token, _upload_name(link, client_ref, key), raw, content_range,
+            lambda whole: evidence.put_photo(link.company_id, ticket_id, key,
+                                             photo_from_upload(whole.data, args), Wait.NO,
+                                             counted=whole.counted))
+    except photo_uploads.OffsetMismatch:
+        if not _held_now(link, client_ref, key):
+            raise
+        return get_ticket(link.company_id, ticket_id, Wait.NO), False
+
+
+def _held_now(link: Any, client_ref: str, key: str) -> bool:
+    """Whether the ticket of client_ref (or, before its text came, its staged photos) holds
+    the photo now: another request made it of the same pieces and dropped them meanwhile."""
+    db.session.commit()  # read anew, past this request's earlier snapshot
+    ticket_id = ticket_records.link_ticket_id(link.company_id, link.token, client_ref)
+    if ticket_id is not None:
+        return evidence.holds_now(ticket_id, key)
+    return evidence.is_staged(link.token, client_ref, key)
 
 
 def stage_photo(token: str, client_ref: str, key: str, raw: bytes, args: Any,
@@ -250,8 +265,13 @@ def stage_photo(token: str, client_ref: str, key: str, raw: bytes, args: Any,
             _attach_if_written(link, client_ref)
         return {"kept": True, "created": created}
 
-    return photo_uploads.take(link.company_id, link.token, _upload_name(link, client_ref, key),
-                              raw, content_range, attach)
+    try:
+        return photo_uploads.take(link.company_id, link.token,
+                                  _upload_name(link, client_ref, key), raw, content_range, attach)
+    except photo_uploads.OffsetMismatch:
+        if not _held_now(link, client_ref, key):
+            raise
+        return {"kept": True, "created": False}
 
 
 def _attach_if_written(link: Any, client_ref: str) -> None:

@@ -312,6 +312,12 @@ def put_photo(company_id: int, ticket_id: str, key: str, photo: PhotoIn,
     return get_ticket(company_id, ticket.id, wait), True
 
 
+def holds_now(ticket_id: str, key: str) -> bool:
+    """Whether a ticket holds a photo under this key, read anew past the request's snapshot."""
+    db.session.commit()  # ends the request's read transaction: another request's photo shows
+    return key in photo_keys(ticket_id)
+
+
 def put_signature(company_id: int, ticket_id: str, signature: SignatureIn,
                   wait: Wait = Wait.YES) -> tuple[Ticket, bool]:
     """Attach the signature sent after its ticket; a ticket that has one keeps it, and a

@@ -4,8 +4,10 @@ checked and stored whole once its last piece came.
 A sender on a weak signal sends a photo a piece at a time, from the byte the server holds on:
 a drop costs only the piece on its way, never the photo. A piece that does not start where the
 server's bytes end is refused with 409 `upload_offset_mismatch`, naming that offset (in the
-body and in `Upload-Offset`), so a sender that lost track goes on from there. A body without
-`Content-Range` is the whole photo, as before.
+body and in `Upload-Offset`), so a sender that lost track goes on from there; but a piece of a
+photo whose bytes the server holds whole (the request that made them whole is still making the
+photo, or its answer was lost) is answered with the photo, as its last piece would be. A body
+without `Content-Range` is the whole photo, as before.
 
 Pieces wait as files of the store (services/files/storage.py: a folder or a bucket, which every
 app server shares), never in the database, whose file would only grow; the photo, once whole,
@@ -251,6 +253,8 @@ def receive(company_id: int, link_token: str | None, upload: str, raw: bytes,
         _drop_folder(folder)
         pieces, offset = [], 0
     if piece.first != offset:
+        if offset == total:  # every byte is here: another request is making the photo of them
+            return _taken_over(storage.file_store(), owner, upload, folder, piece, raw)
         raise OffsetMismatch(offset, piece.total)
     if not pieces:
         _make_room(owner, folder, "this link" if link_token else "the company")
@@ -283,6 +287,18 @@ def _joined(store: storage.FileStore, owner: str, upload: str, folder: str, tota
     if len(data) != total:
         raise OffsetMismatch(held(owner, upload)[0], total)
     return Whole(data, total)
+
+
+def _taken_over(store: storage.FileStore, owner: str, upload: str, folder: str, piece: Piece,
+                raw: bytes) -> Whole:
+    """A piece of a photo whose bytes are all held already (the request joining them is still at
+    work, or its answer was lost): this request makes the photo of them too, so its sender is
+    answered with the photo rather than sent round; bytes that differ from those held are an
+    offset mismatch, as before."""
+    whole = _joined(store, owner, upload, folder, piece.total)
+    if whole.data[piece.first:piece.last + 1] != raw:
+        raise OffsetMismatch(piece.total, piece.total)
+    return whole
 
 
 def take(company_id: int, link_token: str | None, upload: str, raw: bytes, header: str | None,
