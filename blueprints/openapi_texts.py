@@ -34,7 +34,8 @@ PIECE_TEXT = (
     "whole already (the request that sent its last piece is still making the photo, or its "
     "answer was lost) is answered 200 with the photo, as the last piece is. After a drop, "
     "send from the offset you last heard, or from 0 to be told. Without this header the body "
-    "is the whole photo. Pieces of a photo left unfinished for 7 days are dropped.")
+    "is the whole photo. Pieces of a photo with no new piece for 6 hours (the server's "
+    "PHOTO_PIECE_HOURS) are dropped.")
 
 # The approve route's refusals, status by status (its codes come from the route's errors).
 APPROVE_ERROR_TEXT = {
