@@ -15,6 +15,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 from blueprints import (
     auth,
+    backup_packages,
     health,
     home,
     keys,
@@ -362,7 +363,8 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     configure_logging(app)
 
     for blueprint in (home.bp, health.bp, auth.bp, me.bp, openapi.bp, projects.bp, ticket_pages.bp,
-                      links.bp, keys.bp, reviewers.bp, rates.bp, signatures.bp, webhooks.bp):
+                      links.bp, keys.bp, reviewers.bp, rates.bp, signatures.bp, webhooks.bp,
+                      backup_packages.bp):
         app.register_blueprint(blueprint)
     register_error_handlers(app)
     register_commands(app)
