@@ -70,11 +70,9 @@ def _loading(query):
     return query.options(selectinload(TicketRecord.photos), selectinload(TicketRecord.decisions))
 
 
-def _named(company_id: int, project_id: str, names: list[str]) -> list[TicketRecord]:
-    """The project's tickets each name (an id or a T-reference) stands for; 404 for a name
-    that is no ticket of this company's project, 400 for a reference two of its tickets share."""
-    if len(names) > MAX_TICKETS:
-        raise _too_many(len(names))
+def _matches(company_id: int, project_id: str, names: list[str]
+             ) -> dict[str, list[TicketRecord]]:
+    """The project's tickets each name (an id or a T-reference) may stand for."""
     keys = {name: ticket_key(name) if name[:2].upper() != "T-" else None for name in names}
     prefixes = {name: name[2:].lower() for name, key in keys.items() if key is None}
     conditions = [TicketRecord.id.in_([key for key in keys.values() if key])]
@@ -82,10 +80,17 @@ def _named(company_id: int, project_id: str, names: list[str]) -> list[TicketRec
     found = list(db.session.scalars(_loading(select(TicketRecord).where(
         TicketRecord.company_id == company_id, TicketRecord.project_id == str(project_id),
         or_(*conditions)))))
+    return {name: [t for t in found if t.id == keys[name]] if keys[name]
+            else [t for t in found if t.id.startswith(prefixes[name])] for name in names}
+
+
+def _named(company_id: int, project_id: str, names: list[str]) -> list[TicketRecord]:
+    """The written tickets the names stand for; 404 for a name that is no ticket of this
+    company's project, 400 for a reference two of its tickets share, 409 for an unwritten one."""
+    if len(names) > MAX_TICKETS:
+        raise _too_many(len(names))
     chosen: dict[str, TicketRecord] = {}
-    for name in names:
-        matches = [t for t in found if t.id == keys[name]] if keys[name] else \
-            [t for t in found if t.id.startswith(prefixes[name])]
+    for name, matches in _matches(company_id, project_id, names).items():
         if not matches:
             raise NotFound(f"no such ticket on this project: {name}", code="ticket_not_found")
         if len(matches) > 1:
