@@ -2,6 +2,7 @@
 each ticket's own document pages with its photos; over /v1, for a signed-in PM and from the queue."""
 from __future__ import annotations
 
+import io
 import re
 import subprocess
 from collections import defaultdict
@@ -10,6 +11,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
+from PIL import Image
 
 from models import short_reference
 from support.images import data_url, noise_jpeg, png_bytes
@@ -305,3 +307,47 @@ def test_the_operation_is_in_the_api_description_with_its_errors(client):
     for status, code in (("400", "too_many_tickets"), ("404", "ticket_not_found"),
                          ("409", "ticket_not_written"), ("503", "document_busy")):
         assert code in operation["responses"][status]["x-error-codes"], status
+
+
+def test_package_photos_are_shrunk_for_a_package_within_one_documents_limits(client, acme,
+                                                                             tmp_path):
+    ticket = written_ticket(client, acme, "Cedar Framing & Trim", 2, 9)
+    own = client.get(f"/v1/tickets/{ticket['id']}/document.pdf", headers=acme.headers).data
+    answer = package(client, acme, ticket["project_id"], tickets=ticket["id"])
+    sizes = {}
+    for name, pdf in (("own", own), ("package", answer.data)):
+        path = tmp_path / f"{name}.pdf"
+        path.write_bytes(pdf)
+        listing = subprocess.run(["pdfimages", "-list", str(path)], capture_output=True,
+                                 check=True, text=True, timeout=60).stdout.splitlines()[2:]
+        sizes[name] = sorted(max(int(line.split()[3]), int(line.split()[4])) for line in listing
+                             if line.split()[2] == "image")  # not the signature's alpha mask
+    # the photos (640 px) keep their size in the ticket's own document, and are at most
+    # PACKAGE_IMAGE_EDGE in the package; the signature (120 px) is drawn as it is
+    assert sizes["own"] == [120, 640, 640]
+    assert sizes["package"] == [120, 512, 512]
+
+
+def test_a_jpeg_is_decoded_at_the_smallest_scale_its_shrunk_size_allows(monkeypatch):
+    from PIL import JpegImagePlugin
+
+    from services.files import pdf_render
+
+    decoded = []
+    draft = JpegImagePlugin.JpegImageFile.draft
+
+    def recorded(self, mode, size):
+        """The size the JPEG is decoded at, once draft has chosen its scale."""
+        answer = draft(self, mode, size)
+        decoded.append(self.size)
+        return answer
+
+    monkeypatch.setattr(JpegImagePlugin.JpegImageFile, "draft", recorded)
+    photo = noise_jpeg(2048, 1536)
+    data, media_type = pdf_render.shrunk(photo)
+    assert media_type == "image/jpeg"
+    with Image.open(io.BytesIO(data)) as image:
+        assert image.size == (1000, 750)
+    assert decoded == [(1024, 768)]  # half scale, not the whole photo
+    pdf_render.shrunk(photo, pdf_render.PACKAGE_IMAGE_EDGE)
+    assert decoded[-1] == (512, 384)  # a quarter

@@ -26,6 +26,7 @@ from models import Company, db, short_reference, utcnow
 from models import Ticket as TicketRecord
 from models.schemas import BackupPackageQuery
 from services.approval.approval_records import CHANGE_EVENT
+from services.files import pdf_render
 from services.platform.errors import Conflict, NotFound, ServiceError
 from services.project_system import projects
 from services.project_system.zones import UTC, on_clock
@@ -33,8 +34,9 @@ from services.tickets import documents
 from services.tickets.ticket_records import OLDEST_FIRST, ticket_key
 from services.tickets.ticket_view import TicketView
 
-# The most tickets one package holds: 50 tickets of up to 12 photos each are rendered within
-# the ticket document's limits (DOCUMENT_CPU_SECONDS, IMAGE_MEMORY_BYTES, DOCUMENT_BUDGET_S).
+# The most tickets one package holds: 50 tickets of up to 12 photos each, their photos at
+# pdf_render.PACKAGE_IMAGE_EDGE, are rendered within the ticket document's limits
+# (DOCUMENT_CPU_SECONDS, IMAGE_MEMORY_BYTES, DOCUMENT_BUDGET_S).
 MAX_TICKETS = 50
 NO_BUDGET_CODE = "No budget code"
 NO_SUB = "No sub named"
@@ -272,5 +274,6 @@ def backup_package(company_id: int, project_id: str, query: BackupPackageQuery) 
     now = utcnow()
     html = package_html(company_id, project_id, tickets, now)
     zone = projects.cached_time_zone(company_id, project_id) or UTC
-    pdf = documents.render_pdf(html, wait_s=float(current_app.config["DOCUMENT_WAIT_S"]))
+    pdf = documents.render_pdf(html, wait_s=float(current_app.config["DOCUMENT_WAIT_S"]),
+                               image_edge=pdf_render.PACKAGE_IMAGE_EDGE)
     return Package(pdf, filename(project_id, query, on_date(now, zone).isoformat()))

@@ -272,11 +272,13 @@ def _slots() -> threading.BoundedSemaphore:
             "document_slots", threading.BoundedSemaphore(int(current_app.config["DOCUMENT_SLOTS"])))
 
 
-def render_pdf(html: str, *, wait_s: float) -> bytes:
+def render_pdf(html: str, *, wait_s: float,
+               image_edge: int = pdf_render.DOCUMENT_IMAGE_EDGE) -> bytes:
     """The PDF of a document's HTML, made in the image pool within DOCUMENT_BUDGET_S.
 
     Waits at most `wait_s` for one of the process's DOCUMENT_SLOTS; 503 document_busy when
-    none frees up, or when the rendering does not finish in time.
+    none frees up, or when the rendering does not finish in time. Photos are shrunk to at most
+    `image_edge` pixels.
     """
     config = current_app.config
     slots = _slots()
@@ -285,11 +287,12 @@ def render_pdf(html: str, *, wait_s: float) -> bytes:
                            headers={"Retry-After": "5"})
     try:
         if int(config["IMAGE_WORKERS"]) <= 0:  # in this process: only for tests of the steps
-            return pdf_render.render_pdf(html, storage.store_spec())
+            return pdf_render.render_pdf(html, storage.store_spec(), image_edge)
         settings = image_pool.PoolSettings(config["IMAGE_WORKERS"], config["IMAGE_CPU_SECONDS"],
                                            config["IMAGE_MEMORY_BYTES"])
         try:
-            [result] = image_pool.run_all([(pdf_render.render_pdf, (html, storage.store_spec()), {})],
+            [result] = image_pool.run_all([(pdf_render.render_pdf,
+                                            (html, storage.store_spec(), image_edge), {})],
                                           settings, _config("DOCUMENT_BUDGET_S"),
                                           cpu_seconds=int(config["DOCUMENT_CPU_SECONDS"]),
                                           owner=work_owner())
