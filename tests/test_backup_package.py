@@ -15,9 +15,11 @@ from PIL import Image
 
 from models import short_reference
 from support.images import data_url, noise_jpeg, png_bytes
+from tests.test_accessibility import AXE, OpenRequests, serious_violations, settle
 from tests.test_approval import act, create
 from tests.test_documents import pdf_text
 from tests.test_review_pages import sign_in
+from tests.test_review_triage import browser_sign_in
 
 pytestmark = pytest.mark.live
 
@@ -351,3 +353,49 @@ def test_a_jpeg_is_decoded_at_the_smallest_scale_its_shrunk_size_allows(monkeypa
     assert decoded == [(1024, 768)]  # half scale, not the whole photo
     pdf_render.shrunk(photo, pdf_render.PACKAGE_IMAGE_EDGE)
     assert decoded[-1] == (512, 384)  # a quarter
+
+
+@pytest.fixture
+def axe_tablet(chromium):
+    """A tablet that takes downloads, and lets axe in past the pages' Content-Security-Policy."""
+    assert AXE.exists(), "axe-core is not installed; `make axe` installs it"
+    context = chromium.new_context(viewport={"width": 1024, "height": 768}, has_touch=True,
+                                   bypass_csp=True, accept_downloads=True)
+    yield context
+    context.close()
+
+
+@pytest.mark.browser
+def test_a_pm_downloads_a_package_from_the_queue_and_the_ticket_page(app, client, acme,
+                                                                     live_server, axe_tablet,
+                                                                     tmp_path):
+    tickets = three_written(client, acme)
+    page = axe_tablet.new_page()
+    requests = OpenRequests(page)
+    browser_sign_in(page, live_server, app, acme)
+    page.goto(f"{live_server.url}/queue?status=written")
+    settle(page, requests)
+    assert page.locator("#backup-package").is_disabled()  # nothing chosen yet
+    for ticket in tickets[:2]:
+        page.check(f"#pick-{ticket['id']}")
+    assert page.locator("#backup-package").is_enabled()
+    assert serious_violations(page) == []
+    with page.expect_download() as download:
+        page.click("#backup-package")
+    saved = tmp_path / "from-queue.pdf"
+    download.value.save_as(saved)
+    assert download.value.suggested_filename.startswith(f"backup-package-{tickets[0]['project_id']}-")
+    text = pdf_text(saved.read_bytes(), tmp_path)
+    assert all(short_reference(t["id"]) in text for t in tickets[:2])
+    assert short_reference(tickets[2]["id"]) not in text
+    assert page.url.endswith("/queue?status=written")  # the queue stays where it was
+    # the written ticket's page offers its change event's package
+    page.goto(f"{live_server.url}/tickets/{tickets[2]['id']}")
+    settle(page, requests)
+    link = page.get_by_role("link", name=re.compile("Backup package of change event"))
+    assert serious_violations(page) == []
+    with page.expect_download() as download:
+        link.click()
+    saved = tmp_path / "from-ticket.pdf"
+    download.value.save_as(saved)
+    assert short_reference(tickets[2]["id"]) in pdf_text(saved.read_bytes(), tmp_path)
