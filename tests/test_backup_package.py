@@ -16,7 +16,7 @@ from PIL import Image
 from models import short_reference
 from support.images import data_url, noise_jpeg, png_bytes
 from tests.test_accessibility import AXE, OpenRequests, serious_violations, settle
-from tests.test_approval import act, create
+from tests.test_approval import act, control, create
 from tests.test_documents import pdf_text
 from tests.test_review_pages import sign_in
 from tests.test_review_triage import browser_sign_in
@@ -75,6 +75,15 @@ def page_texts(pdf: bytes, folder: Path) -> list[str]:
     text = subprocess.run(["pdftotext", "-layout", str(path), "-"], capture_output=True,
                           check=True, text=True, timeout=60).stdout
     return text.split("\f")[:pdf_pages(pdf, folder)]
+
+
+def cover_text(pdf: bytes, folder: Path) -> str:
+    """The cover's text in reading order (each cell whole), its spaces folded."""
+    path = folder / "cover.pdf"
+    path.write_bytes(pdf)
+    return " ".join(subprocess.run(["pdftotext", "-f", "1", "-l", "1", str(path), "-"],
+                                   capture_output=True, check=True, text=True,
+                                   timeout=60).stdout.split())
 
 
 def image_count(pdf: bytes, folder: Path) -> int:
@@ -170,20 +179,32 @@ def test_the_cover_totals_are_the_sums_by_budget_code_and_by_sub(client, acme, a
     assert all(isinstance(amount, Decimal) for _, amount in codes_sum + subs_sum)
 
 
-def test_a_change_events_package_shows_its_number_and_status(client, acme, tmp_path):
+def test_a_change_events_package_shows_its_number_status_and_change_orders(client, acme,
+                                                                           sandbox_server, tmp_path):
     ticket = written_ticket(client, acme, "Cedar Framing & Trim", 1, 4)
     external = ticket["external"]
     answer = package(client, acme, ticket["project_id"], change_event_id=external["change_event_id"])
     assert answer.status_code == 200, answer.get_data(as_text=True)[:500]
     assert f"-change-event-{external['change_event_id']}-" in answer.headers["Content-Disposition"]
-    cover = " ".join(page_texts(answer.data, tmp_path)[0].split())
+    cover = cover_text(answer.data, tmp_path)
     assert f"Change event #{external['number']}" in cover
     assert short_reference(ticket["id"]) in cover
     # a record read back keeps its status on the ticket; the cover says it
     assert client.post(f"/v1/tickets/{ticket['id']}/sync", headers=acme.headers).status_code == 200
     answer = package(client, acme, ticket["project_id"], change_event_id=external["change_event_id"])
-    cover = " ".join(page_texts(answer.data, tmp_path)[0].split())
+    cover = cover_text(answer.data, tmp_path)
     assert f"Change event #{external['number']} Open" in cover
+    # closed in Procore and put on the sub's commitment change order, as read back
+    procore = control(sandbox_server, acme)
+    procore.set_change_event_status(int(ticket["project_id"]), external["change_event_id"], "Closed")
+    procore.put_on_change_orders(external["change_event_id"], "commitment", "pending",
+                                 title="Cedar extra work")
+    procore.close()
+    assert client.post(f"/v1/tickets/{ticket['id']}/sync", headers=acme.headers).status_code == 200
+    answer = package(client, acme, ticket["project_id"], change_event_id=external["change_event_id"])
+    cover = cover_text(answer.data, tmp_path)
+    assert f"Change event #{external['number']} Closed" in cover
+    assert "Commitment change order #CCO-001 Cedar extra work: pending" in cover
     # a change event of the project with no written ticket on it
     missing = package(client, acme, ticket["project_id"], change_event_id=987654)
     assert missing.status_code == 404 and missing.json["error"]["code"] == "change_event_not_found"
@@ -399,3 +420,25 @@ def test_a_pm_downloads_a_package_from_the_queue_and_the_ticket_page(app, client
     saved = tmp_path / "from-ticket.pdf"
     download.value.save_as(saved)
     assert short_reference(tickets[2]["id"]) in pdf_text(saved.read_bytes(), tmp_path)
+
+
+def test_a_reference_two_tickets_share_is_refused_and_their_ids_still_work(client, acme, app):
+    from sqlalchemy import text
+
+    from models import db
+
+    first, second = create(client, acme), create(client, acme)
+    twin = first["id"][:8] + second["id"][8:]
+    with app.app_context():
+        db.session.execute(text("UPDATE tickets SET id = :twin WHERE id = :id"),
+                           {"twin": twin, "id": second["id"]})
+        db.session.commit()
+    reference = short_reference(first["id"])
+    assert short_reference(twin) == reference
+    answer = package(client, acme, first["project_id"], tickets=reference)
+    assert answer.status_code == 400, answer.json
+    assert answer.json["error"]["code"] == "ticket_reference_ambiguous"
+    # by id each is found (and refused only for not being written)
+    for ticket_id in (first["id"], twin):
+        named = package(client, acme, first["project_id"], tickets=ticket_id)
+        assert named.json["error"]["code"] == "ticket_not_written"
