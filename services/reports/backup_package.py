@@ -170,12 +170,15 @@ def _record_of(ticket: TicketRecord) -> tuple[Any, str]:
     return ("daily_log", external.get("manpower_log_id")), f"Daily log entry{number}"
 
 
-def _record_status(ticket: TicketRecord) -> str:
-    """Where a ticket's record stands in Procore, as last read back."""
+def _record_status(ticket: TicketRecord, zone: ZoneInfo) -> str:
+    """Where a ticket's record stands in Procore, as last read back, and when it was read."""
+    read = f" (read {on_clock(ticket.record_read_at, zone)})" if ticket.record_read_at else ""
     if ticket.record_deleted:
-        return "Deleted in Procore"
+        return "Deleted in Procore" + read
     if ticket.record_status:
-        return ticket.record_status
+        return ticket.record_status + read
+    if (ticket.external or {}).get("destination") == CHANGE_EVENT:
+        return "Open when written; not read back since"  # Procore opens what is written
     return "Not read back from Procore yet"
 
 
@@ -192,13 +195,13 @@ def _change_orders(ticket: TicketRecord) -> list[str]:
     return named
 
 
-def _records(tickets: list[TicketRecord]) -> list[dict[str, Any]]:
+def _records(tickets: list[TicketRecord], zone: ZoneInfo) -> list[dict[str, Any]]:
     """Each record the tickets were written as, once, with its status, change orders, tickets
     and their total."""
     records: dict[Any, dict[str, Any]] = {}
     for ticket in tickets:
         key, name = _record_of(ticket)
-        record = records.setdefault(key, {"name": name, "status": _record_status(ticket),
+        record = records.setdefault(key, {"name": name, "status": _record_status(ticket, zone),
                                           "change_orders": [], "tickets": [],
                                           "total": Decimal("0")})
         record["change_orders"] += [o for o in _change_orders(ticket)
@@ -240,7 +243,7 @@ def _cover(company_id: int, project_id: str, tickets: list[TicketRecord],
         "company": company.name if company else "",
         "project": projects.known_project_name(company_id, project_id) or f"Project {project_id}",
         "date": on_date(now, zone).isoformat(), "made_at": on_clock(now, zone),
-        "count": len(tickets), "total": _money(total), "records": _records(tickets),
+        "count": len(tickets), "total": _money(total), "records": _records(tickets, zone),
         "by_code": [(code, _money(amount)) for code, amount in by_code],
         "by_sub": [(sub, _money(amount)) for sub, amount in by_sub],
         "tickets": [{"reference": t.reference, "worked_on": view.text(t.worked_on or on_date(
