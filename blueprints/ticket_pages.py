@@ -72,11 +72,11 @@ def queue_backup_package() -> Response:
     (/projects/<id>/backup-package?tickets=...), or the queue again saying why not."""
     ids = request.form.getlist("ids")
     try:
-        project_id, references = backup_package.package_address(current_user.company_id, ids)
+        project_id, chosen = backup_package.package_address(current_user.company_id, ids)
     except ServiceError as error:
         return _queue_after_bulk(selected=ids, package_error=error.message)
     address = url_for("backup_packages.backup_package_page", project_id=project_id,
-                      tickets=",".join(references))
+                      tickets=",".join(chosen))
     if is_htmx():  # the browser itself downloads the file; the queue stays as it is
         return Response(status=200, headers={"HX-Redirect": address})
     return redirect(address, code=303)

@@ -303,9 +303,9 @@ def test_the_page_needs_a_session_and_the_ticket_page_and_queue_lead_to_it(app, 
     assert 'id="backup-package"' in queue and 'name="ids"' in queue
     sent = browser.post("/queue/backup-package", {"ids": [t["id"] for t in tickets[:2]]})
     assert sent.status_code == 303
-    references = ",".join(short_reference(t["id"]) for t in tickets[:2])  # oldest first
+    chosen = ",".join(t["id"] for t in tickets[:2])  # by id (never ambiguous), oldest first
     assert unquote(sent.headers["Location"]).endswith(
-        f"/projects/{project_id}/backup-package?tickets={references}")
+        f"/projects/{project_id}/backup-package?tickets={chosen}")
     text = pdf_text(browser.get(sent.headers["Location"]).data, tmp_path)
     assert all(short_reference(t["id"]) in text for t in tickets[:2])
     assert short_reference(tickets[2]["id"]) not in text

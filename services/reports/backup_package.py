@@ -19,10 +19,10 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from flask import current_app, render_template
-from sqlalchemy import func, or_, select
+from sqlalchemy import Numeric, func, literal, or_, select
 from sqlalchemy.orm import selectinload
 
-from models import Company, db, short_reference, utcnow
+from models import Company, db, utcnow
 from models import Ticket as TicketRecord
 from models.schemas import BackupPackageQuery
 from services.approval.approval_records import CHANGE_EVENT
@@ -111,7 +111,9 @@ def _on_change_event(company_id: int, project_id: str, change_event_id: int) -> 
     """The project's written tickets on one change event; 404 when it has none."""
     where = (TicketRecord.company_id == company_id, TicketRecord.project_id == str(project_id),
              TicketRecord.status == "written",
-             TicketRecord.external["change_event_id"].as_integer() == change_event_id)
+             # Procore's ids pass 32 bits, where PostgreSQL's INTEGER stops
+             TicketRecord.external["change_event_id"].as_numeric(20, 0)
+             == literal(change_event_id, Numeric(20, 0)))
     count = db.session.scalar(select(func.count()).select_from(TicketRecord).where(*where))
     if not count:
         raise NotFound("no written ticket of this project is on that change event",
@@ -133,7 +135,7 @@ def chosen_tickets(company_id: int, project_id: str, query: BackupPackageQuery
 
 
 def package_address(company_id: int, ticket_ids: list[str]) -> tuple[str, list[str]]:
-    """The project and T-references of the tickets a reviewer chose in the queue, for the
+    """The project and ids (oldest first) of the tickets a reviewer chose in the queue, for the
     package's page; refused in a reviewer's words unless they are written tickets of one project."""
     keys = list(dict.fromkeys(key for key in map(ticket_key, ticket_ids) if key))
     if not keys:
@@ -151,7 +153,7 @@ def package_address(company_id: int, ticket_ids: list[str]) -> tuple[str, list[s
     if not rows or any(row.status != "written" for row in rows):
         raise ServiceError("A backup package holds tickets written to Procore only: choose "
                            "written tickets.", code="ticket_not_written")
-    return rows[0].project_id, [short_reference(row.id) for row in rows]
+    return rows[0].project_id, [row.id for row in rows]
 
 
 # ------------------------------------------------------------------ the cover
