@@ -123,6 +123,8 @@ def test_a_package_of_three_tickets_holds_every_ticket_and_every_photo_page(clie
         assert reference in pages[0]  # listed on the cover
         first = " ".join(pages[start].split())
         assert f"Extra-work ticket {reference}" in first, (reference, first[:300])
+        # every page of its own says whose it is at its foot
+        assert all(f"· ticket {reference}" in page for page in pages[start:start + count])
         section = " ".join(" ".join(pages[start:start + count]).split())
         for number, photo in enumerate(ticket["photos"], start=1):
             assert f"Photo {number}: {photo['name']}" in section, (photo["name"], reference)
