@@ -189,7 +189,7 @@ def test_a_change_events_package_shows_its_number_status_and_change_orders(clien
     assert answer.status_code == 200, answer.get_data(as_text=True)[:500]
     assert f"-change-event-{external['change_event_id']}-" in answer.headers["Content-Disposition"]
     cover = cover_text(answer.data, tmp_path)
-    assert f"Change event #{external['number']} Open when written; not read back since" in cover
+    assert f"Change event #{external['number']} Not read from Procore yet" in cover
     assert short_reference(ticket["id"]) in cover
     # a record read back keeps its status on the ticket; the cover says it
     assert client.post(f"/v1/tickets/{ticket['id']}/sync", headers=acme.headers).status_code == 200
@@ -206,7 +206,7 @@ def test_a_change_events_package_shows_its_number_status_and_change_orders(clien
     answer = package(client, acme, ticket["project_id"], change_event_id=external["change_event_id"])
     cover = cover_text(answer.data, tmp_path)
     assert f"Change event #{external['number']} Closed (read " in cover
-    assert "Commitment change order #CCO-001 Cedar extra work: pending" in cover
+    assert "Commitment change order CCO-001 “Cedar extra work” (pending)" in cover
     # a change event of the project with no written ticket on it
     missing = package(client, acme, ticket["project_id"], change_event_id=987654)
     assert missing.status_code == 404 and missing.json["error"]["code"] == "change_event_not_found"

@@ -31,6 +31,7 @@ from services.platform.errors import Conflict, NotFound, ServiceError
 from services.project_system import projects
 from services.project_system.zones import UTC, on_clock
 from services.tickets import documents
+from services.tickets.plain_words import change_order_words, record_words
 from services.tickets.ticket_records import OLDEST_FIRST, ticket_key
 from services.tickets.ticket_view import TicketView
 
@@ -40,7 +41,6 @@ from services.tickets.ticket_view import TicketView
 MAX_TICKETS = 50
 NO_BUDGET_CODE = "No budget code"
 NO_SUB = "No sub named"
-KIND_NAMES = {"commitment": "Commitment change order", "prime": "Prime contract change order"}
 
 
 class TooManyTickets(ServiceError):
@@ -172,29 +172,23 @@ def _record_of(ticket: TicketRecord) -> tuple[Any, str]:
     return ("daily_log", external.get("manpower_log_id")), f"Daily log entry{number}"
 
 
+def _capital(words: str) -> str:
+    """Words as a table cell starts them."""
+    return words[:1].upper() + words[1:]
+
+
 def _record_status(ticket: TicketRecord, zone: ZoneInfo) -> str:
     """Where a ticket's record stands in Procore, as last read back, and when it was read."""
-    read = f" (read {on_clock(ticket.record_read_at, zone)})" if ticket.record_read_at else ""
-    if ticket.record_deleted:
-        return "Deleted in Procore" + read
-    if ticket.record_status:
-        return ticket.record_status + read
-    if (ticket.external or {}).get("destination") == CHANGE_EVENT:
-        return "Open when written; not read back since"  # Procore opens what is written
-    return "Not read back from Procore yet"
+    if ticket.record_read_at is None:
+        return _capital(record_words(ticket))
+    words = f"{ticket.record_gone} in Procore" if ticket.record_gone else \
+        ticket.record_status or "status unknown"
+    return f"{_capital(words)} (read {on_clock(ticket.record_read_at, zone)})"
 
 
 def _change_orders(ticket: TicketRecord) -> list[str]:
-    """The change orders a ticket's lines are on, as last read back: kind, number, title, status."""
-    named = []
-    for order in ticket.record_change_orders or []:
-        words = KIND_NAMES.get(order.get("kind"), "Change order")
-        if order.get("number"):
-            words += f" #{order['number']}"
-        if order.get("title"):
-            words += f" {order['title']}"
-        named.append(words + (f": {order['status']}" if order.get("status") else ""))
-    return named
+    """The change orders a ticket's lines are on, as last read back."""
+    return [_capital(change_order_words(order)) for order in ticket.record_change_orders or []]
 
 
 def _records(tickets: list[TicketRecord], zone: ZoneInfo) -> list[dict[str, Any]]:
