@@ -444,3 +444,20 @@ def test_a_reference_two_tickets_share_is_refused_and_their_ids_still_work(clien
     for ticket_id in (first["id"], twin):
         named = package(client, acme, first["project_id"], tickets=ticket_id)
         assert named.json["error"]["code"] == "ticket_not_written"
+
+
+def test_a_daily_log_entry_is_named_as_one_on_the_cover(client, acme, tmp_path):
+    project = acme.project(change_events=False)
+    ticket = create(client, acme, project, sub="Bayside Rentals")
+    answer = act(client, acme, ticket["id"], "approve", {"destination": "daily_log"})
+    assert answer.status_code == 200, answer.json
+    made = package(client, acme, project["id"], tickets=short_reference(ticket["id"]))
+    assert made.status_code == 200, made.get_data(as_text=True)[:300]
+    cover = cover_text(made.data, tmp_path)
+    number = answer.json["external"]["number"]
+    assert f"Daily log entry{' #' + number if number else ''} Not read from Procore yet" in cover
+    assert "Bayside Rentals $1,835.75" in cover
+    # a daily log entry is no change event
+    missing = package(client, acme, project["id"],
+                      change_event_id=answer.json["external"]["manpower_log_id"])
+    assert missing.json["error"]["code"] == "change_event_not_found"
