@@ -15,6 +15,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 from blueprints import (
     auth,
+    backup_packages,
     board,
     health,
     home,
@@ -369,7 +370,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
 
     for blueprint in (home.bp, health.bp, auth.bp, me.bp, openapi.bp, projects.bp, ticket_pages.bp,
                       links.bp, keys.bp, reviewers.bp, rates.bp, signatures.bp, webhooks.bp,
-                      share_links.bp, board.bp):
+                      share_links.bp, board.bp, backup_packages.bp):
         app.register_blueprint(blueprint)
     register_error_handlers(app)
     register_commands(app)

@@ -73,6 +73,22 @@ APPROVE_ERROR_TEXT = {
          "made in time (see Retry-After); nothing was written.",
 }
 
+# The backup package's refusals, status by status (its codes come from the route's errors).
+BACKUP_PACKAGE_ERROR_TEXT = {
+    400: "`validation_failed` (neither `tickets` nor `change_event_id`, or both; a name in "
+         "`tickets` that is no ticket id or T-reference; `details` names the field), "
+         "`too_many_tickets` (more than 50 tickets, named or on the change event; `details` "
+         "gives {limit, chosen}: make several packages), `ticket_reference_ambiguous` (a "
+         "T-reference two tickets of the project share: name it by its id).",
+    404: "`ticket_not_found` (a ticket named is not one of this project's: another project's, "
+         "another company's and a missing one look the same), `change_event_not_found` (no "
+         "written ticket of the project is on that change event), `project_not_found` (the "
+         "project id is not a project system's number).",
+    409: "`ticket_not_written`: a ticket named is not written to Procore yet (`details.tickets` "
+         "lists their T-references); a package holds written tickets only.",
+    503: "The package could not be made in time (see Retry-After); nothing was changed.",
+}
+
 API_DESCRIPTION = """\
 Record claims of out-of-scope construction work and write approved ones into the
 project system (Procore) as change events or daily-log entries, exactly once.
@@ -318,6 +334,16 @@ minutes old, and a scheduled command reads the tickets written in the last 90 da
 unread first, within Procore's rate limit. A ticket that is not written is 409
 `ticket_not_written`. A change event deleted or voided in Procore leaves the ticket written:
 it is never restored nor written again (restore stays 409 `ticket_written`)."""),
+    "backup-packages": ("Backup packages", """\
+One PDF for the owner with the written tickets behind a change: a cover with the project, the
+date on the jobsite's clock, each change event (or daily log entry) the tickets were written as
+with its status in Procore and the change orders its lines are on (as last read back, see
+Approval), the totals by budget code (markup lines included) and by sub, and a list of the
+tickets; then each ticket's signed document with its signature and photos, the same pages as
+its own document, each ticket from a new page. Choose the tickets of one project by id or
+T-reference, or every written ticket on one change event; at most 50 in one package, so it is
+made within the limits of one ticket document (else 503 `document_busy` with Retry-After,
+as for a ticket document)."""),
     "signature-requests": ("Signing links", """\
 The general contractor's person signs a ticket from a link, with no account.
 

@@ -19,6 +19,7 @@ from services.platform.validation import validate
 from services.platform.web import is_htmx, render_page
 from services.pricing import authorizations
 from services.project_system import connections, projects
+from services.reports import backup_package
 from services.review import review_bulk, review_queue, review_ticket
 from services.tickets import documents, export
 from services.tickets.ticket_records import find_ticket
@@ -51,14 +52,34 @@ def queue_page() -> Response:
                        tabs=review_queue.STATUS_TABS, sorts=review_queue.SORT_CHOICES)
 
 
-def _queue_after_bulk(*, confirm=None, results=None, selected=(), all_ready=False) -> Response:
-    """The queue it was sent from, with the bulk confirmation or the bulk results on top."""
+def _queue_after_bulk(*, confirm=None, results=None, selected=(), all_ready=False,
+                      package_error: str | None = None) -> Response:
+    """The queue it was sent from, with the bulk confirmation, the bulk results or why a
+    backup package was refused on top."""
     view = review_queue.QueueView.from_query_string(request.form.get("from"))
     data = review_queue.queue(current_user.company_id, view)
     return render_page("review/queue.html", "review/_queue_rows.html", queue=data,
                        tabs=review_queue.STATUS_TABS, sorts=review_queue.SORT_CHOICES, bulk_confirm=confirm,
                        bulk_results=results, selected=set(selected), bulk_all_ready=all_ready,
-                       bulk_total=review_bulk.bulk_total(confirm or results or []))
+                       bulk_total=review_bulk.bulk_total(confirm or results or []),
+                       package_error=package_error)
+
+
+@bp.post("/queue/backup-package")
+@login_required
+def queue_backup_package() -> Response:
+    """The backup package of the written tickets chosen in the queue: sent on to its address
+    (/projects/<id>/backup-package?tickets=...), or the queue again saying why not."""
+    ids = request.form.getlist("ids")
+    try:
+        project_id, chosen = backup_package.package_address(current_user.company_id, ids)
+    except ServiceError as error:
+        return _queue_after_bulk(selected=ids, package_error=error.message)
+    address = url_for("backup_packages.backup_package_page", project_id=project_id,
+                      tickets=",".join(chosen))
+    if is_htmx():  # the browser itself downloads the file; the queue stays as it is
+        return Response(status=200, headers={"HX-Redirect": address})
+    return redirect(address, code=303)
 
 
 @bp.post("/queue/bulk")

@@ -1096,6 +1096,50 @@ class TicketListQuery(TicketFilters):
     offset: int = Field(default=0, ge=0, le=10_000_000)
 
 
+# A ticket named in a backup package: its id, or its T-reference (T- and the id's first 8 hex
+# digits); a package's tickets are such names separated by commas (spaces around them allowed).
+PACKAGE_TICKET = re.compile(r"(?:[0-9a-fA-F]{8}-?(?:[0-9a-fA-F]{4}-?){3}[0-9a-fA-F]{12}|[Tt]-[0-9a-fA-F]{8})")
+PACKAGE_TICKETS = f"^ *(?:{PACKAGE_TICKET.pattern})(?: *, *(?:{PACKAGE_TICKET.pattern}))* *$"
+
+
+class BackupPackageQuery(InputShape):
+    """Which written tickets of a project go into a backup package: named, or one change event's."""
+
+    tickets: str | None = Field(default=None, max_length=4000, json_schema_extra={
+        "pattern": PACKAGE_TICKETS}, description=(
+        "The tickets, comma-separated: ids or T-references (`T-1A2B3C4D`), at most 50."))
+    change_event_id: int | None = Field(default=None, gt=0, lt=2**63, description=(
+        "A change event's id in Procore (a written ticket's `external.change_event_id`): "
+        "every written ticket of the project on it."))
+
+    @field_validator("tickets")
+    @classmethod
+    def _ticket_names(cls, value: str | None) -> str | None:
+        """Each comma-separated name is a ticket id or a T-reference."""
+        if value is None:
+            return None
+        names = [name.strip(" ") for name in value.split(",")]
+        wrong = [name for name in names if not PACKAGE_TICKET.fullmatch(name)]
+        if wrong:
+            raise ValueError("each ticket is its id or its T-reference (T-1A2B3C4D), separated "
+                             "by commas; not: " + ", ".join(repr(name[:40]) for name in wrong[:5]))
+        return ",".join(names)
+
+    @model_validator(mode="after")
+    def _one_choice(self) -> BackupPackageQuery:
+        """Tickets or a change event: exactly one of the two."""
+        if self.tickets and self.change_event_id is not None:
+            raise field_error("tickets", "name tickets or a change event, not both")
+        if not self.tickets and self.change_event_id is None:
+            raise field_error("tickets", "name at least one ticket, or a change event")
+        return self
+
+    @property
+    def ticket_names(self) -> list[str]:
+        """The tickets named, each once, in the order given."""
+        return list(dict.fromkeys((self.tickets or "").split(","))) if self.tickets else []
+
+
 # ----------------------------------------------------------------- approval
 
 Flag = Annotated[bool, Field(strict=True)]

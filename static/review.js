@@ -34,6 +34,8 @@
     boxes.forEach(function (box) { cents += Math.round(parseFloat(box.getAttribute("data-total")) * 100); });
     var summary = document.getElementById("bulk-summary");
     var button = document.getElementById("bulk-approve");
+    var pack = document.getElementById("backup-package");
+    if (pack) { pack.disabled = boxes.length === 0; }
     if (summary) {
       summary.textContent = boxes.length ? boxes.length + " selected · $" +
         (cents / 100).toLocaleString("en-US", {minimumFractionDigits: 2, maximumFractionDigits: 2}) : "";

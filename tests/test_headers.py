@@ -19,7 +19,8 @@ def test_every_html_page_has_a_strict_policy(app, client, acme):
         "name": "Rates", "effective_from": "2026-01-01",
         "labor": [{"classification": "Foreman", "st": 100}]}).json
     values = {"ticket_id": ticket["id"], "token": link["token"], "position": "0", "kind": "labor",
-              "filename": "app.css", "sheet_id": str(sheet["id"]), "photo_id": "1"}
+              "filename": "app.css", "sheet_id": str(sheet["id"]), "photo_id": "1",
+              "project_id": acme.project()["id"]}
     page = client.get("/login").get_data(as_text=True)
     token = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
     client.post("/login", data={"csrf_token": token, "email": "pm@acme.example",

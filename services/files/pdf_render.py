@@ -3,7 +3,8 @@
 WeasyPrint and its libraries are imported here only when a document is rendered, so the
 processes that serve requests never load them. The HTML names its images as
 ``ewt-image:<store key>``; those are read from the file store (folder or bucket) and shrunk to at most
-DOCUMENT_IMAGE_EDGE pixels. Nothing else is fetched: no network, no other file.
+DOCUMENT_IMAGE_EDGE pixels (PACKAGE_IMAGE_EDGE in a backup package). Nothing else is fetched:
+no network, no other file.
 """
 from __future__ import annotations
 
@@ -17,13 +18,20 @@ IMAGE_SCHEME = "ewt-image:"
 # Long edge of a photo in the document: sharp at the 80 mm it is printed at, and a tenth of
 # the original's pixels to decode and embed.
 DOCUMENT_IMAGE_EDGE = 1000
+# In a backup package of up to 50 tickets (services/reports/backup_package.py): 150 dpi at that
+# size, and a quarter of a stored photo's pixels decoded (JPEG's 1/4 scale), so 600 photos are
+# made within one document's CPU limit.
+PACKAGE_IMAGE_EDGE = 512
 
 
 def shrunk(data: bytes, edge: int = DOCUMENT_IMAGE_EDGE) -> tuple[bytes, str]:
     """A stored image at most `edge` pixels on its long side, and its media type."""
     with Image.open(io.BytesIO(data)) as image:
         if image.format == "JPEG":
-            image.draft("RGB", (edge, edge))  # decode at a fraction of the size when it can
+            # Decode at a fraction of the size when it can: the box is the shrunk image's own
+            # size, as a square box of `edge` would keep a 4:3 photo's short side from scaling.
+            scale = min(1.0, edge / max(image.size))
+            image.draft("RGB", (max(1, int(image.width * scale)), max(1, int(image.height * scale))))
         image = ImageOps.exif_transpose(image)
         if max(image.size) > edge:
             image.thumbnail((edge, edge), Image.Resampling.LANCZOS)
@@ -35,8 +43,9 @@ def shrunk(data: bytes, edge: int = DOCUMENT_IMAGE_EDGE) -> tuple[bytes, str]:
         return out.getvalue(), "image/jpeg"
 
 
-def render_pdf(html: str, spec: storage.StoreSpec) -> bytes:
-    """The PDF of a document's HTML, its images read from the file store `spec` describes."""
+def render_pdf(html: str, spec: storage.StoreSpec, image_edge: int = DOCUMENT_IMAGE_EDGE) -> bytes:
+    """The PDF of a document's HTML, its images read from the file store `spec` describes and
+    shrunk to at most `image_edge` pixels."""
     import weasyprint  # loaded only in the process that renders
 
     # Importing WeasyPrint lets Pillow accept truncated images; the same worker processes
@@ -51,7 +60,7 @@ def render_pdf(html: str, spec: storage.StoreSpec) -> bytes:
             """The shrunk image a store key names; ValueError for any other address."""
             if not url.startswith(IMAGE_SCHEME):
                 raise ValueError("only the ticket's own images are part of its document")
-            data, media_type = shrunk(store.open(url[len(IMAGE_SCHEME):]))
+            data, media_type = shrunk(store.open(url[len(IMAGE_SCHEME):]), image_edge)
             return weasyprint.urls.URLFetcherResponse(
                 url, data, headers={"Content-Type": media_type})
 

@@ -1,6 +1,7 @@
 """The signed ticket document: one PDF with the claim, its photos, its signature and its history.
 
-It is rendered from the service's own template (templates/documents/ticket.html) over the
+It is rendered from the service's own template (templates/documents/ticket.html, its pages in
+_ticket_pages.html, which the backup package shows too) over the
 ticket as people read it (services/tickets/ticket_view.py: its facts, times on the jobsite's clock,
 quantities with their units, subtotals), so the document shows what a reviewer sees. The
 PDF itself is made in the image pool (services/files/image_pool.py): at most IMAGE_WORKERS at once,
@@ -89,19 +90,27 @@ def document_html(ticket: TicketRecord, *, wait: Wait = Wait.NO, routing: Routin
                   approval: dict[str, Any] | None = None, amounts: bool = True) -> str:
     """The document of a ticket as HTML, with the routing it shows (waiting on the project
     system as `wait` allows) or the `routing` being written."""
+    _view, context = ticket_pages(ticket, wait=wait, routing=routing, approval=approval,
+                                  amounts=amounts)
+    return render_template("documents/ticket.html", t=context)
+
+
+def ticket_pages(ticket: TicketRecord, *, wait: Wait = Wait.NO, routing: Routing | None = None,
+                 approval: dict[str, Any] | None = None, amounts: bool = True
+                 ) -> tuple[TicketView, dict[str, Any]]:
+    """The ticket as people read it and what its pages show (templates/documents/_ticket_pages.html)."""
     view = TicketView(
         ticket=shape_ticket(ticket, wait, routing=routing),
         project_name=projects.known_project_name(ticket.company_id, ticket.project_id)
         or f"Project {ticket.project_id}",
         zone=projects.cached_time_zone(ticket.company_id, ticket.project_id) or UTC)
     company = db.session.get(Company, ticket.company_id)
-    context = document_context(
+    return view, document_context(
         view, company_name=company.name if company else "",
         image_keys={photo.id: photo.image_key for photo in ticket.photos},
         stored_signature=ticket.signature or {}, approval=approval,
         content_digest=signatures.content_digest(
             ticket, (ticket.signature or {}).get("content_sha256")), amounts=amounts)
-    return render_template("documents/ticket.html", **context)
 
 
 def _get(item: Any, name: str, default: Any = None) -> Any:
@@ -263,11 +272,13 @@ def _slots() -> threading.BoundedSemaphore:
             "document_slots", threading.BoundedSemaphore(int(current_app.config["DOCUMENT_SLOTS"])))
 
 
-def render_pdf(html: str, *, wait_s: float) -> bytes:
+def render_pdf(html: str, *, wait_s: float,
+               image_edge: int = pdf_render.DOCUMENT_IMAGE_EDGE) -> bytes:
     """The PDF of a document's HTML, made in the image pool within DOCUMENT_BUDGET_S.
 
     Waits at most `wait_s` for one of the process's DOCUMENT_SLOTS; 503 document_busy when
-    none frees up, or when the rendering does not finish in time.
+    none frees up, or when the rendering does not finish in time. Photos are shrunk to at most
+    `image_edge` pixels.
     """
     config = current_app.config
     slots = _slots()
@@ -276,11 +287,12 @@ def render_pdf(html: str, *, wait_s: float) -> bytes:
                            headers={"Retry-After": "5"})
     try:
         if int(config["IMAGE_WORKERS"]) <= 0:  # in this process: only for tests of the steps
-            return pdf_render.render_pdf(html, storage.store_spec())
+            return pdf_render.render_pdf(html, storage.store_spec(), image_edge)
         settings = image_pool.PoolSettings(config["IMAGE_WORKERS"], config["IMAGE_CPU_SECONDS"],
                                            config["IMAGE_MEMORY_BYTES"])
         try:
-            [result] = image_pool.run_all([(pdf_render.render_pdf, (html, storage.store_spec()), {})],
+            [result] = image_pool.run_all([(pdf_render.render_pdf,
+                                            (html, storage.store_spec(), image_edge), {})],
                                           settings, _config("DOCUMENT_BUDGET_S"),
                                           cpu_seconds=int(config["DOCUMENT_CPU_SECONDS"]),
                                           owner=work_owner())
