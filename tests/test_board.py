@@ -19,6 +19,7 @@ from models import Ticket, db
 from services.tickets import stages
 from tests.pile import seed_pile
 from tests.test_outstanding import MOVES
+from tests.test_record_status import written
 from tests.test_review_pages import sign_in
 
 NOW = dt.datetime(2026, 11, 20, 12, 0, tzinfo=dt.UTC)
@@ -257,3 +258,22 @@ def test_a_sub_named_like_markup_or_a_formula_stays_text(app, client, acme):
     page = sign_in(app, client, acme).get("/board").get_data(as_text=True)
     assert "<img src=x" not in page
     assert page.count("&lt;img src=x onerror=alert(1)&gt;") >= 2  # the bar's words and the table
+
+
+@pytest.mark.live
+def test_the_board_offers_each_outstanding_change_events_backup_package(app, client, acme):
+    """A written change event not yet on an approved change order is listed on the board with
+    its backup package, which downloads as the PDF of its tickets; a paid one is not listed."""
+    first, paid = written(client, acme), written(client, acme)
+    with app.app_context():
+        db.session.execute(update(Ticket).where(Ticket.id == paid["id"]).values(
+            on_change_order=True, change_orders_approved=True))
+        db.session.commit()
+    browser = sign_in(app, client, acme)
+    page = browser.get("/board").get_data(as_text=True)
+    links = re.findall(r'href="(/projects/[^"]+/backup-package\?change_event_id=(\d+))"', page)
+    assert [int(event) for _href, event in links] == [first["external"]["change_event_id"]]
+    assert f"Change event {first['external']['number']}" in page
+    package = browser.get(html.unescape(links[0][0]))
+    assert package.status_code == 200 and package.mimetype == "application/pdf"
+    assert package.data.startswith(b"%PDF")

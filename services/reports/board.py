@@ -15,7 +15,13 @@ from models.schemas import OutstandingAge, OutstandingQuery, OutstandingReport
 from models.schemas import OutstandingRow as OutstandingRowOut
 from services.capture import links
 from services.project_system import projects
-from services.reports.outstanding import GROUPS, OutstandingRow, outstanding
+from services.reports.outstanding import (
+    GROUPS,
+    OutstandingRow,
+    WrittenRecord,
+    outstanding,
+    written_records,
+)
 from services.review.review_queue import QueueView
 from services.tickets import stages, ticket_queries
 from services.tickets.export import BOM, safe_cell
@@ -72,6 +78,9 @@ class Board:
     projects: list[tuple[str, str]]
     subs: list[str]
     ages: tuple[tuple[str, str], ...]  # each age's key and words, youngest first
+    # Change events with outstanding tickets on them, each with its project's name: their
+    # backup packages (signed tickets and photos as one document).
+    records: tuple[tuple[WrittenRecord, str], ...] = ()
 
     @property
     def filters(self) -> dict[str, str]:
@@ -163,7 +172,10 @@ def board(company_id: int, project_id: str | None = None, sub: str | None = None
                      where=where, as_of=now,
                      projects=sorted(names.items(), key=lambda item: item[1].casefold()),
                      subs=ticket_queries.subs(company_id, links.labels(company_id)),
-                     ages=tuple((key, str(label)) for key, label in AGE_LABELS.items()))
+                     ages=tuple((key, str(label)) for key, label in AGE_LABELS.items()),
+                     records=tuple((record, _label(company_id, "project", record.project_id,
+                                                   names))
+                                   for record in written_records(company_id, where)))
 
 
 def _money(amount: Decimal) -> str:

@@ -78,3 +78,36 @@ def _row(found: dict) -> OutstandingRow:
     return OutstandingRow(key=found["key"], count=sum(bucket.count for bucket in buckets),
                           total=sum((bucket.total for bucket in buckets), Decimal("0.00")),
                           oldest_at=found["oldest"], buckets=buckets)
+
+
+@dataclass(frozen=True)
+class WrittenRecord:
+    """A change event in the project system with outstanding tickets on it."""
+
+    project_id: str
+    change_event_id: int
+    number: str | None
+    count: int
+    total: Decimal
+
+
+def written_records(company_id: int, where: ListFilter, limit: int = 20) -> list[WrittenRecord]:
+    """The change events that outstanding written tickets matching `where` are on, most
+    recently written first (at most `limit`)."""
+    rows = db.session.execute(
+        select(TicketRecord.project_id, TicketRecord.external, TicketRecord.total)
+        .where(*list_conditions(company_id, where),
+               stages.condition("written") | stages.condition("change_order"))
+        .order_by(TicketRecord.approved_at.desc()))
+    found: dict[tuple[str, int], dict] = {}
+    for project_id, external, total in rows:
+        event_id = (external or {}).get("change_event_id")
+        if event_id is None:
+            continue
+        record = found.setdefault((project_id, int(event_id)), {
+            "number": (external or {}).get("number"), "count": 0, "total": Decimal("0.00")})
+        record["count"] += 1
+        record["total"] += total
+    return [WrittenRecord(project_id, event_id, record["number"], record["count"],
+                          record["total"])
+            for (project_id, event_id), record in list(found.items())[:limit]]
