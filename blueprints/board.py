@@ -8,7 +8,7 @@ from blueprints.api import api_route
 from models import utcnow
 from models.schemas import OutstandingQuery, OutstandingReport
 from services.platform.validation import validate
-from services.platform.web import render_page
+from services.platform.web import csv_download, render_page
 from services.reports import board
 from services.reports.outstanding import GROUPS
 from services.review.review_queue import QueueView
@@ -18,11 +18,7 @@ bp = Blueprint("board", __name__)
 
 def report_csv_answer(text: str) -> Response:
     """The outstanding report as a CSV download named by today's date."""
-    response = Response(text, mimetype="text/csv")
-    response.headers["Content-Disposition"] = \
-        f'attachment; filename="outstanding-{utcnow():%Y-%m-%d}.csv"'
-    response.headers["Cache-Control"] = "private, no-store"
-    return response
+    return csv_download(text, f"outstanding-{utcnow():%Y-%m-%d}.csv")
 
 
 @api_route(bp, "/reports/outstanding", tag="reports", query=OutstandingQuery,

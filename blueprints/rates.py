@@ -23,7 +23,7 @@ from models.schemas import (
 from services.capture import tickets
 from services.platform.errors import ServiceError
 from services.platform.validation import validate
-from services.platform.web import render_page
+from services.platform.web import csv_download, render_page
 from services.pricing import authorizations, markups, rates
 from services.project_system import project_settings
 from services.tickets import ticket_shapes
@@ -278,9 +278,7 @@ def delete_page(sheet_id: int) -> Response:
 def export_page(sheet_id: int) -> Response:
     """Download a sheet as a CSV file."""
     exported = rates.sheet_csv(current_user.company_id, sheet_id)
-    response = Response(exported.csv, mimetype="text/csv")
-    response.headers["Content-Disposition"] = f'attachment; filename="{exported.filename}"'
-    return response
+    return csv_download(exported.csv, exported.filename)
 
 
 # ------------------------------------------------------------------ markups

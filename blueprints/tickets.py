@@ -22,6 +22,7 @@ from models.schemas import (
 from services.approval import approval, record_status
 from services.capture import capture, evidence, tickets
 from services.files import photo_uploads, storage
+from services.platform.web import csv_download
 from services.tickets import documents, export, ticket_queries, ticket_shapes
 from services.tickets.ticket_records import find_ticket
 
@@ -60,11 +61,7 @@ def list_tickets(query: TicketListQuery) -> TicketList:
 
 def csv_answer(text: str) -> Response:
     """The ticket log as a CSV download named by today's date."""
-    response = Response(text, mimetype="text/csv")
-    response.headers["Content-Disposition"] = \
-        f'attachment; filename="tickets-{utcnow():%Y-%m-%d}.csv"'
-    response.headers["Cache-Control"] = "private, no-store"
-    return response
+    return csv_download(text, f"tickets-{utcnow():%Y-%m-%d}.csv")
 
 
 @api_route(bp, "/tickets/export.csv", tag="tickets", query=TicketFilters, media_type="text/csv")

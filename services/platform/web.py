@@ -89,6 +89,14 @@ def render_page(full_template: str, fragment_template: str, **context: Any) -> R
     return response
 
 
+def csv_download(text: str, filename: str) -> Response:
+    """A CSV file to download under `filename`, kept by no cache (it holds a company's data)."""
+    response = Response(text, mimetype="text/csv")
+    response.headers["Content-Disposition"] = f'attachment; filename="{filename}"'
+    response.headers["Cache-Control"] = "private, no-store"
+    return response
+
+
 def add_security_headers(response: Response) -> Response:
     """Headers every answer gets; pages also get the Content-Security-Policy."""
     response.headers["X-Content-Type-Options"] = "nosniff"
