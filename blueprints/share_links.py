@@ -98,13 +98,14 @@ def _form_expiry(text: str, project_id: str | None) -> str | None:
     every project), as RFC 3339; None when none was given or it is no date."""
     try:
         day = dt.date.fromisoformat(text.strip()[:10]) if text.strip() else None
-    except ValueError:
+        if day is None:
+            return None
+        day += dt.timedelta(days=1)
+    except (ValueError, OverflowError):  # no date, or the last day a calendar has
         return "not a day"
-    if day is None:
-        return None
     zone = (projects.cached_time_zone(current_user.company_id, project_id) if project_id
             else None) or UTC
-    return dt.datetime.combine(day + dt.timedelta(days=1), dt.time(), zone).isoformat()
+    return dt.datetime.combine(day, dt.time(), zone).isoformat()
 
 
 def _plain(error: ServiceError) -> str:

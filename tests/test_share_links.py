@@ -246,6 +246,8 @@ def test_a_pm_makes_and_ends_a_share_link_on_the_links_page(app, client, acme, t
     # A blank sub is refused in words, and nothing is made.
     for form, words in (({"sub": " "}, "Name the sub"),
                         ({"sub": "Apex Concrete", "expires": "2020-01-01"}, "Pick a day from today"),
+                        ({"sub": "Apex Concrete", "expires": "9999-12-31"}, "Pick a day from today"),
+                        ({"sub": "Apex Concrete", "expires": "31/12/2026"}, "Pick a day from today"),
                         ({"sub": "Apex Concrete", "project_id": "999999"}, "not in Procore")):
         refused = browser.post("/links/share", {"project_id": "", "expires": "", **form})
         assert refused.status_code == 422 and words in refused.get_data(as_text=True), form
