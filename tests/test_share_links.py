@@ -190,7 +190,7 @@ def test_the_csv_rows_are_the_pages_rows(client, acme, tickets):
     assert reasons[short_reference(tickets["apex_a"]["id"])] == "Hours look high"
 
 
-def test_pages_of_the_log_go_newest_first_without_repeating(app, client, acme):
+def test_pages_of_the_log_go_newest_first_without_repeating(app, client, acme, monkeypatch):
     for i in range(27):
         client.post("/v1/tickets", headers=acme.headers, json={
             "project_id": acme.project()["id"], "description": f"Job {i}", "reason": "r",
@@ -203,6 +203,18 @@ def test_pages_of_the_log_go_newest_first_without_repeating(app, client, acme):
     listed = client.get("/v1/tickets", headers=acme.headers,
                         query_string={"sub": "Cedar Framing", "limit": 50}).json["data"]
     assert first + second == [short_reference(ticket["id"]) for ticket in listed]
+    # The CSV holds every page's rows in the same order, read a batch at a time (an anonymous
+    # download never loads a sub's whole history at once).
+    from services.reports import share_links
+
+    read, rows_of = [], share_links._rows
+    monkeypatch.setattr(share_links, "CSV_BATCH", 10, raising=False)
+    monkeypatch.setattr(share_links, "_rows", lambda link, limit=None, offset=0: (
+        read.append(limit), rows_of(link, limit, offset))[1])
+    answer = client.get(path_of(made) + "/log.csv").get_data(as_text=True)
+    assert [row[0] for row in csv.reader(io.StringIO(answer.lstrip("\ufeff")))][1:] \
+        == first + second
+    assert read == [10, 10, 10]
 
 
 def test_where_a_ticket_stands_in_procore_shows_its_change_event_and_change_order(

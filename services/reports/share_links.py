@@ -34,8 +34,9 @@ from services.tickets.export import BOM, safe_cell
 from services.tickets.ticket_queries import ListFilter, list_conditions
 from services.tickets.ticket_records import NEWEST_FIRST
 
-# Tickets a page of the log shows.
+# Tickets a page of the log shows; tickets its CSV reads at a time.
 PAGE_SIZE = 25
+CSV_BATCH = 500
 
 
 class ShareLinkGone(ServiceError):
@@ -228,13 +229,12 @@ def _names(link: ShareLinkRecord, project_ids: set[str]) -> dict[str, str]:
             if (name := projects.known_project_name(link.company_id, project_id))}
 
 
-def _rows(link: ShareLinkRecord, limit: int | None = None, offset: int = 0) -> list[LogRow]:
-    """The link's tickets as log rows, newest first."""
-    query = select(TicketRecord, stages.stage_column()).where(*_conditions(link)) \
+def _rows(link: ShareLinkRecord, limit: int, offset: int = 0) -> list[LogRow]:
+    """A batch of the link's tickets as log rows, newest first."""
+    found = db.session.execute(
+        select(TicketRecord, stages.stage_column()).where(*_conditions(link))
         .order_by(*NEWEST_FIRST).options(selectinload(TicketRecord.decisions))
-    if limit is not None:
-        query = query.limit(limit).offset(offset)
-    found = db.session.execute(query).all()
+        .limit(limit).offset(offset)).all()
     names = _names(link, {ticket.project_id for ticket, _stage in found})
     return [_row(ticket, stage, names) for ticket, stage in found]
 
@@ -275,11 +275,16 @@ def log_csv(link: ShareLinkRecord) -> str:
     writer.writerow([gettext("Reference"), gettext("Date"), gettext("Project"),
                      gettext("Description"), gettext("Amount"), gettext("Stage"),
                      gettext("Reason sent back"), gettext("Procore"), gettext("Change order")])
-    for row in _rows(link):
-        writer.writerow([safe_cell(value) for value in (
-            row.reference, row.date, row.project_name, row.description, row.amount,
-            row.stage_label, row.sent_back_reason, record_text(row), change_order_text(row))])
-    return buffer.getvalue()
+    offset = 0
+    while True:  # a batch at a time, as the ticket log's CSV reads its pages
+        rows = _rows(link, CSV_BATCH, offset)
+        for row in rows:
+            writer.writerow([safe_cell(value) for value in (
+                row.reference, row.date, row.project_name, row.description, row.amount,
+                row.stage_label, row.sent_back_reason, record_text(row), change_order_text(row))])
+        if len(rows) < CSV_BATCH:
+            return buffer.getvalue()
+        offset += CSV_BATCH
 
 
 def ticket_of(link: ShareLinkRecord, ticket_id: str) -> TicketRecord:
