@@ -5,7 +5,7 @@ from flask import Blueprint, Response, g, request
 from flask_login import current_user, login_required
 
 from blueprints.api import api_route
-from models import utcnow
+from blueprints.tickets import csv_answer
 from models.schemas import OutstandingQuery, OutstandingReport
 from services.platform.validation import validate
 from services.platform.web import render_page
@@ -14,15 +14,6 @@ from services.reports.outstanding import GROUPS
 from services.review.review_queue import QueueView
 
 bp = Blueprint("board", __name__)
-
-
-def report_csv_answer(text: str) -> Response:
-    """The outstanding report as a CSV download named by today's date."""
-    response = Response(text, mimetype="text/csv")
-    response.headers["Content-Disposition"] = \
-        f'attachment; filename="outstanding-{utcnow():%Y-%m-%d}.csv"'
-    response.headers["Cache-Control"] = "private, no-store"
-    return response
 
 
 @api_route(bp, "/reports/outstanding", tag="reports", query=OutstandingQuery,
@@ -51,7 +42,7 @@ def outstanding_report_csv(query: OutstandingQuery) -> Response:
     `oldest_at`, then `count_<age>` and `total_<age>` for each age. UTF-8 with a byte-order
     mark; a cell a spreadsheet would run as a formula starts with an apostrophe instead.
     """
-    return report_csv_answer(board.report_csv(g.company_id, query))
+    return csv_answer(board.report_csv(g.company_id, query), "outstanding")
 
 
 @bp.get("/board")
@@ -74,4 +65,4 @@ def board_csv() -> Response:
     query = validate(OutstandingQuery, {"project_id": view.project_id, "sub": view.sub,
                                         "q": view.q,
                                         "group_by": group_by if group_by in GROUPS else "stage"})
-    return report_csv_answer(board.report_csv(current_user.company_id, query))
+    return csv_answer(board.report_csv(current_user.company_id, query), "outstanding")

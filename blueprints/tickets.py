@@ -58,11 +58,11 @@ def list_tickets(query: TicketListQuery) -> TicketList:
     return ticket_queries.list_tickets(g.company_id, where, limit=query.limit, offset=query.offset)
 
 
-def csv_answer(text: str) -> Response:
-    """The ticket log as a CSV download named by today's date."""
+def csv_answer(text: str, name: str = "tickets") -> Response:
+    """A CSV download (the ticket log unless named otherwise) named by today's date."""
     response = Response(text, mimetype="text/csv")
     response.headers["Content-Disposition"] = \
-        f'attachment; filename="tickets-{utcnow():%Y-%m-%d}.csv"'
+        f'attachment; filename="{name}-{utcnow():%Y-%m-%d}.csv"'
     response.headers["Cache-Control"] = "private, no-store"
     return response
 
