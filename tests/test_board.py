@@ -119,7 +119,9 @@ def test_the_csv_says_what_the_json_says(client, acme, board_pile):
                                   query_string={"group_by": group_by})
         assert response.status_code == 200
         assert response.mimetype == "text/csv"
-        assert "attachment" in response.headers["Content-Disposition"]
+        assert response.headers["Content-Disposition"] == \
+            f'attachment; filename="outstanding-{NOW:%Y-%m-%d}.csv"'
+        assert response.headers["Cache-Control"] == "private, no-store"
         text = response.get_data(as_text=True)
         assert text.startswith("\ufeff")
         rows = list(csv.DictReader(io.StringIO(text[1:])))
