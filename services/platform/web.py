@@ -89,11 +89,17 @@ def render_page(full_template: str, fragment_template: str, **context: Any) -> R
     return response
 
 
+# The answers of a page whose URL carries its credential (capture, signing, share and digest stop
+# links): never kept by a cache, the URL never sent on to another site.
+CREDENTIAL_HEADERS = {"Referrer-Policy": "no-referrer", "Cache-Control": "no-store"}
+CREDENTIAL_PATHS = ("/c/", "/s/", "/l/", "/digest/stop/")
+
+
 def add_security_headers(response: Response) -> Response:
     """Headers every answer gets; pages also get the Content-Security-Policy."""
     response.headers["X-Content-Type-Options"] = "nosniff"
-    if request.path.startswith(("/c/", "/s/")):
-        # Capture and signing URLs carry their credential: never send them on to another site.
+    if request.path.startswith(CREDENTIAL_PATHS):
+        # their error pages too: never send the credential on to another site
         response.headers["Referrer-Policy"] = "no-referrer"
     if response.mimetype == "text/html":
         response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
