@@ -170,6 +170,12 @@ def test_too_many_requests_through_one_link_answer_429_as_a_plain_page(app, clie
     assert int(limited.headers["Retry-After"]) >= 1
     assert "Too many tries" in limited.get_data(as_text=True)
     assert "T-" not in limited.get_data(as_text=True)
+    # its documents count on the same limit, and made-up tokens on their address's
+    document = client.get(path_of(made) + f"/tickets/{tickets['apex_a']['id']}/document.pdf")
+    assert document.status_code == 429 and document.mimetype == "text/html"
+    for _ in range(3):
+        assert client.get("/l/" + "x" * 32).status_code == 404
+    assert client.get("/l/" + "y" * 32 + "/log.csv").status_code == 429
     # Another link of the company counts apart.
     assert client.get(path_of(share(client, acme, sub="Bolt Electric"))).status_code == 200
 
