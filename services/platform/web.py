@@ -123,9 +123,11 @@ def work_owner() -> tuple[str, str]:
     return f"address:{request.remote_addr}", request.path.split("/")[1] if "/" in request.path else ""
 
 
-def token_digest(token: str) -> str:
-    """A short digest of a link token: names it in limits and counts without revealing it."""
-    return hashlib.sha256(str(token)[:64].encode("utf-8", "replace")).hexdigest()[:24]
+def token_digest(token: str, size: int = 24) -> str:
+    """The SHA-256 of a link token in hex, its first `size` characters: short, it names the link
+    in limits and counts without revealing it; whole (64), it is what the database finds a
+    link by whose token it never holds."""
+    return hashlib.sha256(str(token)[:64].encode("utf-8", "replace")).hexdigest()[:size]
 
 
 def public_base_url() -> str:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
-import hashlib
 import io
 import math
 import secrets
@@ -26,7 +25,7 @@ from models import db, short_reference, utcnow
 from models.schemas import ShareLink, ShareLinkCreated, ShareLinkInput, ShareLinkList
 from services.platform.database import write_transaction
 from services.platform.errors import Conflict, NotFound, ServiceError, ValidationFailed, field_problem
-from services.platform.web import public_base_url
+from services.platform.web import public_base_url, token_digest
 from services.project_system import projects
 from services.project_system.zones import UTC, local_date
 from services.tickets import stages
@@ -46,14 +45,14 @@ class ShareLinkGone(ServiceError):
     code = "share_link_gone"
 
 
-def token_digest(token: str) -> str:
+def stored_digest(token: str) -> str:
     """The stored digest of a share link's token."""
-    return hashlib.sha256(str(token)[:64].encode("utf-8", "replace")).hexdigest()
+    return token_digest(token, 64)
 
 
 def limit_key(token: str) -> str:
     """The rate-limit bucket of a share token: a digest, never the token."""
-    return "share:" + token_digest(token)[:24]
+    return "share:" + token_digest(token)
 
 
 def share_url(token: str) -> str:
@@ -94,7 +93,7 @@ def create(company_id: int, body: ShareLinkInput, actor: str | None,
                                                                 "projects")]) from error
     token = secrets.token_urlsafe(24)
     link = ShareLinkRecord(company_id=company_id, sub=body.sub, project_id=body.project_id,
-                           token_digest=token_digest(token), expires_at=expires_at,
+                           token_digest=stored_digest(token), expires_at=expires_at,
                            created_by=(actor or "")[:300] or None, created_at=now)
     with write_transaction() as session:
         session.add(link)
@@ -137,7 +136,7 @@ def state(link: ShareLinkRecord, now: dt.datetime | None = None) -> str:
 def find(token: str) -> ShareLinkRecord | None:
     """The link behind a token, whatever its state; None when there is none."""
     return db.session.scalar(select(ShareLinkRecord).where(
-        ShareLinkRecord.token_digest == token_digest(token)))
+        ShareLinkRecord.token_digest == stored_digest(token)))
 
 
 def resolve(token: str, now: dt.datetime | None = None) -> ShareLinkRecord:
