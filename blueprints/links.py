@@ -23,18 +23,16 @@ from services.files import photo_uploads
 from services.platform import assets, i18n
 from services.platform.errors import ServiceError
 from services.platform.validation import validate
-from services.platform.web import is_capture_script_request, render_page, token_digest
+from services.platform.web import (
+    CREDENTIAL_HEADERS,
+    is_capture_script_request,
+    render_page,
+    token_digest,
+)
 from services.project_system import commitments, projects
 from services.tickets.plain_words import commitment_sentence, plain_error
 
 bp = Blueprint("links", __name__)
-
-CAPTURE_SECURITY_HEADERS = {
-    # The URL carries a credential: never leak it to another site.
-    "Referrer-Policy": "no-referrer",
-    "Cache-Control": "no-store",
-}
-
 
 @api_route(bp, "/links", tag="links", response=LinkList)
 def list_links() -> LinkList:
@@ -91,7 +89,7 @@ def put_capture_settings(body: CaptureSettingsInput) -> CaptureSettings:
 def _capture_response(body: str, status: int = 200) -> Response:
     """An HTML answer for a capture page, with the headers a credential-bearing URL needs."""
     response = Response(body, status=status, mimetype="text/html")
-    response.headers.update(CAPTURE_SECURITY_HEADERS)
+    response.headers.update(CREDENTIAL_HEADERS)
     response.vary.add("Accept-Language")
     response.vary.add("Cookie")
     return i18n.remember_choice(response)
@@ -152,7 +150,7 @@ def _json_refusal(error: ServiceError) -> Response:
         body["error"]["details"] = error.details
     response = jsonify(body)
     response.status_code = error.status
-    response.headers.update(CAPTURE_SECURITY_HEADERS)
+    response.headers.update(CREDENTIAL_HEADERS)
     response.headers.update(error.headers)
     return response
 
@@ -252,7 +250,7 @@ def capture_submit(token: str) -> Response:
                             "photo_count": ticket.photo_count,
                             "photo_keys": evidence.photo_keys(ticket.id),
                             "signed": ticket.signature is not None})
-        response.headers.update(CAPTURE_SECURITY_HEADERS)
+        response.headers.update(CREDENTIAL_HEADERS)
         return response
     return _capture_response(render_template("capture/done.html", reference=reference,
                                              ticket=ticket, token=token, via=via))
@@ -271,7 +269,7 @@ def capture_mine(token: str) -> Response:
     except ServiceError as error:
         return _json_refusal(error)
     response = jsonify({"data": found})
-    response.headers.update(CAPTURE_SECURITY_HEADERS)
+    response.headers.update(CREDENTIAL_HEADERS)
     return response
 
 
@@ -288,7 +286,7 @@ def capture_signature_request(token: str) -> Response:
     response = jsonify({"url": created.url, "sms_href": created.sms_href,
                         "emailed": created.emailed_at is not None, "email": created.email,
                         "expires_at": created.expires_at.isoformat()})
-    response.headers.update(CAPTURE_SECURITY_HEADERS)
+    response.headers.update(CREDENTIAL_HEADERS)
     return response
 
 
@@ -330,7 +328,7 @@ class UploadCutOff(ServiceError):
 def _piece_answer(progress: photo_uploads.Progress) -> Response:
     """202 to a piece of a photo that was not its last, with the capture page's headers."""
     response = photo_uploads.progress_answer(progress)
-    response.headers.update(CAPTURE_SECURITY_HEADERS)
+    response.headers.update(CREDENTIAL_HEADERS)
     return response
 
 
@@ -349,7 +347,7 @@ def _part_answer(token: str, work) -> Response:
                         "photos_expected": ticket.photos_expected,
                         "photo_keys": evidence.photo_keys(ticket.id),
                         "signed": ticket.signature is not None})
-    response.headers.update(CAPTURE_SECURITY_HEADERS)
+    response.headers.update(CREDENTIAL_HEADERS)
     return response
 
 
@@ -381,7 +379,7 @@ def capture_draft_photo(token: str, client_ref: str, key: str) -> Response:
     if isinstance(answer, photo_uploads.Progress):
         return _piece_answer(answer)
     response = jsonify(answer)
-    response.headers.update(CAPTURE_SECURITY_HEADERS)
+    response.headers.update(CREDENTIAL_HEADERS)
     return response
 
 
@@ -404,7 +402,7 @@ def capture_qr(token: str) -> Response:
     except ServiceError as error:
         return _gone_page(error)
     response = Response(links.qr_svg(token), mimetype="image/svg+xml")
-    response.headers.update(CAPTURE_SECURITY_HEADERS)
+    response.headers.update(CREDENTIAL_HEADERS)
     return response
 
 

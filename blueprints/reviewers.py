@@ -7,7 +7,7 @@ from flask_login import current_user, login_required
 
 from services.accounts import keys, reviewers
 from services.platform.errors import ServiceError
-from services.platform.web import render_page
+from services.platform.web import CREDENTIAL_HEADERS, render_page
 from services.reports import digest
 
 bp = Blueprint("reviewers", __name__)
@@ -90,7 +90,8 @@ def digest_stop_page(token: str) -> Response:
     if reviewer is None:
         abort(404)
     return Response(render_template("review/digest_stop.html", email=reviewer.email,
-                                    off=reviewer.digest_off, token=token), mimetype="text/html")
+                                    off=reviewer.digest_off, token=token), mimetype="text/html",
+                    headers=CREDENTIAL_HEADERS)
 
 
 @bp.post("/digest/stop/<token>")
@@ -101,4 +102,5 @@ def digest_stop(token: str) -> Response:
         abort(404)
     digest.set_digest(reviewer.id, False)
     return Response(render_template("review/digest_stop.html", email=reviewer.email, off=True,
-                                    token=token, done=True), mimetype="text/html")
+                                    token=token, done=True), mimetype="text/html",
+                    headers=CREDENTIAL_HEADERS)

@@ -14,17 +14,13 @@ from services.capture import links
 from services.platform import i18n
 from services.platform.errors import ServiceError
 from services.platform.validation import validate
-from services.platform.web import render_page
+from services.platform.web import CREDENTIAL_HEADERS, render_page
 from services.project_system import projects
 from services.project_system.zones import UTC
 from services.reports import share_links
 from services.tickets import documents
 
 bp = Blueprint("share_links", __name__)
-
-# The URL carries a credential: never kept by a cache, never sent on to another site.
-SHARE_HEADERS = {"Referrer-Policy": "no-referrer", "Cache-Control": "no-store"}
-
 
 # ------------------------------------------------------------------ /v1
 
@@ -98,13 +94,14 @@ def _form_expiry(text: str, project_id: str | None) -> str | None:
     every project), as RFC 3339; None when none was given or it is no date."""
     try:
         day = dt.date.fromisoformat(text.strip()[:10]) if text.strip() else None
-    except ValueError:
+        if day is None:
+            return None
+        day += dt.timedelta(days=1)
+    except (ValueError, OverflowError):  # no date, or the last day a calendar has
         return "not a day"
-    if day is None:
-        return None
     zone = (projects.cached_time_zone(current_user.company_id, project_id) if project_id
             else None) or UTC
-    return dt.datetime.combine(day + dt.timedelta(days=1), dt.time(), zone).isoformat()
+    return dt.datetime.combine(day, dt.time(), zone).isoformat()
 
 
 def _plain(error: ServiceError) -> str:
@@ -156,7 +153,7 @@ def _token() -> str:
 def _answer(body: str | bytes, status: int = 200, mimetype: str = "text/html") -> Response:
     """An answer of the log's pages: never cached, never sent on with a referrer."""
     response = Response(body, status=status, mimetype=mimetype)
-    response.headers.update(SHARE_HEADERS)
+    response.headers.update(CREDENTIAL_HEADERS)
     response.vary.add("Accept-Language")
     response.vary.add("Cookie")
     return i18n.remember_choice(response)

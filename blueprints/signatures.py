@@ -26,6 +26,7 @@ from services.capture.capture import plain_message
 from services.platform import i18n
 from services.platform.errors import ServiceError, ValidationFailed
 from services.platform.validation import validate
+from services.platform.web import CREDENTIAL_HEADERS
 from services.tickets import documents, signatures
 from services.tickets.ticket_records import find_ticket
 
@@ -33,7 +34,6 @@ bp = Blueprint("signatures", __name__)
 
 REQUEST_ERRORS = {404: ("ticket_not_found",),
                   409: ("ticket_written", "ticket_rejected", "ticket_already_signed")}
-SIGNING_HEADERS = {"Referrer-Policy": "no-referrer", "Cache-Control": "no-store"}
 
 
 # ------------------------------------------------------------------ /v1
@@ -113,7 +113,7 @@ def revoke_request_page(ticket_id: str, request_id: str) -> Response:
 def _signing_response(body: str, status: int = 200) -> Response:
     """An HTML answer for a signing page: never cached, never sent on with a referrer."""
     response = Response(body, status=status, mimetype="text/html")
-    response.headers.update(SIGNING_HEADERS)
+    response.headers.update(CREDENTIAL_HEADERS)
     response.vary.add("Accept-Language")
     response.vary.add("Cookie")
     return i18n.remember_choice(response)
@@ -322,11 +322,11 @@ def _evidence(token: str, photo_id: int, thumbnail: bool) -> Response:
         stored = evidence.photo_image(request_record.company_id, request_record.ticket_id,
                                      photo_id, thumbnail=thumbnail)
     except signing.SigningLinkRefused as refused:
-        return Response(status=refused.status, headers=SIGNING_HEADERS)
+        return Response(status=refused.status, headers=CREDENTIAL_HEADERS)
     except ServiceError as error:
-        return Response(status=error.status, headers={**SIGNING_HEADERS, **error.headers})
+        return Response(status=error.status, headers={**CREDENTIAL_HEADERS, **error.headers})
     response = image_answer(stored, "image/jpeg")
-    response.headers.update(SIGNING_HEADERS)
+    response.headers.update(CREDENTIAL_HEADERS)
     response.headers["Cache-Control"] = "private, max-age=600"
     return response
 
@@ -360,7 +360,7 @@ def signed_document(token: str) -> Response:
         if error.status == 429:
             return _refused_page("limited", error)
         raise
-    response = Response(pdf, mimetype=documents.MEDIA_TYPE, headers=SIGNING_HEADERS)
+    response = Response(pdf, mimetype=documents.MEDIA_TYPE, headers=CREDENTIAL_HEADERS)
     response.headers["Content-Disposition"] = \
         f'attachment; filename="{documents.document_filename(ticket.id)}"'
     return response

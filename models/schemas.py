@@ -121,20 +121,37 @@ class UploadProgress(Shape):
     total: int = Field(ge=1, description="The photo's size in bytes, as its pieces give it.")
 
 
+class TooManyTicketsDetail(Shape):
+    """How many tickets a backup package holds and how many were chosen (400 too_many_tickets)."""
+
+    limit: int = Field(description="The most tickets one package holds.")
+    chosen: int = Field(description="The tickets chosen, named or on the change event.")
+
+
+class TicketsNotWrittenDetail(Shape):
+    """The tickets named that are not written to the project system yet (409
+    ticket_not_written of a backup package)."""
+
+    tickets: list[str] = Field(description="Their T-references.")
+
+
 class ErrorDetail(Shape):
     """The inside of every error body."""
 
     code: str = Field(description="Stable, machine-readable error code; each response lists "
                                   "the codes it can carry.")
     message: str = Field(description="Human-readable explanation.")
-    details: list[FieldProblem] | list[LineRefusal] | NteExceededDetail | UploadProgress | None = \
+    details: (list[FieldProblem] | list[LineRefusal] | NteExceededDetail | UploadProgress
+              | TooManyTicketsDetail | TicketsNotWrittenDetail | None) = \
         Field(default=None, description=(
             "A 400 `validation_failed` lists every problem at once as FieldProblem items, and so "
             "does a 409 for what a body names that the ticket or project does not have "
             "(`line_not_found`, `budget_code_not_found`, `authorization_not_found`); a 409 "
             "`lines_need_review` lists every refused line as LineRefusal items; a 409 "
             "`nte_exceeded` is one NteExceededDetail; a 409 `upload_offset_mismatch` is one "
-            "UploadProgress (where the photo's next piece must start); otherwise absent."))
+            "UploadProgress (where the photo's next piece must start); a 400 `too_many_tickets` "
+            "is one TooManyTicketsDetail and a backup package's 409 `ticket_not_written` one "
+            "TicketsNotWrittenDetail; otherwise absent."))
 
 
 class ErrorBody(Shape):

@@ -53,24 +53,25 @@ def _one_choice(case):
     return case
 
 
-def _with_real_images(body: dict) -> dict:
-    """A body whose photos and signature carry real images."""
+def _valid_body(path: str, body: dict) -> dict:
+    """A generated body with the content its words ask for: images, a webhook address, a
+    share link's expiry, a sheet's CSV and items."""
     if isinstance(body.get("photos"), list):
         body["photos"] = [dict(photo, data_url=PHOTO_URL)
                           if isinstance(photo, dict) and isinstance(photo.get("data_url"), str) else photo
                           for photo in body["photos"]]
     if isinstance(body.get("signature"), dict) and isinstance(body["signature"].get("image"), str):
         body["signature"] = dict(body["signature"], image=DRAWING_URL)
-    return body
-
-
-def _readable_sheet(body: dict) -> dict:
-    """A rate sheet's body with a readable CSV and each item once."""
-    if isinstance(body.get("csv"), str):
-        body["csv"] = SHEET_CSV
-    for name, field in SHEET_NAMES.items():
-        if isinstance(body.get(name), list):
-            body[name] = _once_each(body[name], field)
+    if path.startswith("/webhooks") and isinstance(body.get("url"), str):
+        body["url"] = WEBHOOK_URL
+    if path == "/share-links" and isinstance(body.get("expires_at"), str) and body["expires_at"]:
+        body["expires_at"] = SHARE_EXPIRY
+    if "rate-sheets" in path:
+        if isinstance(body.get("csv"), str):
+            body["csv"] = SHEET_CSV
+        for name, field in SHEET_NAMES.items():
+            if isinstance(body.get(name), list):
+                body[name] = _once_each(body[name], field)
     return body
 
 
@@ -86,15 +87,6 @@ def map_case(context, case):
         return case
     if case.operation.path.endswith("/backup-package"):
         return _one_choice(case)
-    if not isinstance(case.body, dict):
-        return case
-    body = _with_real_images(dict(case.body))
-    if case.operation.path.startswith("/webhooks") and isinstance(body.get("url"), str):
-        body["url"] = WEBHOOK_URL
-    if case.operation.path == "/share-links" and isinstance(body.get("expires_at"), str) \
-            and body["expires_at"]:
-        body["expires_at"] = SHARE_EXPIRY
-    if "rate-sheets" in case.operation.path:
-        body = _readable_sheet(body)
-    case.body = body
+    if isinstance(case.body, dict):
+        case.body = _valid_body(case.operation.path, dict(case.body))
     return case

@@ -18,6 +18,7 @@ from support.images import data_url, noise_jpeg, png_bytes
 from tests.test_accessibility import AXE, OpenRequests, serious_violations, settle
 from tests.test_approval import act, control, create
 from tests.test_documents import pdf_text
+from tests.test_openapi import assert_error_matches_document
 from tests.test_review_pages import sign_in
 from tests.test_review_triage import browser_sign_in
 
@@ -256,12 +257,17 @@ def test_what_cannot_be_packaged_is_refused_with_a_stable_code(client, acme, app
         ({"tickets": "T-00000000"}, 404, "ticket_not_found"),
         ({"tickets": "00000000-0000-4000-8000-000000000000"}, 404, "ticket_not_found"),
     ]
+    document = client.get("/v1/openapi.json").json
     for query, status, code in cases:
         answer = package(client, acme, project_id, **query)
         assert (answer.status_code, answer.json["error"]["code"]) == (status, code), (query, answer.json)
-        assert set(answer.json["error"]) >= {"code", "message"}
+        # each body, its details included, is the shape the document gives its status
+        assert_error_matches_document(document, "/projects/{project_id}/backup-package", "get",
+                                      answer)
     refused = package(client, acme, project_id, tickets=unwritten["id"]).json["error"]
     assert refused["details"] == {"tickets": [short_reference(unwritten["id"])]}
+    too_many = package(client, acme, project_id, tickets=",".join(f"T-{n:08X}" for n in range(51)))
+    assert too_many.json["error"]["details"] == {"limit": 50, "chosen": 51}
     assert package(client, acme, "not-a-project", tickets=written["id"]).json["error"]["code"] \
         == "project_not_found"
 

@@ -119,7 +119,9 @@ def test_the_csv_says_what_the_json_says(client, acme, board_pile):
                                   query_string={"group_by": group_by})
         assert response.status_code == 200
         assert response.mimetype == "text/csv"
-        assert "attachment" in response.headers["Content-Disposition"]
+        assert response.headers["Content-Disposition"] == \
+            f'attachment; filename="outstanding-{NOW:%Y-%m-%d}.csv"'
+        assert response.headers["Cache-Control"] == "private, no-store"
         text = response.get_data(as_text=True)
         assert text.startswith("\ufeff")
         rows = list(csv.DictReader(io.StringIO(text[1:])))
@@ -146,6 +148,10 @@ def test_filters_narrow_the_report(client, acme, board_pile):
         rows = report(client, acme, group_by="sub", **params)["rows"]
         assert sum(row["count"] for row in rows) == len(want), params
         assert sum(Decimal(row["total"]) for row in rows) == sum(t["total"] for t in want)
+    # LIKE's wildcards and escape are text searched for, in no ticket here: nothing matches
+    for q in ("%", "%%", "_", "\\", "T-%"):
+        rows = report(client, acme, group_by="stage", q=q)["rows"]
+        assert sum(row["count"] for row in rows) == 0, q
 
 
 @pytest.mark.parametrize("params", [

@@ -231,11 +231,16 @@ def test_the_stop_link_turns_it_off_with_one_button_and_no_sign_in(app, acme, ru
         page = client.get(path)
         assert page.status_code == 200 and "Stop these e-mails" in page.get_data(as_text=True)
         assert not _reviewer(app, PMS[0]).digest_off  # opening the link changes nothing
-        assert client.get(path[:-2] + "xx").status_code == 404
+        # the link is a credential and the page names the reviewer: kept by no cache, sent to
+        # no other site, its refusal too
+        forged = client.get(path[:-2] + "xx")
+        assert forged.status_code == 404 and page.headers["Cache-Control"] == "no-store"
+        assert page.headers["Referrer-Policy"] == forged.headers["Referrer-Policy"] == "no-referrer"
         assert client.post(path[:-2] + "xx", data={
             "csrf_token": csrf_token(page.get_data(as_text=True))}).status_code == 404
         done = client.post(path, data={"csrf_token": csrf_token(page.get_data(as_text=True))})
         assert done.status_code == 200 and "no more morning e-mails" in done.get_data(as_text=True)
+        assert done.headers["Cache-Control"] == "no-store"
         assert _reviewer(app, PMS[0]).digest_off
         clock.move_to(NOW + dt.timedelta(days=1))
         assert "1 digest(s) sent" in send(runner)

@@ -170,6 +170,12 @@ def test_too_many_requests_through_one_link_answer_429_as_a_plain_page(app, clie
     assert int(limited.headers["Retry-After"]) >= 1
     assert "Too many tries" in limited.get_data(as_text=True)
     assert "T-" not in limited.get_data(as_text=True)
+    # its documents count on the same limit, and made-up tokens on their address's
+    document = client.get(path_of(made) + f"/tickets/{tickets['apex_a']['id']}/document.pdf")
+    assert document.status_code == 429 and document.mimetype == "text/html"
+    for _ in range(3):
+        assert client.get("/l/" + "x" * 32).status_code == 404
+    assert client.get("/l/" + "y" * 32 + "/log.csv").status_code == 429
     # Another link of the company counts apart.
     assert client.get(path_of(share(client, acme, sub="Bolt Electric"))).status_code == 200
 
@@ -190,7 +196,7 @@ def test_the_csv_rows_are_the_pages_rows(client, acme, tickets):
     assert reasons[short_reference(tickets["apex_a"]["id"])] == "Hours look high"
 
 
-def test_pages_of_the_log_go_newest_first_without_repeating(app, client, acme):
+def test_pages_of_the_log_go_newest_first_without_repeating(app, client, acme, monkeypatch):
     for i in range(27):
         client.post("/v1/tickets", headers=acme.headers, json={
             "project_id": acme.project()["id"], "description": f"Job {i}", "reason": "r",
@@ -203,6 +209,18 @@ def test_pages_of_the_log_go_newest_first_without_repeating(app, client, acme):
     listed = client.get("/v1/tickets", headers=acme.headers,
                         query_string={"sub": "Cedar Framing", "limit": 50}).json["data"]
     assert first + second == [short_reference(ticket["id"]) for ticket in listed]
+    # The CSV holds every page's rows in the same order, read a batch at a time (an anonymous
+    # download never loads a sub's whole history at once).
+    from services.reports import share_links
+
+    read, rows_of = [], share_links._rows
+    monkeypatch.setattr(share_links, "CSV_BATCH", 10, raising=False)
+    monkeypatch.setattr(share_links, "_rows", lambda link, limit=None, offset=0: (
+        read.append(limit), rows_of(link, limit, offset))[1])
+    answer = client.get(path_of(made) + "/log.csv").get_data(as_text=True)
+    assert [row[0] for row in csv.reader(io.StringIO(answer.lstrip("\ufeff")))][1:] \
+        == first + second
+    assert read == [10, 10, 10]
 
 
 def test_where_a_ticket_stands_in_procore_shows_its_change_event_and_change_order(
@@ -246,6 +264,8 @@ def test_a_pm_makes_and_ends_a_share_link_on_the_links_page(app, client, acme, t
     # A blank sub is refused in words, and nothing is made.
     for form, words in (({"sub": " "}, "Name the sub"),
                         ({"sub": "Apex Concrete", "expires": "2020-01-01"}, "Pick a day from today"),
+                        ({"sub": "Apex Concrete", "expires": "9999-12-31"}, "Pick a day from today"),
+                        ({"sub": "Apex Concrete", "expires": "31/12/2026"}, "Pick a day from today"),
                         ({"sub": "Apex Concrete", "project_id": "999999"}, "not in Procore")):
         refused = browser.post("/links/share", {"project_id": "", "expires": "", **form})
         assert refused.status_code == 422 and words in refused.get_data(as_text=True), form

@@ -73,7 +73,7 @@ def test_a_signer_signs_from_the_link_with_no_account(app, client, acme):
     assert len(token) == 43
     # The token itself is nowhere in the database: only its digest.
     (record,) = requests_of(app, ticket["id"])
-    assert record.token_digest == signing.token_digest(token) and token not in record.token_salt
+    assert record.token_digest == signing.stored_digest(token) and token not in record.token_salt
     # The list never shows the link again.
     listed = client.get(f"/v1/tickets/{ticket['id']}/signature-requests", headers=acme.headers).json
     assert "url" not in listed["data"][0] and listed["data"][0]["state"] == "open"

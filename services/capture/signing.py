@@ -39,6 +39,7 @@ from services.capture.links import public_base_url
 from services.platform import mail
 from services.platform.database import write_transaction
 from services.platform.errors import Conflict, NotFound, ServiceError
+from services.platform.web import token_digest
 from services.project_system import projects
 from services.project_system.zones import on_clock
 from services.tickets.signatures import (
@@ -81,9 +82,9 @@ def token_for(salt: str) -> str:
     return base64.urlsafe_b64encode(mac).rstrip(b"=").decode("ascii")
 
 
-def token_digest(token: str) -> str:
+def stored_digest(token: str) -> str:
     """The SHA-256 of a token, which is all the database holds to find it."""
-    return hashlib.sha256(str(token)[:64].encode("utf-8", "replace")).hexdigest()
+    return token_digest(token, 64)
 
 
 def signing_url(request: RequestRecord) -> str:
@@ -185,7 +186,7 @@ def create_request(company_id: int, ticket_id: str, data: SignatureRequestInput,
         base_url=public_base_url(), time_zone=getattr(zone, "key", "UTC"),
         language=signing_language(ticket, data.language), created_at=now, expires_at=expires,
         next_reminder_at=reminder if reminder is not None and reminder < expires else None)
-    request.token_digest = token_digest(token_for(request.token_salt))
+    request.token_digest = stored_digest(token_for(request.token_salt))
     with write_transaction() as session:
         if link_token is not None:
             _check_open_from_link(session, company_id, ticket.id, link_token, now)
@@ -284,7 +285,7 @@ def revoke_request(company_id: int, ticket_id: str, request_id: Any) -> Signatur
 def resolve(token: str) -> RequestRecord:
     """The request behind a signing token, or SigningLinkRefused saying why it cannot be used."""
     request = db.session.scalar(select(RequestRecord).where(
-        RequestRecord.token_digest == token_digest(token)))
+        RequestRecord.token_digest == stored_digest(token)))
     if request is None:
         raise SigningLinkRefused("unknown")
     state = state_of(request)
@@ -297,7 +298,7 @@ def resolve(token: str) -> RequestRecord:
 
 def limit_key(token: str) -> str:
     """The rate-limit bucket of a signing token: a digest, never the token."""
-    return "sign:" + token_digest(token)[:24]
+    return "sign:" + token_digest(token)
 
 
 @dataclass(frozen=True)

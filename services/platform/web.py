@@ -97,11 +97,17 @@ def csv_download(text: str, filename: str) -> Response:
     return response
 
 
+# The answers of a page whose URL carries its credential (capture, signing, share and digest stop
+# links): never kept by a cache, the URL never sent on to another site.
+CREDENTIAL_HEADERS = {"Referrer-Policy": "no-referrer", "Cache-Control": "no-store"}
+CREDENTIAL_PATHS = ("/c/", "/s/", "/l/", "/digest/stop/")
+
+
 def add_security_headers(response: Response) -> Response:
     """Headers every answer gets; pages also get the Content-Security-Policy."""
     response.headers["X-Content-Type-Options"] = "nosniff"
-    if request.path.startswith(("/c/", "/s/")):
-        # Capture and signing URLs carry their credential: never send them on to another site.
+    if request.path.startswith(CREDENTIAL_PATHS):
+        # their error pages too: never send the credential on to another site
         response.headers["Referrer-Policy"] = "no-referrer"
     if response.mimetype == "text/html":
         response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
@@ -125,9 +131,11 @@ def work_owner() -> tuple[str, str]:
     return f"address:{request.remote_addr}", request.path.split("/")[1] if "/" in request.path else ""
 
 
-def token_digest(token: str) -> str:
-    """A short digest of a link token: names it in limits and counts without revealing it."""
-    return hashlib.sha256(str(token)[:64].encode("utf-8", "replace")).hexdigest()[:24]
+def token_digest(token: str, size: int = 24) -> str:
+    """The SHA-256 of a link token in hex, its first `size` characters: short, it names the link
+    in limits and counts without revealing it; whole (64), it is what the database finds a
+    link by whose token it never holds."""
+    return hashlib.sha256(str(token)[:64].encode("utf-8", "replace")).hexdigest()[:size]
 
 
 def public_base_url() -> str:

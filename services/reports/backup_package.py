@@ -24,7 +24,7 @@ from sqlalchemy.orm import selectinload
 
 from models import Company, db, utcnow
 from models import Ticket as TicketRecord
-from models.schemas import BackupPackageQuery
+from models.schemas import BackupPackageQuery, TicketsNotWrittenDetail, TooManyTicketsDetail
 from services.approval.approval_records import CHANGE_EVENT
 from services.files import pdf_render
 from services.platform.errors import Conflict, NotFound, ServiceError
@@ -64,7 +64,7 @@ def _too_many(count: int) -> TooManyTickets:
     """The refusal of a package of `count` tickets."""
     return TooManyTickets(f"a backup package holds at most {MAX_TICKETS} tickets and "
                           f"{count} were chosen; make several packages",
-                          details={"limit": MAX_TICKETS, "chosen": count})
+                          details=TooManyTicketsDetail(limit=MAX_TICKETS, chosen=count).model_dump())
 
 
 def _loading(query):
@@ -103,7 +103,8 @@ def _named(company_id: int, project_id: str, names: list[str]) -> list[TicketRec
     if unwritten:
         raise Conflict(f"{', '.join(unwritten)} {'is' if len(unwritten) == 1 else 'are'} not "
                        "written to Procore yet; a backup package holds written tickets only",
-                       code="ticket_not_written", details={"tickets": unwritten})
+                       code="ticket_not_written",
+                       details=TicketsNotWrittenDetail(tickets=unwritten).model_dump())
     return sorted(chosen.values(), key=lambda t: (t.captured_at, t.id))
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
-import hashlib
 import io
 import math
 import secrets
@@ -26,7 +25,7 @@ from models import db, short_reference, utcnow
 from models.schemas import ShareLink, ShareLinkCreated, ShareLinkInput, ShareLinkList
 from services.platform.database import write_transaction
 from services.platform.errors import Conflict, NotFound, ServiceError, ValidationFailed, field_problem
-from services.platform.web import public_base_url
+from services.platform.web import public_base_url, token_digest
 from services.project_system import projects
 from services.project_system.zones import UTC, local_date
 from services.tickets import stages
@@ -34,8 +33,9 @@ from services.tickets.export import BOM, safe_cell
 from services.tickets.ticket_queries import ListFilter, list_conditions
 from services.tickets.ticket_records import NEWEST_FIRST
 
-# Tickets a page of the log shows.
+# Tickets a page of the log shows; tickets its CSV reads at a time.
 PAGE_SIZE = 25
+CSV_BATCH = 500
 
 
 class ShareLinkGone(ServiceError):
@@ -45,14 +45,14 @@ class ShareLinkGone(ServiceError):
     code = "share_link_gone"
 
 
-def token_digest(token: str) -> str:
+def stored_digest(token: str) -> str:
     """The stored digest of a share link's token."""
-    return hashlib.sha256(str(token)[:64].encode("utf-8", "replace")).hexdigest()
+    return token_digest(token, 64)
 
 
 def limit_key(token: str) -> str:
     """The rate-limit bucket of a share token: a digest, never the token."""
-    return "share:" + token_digest(token)[:24]
+    return "share:" + token_digest(token)
 
 
 def share_url(token: str) -> str:
@@ -93,7 +93,7 @@ def create(company_id: int, body: ShareLinkInput, actor: str | None,
                                                                 "projects")]) from error
     token = secrets.token_urlsafe(24)
     link = ShareLinkRecord(company_id=company_id, sub=body.sub, project_id=body.project_id,
-                           token_digest=token_digest(token), expires_at=expires_at,
+                           token_digest=stored_digest(token), expires_at=expires_at,
                            created_by=(actor or "")[:300] or None, created_at=now)
     with write_transaction() as session:
         session.add(link)
@@ -136,7 +136,7 @@ def state(link: ShareLinkRecord, now: dt.datetime | None = None) -> str:
 def find(token: str) -> ShareLinkRecord | None:
     """The link behind a token, whatever its state; None when there is none."""
     return db.session.scalar(select(ShareLinkRecord).where(
-        ShareLinkRecord.token_digest == token_digest(token)))
+        ShareLinkRecord.token_digest == stored_digest(token)))
 
 
 def resolve(token: str, now: dt.datetime | None = None) -> ShareLinkRecord:
@@ -228,13 +228,12 @@ def _names(link: ShareLinkRecord, project_ids: set[str]) -> dict[str, str]:
             if (name := projects.known_project_name(link.company_id, project_id))}
 
 
-def _rows(link: ShareLinkRecord, limit: int | None = None, offset: int = 0) -> list[LogRow]:
-    """The link's tickets as log rows, newest first."""
-    query = select(TicketRecord, stages.stage_column()).where(*_conditions(link)) \
+def _rows(link: ShareLinkRecord, limit: int, offset: int = 0) -> list[LogRow]:
+    """A batch of the link's tickets as log rows, newest first."""
+    found = db.session.execute(
+        select(TicketRecord, stages.stage_column()).where(*_conditions(link))
         .order_by(*NEWEST_FIRST).options(selectinload(TicketRecord.decisions))
-    if limit is not None:
-        query = query.limit(limit).offset(offset)
-    found = db.session.execute(query).all()
+        .limit(limit).offset(offset)).all()
     names = _names(link, {ticket.project_id for ticket, _stage in found})
     return [_row(ticket, stage, names) for ticket, stage in found]
 
@@ -275,11 +274,16 @@ def log_csv(link: ShareLinkRecord) -> str:
     writer.writerow([gettext("Reference"), gettext("Date"), gettext("Project"),
                      gettext("Description"), gettext("Amount"), gettext("Stage"),
                      gettext("Reason sent back"), gettext("Procore"), gettext("Change order")])
-    for row in _rows(link):
-        writer.writerow([safe_cell(value) for value in (
-            row.reference, row.date, row.project_name, row.description, row.amount,
-            row.stage_label, row.sent_back_reason, record_text(row), change_order_text(row))])
-    return buffer.getvalue()
+    offset = 0
+    while True:  # a batch at a time, as the ticket log's CSV reads its pages
+        rows = _rows(link, CSV_BATCH, offset)
+        for row in rows:
+            writer.writerow([safe_cell(value) for value in (
+                row.reference, row.date, row.project_name, row.description, row.amount,
+                row.stage_label, row.sent_back_reason, record_text(row), change_order_text(row))])
+        if len(rows) < CSV_BATCH:
+            return buffer.getvalue()
+        offset += CSV_BATCH
 
 
 def ticket_of(link: ShareLinkRecord, ticket_id: str) -> TicketRecord:
