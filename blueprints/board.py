@@ -5,6 +5,7 @@ from flask import Blueprint, Response, g, request
 from flask_login import current_user, login_required
 
 from blueprints.api import api_route
+from models import utcnow
 from models.schemas import OutstandingQuery, OutstandingReport
 from services.platform.validation import validate
 from services.platform.web import csv_download, render_page
