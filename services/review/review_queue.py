@@ -47,7 +47,8 @@ AWAY_GRACE_S = 0.5
 def _date(text: str | None) -> dt.date | None:
     """A yyyy-mm-dd date from a query string, or None when absent or not a date."""
     try:
-        return dt.date.fromisoformat((text or "").strip()[:10]) if text else None
+        day = dt.date.fromisoformat((text or "").strip()[:10]) if text else None
+        return day if day is None or day < dt.date.max else None  # a day after it exists
     except ValueError:
         return None
 
@@ -69,6 +70,7 @@ class QueueView:
     stage: str | None = None  # one of STAGE_CHOICES
     # Written as a change event and on no change order yet: claimed, not yet billed.
     not_on_change_order: bool = False
+    written_to: dt.date | None = None  # written on or before this day (UTC), as `to` reads
     sort: str = "oldest"  # the ticket closest to missing its billing window first
     page: int = 1
 
@@ -87,7 +89,7 @@ class QueueView:
             status = "all"
         return cls(
             status=None if status == "all" else (status if status in STATUSES else "submitted"),
-            not_on_change_order=unbilled,
+            not_on_change_order=unbilled, written_to=_date(args.get("written_to")),
             project_id=project_id[:40] if project_id.isdigit() else None,
             sub=(args.get("sub") or "").strip()[:120] or None,
             q=(args.get("q") or "").strip()[:100] or None,
@@ -111,6 +113,7 @@ class QueueView:
                   "to": view.date_to.isoformat() if view.date_to else None,
                   "age": view.age, "stage": view.stage,
                   "not_on_change_order": "1" if view.not_on_change_order else None,
+                  "written_to": view.written_to.isoformat() if view.written_to else None,
                   "sort": view.sort if view.sort != "oldest" else None,
                   "page": str(view.page) if view.page > 1 else None}
         return {key: value for key, value in params.items() if value}
@@ -146,6 +149,8 @@ class QueueView:
             unsigned=self.unsigned, awaiting_signature=self.awaiting_signature,
             to_check=self.to_check, captured_from=bounds[0], captured_before=bounds[1],
             not_on_change_order=self.not_on_change_order,
+            written_before=midnight(self.written_to + dt.timedelta(days=1)) if self.written_to
+            else None,
             stage=self.stage if self.stage in stages.STAGES else None,
             outstanding=self.stage == "outstanding")
 

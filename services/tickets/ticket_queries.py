@@ -55,6 +55,8 @@ class ListFilter:
     # Written as a change event whose lines are on no change order yet (as last read), and
     # neither deleted nor voided there.
     not_on_change_order: bool = False
+    # Written (approved) before this moment.
+    written_before: dt.datetime | None = None
     # One of stages.STAGES: where the ticket stands on its way to being paid.
     stage: str | None = None
     # In any of stages.OUTSTANDING: not yet paid (the board's figures).
@@ -133,6 +135,8 @@ def list_conditions(company_id: int, where: ListFilter) -> list:
         conditions.append(TicketRecord.captured_at < where.captured_before)
     if where.not_on_change_order:
         conditions.append(stages.condition("written"))
+    if where.written_before:
+        conditions.append(TicketRecord.approved_at < where.written_before)
     if where.stage:
         conditions.append(stages.condition(where.stage))
     if where.outstanding:
