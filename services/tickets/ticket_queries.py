@@ -114,6 +114,14 @@ def _search(q: str):
     return or_(*matches)
 
 
+def _time_conditions(where: ListFilter) -> list:
+    """WHERE conditions of a list's capture and writing times."""
+    bounds = ((where.captured_from, TicketRecord.captured_at.__ge__),
+              (where.captured_before, TicketRecord.captured_at.__lt__),
+              (where.written_before, TicketRecord.approved_at.__lt__))
+    return [compare(moment) for moment, compare in bounds if moment]
+
+
 def list_conditions(company_id: int, where: ListFilter) -> list:
     """WHERE conditions for a filtered ticket list, always scoped to the company."""
     conditions = [TicketRecord.company_id == company_id]
@@ -129,14 +137,9 @@ def list_conditions(company_id: int, where: ListFilter) -> list:
         conditions.append(stages.unsigned())
     if where.awaiting_signature:
         conditions.append(TicketRecord.id.in_(signatures.open_request_tickets(company_id)))
-    if where.captured_from:
-        conditions.append(TicketRecord.captured_at >= where.captured_from)
-    if where.captured_before:
-        conditions.append(TicketRecord.captured_at < where.captured_before)
+    conditions += _time_conditions(where)
     if where.not_on_change_order:
         conditions.append(stages.condition("written"))
-    if where.written_before:
-        conditions.append(TicketRecord.approved_at < where.written_before)
     if where.stage:
         conditions.append(stages.condition(where.stage))
     if where.outstanding:
