@@ -58,3 +58,26 @@ def test_the_board_reads_on_a_tablet_and_a_tap_opens_its_tickets(app, acme, live
     assert not page.locator("#board-stage svg").is_visible()
     assert page.locator("#board-stage table").is_visible()
     assert not page.locator("header.topbar").is_visible()
+
+
+def test_a_bar_s_queue_keeps_its_age_when_the_pm_narrows_it(app, acme, live_server, tablet):
+    """From a bar of one sub and age, picking a project in the queue lists exactly that sub's
+    tickets of that age and project: the bar's age stays on the view."""
+    seeded = seed_pile(app, acme, count=60)
+    page = tablet.new_page()
+    browser_sign_in(page, live_server, app, acme)
+    page.goto(f"{live_server.url}/board")
+    cell = page.locator('#board-sub tr[data-row="Bolt Electric"] td[data-age="3_7"] a')
+    cell.click()
+    page.wait_for_url(re.compile(r".*/queue\?.*age=3_7.*"))
+    project = seeded[1].project_id
+    page.select_option("#queue-filters select[name=project_id]", project)
+    page.wait_for_url(re.compile(rf".*project_id={project}.*"))
+    assert "age=3_7" in page.url
+    expected = {t.id for t in seeded if t.sub == "Bolt Electric" and t.project_id == project
+                and 72 <= t.age_hours < 192}
+    page.wait_for_function("document.querySelectorAll('#queue-rows tr.queue-row').length > 0")
+    listed = set(page.locator("#queue-rows tr.queue-row").evaluate_all(
+        "rows => rows.map(row => row.dataset.ticket)"))
+    assert expected and listed == expected
+    assert "3-7 days" in page.locator("#board-filter").inner_text()
