@@ -133,6 +133,16 @@ def state(link: ShareLinkRecord, now: dt.datetime | None = None) -> str:
     return "open"
 
 
+def last_day(company_id: int, project_id: str | None, expires_at: dt.datetime | None
+             ) -> dt.date | None:
+    """The last day a link works on its project's clock (UTC for every project): the day its
+    expiry falls in, or the day before when it expires at midnight; None without expiry."""
+    if expires_at is None:
+        return None
+    zone = (projects.cached_time_zone(company_id, project_id) if project_id else None) or UTC
+    return (expires_at - dt.timedelta(microseconds=1)).astimezone(zone).date()
+
+
 def find(token: str) -> ShareLinkRecord | None:
     """The link behind a token, whatever its state; None when there is none."""
     return db.session.scalar(select(ShareLinkRecord).where(
