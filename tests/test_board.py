@@ -277,3 +277,16 @@ def test_the_board_offers_each_outstanding_change_events_backup_package(app, cli
     package = browser.get(html.unescape(links[0][0]))
     assert package.status_code == 200 and package.mimetype == "application/pdf"
     assert package.data.startswith(b"%PDF")
+
+
+def test_every_stage_and_project_reads_whole_beside_its_bar(app, client, acme, board_pile):
+    """A chart's label is the row's full words (on two lines when long), never cut short."""
+    with time_machine.travel(NOW, tick=False):
+        page = sign_in(app, client, acme).get("/board").get_data(as_text=True)
+    labels = [" ".join(html.unescape(part) for part in re.findall(r"<tspan[^>]*>([^<]*)</tspan>",
+                                                                  text))
+              for text in re.findall(r'<text [^>]*class="bar-label-text">(.*?)</text>', page)]
+    for stage in stages.OUTSTANDING:
+        assert str(stages.LABELS[stage]) in labels
+    for project in acme.projects[:3]:  # its number, then its whole name
+        assert any(label.endswith(project["name"]) for label in labels), labels
