@@ -71,15 +71,23 @@ def test_the_board_reads_on_a_tablet_and_a_tap_opens_its_tickets(app, acme, live
 
 
 def test_a_bar_s_queue_keeps_its_age_when_the_pm_narrows_it(app, acme, live_server, tablet):
-    """From a bar of one sub and age, picking a project in the queue lists exactly that sub's
-    tickets of that age and project: the bar's age stays on the view."""
+    """From a bar of one sub and age, the queue's age chips are the board's, and picking a
+    project lists exactly that sub's tickets of that age and project."""
     seeded = seed_pile(app, acme, count=60)
     page = tablet.new_page()
     browser_sign_in(page, live_server, app, acme)
     page.goto(f"{live_server.url}/board")
     cell = page.locator('#board-sub tr[data-row="Bolt Electric"] td[data-age="3_7"] a')
+    count = int(cell.inner_text().split(" ·")[0])
     cell.click()
     page.wait_for_url(re.compile(r".*/queue\?.*age=3_7.*"))
+    # The queue's age chips are then the board's ages, the bar's one chosen with its count.
+    chips = page.locator("#queue-rows .bucket .label").all_inner_texts()
+    assert chips == ["0-2 days", "3-7 days", "8-30 days", "Over 30 days"]
+    chosen = page.locator("#queue-rows .bucket.chosen")
+    assert chosen.locator(".label").inner_text() == "3-7 days"
+    assert int(chosen.locator("strong").inner_text()) == count
+    assert serious_violations(page) == []
     project = seeded[1].project_id
     page.select_option("#queue-filters select[name=project_id]", project)
     page.wait_for_url(re.compile(rf".*project_id={project}.*"))

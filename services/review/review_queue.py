@@ -304,10 +304,15 @@ def queue(company_id: int, view: QueueView | None = None, *, now: dt.datetime | 
         view = dataclasses.replace(view, page=max(1, -(-total // PAGE_SIZE)))
         records, total = page(view)
     rows, zones = _rows(company_id, records, names, now)
+    # Opened from a board's bar, the ages are the board's, so the chips and the bar agree.
+    board = view.age in BOARD_AGES
     totals = ticket_queries.age_totals(company_id, view.list_filter(now, age=False), now,
-                                       wait=Wait.BRIEFLY)
+                                       wait=Wait.BRIEFLY, board=board)
+    with force_locale("en"):
+        ages = [(key, str(label)) for key, label, *_days in stages.AGES] if board \
+            else [(key, label) for key, label, _days in ticket_queries.AGE_BUCKETS]
     buckets = [AgeBucket(key=key, label=label, count=totals[key][0], total=totals[key][1])
-               for key, label, _days in ticket_queries.AGE_BUCKETS]
+               for key, label in ages]
     if projects.away_since(company_id) is None:
         projects.settle_reads(AWAY_GRACE_S)
     others = dataclasses.replace(view.list_filter(now, age=False), not_on_change_order=False)
