@@ -286,6 +286,24 @@ def test_a_reviewer_turns_it_off_and_on_from_the_morning_e_mail_page(app, acme, 
     assert [m["To"] for m in mailbox.messages] == [PMS[0], *PMS]
 
 
+def test_the_page_says_when_on_which_clock_and_that_no_e_mail_goes_without_a_server(
+        app, acme, waiting):
+    with time_machine.travel(NOW, tick=False):
+        browser = sign_in(app, app.test_client(), acme, email=PMS[0])
+        with app.app_context():
+            db.session.execute(update(Company).where(Company.id == acme.company_id)
+                               .values(time_zone="America/Los_Angeles"))
+            db.session.commit()
+        app.config.pop("MAIL_SERVER", None)
+        page = browser.get("/digest").get_data(as_text=True)
+        assert "not set up to send e-mail" in page
+        with smtp_server() as mailbox:
+            app.config.update(mailbox.settings())
+            page = browser.get("/digest").get_data(as_text=True)
+    assert "not set up to send e-mail" not in page
+    assert "At 7:00 PDT each morning" in page
+
+
 @pytest.mark.browser
 def test_the_morning_e_mail_pages_pass_axe(app, acme, live_server, axe_tablet):
     """The page a reviewer turns it off and on from, and the page a stop link opens, before and

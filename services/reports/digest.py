@@ -154,6 +154,17 @@ def company_zone(company_id: int) -> ZoneInfo:
     return project_zone(company.time_zone) if company and company.time_zone else UTC
 
 
+def sent_at(company_id: int, now: dt.datetime | None = None) -> str | None:
+    """When the company's digest goes, as a reviewer reads it ('7:00 PDT', on the clock last
+    kept for it, UTC while none is); None while this server sends no e-mail."""
+    if not mail.configured():
+        return None
+    company = db.session.get(Company, company_id)
+    zone = project_zone(company.time_zone) if company and company.time_zone else UTC
+    hour = int(current_app.config["DIGEST_HOUR"])
+    return f"{hour}:00 {(now or utcnow()).astimezone(zone):%Z}"
+
+
 # ------------------------------------------------------------ turning it off and on
 
 
