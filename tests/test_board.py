@@ -290,3 +290,18 @@ def test_every_stage_and_project_reads_whole_beside_its_bar(app, client, acme, b
         assert str(stages.LABELS[stage]) in labels
     for project in acme.projects[:3]:  # its number, then its whole name
         assert any(label.endswith(project["name"]) for label in labels), labels
+
+
+def test_a_written_stage_s_bar_opens_a_queue_that_makes_a_backup_package(app, client, acme,
+                                                                           board_pile):
+    """The written tickets a bar lists can be chosen for a backup package; submitted ones for
+    approval."""
+    with time_machine.travel(NOW, tick=False):
+        browser = sign_in(app, client, acme)
+        bars = bar_links(browser.get("/board").get_data(as_text=True))
+        for stage, offered in (("written", 'id="backup-package"'),
+                               ("review", 'id="bulk-approve"')):
+            href = next(href for href, _count, label in bars
+                        if label.startswith(str(stages.LABELS[stage])))
+            queue = browser.get(href).get_data(as_text=True)
+            assert offered in queue and 'name="ids"' in queue, stage
