@@ -152,6 +152,15 @@ def test_the_written_link_lists_exactly_what_the_digest_counts(app, acme, waitin
     assert "Written to Procore on or before" in page
 
 
+def test_the_approve_link_opens_a_queue_where_they_can_be_approved(app, acme, waiting):
+    with app.app_context(), time_machine.travel(NOW, tick=False):
+        browser = sign_in(app, app.test_client(), acme, email=PMS[0])
+        found = digest.digest_for(acme.company_id)
+        page = browser.get("/" + found.review.url.split("/", 3)[3]).get_data(as_text=True)
+    assert f"of {found.review.count} tickets" in page
+    assert 'id="bulk-approve"' in page and 'name="ids"' in page
+
+
 def test_nothing_is_sent_when_nothing_waits(app, acme, runner):
     seeded = seed_pile(app, acme, count=6, now=NOW)
     with app.app_context():  # all paid, in a daily log or written lately

@@ -31,9 +31,6 @@ from services.tickets.ticket_queries import ListFilter
 AGE_LABELS = {key: label for key, label, *_days in stages.AGES}
 TITLES = {"stage": "By stage", "sub": "By sub", "project": "By project"}
 NO_SUB = "No sub named"
-# The status every ticket of an outstanding stage has.
-STAGE_STATUS = {"signature": "submitted", "review": "submitted", "written": "written",
-                "change_order": "written"}
 
 
 @dataclass(frozen=True)
@@ -139,7 +136,7 @@ def _queue(where: ListFilter, group_by: str, key: str | None, age: str | None
         return None
     # A stage's tickets are all of one status: the queue then offers what it offers for that
     # status (approving submitted ones, a backup package of written ones).
-    status = STAGE_STATUS.get(key) if group_by == "stage" else None
+    status = stages.STATUS_OF.get(key) if group_by == "stage" else None
     view = QueueView(status=status, project_id=key if group_by == "project" else where.project_id,
                      sub=key if group_by == "sub" else where.sub, q=where.q,
                      stage=key if group_by == "stage" else "outstanding", age=age)

@@ -86,7 +86,7 @@ class QueueView:
             status = "written"
         stage = args.get("stage") if args.get("stage") in STAGE_CHOICES else None
         if stage and "status" not in args:  # a stage says the status itself
-            status = "all"
+            status = stages.STATUS_OF.get(stage, "all")
         return cls(
             status=None if status == "all" else (status if status in STATUSES else "submitted"),
             not_on_change_order=unbilled, written_to=_date(args.get("written_to")),
