@@ -295,7 +295,7 @@ def test_every_stage_and_project_reads_whole_beside_its_bar(app, client, acme, b
 def test_a_written_stage_s_bar_opens_a_queue_that_makes_a_backup_package(app, client, acme,
                                                                            board_pile):
     """The written tickets a bar lists can be chosen for a backup package; submitted ones for
-    approval."""
+    approval; and 'Show every ticket' shows all 60."""
     with time_machine.travel(NOW, tick=False):
         browser = sign_in(app, client, acme)
         bars = bar_links(browser.get("/board").get_data(as_text=True))
@@ -305,3 +305,7 @@ def test_a_written_stage_s_bar_opens_a_queue_that_makes_a_backup_package(app, cl
                         if label.startswith(str(stages.LABELS[stage])))
             queue = browser.get(href).get_data(as_text=True)
             assert offered in queue and 'name="ids"' in queue, stage
+            # and its way back to every ticket is to every ticket, whatever its status
+            every = html.unescape(re.search(r'<a href="([^"]+)">Show every ticket</a>',
+                                            queue).group(1))
+            assert "of 60 tickets" in browser.get(every).get_data(as_text=True), every
