@@ -217,9 +217,13 @@ def test_where_a_ticket_stands_in_procore_shows_its_change_event_and_change_orde
     made = share(client, acme, sub="Apex Concrete")
     page = client.get(path_of(made)).get_data(as_text=True)
     number = written.json["external"]["number"]
-    assert f"Change event {number} (Open)" in page
+    assert f"Change event {number} (open)" in page
     assert "On a change order not yet approved" in page
-    assert re.search(r"Change order [^<(]+ \(Pending\)", page, re.IGNORECASE), page
+    assert re.search(r"Change order [^<(]+ \(pending\)", page), page
+    # In Spanish, Procore's statuses too, each agreeing with what it is the status of.
+    page = client.get(path_of(made), headers={"Accept-Language": "es"}).get_data(as_text=True)
+    assert f"Evento de cambio {number} (abierto)" in page
+    assert re.search(r"Orden de cambio [^<(]+ \(pendiente\)", page), page
 
 
 def test_a_pm_makes_and_ends_a_share_link_on_the_links_page(app, client, acme, tickets):
