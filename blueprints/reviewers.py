@@ -68,7 +68,8 @@ def enable_reviewer(reviewer_id: int) -> Response:
 @login_required
 def digest_page() -> Response:
     """Whether the signed-in reviewer gets the morning e-mail, and the form that changes it."""
-    return render_page("review/digest.html", "review/_digest.html", on=not current_user.digest_off)
+    return render_page("review/digest.html", "review/_digest.html", on=not current_user.digest_off,
+                       sent_at=digest.sent_at(current_user.company_id))
 
 
 @bp.post("/digest")
@@ -78,6 +79,7 @@ def digest_choice() -> Response:
     on = request.form.get("digest") == "on"
     digest.set_digest(current_user.id, on)
     return render_page("review/digest.html", "review/_digest.html", on=on,
+                       sent_at=digest.sent_at(current_user.company_id),
                        notice="You will get the morning e-mail." if on
                        else "You will get no more morning e-mails.")
 

@@ -70,7 +70,10 @@ def share_panel_context(*, made: ShareLinkCreated | None = None, error: str | No
     if choices is None:
         names = projects.project_names(company_id)
         choices = sorted(names.items(), key=lambda item: item[1].casefold())
-    return {"links": share_links.list_links(company_id, limit=200).data, "projects": choices,
+    found = share_links.list_links(company_id, limit=200).data
+    return {"links": found, "projects": choices,
+            "last_days": {link.id: share_links.last_day(company_id, link.project_id,
+                                                        link.expires_at) for link in found},
             "project_names": dict(choices), "subs": links.labels(company_id), "made": made,
             "error": error, "now": utcnow()}
 
@@ -205,7 +208,8 @@ def share_log(token: str) -> Response:
             "share/log.html", link=link, token=token, log=share_links.log_page(link, number),
             project_name=projects.known_project_name(link.company_id, link.project_id)
             if link.project_id else None, record_text=share_links.record_text,
-            change_order_text=share_links.change_order_text))
+            change_order_text=share_links.change_order_text,
+            last_day=share_links.last_day(link.company_id, link.project_id, link.expires_at)))
     return _guarded(answer)
 
 

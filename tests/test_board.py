@@ -283,3 +283,35 @@ def test_the_board_offers_each_outstanding_change_events_backup_package(app, cli
     package = browser.get(html.unescape(links[0][0]))
     assert package.status_code == 200 and package.mimetype == "application/pdf"
     assert package.data.startswith(b"%PDF")
+
+
+def test_every_stage_and_project_reads_whole_beside_its_bar(app, client, acme, board_pile):
+    """A chart's label is the row's full words (on two lines when long), never cut short."""
+    with time_machine.travel(NOW, tick=False):
+        page = sign_in(app, client, acme).get("/board").get_data(as_text=True)
+    labels = [" ".join(html.unescape(part) for part in re.findall(r"<tspan[^>]*>([^<]*)</tspan>",
+                                                                  text))
+              for text in re.findall(r'<text [^>]*class="bar-label-text">(.*?)</text>', page)]
+    for stage in stages.OUTSTANDING:
+        assert str(stages.LABELS[stage]) in labels
+    for project in acme.projects[:3]:  # its number, then its whole name
+        assert any(label.endswith(project["name"]) for label in labels), labels
+
+
+def test_a_written_stage_s_bar_opens_a_queue_that_makes_a_backup_package(app, client, acme,
+                                                                           board_pile):
+    """The written tickets a bar lists can be chosen for a backup package; submitted ones for
+    approval; and 'Show every ticket' shows all 60."""
+    with time_machine.travel(NOW, tick=False):
+        browser = sign_in(app, client, acme)
+        bars = bar_links(browser.get("/board").get_data(as_text=True))
+        for stage, offered in (("written", 'id="backup-package"'),
+                               ("review", 'id="bulk-approve"')):
+            href = next(href for href, _count, label in bars
+                        if label.startswith(str(stages.LABELS[stage])))
+            queue = browser.get(href).get_data(as_text=True)
+            assert offered in queue and 'name="ids"' in queue, stage
+            # and its way back to every ticket is to every ticket, whatever its status
+            every = html.unescape(re.search(r'<a href="([^"]+)">Show every ticket</a>',
+                                            queue).group(1))
+            assert "of 60 tickets" in browser.get(every).get_data(as_text=True), every

@@ -49,12 +49,16 @@ def waiting(app, acme):
     """Acme's 30 tickets (a few written long ago or lately), its four reviewers, and the
     figures its digest must show, worked out from the tickets themselves."""
     seeded = seed_pile(app, acme, count=30, now=NOW)
-    unbilled = {seeded[1].id: NOW - dt.timedelta(days=31), seeded[2].id: NOW - dt.timedelta(days=40),
-                seeded[3].id: NOW - dt.timedelta(days=5)}  # the last not yet 30 days
+    # (captured, written) days ago: the last two written within 30 days, one of them of work
+    # recorded over 30 days ago.
+    unbilled = {seeded[1].id: (33, 31), seeded[2].id: (41, 40), seeded[3].id: (6, 5),
+                seeded[4].id: (45, 10)}
     with app.app_context():
-        for ticket_id, approved_at in unbilled.items():
+        for ticket_id, (captured, written) in unbilled.items():
             db.session.execute(update(Ticket).where(Ticket.id == ticket_id).values(
-                status="written", on_change_order=False, approved_at=approved_at))
+                status="written", on_change_order=False,
+                captured_at=NOW - dt.timedelta(days=captured),
+                approved_at=NOW - dt.timedelta(days=written)))
         db.session.commit()
     review = [t for t in seeded if t.signed and t.id not in unbilled]
     last_overdue_day = NOW.date() - dt.timedelta(days=digest.SIGNATURE_OVERDUE_DAYS)
@@ -104,7 +108,9 @@ def test_each_reviewer_gets_one_digest_with_the_count_dollars_and_links(app, acm
     assert line.endswith(f"days ago), ${oldest.total:,.2f}")
     assert f"https://tickets.example/tickets/{oldest.id}" in body
     assert "https://tickets.example/queue?stage=review" in body
-    assert "https://tickets.example/queue?not_on_change_order=1&age=over_30" in body
+    written_day = NOW.date() - dt.timedelta(days=digest.UNBILLED_DAYS + 1)
+    assert ("https://tickets.example/queue?not_on_change_order=1&written_to="
+            f"{written_day.isoformat()}") in body
     overdue_day = NOW.date() - dt.timedelta(days=digest.SIGNATURE_OVERDUE_DAYS)
     assert f"https://tickets.example/queue?unsigned=1&to={overdue_day.isoformat()}" in body
     assert mine[PMS[0]]["Subject"].startswith("Extra-work tickets this morning: "
@@ -131,6 +137,28 @@ def test_the_queue_lists_what_the_digest_counts(app, acme, waiting):
     for ticket in waiting["overdue"]:
         assert ticket.id in page
     assert f"of {len(waiting['overdue'])} ticket" in page
+
+
+def test_the_written_link_lists_exactly_what_the_digest_counts(app, acme, waiting):
+    """Tickets written over 30 days ago are listed by when they were written, not recorded."""
+    with app.app_context(), time_machine.travel(NOW, tick=False):
+        browser = sign_in(app, app.test_client(), acme, email=PMS[0])
+        found = digest.digest_for(acme.company_id)
+        page = browser.get("/" + found.unbilled.url.split("/", 3)[3]).get_data(as_text=True)
+    assert found.unbilled.count == len(waiting["written"]) == 2
+    listed = set(re.findall(r'<tr class="queue-row[^"]*" data-ticket="([^"]+)"', page))
+    assert listed == {ticket.id for ticket in waiting["written"]}
+    assert "of 2 tickets" in page
+    assert "Written to Procore on or before" in page
+
+
+def test_the_approve_link_opens_a_queue_where_they_can_be_approved(app, acme, waiting):
+    with app.app_context(), time_machine.travel(NOW, tick=False):
+        browser = sign_in(app, app.test_client(), acme, email=PMS[0])
+        found = digest.digest_for(acme.company_id)
+        page = browser.get("/" + found.review.url.split("/", 3)[3]).get_data(as_text=True)
+    assert f"of {found.review.count} tickets" in page
+    assert 'id="bulk-approve"' in page and 'name="ids"' in page
 
 
 def test_nothing_is_sent_when_nothing_waits(app, acme, runner):
@@ -270,6 +298,24 @@ def test_a_reviewer_turns_it_off_and_on_from_the_morning_e_mail_page(app, acme, 
         clock.move_to(NOW + dt.timedelta(days=1))
         assert "2 digest(s) sent" in send(runner)
     assert [m["To"] for m in mailbox.messages] == [PMS[0], *PMS]
+
+
+def test_the_page_says_when_on_which_clock_and_that_no_e_mail_goes_without_a_server(
+        app, acme, waiting):
+    with time_machine.travel(NOW, tick=False):
+        browser = sign_in(app, app.test_client(), acme, email=PMS[0])
+        with app.app_context():
+            db.session.execute(update(Company).where(Company.id == acme.company_id)
+                               .values(time_zone="America/Los_Angeles"))
+            db.session.commit()
+        app.config.pop("MAIL_SERVER", None)
+        page = browser.get("/digest").get_data(as_text=True)
+        assert "not set up to send e-mail" in page
+        with smtp_server() as mailbox:
+            app.config.update(mailbox.settings())
+            page = browser.get("/digest").get_data(as_text=True)
+    assert "not set up to send e-mail" not in page
+    assert "At 7:00 PDT each morning" in page
 
 
 @pytest.mark.browser

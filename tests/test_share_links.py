@@ -235,9 +235,13 @@ def test_where_a_ticket_stands_in_procore_shows_its_change_event_and_change_orde
     made = share(client, acme, sub="Apex Concrete")
     page = client.get(path_of(made)).get_data(as_text=True)
     number = written.json["external"]["number"]
-    assert f"Change event {number} (Open)" in page
+    assert f"Change event {number} (open)" in page
     assert "On a change order not yet approved" in page
-    assert re.search(r"Change order [^<(]+ \(Pending\)", page, re.IGNORECASE), page
+    assert re.search(r"Change order [^<(]+ \(pending\)", page), page
+    # In Spanish, Procore's statuses too, each agreeing with what it is the status of.
+    page = client.get(path_of(made), headers={"Accept-Language": "es"}).get_data(as_text=True)
+    assert f"Evento de cambio {number} (abierto)" in page
+    assert re.search(r"Orden de cambio [^<(]+ \(pendiente\)", page), page
 
 
 def test_a_pm_makes_and_ends_a_share_link_on_the_links_page(app, client, acme, tickets):
@@ -270,3 +274,23 @@ def test_a_pm_makes_and_ends_a_share_link_on_the_links_page(app, client, acme, t
         refused = browser.post("/links/share", {"project_id": "", "expires": "", **form})
         assert refused.status_code == 422 and words in refused.get_data(as_text=True), form
     assert client.get("/v1/share-links", headers=acme.headers).json["total"] == 1
+
+
+def test_the_day_a_pm_picks_is_the_last_day_both_pages_show(app, client, acme, tickets):
+    """A link made to work until a day says that day, on the links page and the sub's page, and
+    works to that day's end."""
+    browser = sign_in(app, client, acme)
+    day = (utcnow() + dt.timedelta(days=3)).date()
+    panel = browser.post("/links/share", {"sub": "Apex Concrete", "project_id": "",
+                                          "expires": day.isoformat()}, htmx=True
+                         ).get_data(as_text=True)
+    assert f"works until {day:%B} {day.day}, {day.year}" in panel
+    url = re.search(r'<code class="link-url share-url">([^<]+)</code>', panel).group(1)
+    path = "/l/" + url.rsplit("/l/", 1)[1]
+    page = app.test_client().get(path, headers={"Accept-Language": "en"}).get_data(as_text=True)
+    assert f"This page works until {day:%b} {day.day}, {day.year}." in page
+    end_of_day = dt.datetime.combine(day, dt.time(23, 59), tzinfo=dt.timezone.utc)
+    with time_machine.travel(end_of_day):
+        assert app.test_client().get(path).status_code == 200
+    with time_machine.travel(end_of_day + dt.timedelta(minutes=1, seconds=1)):
+        assert app.test_client().get(path).status_code == 410

@@ -134,7 +134,10 @@ def _queue(where: ListFilter, group_by: str, key: str | None, age: str | None
     no sub, which the queue cannot pick out."""
     if group_by == "sub" and key is None:
         return None
-    view = QueueView(status=None, project_id=key if group_by == "project" else where.project_id,
+    # A stage's tickets are all of one status: the queue then offers what it offers for that
+    # status (approving submitted ones, a backup package of written ones).
+    status = stages.STATUS_OF.get(key) if group_by == "stage" else None
+    view = QueueView(status=status, project_id=key if group_by == "project" else where.project_id,
                      sub=key if group_by == "sub" else where.sub, q=where.q,
                      stage=key if group_by == "stage" else "outstanding", age=age)
     return view.params()

@@ -6,8 +6,9 @@ What waits is the company's, as the queue shows it to every reviewer of the comp
 - tickets waiting for the PM (stage "review"): how many, their dollars and the oldest;
 - signatures overdue: tickets waiting for a signature (stage "signature") captured on a day at
   least SIGNATURE_OVERDUE_DAYS before today (UTC dates, as the queue's date filter reads them);
-- tickets written as a change event more than UNBILLED_DAYS ago and on no change order yet
-  (stage "written").
+- tickets written as a change event on a day more than UNBILLED_DAYS before today (UTC
+  dates, as the queue's `written_to` filter reads them) and on no change order yet (stage
+  "written").
 
 Nothing is sent when none of these has a ticket. The company's clock is the time zone most of
 its active projects name in the project system, kept on the company each time it is read so it
@@ -108,6 +109,9 @@ def digest_for(company_id: int, now: dt.datetime | None = None) -> Digest:
     last_overdue_day = now.astimezone(UTC).date() - dt.timedelta(days=SIGNATURE_OVERDUE_DAYS)
     overdue_before = dt.datetime.combine(last_overdue_day + dt.timedelta(days=1), dt.time(),
                                          tzinfo=dt.timezone.utc)
+    last_unbilled_day = now.astimezone(UTC).date() - dt.timedelta(days=UNBILLED_DAYS + 1)
+    unbilled_before = dt.datetime.combine(last_unbilled_day + dt.timedelta(days=1), dt.time(),
+                                          tzinfo=dt.timezone.utc)
     company = db.session.get(Company, company_id)
     return Digest(
         company=company.name if company else "",
@@ -119,11 +123,11 @@ def digest_for(company_id: int, now: dt.datetime | None = None) -> Digest:
         # The queue's "unsigned" filter on its default status (submitted) is this stage.
         overdue=_figure(company_id, ListFilter(stage="signature", captured_before=overdue_before),
                         _queue_url(unsigned="1", to=last_overdue_day.isoformat())),
-        # The queue lists these among those captured over 30 days ago (a ticket is written after
-        # it is captured), oldest first.
-        unbilled=_figure(company_id, ListFilter(stage="written"),
-                         _queue_url(not_on_change_order="1", age="over_30"),
-                         TicketRecord.approved_at < now - dt.timedelta(days=UNBILLED_DAYS)))
+        # Written on a day more than UNBILLED_DAYS before today (UTC dates), as the queue's
+        # `written_to` filter reads them.
+        unbilled=_figure(company_id, ListFilter(stage="written", written_before=unbilled_before),
+                         _queue_url(not_on_change_order="1",
+                                    written_to=last_unbilled_day.isoformat())))
 
 
 # ------------------------------------------------------------ the company's clock
@@ -148,6 +152,17 @@ def company_zone(company_id: int) -> ZoneInfo:
                 company.time_zone = zone
     company = db.session.get(Company, company_id)
     return project_zone(company.time_zone) if company and company.time_zone else UTC
+
+
+def sent_at(company_id: int, now: dt.datetime | None = None) -> str | None:
+    """When the company's digest goes, as a reviewer reads it ('7:00 PDT', on the clock last
+    kept for it, UTC while none is); None while this server sends no e-mail."""
+    if not mail.configured():
+        return None
+    company = db.session.get(Company, company_id)
+    zone = project_zone(company.time_zone) if company and company.time_zone else UTC
+    hour = int(current_app.config["DIGEST_HOUR"])
+    return f"{hour}:00 {(now or utcnow()).astimezone(zone):%Z}"
 
 
 # ------------------------------------------------------------ turning it off and on

@@ -15,7 +15,7 @@ import secrets
 from dataclasses import dataclass
 from decimal import Decimal
 
-from flask_babel import gettext
+from flask_babel import gettext, lazy_gettext
 from sqlalchemy import func, select
 from sqlalchemy.orm import selectinload
 
@@ -133,6 +133,16 @@ def state(link: ShareLinkRecord, now: dt.datetime | None = None) -> str:
     return "open"
 
 
+def last_day(company_id: int, project_id: str | None, expires_at: dt.datetime | None
+             ) -> dt.date | None:
+    """The last day a link works on its project's clock (UTC for every project): the day its
+    expiry falls in, or the day before when it expires at midnight; None without expiry."""
+    if expires_at is None:
+        return None
+    zone = (projects.cached_time_zone(company_id, project_id) if project_id else None) or UTC
+    return (expires_at - dt.timedelta(microseconds=1)).astimezone(zone).date()
+
+
 def find(token: str) -> ShareLinkRecord | None:
     """The link behind a token, whatever its state; None when there is none."""
     return db.session.scalar(select(ShareLinkRecord).where(
@@ -248,21 +258,47 @@ def log_page(link: ShareLinkRecord, page: int = 1) -> LogPage:
                    pages=pages)
 
 
+# Procore's usual statuses of a change event and of a change order, in the reader's words (the
+# two are said apart: Spanish agrees them with 'evento' and 'orden'); any other as Procore says it.
+CHANGE_EVENT_STATUSES = {
+    "open": lazy_gettext("Change event %(number)s (open)"),
+    "pending": lazy_gettext("Change event %(number)s (pending)"),
+    "closed": lazy_gettext("Change event %(number)s (closed)"),
+    "void": lazy_gettext("Change event %(number)s (void)"),
+}
+CHANGE_ORDER_STATUSES = {
+    "draft": lazy_gettext("Change order %(number)s (draft)"),
+    "pending": lazy_gettext("Change order %(number)s (pending)"),
+    "approved": lazy_gettext("Change order %(number)s (approved)"),
+    "rejected": lazy_gettext("Change order %(number)s (rejected)"),
+    "void": lazy_gettext("Change order %(number)s (void)"),
+}
+
+
+def _with_status(words: dict, plain: str, number: str | None, status: str | None) -> str:
+    """A record's number and status in the reader's words ('Change event 12 (open)')."""
+    known = words.get((status or "").strip().lower())
+    if known is not None:
+        return str(known) % {"number": number or ""}
+    text = gettext(plain, number=number or "")
+    return f"{text} ({status})" if status else text
+
+
 def record_text(row: LogRow) -> str:
     """Where a ticket stands in the project system, in the reader's words ('' when not written)."""
     if row.record_kind is None:
         return ""
     if row.record_kind == "change_event":
-        text = gettext("Change event %(number)s", number=row.record_number or "")
-    else:
-        text = gettext("Daily log entry")
+        return _with_status(CHANGE_EVENT_STATUSES, "Change event %(number)s", row.record_number,
+                            row.record_status)
+    text = gettext("Daily log entry")
     return f"{text} ({row.record_status})" if row.record_status else text
 
 
 def change_order_text(row: LogRow) -> str:
     """The commitment change orders of a ticket, in the reader's words ('' when none)."""
-    return "; ".join(gettext("Change order %(number)s", number=order.number or "")
-                     + (f" ({order.status})" if order.status else "")
+    return "; ".join(_with_status(CHANGE_ORDER_STATUSES, "Change order %(number)s", order.number,
+                                  order.status)
                      for order in row.change_orders)
 
 

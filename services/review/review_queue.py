@@ -47,7 +47,8 @@ AWAY_GRACE_S = 0.5
 def _date(text: str | None) -> dt.date | None:
     """A yyyy-mm-dd date from a query string, or None when absent or not a date."""
     try:
-        return dt.date.fromisoformat((text or "").strip()[:10]) if text else None
+        day = dt.date.fromisoformat((text or "").strip()[:10]) if text else None
+        return day if day is None or day < dt.date.max else None  # a day after it exists
     except ValueError:
         return None
 
@@ -69,6 +70,7 @@ class QueueView:
     stage: str | None = None  # one of STAGE_CHOICES
     # Written as a change event and on no change order yet: claimed, not yet billed.
     not_on_change_order: bool = False
+    written_to: dt.date | None = None  # written on or before this day (UTC), as `to` reads
     sort: str = "oldest"  # the ticket closest to missing its billing window first
     page: int = 1
 
@@ -84,10 +86,10 @@ class QueueView:
             status = "written"
         stage = args.get("stage") if args.get("stage") in STAGE_CHOICES else None
         if stage and "status" not in args:  # a stage says the status itself
-            status = "all"
+            status = stages.STATUS_OF.get(stage, "all")
         return cls(
             status=None if status == "all" else (status if status in STATUSES else "submitted"),
-            not_on_change_order=unbilled,
+            not_on_change_order=unbilled, written_to=_date(args.get("written_to")),
             project_id=project_id[:40] if project_id.isdigit() else None,
             sub=(args.get("sub") or "").strip()[:120] or None,
             q=(args.get("q") or "").strip()[:100] or None,
@@ -111,6 +113,7 @@ class QueueView:
                   "to": view.date_to.isoformat() if view.date_to else None,
                   "age": view.age, "stage": view.stage,
                   "not_on_change_order": "1" if view.not_on_change_order else None,
+                  "written_to": view.written_to.isoformat() if view.written_to else None,
                   "sort": view.sort if view.sort != "oldest" else None,
                   "page": str(view.page) if view.page > 1 else None}
         return {key: value for key, value in params.items() if value}
@@ -146,6 +149,8 @@ class QueueView:
             unsigned=self.unsigned, awaiting_signature=self.awaiting_signature,
             to_check=self.to_check, captured_from=bounds[0], captured_before=bounds[1],
             not_on_change_order=self.not_on_change_order,
+            written_before=midnight(self.written_to + dt.timedelta(days=1)) if self.written_to
+            else None,
             stage=self.stage if self.stage in stages.STAGES else None,
             outstanding=self.stage == "outstanding")
 
@@ -299,10 +304,15 @@ def queue(company_id: int, view: QueueView | None = None, *, now: dt.datetime | 
         view = dataclasses.replace(view, page=max(1, -(-total // PAGE_SIZE)))
         records, total = page(view)
     rows, zones = _rows(company_id, records, names, now)
+    # Opened from a board's bar, the ages are the board's, so the chips and the bar agree.
+    board = view.age in BOARD_AGES
     totals = ticket_queries.age_totals(company_id, view.list_filter(now, age=False), now,
-                                       wait=Wait.BRIEFLY)
+                                       wait=Wait.BRIEFLY, board=board)
+    with force_locale("en"):
+        ages = [(key, str(label)) for key, label, *_days in stages.AGES] if board \
+            else [(key, label) for key, label, _days in ticket_queries.AGE_BUCKETS]
     buckets = [AgeBucket(key=key, label=label, count=totals[key][0], total=totals[key][1])
-               for key, label, _days in ticket_queries.AGE_BUCKETS]
+               for key, label in ages]
     if projects.away_since(company_id) is None:
         projects.settle_reads(AWAY_GRACE_S)
     others = dataclasses.replace(view.list_filter(now, age=False), not_on_change_order=False)

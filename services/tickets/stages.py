@@ -18,6 +18,9 @@ from models import Ticket as TicketRecord
 
 # The outstanding stages, in the order a claim moves through them.
 OUTSTANDING = ("signature", "review", "written", "change_order")
+# The status every ticket of an outstanding stage has.
+STATUS_OF = {"signature": "submitted", "review": "submitted", "written": "written",
+             "change_order": "written"}
 # Every stage a ticket can be in: the outstanding ones, then those that wait for no one.
 STAGES = (*OUTSTANDING, "paid", "daily_log", "sent_back", "gone")
 

@@ -55,6 +55,8 @@ class ListFilter:
     # Written as a change event whose lines are on no change order yet (as last read), and
     # neither deleted nor voided there.
     not_on_change_order: bool = False
+    # Written (approved) before this moment.
+    written_before: dt.datetime | None = None
     # One of stages.STAGES: where the ticket stands on its way to being paid.
     stage: str | None = None
     # In any of stages.OUTSTANDING: not yet paid (the board's figures).
@@ -112,6 +114,14 @@ def _search(q: str):
     return or_(*matches)
 
 
+def _time_conditions(where: ListFilter) -> list:
+    """WHERE conditions of a list's capture and writing times."""
+    bounds = ((where.captured_from, TicketRecord.captured_at.__ge__),
+              (where.captured_before, TicketRecord.captured_at.__lt__),
+              (where.written_before, TicketRecord.approved_at.__lt__))
+    return [compare(moment) for moment, compare in bounds if moment]
+
+
 def list_conditions(company_id: int, where: ListFilter) -> list:
     """WHERE conditions for a filtered ticket list, always scoped to the company."""
     conditions = [TicketRecord.company_id == company_id]
@@ -127,10 +137,7 @@ def list_conditions(company_id: int, where: ListFilter) -> list:
         conditions.append(stages.unsigned())
     if where.awaiting_signature:
         conditions.append(TicketRecord.id.in_(signatures.open_request_tickets(company_id)))
-    if where.captured_from:
-        conditions.append(TicketRecord.captured_at >= where.captured_from)
-    if where.captured_before:
-        conditions.append(TicketRecord.captured_at < where.captured_before)
+    conditions += _time_conditions(where)
     if where.not_on_change_order:
         conditions.append(stages.condition("written"))
     if where.stage:
@@ -235,9 +242,35 @@ def cents_column():
     return cast(func.round(cast(TicketRecord.total, Float) * 100), BigInteger)
 
 
+def _bucket_spans(now: dt.datetime) -> list[tuple[str, list]]:
+    """Each queue age bucket's key and its capture-time conditions at `now`."""
+    spans, newer_than = [], None
+    for key, _label, days in AGE_BUCKETS:
+        older_than = now - dt.timedelta(days=days) if days is not None else None
+        spans.append((key, [condition for condition in (
+            TicketRecord.captured_at > older_than if older_than else None,
+            TicketRecord.captured_at <= newer_than if newer_than else None)
+            if condition is not None]))
+        newer_than = older_than
+    return spans
+
+
+def _board_spans(now: dt.datetime) -> list[tuple[str, list]]:
+    """Each of the board's ages (stages.AGES) and its capture-time conditions at `now`, as the
+    queue's list filter reads them."""
+    spans = []
+    for key, *_rest in stages.AGES:
+        start, before = stages.age_range(key, now)
+        spans.append((key, [condition for condition in (
+            TicketRecord.captured_at >= start if start else None,
+            TicketRecord.captured_at < before if before else None) if condition is not None]))
+    return spans
+
+
 def age_totals(company_id: int, where: ListFilter, now: dt.datetime | None = None,
-               wait: Wait = Wait.YES) -> dict[str, tuple[int, Decimal]]:
-    """How many tickets of a filtered list fall in each age bucket, and their dollar total.
+               wait: Wait = Wait.YES, board: bool = False) -> dict[str, tuple[int, Decimal]]:
+    """How many tickets of a filtered list fall in each age bucket (each of the board's ages
+    when `board`), and their dollar total.
 
     The database counts and sums each bucket's range of capture times from the list's index
     alone (the index carries the total), in whole cents so every cent is kept.
@@ -247,16 +280,9 @@ def age_totals(company_id: int, where: ListFilter, now: dt.datetime | None = Non
     if where.to_check:
         conditions.append(TicketRecord.id.in_(_ids_to_check(conditions, NEWEST_FIRST, wait)))
     cents = cents_column()
-    buckets, newer_than = [], None
-    for key, _label, days in AGE_BUCKETS:
-        older_than = now - dt.timedelta(days=days) if days is not None else None
-        within = [condition for condition in (
-            TicketRecord.captured_at > older_than if older_than else None,
-            TicketRecord.captured_at <= newer_than if newer_than else None) if condition is not None]
-        buckets.append(select(cast(literal(key), String), func.count(),
-                              func.coalesce(func.sum(cents), 0))
-                       .where(*conditions, *within))
-        newer_than = older_than
+    buckets = [select(cast(literal(key), String), func.count(), func.coalesce(func.sum(cents), 0))
+               .where(*conditions, *within)
+               for key, within in (_board_spans(now) if board else _bucket_spans(now))]
     return {key: (int(count), Decimal(int(summed)) / 100)
             for key, count, summed in db.session.execute(union_all(*buckets))}
 
