@@ -61,7 +61,10 @@ APPROVE_ERROR_TEXT = {
          "commitment of the ticket's project); `commitment_needs_confirmation` (the ticket's "
          "`commitment` is a suggestion, `exact: false`, or the one confirmed for its sub "
          "is no longer open: confirm it with PUT "
-         "/v1/projects/{project_id}/commitments, or name it with `contract_id`).",
+         "/v1/projects/{project_id}/commitments, or name it with `contract_id`); "
+         "`change_reason_not_found` (the change reason set for the project's change events "
+         "is no longer offered in the project system: set another with PUT "
+         "/v1/projects/{project_id}/settings).",
     502: "The project system refused or could not take the write; the message is "
          "its own. The ticket stays approvable, and a retry finds any record the "
          "failed attempt left (by origin id) instead of writing a second one. "

@@ -167,6 +167,37 @@ def test_project_settings_round_trip_and_the_event_carries_type_and_reason(
         ("out_of_scope", "owner_change", reasons["Field Condition"])
 
 
+def test_a_change_reason_removed_in_procore_stops_an_approval_before_anything_is_written(
+        app, client, acme, sandbox_server):
+    """A project's change reason deleted in Procore since it was chosen: approving says so in
+    the spec's shape and writes nothing; choosing another lets the same ticket be written."""
+    app.config["CATALOG_CACHE_S"] = 0  # read the reasons as Procore has them now
+    project = acme.project()["id"]
+    path = f"/v1/projects/{project}/settings"
+    reasons = {r["name"]: r["id"] for r in client.get(path, headers=acme.headers).json[
+        "change_reasons"]}
+    assert client.put(path, headers=acme.headers, json={
+        "change_reason_id": reasons["Design Development"]}).status_code == 200
+    with closing(sqlite3.connect(sandbox_server.db_path)) as connection, connection:
+        connection.execute("DELETE FROM change_reasons WHERE id = ?",
+                           [reasons["Design Development"]])
+    ticket = create(client, acme, sub="Apex Concrete")
+    refused = act(client, acme, ticket["id"], "approve")
+    assert refused.status_code == 409, refused.json
+    assert refused.json["error"]["code"] == "change_reason_not_found"
+    assert origin_rows(sandbox_server, "change_events", ticket["id"]) == []
+    page = sign_in(app, client, acme).post(f"/tickets/{ticket['id']}/approve",
+                                           {"destination": "change_event"}, htmx=True)
+    assert "no longer offered in Procore; choose another on the rates page" in \
+        page.get_data(as_text=True)
+    assert origin_rows(sandbox_server, "change_events", ticket["id"]) == []
+    assert client.put(path, headers=acme.headers, json={
+        "change_reason_id": reasons["Client Request"]}).status_code == 200
+    assert act(client, acme, ticket["id"], "approve").status_code == 200
+    [event] = origin_rows(sandbox_server, "change_events", ticket["id"])
+    assert event["change_reason_id"] == reasons["Client Request"]
+
+
 def test_the_pages_say_the_commitment_and_confirm_it_once_for_the_sub(
         client, acme, app, sandbox_server):
     project = acme.project()["id"]

@@ -139,8 +139,9 @@ def approve(company_id: int, ticket_id: str, options: ApproveInput, actor: str) 
         codes = projects.catalog(company_id, ticket.project_id, briefly=True)
         routes = _routes(ticket, codes, options.routes, actor)
         destination = _destination(company_id, ticket, options.destination)
-        if destination == CHANGE_EVENT:  # a daily log entry carries no budget code
+        if destination == CHANGE_EVENT:  # a daily log entry carries no budget code nor reason
             _check_lines(routes, options)
+            project_settings.check_change_reason(company_id, ticket.project_id)
         authorizations.check_approval(ticket, options.confirm_over_nte)
         # A daily log entry bills nothing, so it is on no commitment.
         commitment = commitments.for_approval(

@@ -29,6 +29,19 @@ def stored(company_id: int, project_id: str) -> Stored:
     return Stored(row.event_type, row.change_reason_id) if row is not None else Stored()
 
 
+def check_change_reason(company_id: int, project_id: str) -> None:
+    """409 change_reason_not_found when the project's change reason is no longer offered."""
+    # Read through the catalog cache, fresh (an approval writes money; the last answer while
+    # Procore is slow could be one from before the reason was removed), so an approval learns
+    # before writing that Procore would refuse the event for its reason.
+    reason_id = stored(company_id, project_id).change_reason_id
+    if reason_id is None or any(r.id == reason_id for r in change_reasons(company_id, project_id)):
+        return
+    raise Conflict(f"the project's change reason {reason_id} is no longer offered in the "
+                   "project system; choose another in the project's settings. Nothing was "
+                   "written", code="change_reason_not_found")
+
+
 def get_settings(company_id: int, project_id: str) -> ProjectSettingsOut:
     """A project's settings with the company's change reasons to choose from."""
     project = str(projects.require_project(company_id, project_id).id)

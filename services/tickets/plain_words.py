@@ -65,8 +65,9 @@ PLAIN_ERRORS = {
                                      "commitment in Procore\". Nothing was written.",
     "contract_not_found": "That commitment is no longer open on this project in Procore; choose "
                           "another. Nothing was written.",
-    "change_reason_not_found": "That change reason is no longer offered in Procore; choose "
-                               "another. Nothing was changed.",
+    "change_reason_not_found": "The change reason chosen for this project's change events is no "
+                               "longer offered in Procore; choose another on the rates page. "
+                               "Nothing was written or changed.",
     "no_sub": "This ticket names no sub, so there is no commitment to confirm.",
 }
 
