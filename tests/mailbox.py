@@ -19,10 +19,15 @@ class Mailbox:
 
     port: int = 0
     messages: list[EmailMessage] = field(default_factory=list)
+    hold: threading.Event | None = None  # while set to an unset event, a message is not taken
+    received: threading.Event = field(default_factory=threading.Event)
 
     async def handle_DATA(self, server, session, envelope) -> str:  # aiosmtpd's name
-        """Keep a received message."""
+        """Keep a received message (once `hold`, if any, is released)."""
+        if self.hold is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self.hold.wait, 30)
         self.messages.append(email.message_from_bytes(envelope.content, policy=email.policy.default))
+        self.received.set()
         return "250 OK"
 
     def settings(self) -> dict:

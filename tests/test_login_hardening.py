@@ -6,6 +6,7 @@ import re
 import threading
 
 import pytest
+import requests
 import time_machine
 from argon2 import PasswordHasher
 
@@ -240,7 +241,9 @@ def _attack(app, email: str, tries: int = 30) -> None:
 
 def _ask_link(client, email: str):
     token = csrf_token(client.get("/login").get_data(as_text=True))
-    return client.post("/login/link", data={"csrf_token": token, "link_email": email})
+    answer = client.post("/login/link", data={"csrf_token": token, "link_email": email})
+    answer.close()  # as a server does once the answer is out: the e-mail goes then
+    return answer
 
 
 def _link_in(message) -> str:
@@ -277,6 +280,23 @@ def test_the_owner_gets_in_from_a_new_browser_by_an_emailed_link_during_an_attac
     # The browser it was used in is now a known device: the owner's password works there.
     owner.post("/logout", data={"csrf_token": csrf_token(owner.get("/queue").get_data(as_text=True))})
     assert _login(owner, email, PASSWORD).status_code == 302
+
+
+def test_the_answer_to_a_known_email_does_not_wait_for_its_mail(app, acme, live_server):
+    """The link's e-mail goes after the answer, so how long the answer takes tells nothing."""
+    email = add_reviewer(app, acme)
+    with smtp_server() as mailbox:
+        app.config.update(mailbox.settings())
+        mailbox.hold = threading.Event()  # the mail server takes its time
+        browser = requests.Session()
+        token = csrf_token(browser.get(live_server.url + "/login", timeout=10).text)
+        answer = browser.post(live_server.url + "/login/link", timeout=3,
+                              data={"csrf_token": token, "link_email": email})
+        assert answer.status_code == 200 and "on its way" in answer.text
+        assert mailbox.messages == []
+        mailbox.hold.set()
+        assert mailbox.received.wait(10), "the link's e-mail never went"
+    assert mailbox.messages[0]["To"] == email and _link_in(mailbox.messages[0])
 
 
 def test_a_sign_in_link_expires(app, acme):

@@ -7,7 +7,7 @@ import ssl
 from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
 
-from flask import current_app
+from flask import after_this_request, current_app
 
 log = logging.getLogger(__name__)
 
@@ -47,3 +47,16 @@ def send(to: str, subject: str, body: str) -> bool:
         log.warning("e-mail to the SMTP server %s:%s failed: %s", host, port, type(error).__name__)
         return False
     return True
+
+
+def send_after_answer(to: str, subject: str, body: str) -> None:
+    """Send one e-mail once the current request's answer has gone out (its timing tells nothing)."""
+    app = current_app._get_current_object()
+
+    @after_this_request
+    def _on_close(response):
+        def _send() -> None:
+            with app.app_context():
+                send(to, subject, body)
+        response.call_on_close(_send)
+        return response
