@@ -374,12 +374,13 @@ def write(r: dict, path: Path) -> None:
     out += summary_table(rows)
     out += detail_sections(r)
     out += ["", *soak.section()]
-    # Routing at scale and slow clients are also measured alone (python -m bench.learning,
-    # python -m bench.trickle): their latest sections are kept.
-    from bench import learning
+    # Routing at scale, slow clients and memory are also measured alone (python -m
+    # bench.learning, bench.trickle, bench.memory): their latest sections are kept.
+    from bench import learning, memory
 
     kept = path.read_text() if path.exists() else ""
-    for start, end in ((learning.START, learning.END), (trickle.START, trickle.END)):
+    for start, end in ((learning.START, learning.END), (trickle.START, trickle.END),
+                       (memory.START, memory.END)):
         section = sections.kept(kept, start, end)
         if section:
             out += ["", *section]

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import requests
 
-from app import default_config
 from bench import sections
 from bench.servers import start_service
+from webapp import default_config
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "RESULTS.md"

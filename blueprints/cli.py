@@ -290,7 +290,7 @@ def create_company_command(name: str, sandbox: bool) -> None:
     try:
         company = companies.create_company(name)
         if sandbox:
-            connections.connect_embedded_sandbox(company.id, name=company.name)
+            demo.connect_embedded_sandbox(company.id, name=company.name)
     except ServiceError as error:
         _fail(error)
     click.echo(company.id)

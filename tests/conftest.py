@@ -126,11 +126,11 @@ def app(tmp_path, migrated_template, sandbox_server, store_config, monkeypatch) 
 
 def connect_tenant(app: Flask, name: str = "Acme Mechanical", key_name: str = "tests") -> ConnectedTenant:
     """Create a company with a key and connect it to a fresh sandbox company."""
-    from services.project_system import connections
+    from services import demo
 
     tenant = make_tenant(app, name, key_name)
     with app.app_context():
-        seeded = connections.connect_embedded_sandbox(tenant.company_id, name=name)
+        seeded = demo.connect_embedded_sandbox(tenant.company_id, name=name)
     return ConnectedTenant(company_id=tenant.company_id, key=tenant.key, prefix=tenant.prefix,
                            projects=seeded["projects"], remote_company_id=seeded["company_id"],
                            client_id=seeded["client_id"], client_secret=seeded["client_secret"])

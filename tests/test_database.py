@@ -18,6 +18,21 @@ def test_sqlite_runs_with_wal_foreign_keys_and_busy_timeout(app):
         assert db.session.execute(text("PRAGMA journal_mode")).scalar() == "wal"
         assert db.session.execute(text("PRAGMA foreign_keys")).scalar() == 1
         assert db.session.execute(text("PRAGMA busy_timeout")).scalar() == 30_000
+        assert db.session.execute(text("PRAGMA soft_heap_limit")).scalar() == 8 * 1024 * 1024
+
+
+def test_the_pool_hands_out_the_connection_put_back_last(app):
+    # At a steady load one connection then serves request after request with its cache warm.
+    with app.app_context():
+        held = [db.engine.connect() for _ in range(3)]
+        put_back_last = held[-1].connection.dbapi_connection
+        for connection in held:
+            connection.close()
+        served = set()
+        for _ in range(4):
+            with db.engine.connect() as connection:
+                served.add(id(connection.connection.dbapi_connection))
+    assert served == {id(put_back_last)}
 
 
 @pytest.mark.sqlite_only

@@ -19,9 +19,10 @@ import requests
 from flask import Flask, request
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-from app import create_app, default_config
+from app import create_app
 from support.servers import free_port
 from tests.conftest import app_config
+from webapp import default_config
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"

@@ -1,7 +1,10 @@
 """GET /healthz."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from alembic.script import ScriptDirectory
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
@@ -66,3 +69,15 @@ def test_an_unreachable_bucket_is_503(app, client, store_backend):
     expected = {"folder": (200, {"ok": True, "backend": "folder"}),
                 "bucket": (503, {"ok": False, "backend": "bucket", "error": "EndpointConnectionError"})}
     assert (response.status_code, response.json["checks"]["storage"]) == expected[store_backend]
+
+
+def test_the_expected_revision_is_alembics_head():
+    folder = Path(__file__).resolve().parents[1] / "migrations"
+    assert health.migration_heads(folder / "versions") == set(ScriptDirectory(str(folder)).get_heads())
+
+
+def test_a_merge_of_two_branches_is_the_one_head(tmp_path):
+    for name, revision, down in (("a", "a1", None), ("b", "b1", "a1"), ("c", "c1", "a1"),
+                                 ("m", "m1", ("b1", "c1"))):
+        (tmp_path / f"{name}.py").write_text(f"revision: str = {revision!r}\ndown_revision = {down!r}\n")
+    assert health.migration_heads(tmp_path) == {"m1"}

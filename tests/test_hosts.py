@@ -7,12 +7,13 @@ import os
 import pytest
 import requests
 
-from app import create_app, trusted_hosts
+from app import create_app
 from support.images import data_url, jpeg_bytes
 from support.servers import free_port
 from tests.conftest import app_config, connect_tenant
 from tests.test_crash import start_server
 from tests.test_tickets import ticket_body
+from webapp import trusted_hosts
 
 FORGED = {"Host": "evil.example"}
 

@@ -8,10 +8,11 @@ from pathlib import Path
 from radon.complexity import cc_rank, cc_visit
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("app.py", "blueprints", "models", "services", "sandbox")
+PACKAGES = ("app.py", "webapp.py", "server.py", "blueprints", "models", "services", "sandbox")
 # Imports a function may make itself: libraries only some processes need (boto3 and botocore
-# cost a worker 24 MB and half a second, and only installs with a bucket use them).
-LAZY_LIBRARIES = {"weasyprint", "jsonschema", "boto3", "botocore", "cryptography"}
+# cost a worker 24 MB and half a second, and only installs with a bucket use them; redis 6 MB,
+# and only installs keeping their limits on Redis use it).
+LAZY_LIBRARIES = {"weasyprint", "jsonschema", "boto3", "botocore", "cryptography", "redis"}
 MAX_LINES = 500
 # The domains under services/, lowest first: a module may import its own domain and those
 # before it. Modules directly under services/ (health, demo) look at every domain; no domain

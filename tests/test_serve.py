@@ -116,3 +116,31 @@ def _json_or_none(line: str) -> dict | None:
     except ValueError:
         return None
     return entry if isinstance(entry, dict) else None
+
+
+# What only the `flask` commands use: Alembic and Flask-Migrate (`flask db`), the commands
+# themselves, and the embedded sandbox's demo seeding (`flask demo`). Together about 15 MB a
+# serving process does not hold.
+COMMANDS_ONLY = ("alembic", "flask_migrate", "blueprints.cli", "services.demo", "sandbox",
+                 "sqlite_utils")
+
+
+def test_the_serving_process_loads_nothing_only_the_commands_use(tmp_path):
+    script = ("import sys\nimport server\nserver.create_web_app()\n"
+              "print('MODULES', *sorted(sys.modules))\n"
+              "import app\napp.create_app()\nprint('MODULES', *sorted(sys.modules))\n")
+    env = dict(os.environ, EWT_INSTANCE_PATH=str(tmp_path / "instance"))
+    env.pop("DATABASE_URL", None)
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=120, check=True)
+    serving, commands = (set(line.split()[1:]) for line in done.stdout.splitlines()
+                         if line.startswith("MODULES "))
+
+    def commands_only(loaded: set[str]) -> list[str]:
+        return sorted(name for name in COMMANDS_ONLY
+                      if name in loaded or any(m.startswith(name + ".") for m in loaded))
+
+    assert {"webapp", "flask", "services.health"} <= serving
+    assert commands_only(serving) == []
+    assert not {m for m in serving if m.split(".")[0] == "redis"}  # its limits are in memory
+    assert commands_only(commands) == sorted(COMMANDS_ONLY)  # `flask --app app` still has them

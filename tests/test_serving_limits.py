@@ -8,7 +8,10 @@ import os
 import resource
 import signal
 import socket
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 import requests
@@ -211,3 +214,38 @@ def test_sigterm_during_an_upload_lets_it_finish_then_stops(app, acme, sandbox_s
         if server.poll() is None:
             os.killpg(server.pid, signal.SIGKILL)
             server.wait(timeout=30)
+
+
+# Eight threads allocating at once, after the server is made as server.py makes it; glibc
+# then lists each malloc arena in malloc_stats().
+ARENAS_SCRIPT = """
+import ctypes, sys, threading
+from services.platform.serving import make_server
+from webapp import create_web_app
+app = create_web_app({"INSTANCE_PATH": sys.argv[1], "SERVER_MALLOC_ARENAS": int(sys.argv[2])})
+server = make_server(app, "127.0.0.1", 0, 8)
+together = threading.Barrier(8)
+def allocate():
+    kept = [bytearray(50_000) for _ in range(40)]
+    together.wait()
+threads = [threading.Thread(target=allocate) for _ in range(8)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+ctypes.CDLL(None).malloc_stats()
+"""
+
+
+def _malloc_arenas(tmp_path: Path, setting: int) -> int:
+    """How many malloc arenas a process with the server's setting ends up with."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    done = subprocess.run([sys.executable, "-c", ARENAS_SCRIPT, str(tmp_path / str(setting)),
+                           str(setting)], cwd=Path(__file__).resolve().parents[1], env=env,
+                          capture_output=True, text=True, timeout=120, check=True)
+    return done.stderr.count("Arena ")
+
+
+def test_the_server_threads_share_two_malloc_arenas(tmp_path):
+    assert _malloc_arenas(tmp_path, 2) == 2
+    assert _malloc_arenas(tmp_path, 0) > 2  # glibc's own default: one a thread

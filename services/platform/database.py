@@ -1,7 +1,7 @@
 """Database engine tuning and the write-transaction helper.
 
 SQLite: WAL so readers never block the writer, foreign keys enforced, a busy
-timeout, and BEGIN IMMEDIATE for write transactions so that two writers queue
+timeout, a bound on the memory it keeps, and BEGIN IMMEDIATE for write transactions so that two writers queue
 on the lock at BEGIN instead of failing with "database is locked" when a read
 transaction tries to upgrade. Read-only requests keep using deferred BEGIN, so
 they run concurrently under WAL.
@@ -39,10 +39,12 @@ def configure_engine(app: Flask) -> None:
     if engine.dialect.name != "sqlite":
         return
     _install_sqlite_hooks(engine, app.config["SQLITE_SYNCHRONOUS"],
-                          int(app.config["SQLITE_BUSY_TIMEOUT_MS"]))
+                          int(app.config["SQLITE_BUSY_TIMEOUT_MS"]),
+                          int(app.config["SQLITE_HEAP_LIMIT_BYTES"]))
 
 
-def _install_sqlite_hooks(engine: Engine, synchronous: str, busy_ms: int) -> None:
+def _install_sqlite_hooks(engine: Engine, synchronous: str, busy_ms: int,
+                          heap_limit: int) -> None:
     """Register connect and begin listeners on a SQLite engine."""
 
     @event.listens_for(engine, "connect")
@@ -54,6 +56,7 @@ def _install_sqlite_hooks(engine: Engine, synchronous: str, busy_ms: int) -> Non
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute(f"PRAGMA busy_timeout={busy_ms}")
         cursor.execute(f"PRAGMA synchronous={synchronous}")
+        cursor.execute(f"PRAGMA soft_heap_limit={heap_limit}")  # the process's, all connections
         cursor.close()
 
     @event.listens_for(engine, "begin")

@@ -9,12 +9,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import redis
 from flask import current_app
 from sqlalchemy import select
 
 from models import Company, ProjectSystemConnection, db, utcnow
-from sandbox.seed import create_demo_company
 from services.platform.database import write_transaction
 from services.platform.errors import (
     Conflict,
@@ -102,6 +100,8 @@ def _shared_budget(api_base: str, client_id: str, remote_company_id: int) -> Bud
     storage = str(current_app.config["RATELIMIT_STORAGE_URI"])
     if not storage.startswith(("redis://", "rediss://")):
         return None
+    import redis  # only an install keeping its limits on Redis loads it (6 MB a process)
+
     # Short timeouts: a Redis that does not answer is paced around (in-process), not waited on.
     return RedisBudget(redis.Redis.from_url(storage, socket_timeout=1, socket_connect_timeout=1),
                        f"ewt:procore-budget:{api_base}:{client_id}:{remote_company_id}")
@@ -149,11 +149,8 @@ def rate_limit_wait(company_id: int) -> float:
         client = client_for(company_id)
     except ServiceError:
         return 0.0
-    budget = getattr(client, "budget", None)
-    try:
-        return max(budget.waiting(client.clock()), 0.0) if budget is not None else 0.0
-    except redis.RedisError:  # the shared budget cannot be read: nothing to say, not an error
-        return 0.0
+    budget = getattr(client, "budget", None)  # a shared one Redis cannot read paces locally
+    return max(budget.waiting(client.clock()), 0.0) if budget is not None else 0.0
 
 
 class ProjectSystemBusy(ServiceError):
@@ -313,14 +310,6 @@ def save_connection(company_id: int, *, environment: str, client_id: str, client
         connection.web_base = web_base.rstrip("/") if web_base else None
         connection.updated_at = utcnow()
     return connection
-
-
-def connect_embedded_sandbox(company_id: int, name: str) -> dict:
-    """Create a fresh company in the embedded sandbox and connect this company to it."""
-    seeded = create_demo_company(current_app.config["SANDBOX_DB_PATH"], name=name)
-    save_connection(company_id, environment=EMBEDDED, client_id=seeded["client_id"],
-                    client_secret=seeded["client_secret"], remote_company_id=seeded["company_id"])
-    return seeded
 
 
 def record_status(company_id: int, status: str) -> None:

@@ -12,9 +12,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import redis
+if TYPE_CHECKING:
+    import redis
 
 log = logging.getLogger(__name__)
 # While Redis does not answer, budgets count in this process alone and try Redis again after
@@ -155,6 +156,9 @@ class RedisBudget:
     every REDIS_RETRY_S."""
 
     def __init__(self, client: redis.Redis, key: str) -> None:
+        import redis  # loaded by whoever made the client; an install without Redis never is
+
+        self._unanswered = redis.RedisError
         self._key = key
         self._client = client
         self._take = client.register_script(_TAKE)
@@ -166,7 +170,7 @@ class RedisBudget:
         """Whether Redis was away a moment ago (and is not to be asked yet)."""
         return time.monotonic() < self._retry_at
 
-    def _failed(self, error: redis.RedisError) -> None:
+    def _failed(self, error: Exception) -> None:
         """Pace alone for a while after Redis failed."""
         self._retry_at = time.monotonic() + REDIS_RETRY_S
         _redis_failed(error)
@@ -177,7 +181,7 @@ class RedisBudget:
         if not self._use_local():
             try:
                 wait = float(self._take(keys=[self._key], args=[repr(now)]))
-            except redis.RedisError as error:
+            except self._unanswered as error:
                 self._failed(error)
             else:
                 _redis_answered()
@@ -190,7 +194,7 @@ class RedisBudget:
             return self._local.waiting(now)
         try:
             remaining, reset = self._client.hmget(self._key, "remaining", "reset")
-        except redis.RedisError as error:
+        except self._unanswered as error:
             self._failed(error)
             return self._local.waiting(now)
         if reset is None or remaining is None or now >= float(reset) or int(remaining) > 0:
@@ -206,6 +210,6 @@ class RedisBudget:
                                                     else str(remaining), repr(reset or 0.0),
                                                     repr(SAME_WINDOW_S)])
                 return
-            except redis.RedisError as error:
+            except self._unanswered as error:
                 self._failed(error)
         self._local.done(remaining, reset)
