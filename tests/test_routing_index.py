@@ -440,10 +440,8 @@ def test_the_cycle_collector_stops_tracking_the_decisions_and_answers_an_index_h
     assert kept and not any(gc.is_tracked(answer) for answer in kept)
 
 
-def plain_candidates(index: Index, kind: str, said: str) -> list[str]:
-    """The narrowing spelt out plainly: count, for each wording, the line's words that reach it
-    (the word itself, and a rare or new word's misspellings); keep the CANDIDATES reached by
-    the most words, then the shortest, first seen first; give them first seen first."""
+def reach(index: Index, kind: str, said: str) -> Counter[int]:
+    """Each wording a line's words reach (as a rank), with how many of its words reach it."""
     by_word, near = index._by_word[kind], index._near[kind]
     reached: Counter[int] = Counter()
     for word in said.split():
@@ -452,6 +450,14 @@ def plain_candidates(index: Index, kind: str, said: str) -> list[str]:
         else:
             alike = [word, *near[word]] if len(by_word[word]) < CANDIDATES else [word]
         reached.update({rank for other in alike for rank in by_word[other]})
+    return reached
+
+
+def plain_candidates(index: Index, kind: str, said: str) -> list[str]:
+    """The narrowing spelt out plainly: count, for each wording, the line's words that reach it
+    (the word itself, and a rare or new word's misspellings); keep the CANDIDATES reached by
+    the most words, then the shortest, first seen first; give them first seen first."""
+    reached = reach(index, kind, said)
     kept = sorted(reached, key=lambda rank: (-reached[rank], rank))[:CANDIDATES]
     return [index._keys[kind][rank & _NUMBER] for rank in sorted(kept, key=lambda r: r & _NUMBER)]
 
@@ -483,3 +489,39 @@ def test_the_held_out_corpus_is_mostly_right_and_rarely_wrong():
     assert found["lines"] == 97
     assert found["right"] >= 0.7 * found["lines"], found
     assert found["wrong"] <= 0.02 * found["lines"], found
+
+
+def test_the_worst_lines_of_a_large_index_score_at_most_candidates_wordings(monkeypatch):
+    # A line of a kind's commonest words, or of words misspelt as many others are, reaches
+    # hundreds of wordings; WRatio scores only CANDIDATES of them, whatever the line.
+    from services.routing import learning
+
+    seen = wordings(8_000, 7)
+    index = Index.of((kind, Evidence(
+        id=number, project_id="A", sub=None, text=text, words=words(text), description_words="",
+        cost_code=code, cost_type=kind, budget_code_id=None, budget_code=code))
+        for number, (kind, text, code) in enumerate(seen, start=1))
+    scored: list[int] = []
+    extract = learning.process.extract
+
+    def counted(query, choices, **options):
+        """rapidfuzz's extract, counting the wordings it is given."""
+        choices = list(choices)
+        scored.append(len(choices))
+        return extract(query, choices, **options)
+
+    monkeypatch.setattr(learning.process, "extract", counted)
+    asked = []
+    for kind, by_word in index._by_word.items():
+        common = sorted(by_word, key=lambda word: -len(by_word[word]))[:6]
+        crowded = sorted(index._near[kind], key=lambda word: -len(index._near[kind][word]))[:6]
+        asked += [(kind, " ".join(line)) for line in itertools.combinations(common, 3)]
+        asked += [(kind, " ".join(line)) for line in itertools.combinations(crowded, 3)]
+        asked += [(kind, " ".join(word[:-1] + "x" + word[-1] for word in common[:3]))]
+    reached = []
+    for kind, said in asked:
+        reached.append(len(reach(index, kind, said)))
+        index.suggest(kind, said, None, None)
+    assert len(scored) == len(asked)
+    assert max(reached) > 5 * CANDIDATES  # the worst lines reach far more than are scored
+    assert max(scored) <= CANDIDATES

@@ -23,7 +23,7 @@ from services.pricing import authorizations, markups, pricing, rates
 from services.project_system import projects
 from services.tickets import signatures
 from services.tickets.ticket_records import append_decision, find_ticket, id_for_client_ref, locked
-from services.tickets.ticket_shapes import Wait, get_ticket, shape_ticket
+from services.tickets.ticket_shapes import Wait, get_ticket, routing_of, shape_ticket
 from services.webhooks import webhooks
 
 
@@ -70,15 +70,17 @@ def create_ticket(company_id: int, data: TicketInput, *, captured_via: str = "ap
         status="submitted", captured_via=captured_via, link_token=link_token, language=language,
         photos=[TicketPhoto(**row) for row in photo_rows], decisions=[])
     signatures.seal(record)
+    # Routed on the codes this process holds, so a crew's answer never waits on the project
+    # system, and before the write lock is taken, so no other create waits on the routing.
+    routing = routing_of(record, Wait.NO)
     try:
         with write_transaction() as session:
             if project_name is not None:
                 projects.remember_project(session, company_id, project_id, project_name)
             session.add(record)
             session.flush()
-            # Shaped from what was just written, before the commit expires it; routed on the
-            # codes this process holds, so a crew's answer never waits on the project system.
-            created = shape_ticket(record, Wait.NO, just_created=True)
+            # Shaped from what was just written, before the commit expires it.
+            created = shape_ticket(record, Wait.NO, routing=routing, just_created=True)
             webhooks.emit(session, record, webhooks.WebhookEventType.SUBMITTED, shaped=created)
     except IntegrityError:
         existing = id_for_client_ref(company_id, client_ref, link_token) if client_ref else None

@@ -45,8 +45,9 @@ from services.routing.routing import said
 LINE_MATCH = 80
 CLOSE = 4
 DESCRIPTION_MATCH = 60
-# How many of a company's wordings a lookup scores at most (those most like the line's words).
-CANDIDATES = 100
+# How many of a company's wordings a lookup scores at most (those most like the line's words);
+# a word filed under more wordings than this is a common one.
+CANDIDATES = 50
 _NUMBER_BITS = 32
 _NUMBER = (1 << _NUMBER_BITS) - 1
 KINDS = ("labor", "equipment", "materials")
@@ -114,7 +115,7 @@ def _pieces(word: str) -> frozenset[str]:
 class Index:
     """A company's decisions grouped by kind of line and by the words the line said, with each
     word's wordings and each character pair's words, so that a lookup scores only the wordings
-    that share a word, or most of a word's letters, with the line (a few hundred at most).
+    that share a word, or most of a word's letters, with the line (CANDIDATES at most).
 
     Newer decisions are added in place under the index's own lock; an answer kept for some
     words is dropped only when a new wording is alike enough to change it.
