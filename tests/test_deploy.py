@@ -119,7 +119,7 @@ def test_scripts_have_valid_syntax():
 
 def test_scripts_pass_shellcheck():
     """shellcheck finds nothing in the deploy scripts."""
-    assert shutil.which("shellcheck"), "shellcheck is missing: make test installs it (bin/ensure-pdf-libs --test)"
+    assert shutil.which("shellcheck"), "shellcheck is missing (make test installs it)"
     result = subprocess.run(["shellcheck", str(INSTALL), str(DEPLOY / "ewt-admin")],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stdout
