@@ -1,29 +1,16 @@
 """axe-core on the review pages at tablet size: no serious or critical violation."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from tests.pile import seed_pile
+from tests.plugins.browser import AXE
 from tests.test_review_pages import new_ticket
 from tests.test_review_ticket_tablet import evidence_ticket
 from tests.test_review_triage import browser_sign_in
 
 pytestmark = pytest.mark.browser
 
-AXE = Path(__file__).parent / "a11y" / "node_modules" / "axe-core" / "axe.min.js"
-
-
-@pytest.fixture
-def axe_tablet(chromium):
-    """A tablet context that lets the test inject axe past the pages' Content-Security-Policy."""
-    if not AXE.exists():
-        pytest.fail("axe-core is not installed; `make axe` installs it")
-    context = chromium.new_context(viewport={"width": 1024, "height": 768}, has_touch=True,
-                                   bypass_csp=True)
-    yield context
-    context.close()
 
 
 class OpenRequests:

@@ -15,7 +15,7 @@ from PIL import Image
 
 from models import short_reference
 from support.images import data_url, noise_jpeg, png_bytes
-from tests.test_accessibility import AXE, OpenRequests, serious_violations, settle
+from tests.test_accessibility import OpenRequests, serious_violations, settle
 from tests.test_approval import act, control, create
 from tests.test_documents import pdf_text
 from tests.test_openapi import assert_error_matches_document
@@ -382,16 +382,6 @@ def test_a_jpeg_is_decoded_at_the_smallest_scale_its_shrunk_size_allows(monkeypa
     assert decoded == [(1024, 768)]  # half scale, not the whole photo
     pdf_render.shrunk(photo, pdf_render.PACKAGE_IMAGE_EDGE)
     assert decoded[-1] == (512, 384)  # a quarter
-
-
-@pytest.fixture
-def axe_tablet(chromium):
-    """A tablet that takes downloads, and lets axe in past the pages' Content-Security-Policy."""
-    assert AXE.exists(), "axe-core is not installed; `make axe` installs it"
-    context = chromium.new_context(viewport={"width": 1024, "height": 768}, has_touch=True,
-                                   bypass_csp=True, accept_downloads=True)
-    yield context
-    context.close()
 
 
 @pytest.mark.browser

@@ -9,31 +9,20 @@ from sqlalchemy import update
 
 from models import Ticket, db
 from tests.pile import seed_pile
-from tests.test_accessibility import AXE, OpenRequests, serious_violations, settle
+from tests.test_accessibility import OpenRequests, serious_violations, settle
 from tests.test_review_triage import browser_sign_in
 
 pytestmark = pytest.mark.browser
 
 
-@pytest.fixture
-def tablet(chromium):
-    """A touch tablet that lets the test inject axe past the pages' Content-Security-Policy."""
-    if not AXE.exists():
-        pytest.fail("axe-core is not installed; `make axe` installs it")
-    context = chromium.new_context(viewport={"width": 1024, "height": 768}, has_touch=True,
-                                   bypass_csp=True)
-    yield context
-    context.close()
-
-
-def test_the_board_reads_on_a_tablet_and_a_tap_opens_its_tickets(app, acme, live_server, tablet):
+def test_the_board_reads_on_a_tablet_and_a_tap_opens_its_tickets(app, acme, live_server, axe_tablet):
     seeded = seed_pile(app, acme, count=24)
     with app.app_context():  # one written as a change event: its backup package is offered
         db.session.execute(update(Ticket).where(Ticket.id == seeded[1].id).values(
             status="written", on_change_order=False,
             external={"destination": "change_event", "change_event_id": 7, "number": "007"}))
         db.session.commit()
-    page = tablet.new_page()
+    page = axe_tablet.new_page()
     requests = OpenRequests(page)
     browser_sign_in(page, live_server, app, acme)
     page.click("#board-link")
@@ -70,11 +59,11 @@ def test_the_board_reads_on_a_tablet_and_a_tap_opens_its_tickets(app, acme, live
     assert not page.get_by_text("Backup packages for the owner").is_visible()
 
 
-def test_a_bar_s_queue_keeps_its_age_when_the_pm_narrows_it(app, acme, live_server, tablet):
+def test_a_bar_s_queue_keeps_its_age_when_the_pm_narrows_it(app, acme, live_server, axe_tablet):
     """From a bar of one sub and age, the queue's age chips are the board's, and picking a
     project lists exactly that sub's tickets of that age and project."""
     seeded = seed_pile(app, acme, count=60)
-    page = tablet.new_page()
+    page = axe_tablet.new_page()
     browser_sign_in(page, live_server, app, acme)
     page.goto(f"{live_server.url}/board")
     cell = page.locator('#board-sub tr[data-row="Bolt Electric"] td[data-age="3_7"] a')

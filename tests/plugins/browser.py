@@ -7,6 +7,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from flask import Flask
@@ -118,6 +119,20 @@ def phone_without_worker(chromium):
 def tablet(chromium):
     """A tablet-sized browser context for the review queue."""
     context = chromium.new_context(viewport={"width": 1024, "height": 768}, has_touch=True)
+    yield context
+    context.close()
+
+
+# axe-core, installed by `make axe`; injected into pages to check their accessibility.
+AXE = Path(__file__).parents[1] / "a11y" / "node_modules" / "axe-core" / "axe.min.js"
+
+
+@pytest.fixture
+def axe_tablet(chromium):
+    """A touch tablet that takes downloads and lets axe in past the pages' Content-Security-Policy."""
+    assert AXE.exists(), "axe-core is not installed; `make axe` installs it"
+    context = chromium.new_context(viewport={"width": 1024, "height": 768}, has_touch=True,
+                                   bypass_csp=True, accept_downloads=True)
     yield context
     context.close()
 
