@@ -26,6 +26,10 @@ PAGE_P99_MS, API_P99_MS, RSS_TARGET_MB = 300, 25, 120
 SIZES = ("small", "big")
 
 
+# Open link to Sent on one bar, at most this many times the ticket's bytes at the upload rate.
+FLOOR_RATIO = 1.3
+
+
 def _fig(key: str, section: str, name: str, value: float, unit: str, ceiling: float | None,
          target: str, ok: bool | None, ratio: float | None = None) -> dict:
     """One row of the summary table."""
@@ -84,7 +88,8 @@ def figures(r: dict) -> list[dict]:
                          f"Open link to Sent: 3 lines, {ns['photos']} photos, a signature"
                          + (f" (ceiling: the ticket's bytes at the upload rate; "
                             f"{ns['outage_seconds']:g} s of it without signal)" if floor else ""),
-                         ns["seconds"], "s", floor, "—", None))
+                         ns["seconds"], "s", floor, "≤ 1.3× the floor" if floor else "—",
+                         ns["seconds"] <= FLOOR_RATIO * floor if floor else None))
         ratio = ns["uploaded_bytes"] / ns["ticket_bytes"] if ns["ticket_bytes"] else 0.0
         target = 1.05 if where else 1.1
         rows.append(_fig("capture.north_star.bytes", section,
