@@ -31,7 +31,6 @@ NOW = dt.datetime(2026, 7, 1, 15, 0, tzinfo=dt.timezone.utc)
 SEVEN_PDT = dt.datetime(2026, 7, 1, 14, 0, tzinfo=dt.timezone.utc)
 PMS = ("pm1@acme.example", "pm2@acme.example")
 ALL_IMPACTS = ("minor", "moderate", "serious", "critical")
-axe_tablet = a11y.axe_tablet  # the accessibility tests' tablet, a fixture here too
 
 
 def add(app, tenant, email: str, *, off: bool = False, disabled: bool = False) -> int:
