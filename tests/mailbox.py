@@ -53,6 +53,13 @@ def smtp_server() -> Iterator[Mailbox]:
         started.set()
         loop.run_forever()
         server.close()
+        # A client still in its session (a message sent after a page's answer) finishes it.
+        sessions = asyncio.all_tasks(loop)
+        if sessions:
+            _done, unfinished = loop.run_until_complete(asyncio.wait(sessions, timeout=5))
+            for task in unfinished:
+                task.cancel()
+            loop.run_until_complete(asyncio.gather(*unfinished, return_exceptions=True))
         loop.run_until_complete(server.wait_closed())
         loop.close()
 

@@ -288,10 +288,10 @@ def test_the_answer_to_a_known_email_does_not_wait_for_its_mail(app, acme, live_
     with smtp_server() as mailbox:
         app.config.update(mailbox.settings())
         mailbox.hold = threading.Event()  # the mail server takes its time
-        browser = requests.Session()
-        token = csrf_token(browser.get(live_server.url + "/login", timeout=10).text)
-        answer = browser.post(live_server.url + "/login/link", timeout=3,
-                              data={"csrf_token": token, "link_email": email})
+        with requests.Session() as browser:
+            token = csrf_token(browser.get(live_server.url + "/login", timeout=10).text)
+            answer = browser.post(live_server.url + "/login/link", timeout=3,
+                                  data={"csrf_token": token, "link_email": email})
         assert answer.status_code == 200 and "on its way" in answer.text
         assert mailbox.messages == []
         mailbox.hold.set()
