@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 from bench import report, sections, seed
-from bench.run import DEFAULTS, Requests, demo_company, in_process_app, latency_runs, sign_in
+from bench.run import DEFAULTS, latency_runs, load
 from bench.servers import BENCH, ROOT, rss_mb, start_ceiling, start_service
 
 START, END = "<!-- memory -->", "<!-- /memory -->"
@@ -30,24 +30,15 @@ def measure(workdir: Path, args) -> dict:
     started = [service]
     try:
         steps = {"started": rss_mb(service.worker_pid())}
-        company = demo_company(service)
-        key, company_id = company["api_key"], int(company["company_id"])
-        project_id = next(p["id"] for p in company["projects"] if p["change_events"])
-        app = in_process_app(service)
-        template_id = seed.make_template(service.url, key, project_id)
-        reviewer = company["reviewer"]
-        sent = Requests(key, sign_in(service.url, reviewer["email"], reviewer["password"]),
-                        project_id, template_id)
-        answers = sent.answers(service, ["create"])
-        seed.seed_tickets(app, company_id, template_id, args.small)
-        answers.update(sent.answers(service, [n for n in report.ROUTES if n != "create"]))
-        ceiling = start_ceiling(workdir, answers)
+        loaded = load(service, args)
+        app, company_id, sent = loaded.app, loaded.company_id, loaded.sent
+        ceiling = start_ceiling(workdir, loaded.answers)
         started.append(ceiling)
         for name in report.ROUTES:
             sent.paced(ceiling, name, args)
         runs = {"small": latency_runs(sent, service, app, company_id, args)}
         steps["small"] = rss_mb(service.worker_pid())
-        seed.seed_tickets(app, company_id, template_id, args.big)
+        seed.seed_tickets(app, company_id, loaded.template_id, args.big)
         runs["big"] = latency_runs(sent, service, app, company_id, args)
         steps["big"] = rss_mb(service.worker_pid())
         return {"service_mb": steps["big"], "ceiling_mb": rss_mb(ceiling.worker_pid()),

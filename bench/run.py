@@ -211,23 +211,46 @@ def latency_runs(sent: Requests, service: Served, app, company_id: int, args) ->
             "paced": {name: sent.paced(service, name, args) for name in report.ROUTES}}
 
 
-def run_sections(workdir: Path, service, camera: bytes, args, results: dict,
-                 started: list) -> None:
-    """Every section against the running service; servers it starts go on `started`."""
-    log(f"service up on {service.url}; making the bench's demo company")
+@dataclasses.dataclass
+class Loaded:
+    """The bench's demo company on the service, its paced requests and their answers."""
+
+    company: dict
+    key: str
+    company_id: int
+    project_id: str
+    template_id: str
+    app: object
+    sent: Requests
+    answers: dict
+
+
+def load(service: Served, args) -> Loaded:
+    """A demo company with a template ticket, seeded to `args.small` tickets, and every paced
+    request's answer (the create's before seeding, so the count is as seeded)."""
     company = demo_company(service)
     key, company_id = company["api_key"], int(company["company_id"])
     project_id = next(p["id"] for p in company["projects"] if p["change_events"])
     app = in_process_app(service)
-
     template_id = seed.make_template(service.url, key, project_id)
     reviewer = company["reviewer"]
     sent = Requests(key, sign_in(service.url, reviewer["email"], reviewer["password"]),
                     project_id, template_id)
-    answers = sent.answers(service, ["create"])  # before seeding, so the count is as seeded
+    answers = sent.answers(service, ["create"])
     log(f"seeding up to {args.small} tickets, copies of {template_id}")
     seed.seed_tickets(app, company_id, template_id, args.small)
     answers.update(sent.answers(service, [name for name in report.ROUTES if name != "create"]))
+    return Loaded(company, key, company_id, project_id, template_id, app, sent, answers)
+
+
+def run_sections(workdir: Path, service, camera: bytes, args, results: dict,
+                 started: list) -> None:
+    """Every section against the running service; servers it starts go on `started`."""
+    log(f"service up on {service.url}; making the bench's demo company")
+    loaded = load(service, args)
+    company, key, company_id = loaded.company, loaded.key, loaded.company_id
+    project_id, template_id, app = loaded.project_id, loaded.template_id, loaded.app
+    sent, answers = loaded.sent, loaded.answers
     ceiling = start_ceiling(workdir, answers)
     started.append(ceiling)
     results["sizes"] = {name: answers[f"{method} {path}"]["bytes"]
