@@ -1590,7 +1590,11 @@
       var data = event.data || {};
       if (data.type === "sent") { showSent(data.reference, data.photos_refused, data.refusals); }
       // The worker sends what waits in the background: the tray follows it, not "No signal".
-      if (data.type === "sending") { showStatus("sending", t("Sending the ticket…")); }
+      if (data.type === "sending") {
+        // With no signal the worker's try goes nowhere: the tray keeps "Waiting for signal".
+        if (navigator.onLine === false) { showStatus("saved", t("Waiting for signal")); }
+        else { showStatus("sending", t("Sending the ticket…")); }
+      }
       if (data.type === "progress" && data.step) { sayProgress(data.step); }
       if (data.type === "waiting" && !sending) { retrySoon(data); showLater(data); }
     });
