@@ -205,8 +205,8 @@ var CaptureSend = (function () {
             mismatches += 1;
             if (mismatches > 3) { finish(outcome); return; }
             if (going) { return; }  // the piece before it is still on its way: its answer says more
-          } else { mismatches = 0; }
-          held = Math.max(held, at);
+            held = at;  // the server's word, even below what the phone thought it held
+          } else { mismatches = 0; held = Math.max(held, at); }
           if (!going) { next = held; }
           Promise.resolve(acknowledged(held)).then(launch);
         });

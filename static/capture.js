@@ -50,6 +50,7 @@
   var draftRef = null;      // the phone's reference for the ticket being written
   var photosRef = null;     // the reference of the ticket `photos` belongs to: kept only while it is draftRef
   var staging = false;
+  var restage = false;       // asked to send photos ahead while a turn was under way
   var onTheWay = {};        // bytes the office acknowledged of each photo going ahead, by key
   var preparing = Promise.resolve();  // photos being shrunk: Send waits for them
   var preparingStep = null; // {number, count} while a photo is shrunk, for the tray
@@ -644,7 +645,9 @@
    * the last bytes of the one before should cross, not a round trip later; one that could
    * not go stops the turn. */
   function stagePhotos() {
+    if (staging) { restage = true; }  // (once this turn is over: a retry is never lost)
     if (!store || staging || !draftRef || !window.CaptureSend || navigator.onLine === false) { return Promise.resolve(); }
+    restage = false;
     // (a photo the office holds on the ticket being corrected is not sent again)
     function todo() {
       return photos.filter(function (photo) {
@@ -697,7 +700,10 @@
     }).catch(function () {}).then(function () {
       staging = false;
       return savePhotos();
-    }).then(function () { if (!form.hidden && !sending) { return showQuietState(); } });
+    }).then(function () {
+      if (restage) { stagePhotos(); }
+      if (!form.hidden && !sending) { return showQuietState(); }
+    });
   }
 
   /* A photo's bytes, from its data URL. */
