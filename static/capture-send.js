@@ -1,8 +1,9 @@
 /* Sending one kept ticket on a weak signal, shared by the capture page and its service worker:
  * the text first (small, safe to repeat by the phone's reference; its answer names the photos
  * the server holds), then each photo the server lacks, a piece at a time (Content-Range, from
- * the byte the server holds on), then the signature. Two pieces are on their way at once, half
- * a round apart, so the link never idles for a round trip while an answer comes back. Each
+ * the byte the server holds on), then the signature. Two pieces cross the link at once, half
+ * a round apart, so the link never idles for a round trip while an answer comes back, and the
+ * next photo leaves while the office is still making the one before of its last piece. Each
  * piece is sized from the signal measured on the last pieces (its rate and the wait beyond a
  * piece's bytes, told apart by fitting each piece's time to its size) to take PIECE_SECONDS
  * and at least ROUNDS round trips, so a drop costs at most about that much. How far each photo
@@ -29,6 +30,7 @@ var CaptureSend = (function () {
   var LOCK = "capture-send";
   var REFUSED = [400, 404, 410, 413];
   var current = [];  // the uploads on their way, to give up at once when the phone loses signal
+  var crossing = [];  // when each piece on its way should have crossed, at the measured rate
 
   /* The phone says it has no signal: stop waiting on the uploads under way; they resume later. */
   function abort() { current.slice().forEach(function (request) { request.abort(); }); }
@@ -177,19 +179,23 @@ var CaptureSend = (function () {
         clearTimeout(timer);
         if (over || going >= 2 || next >= blob.size) { return; }  // (an answer launches again)
         if (going && due > Date.now()) { timer = setTimeout(launch, due - Date.now()); return; }
-        // (two on their way from this phone at most, this photo's or the one before's)
-        if (current.length >= 2) { timer = setTimeout(launch, 50); return; }
+        // (two crossing the link from this phone at most, this photo's or the one before's; a
+        // photo's last piece whose bytes have crossed waits only on the office making the photo)
+        if (current.length >= 3 || stillCrossing() >= 2) { timer = setTimeout(launch, 50); return; }
         var offset = next, size = pieceSize(blob.size - offset, meter.signal), started = Date.now();
         var range = "bytes " + offset + "-" + (offset + size - 1) + "/" + blob.size;
         // (a little early: a link the rate was short of fills, and shows its rate by the spacing)
-        var crossing = meter.signal.rate ? EARLY * size / meter.signal.rate : null;
+        var leaves = meter.signal.rate ? EARLY * size / meter.signal.rate : null;
         var alone = !current.length;
+        var mark = { until: leaves === null ? Infinity : started + leaves / EARLY * 1000 };
+        crossing.push(mark);
         next = offset + size;
         going += 1;
-        due = crossing === null ? Infinity : started + crossing * 1000;
-        if (crossing !== null && next < blob.size) { timer = setTimeout(launch, crossing * 1000); }
-        if (next >= blob.size && lastLeaving) { lastLeaving(crossing); }
+        due = leaves === null ? Infinity : started + leaves * 1000;
+        if (leaves !== null && next < blob.size) { timer = setTimeout(launch, leaves * 1000); }
+        if (next >= blob.size && lastLeaving) { lastLeaving(leaves); }
         upload("PUT", url, blob.slice(offset, offset + size), blob.type, range).then(function (outcome) {
+          crossing.splice(crossing.indexOf(mark), 1);
           going -= 1;
           if (over) { return; }
           var at = offsetOf(outcome), now = Date.now();
@@ -213,6 +219,12 @@ var CaptureSend = (function () {
       }
       launch();
     });
+  }
+
+  /* Pieces on their way whose bytes should still be crossing the link. */
+  function stillCrossing() {
+    var now = Date.now();
+    return crossing.filter(function (mark) { return mark.until > now; }).length;
   }
 
   function codeOf(outcome) { return (((outcome && outcome.body) || {}).error || {}).code; }
@@ -283,6 +295,15 @@ var CaptureSend = (function () {
 
     function keep() { return store.set(PROGRESS_PREFIX + ref, done).catch(function () {}); }
     function holds(key) { return (answer.photo_keys || []).indexOf(key) >= 0; }
+    /* The office's answer to a photo: the ticket as it stands, with every photo any answer
+     * named (photos made side by side may each be answered before the other was kept). */
+    function heard(body) {
+      if (!body) { return; }
+      var keys = (answer.photo_keys || []).slice();
+      (body.photo_keys || []).forEach(function (key) { if (keys.indexOf(key) < 0) { keys.push(key); } });
+      answer = body;
+      answer.photo_keys = keys;
+    }
 
     return store.get(PROGRESS_PREFIX + ref).catch(function () { return null; }).then(function (found) {
       done = found || blank();
@@ -295,12 +316,23 @@ var CaptureSend = (function () {
       if (outcome.state !== "sent") { return outcome; }
       done.text = answer = outcome.body || {};
       return keep().then(function () {
-        return photos.reduce(function (chain, photo, index) {
-          return chain.then(function (last) {
-            if (last.state !== "sent") { return last; }
-            var key = photoKey(photo, index), blob = blobs[index];
-            if (holds(key) || done.photos[key] === "refused") { settled += blob.size; finished += 1; return last; }
+        // Each photo in turn, the next leaving as the last piece of the one before should
+        // have crossed (not once the office made the photo of it): the link never idles for it.
+        return new Promise(function (resolve) {
+          var index = -1, going = 0, stopped = null;
+          function settle() {
+            if (!going && (stopped || index >= photos.length)) { resolve(stopped || outcome); }
+          }
+          function next() {
+            index += 1;
+            if (stopped || index >= photos.length) { settle(); return; }
+            var photo = photos[index], key = photoKey(photo, index), blob = blobs[index];
+            if (holds(key) || done.photos[key] === "refused") {
+              settled += blob.size; finished += 1; next(); return;
+            }
             var step = { part: "photo", number: index + 1, of: photos.length, total: blob.size, size: size };
+            var followed = false;
+            function follow() { if (!followed) { followed = true; next(); } }
             // acknowledged: the office's answer to a piece, not where an earlier try stopped
             function tell(offset, acknowledged) {
               step.loaded = offset;
@@ -314,16 +346,19 @@ var CaptureSend = (function () {
             var coords = photo.coords || {};
             var url = partsBase(entry) + "/photos/" + encodeURIComponent(key) +
               query({ name: photo.name, taken_at: photo.taken_at, lat: coords.lat, lng: coords.lng });
-            return sendPieces(url, blob, done.offsets[key] || 0, function (offset) {
+            going += 1;
+            sendPieces(url, blob, done.offsets[key] || 0, function (offset) {
               done.offsets[key] = offset;
               tell(offset, true);
               return keep();
+            }, function (seconds) {
+              if (seconds !== null) { setTimeout(follow, seconds * 1000); }
             }).then(function (result) {
               if (result.state === "sent" || refusedForGood(result)) {
                 // Kept by the server, or an image it can never take (not an image, too big, or a
                 // ticket written or already holding 12 photos): either way, not sent again.
                 if (result.state === "sent") {
-                  answer = result.body || answer;
+                  heard(result.body);
                   done.photos[key] = true;
                   tell(blob.size, true);  // its last piece, acknowledged
                 }
@@ -334,12 +369,15 @@ var CaptureSend = (function () {
                 delete done.offsets[key];
                 settled += blob.size;
                 finished += 1;
-                return keep().then(function () { return last; });
+                return keep().then(function () { going -= 1; follow(); settle(); });
               }
-              return result;
+              stopped = stopped || result;
+              going -= 1;
+              settle();
             });
-          });
-        }, Promise.resolve(outcome));
+          }
+          next();
+        });
       });
     }).then(function (outcome) {
       if (outcome.state !== "sent" || !signature || answer.signed || done.signature) { return outcome; }
