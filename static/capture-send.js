@@ -31,6 +31,7 @@ var CaptureSend = (function () {
   var REFUSED = [400, 404, 410, 413];
   var current = [];  // the uploads on their way, to give up at once when the phone loses signal
   var crossing = [];  // when each piece on its way should have crossed, at the measured rate
+  var tried = {};     // the photo addresses sending began for on this page
 
   /* The phone says it has no signal: stop waiting on the uploads under way; they resume later. */
   function abort() { current.slice().forEach(function (request) { request.abort(); }); }
@@ -174,6 +175,11 @@ var CaptureSend = (function () {
     return new Promise(function (resolve) {
       var held = from >= 0 && from < blob.size ? from : 0, next = held, going = 0, mismatches = 0;
       var over = false, timer = null, due = 0, answered = 0;
+      // A photo begun before (a drop, a reload) may be further along in the office than the
+      // phone heard: it first sends the photo's last byte alone, whose answer is the photo (every
+      // byte held) or where the office stands (409), for one byte instead of a piece sent round.
+      var resuming = held > 0 || tried[url] === true;
+      tried[url] = true;
       function finish(outcome) { if (!over) { over = true; clearTimeout(timer); resolve(outcome); } }
       function launch() {
         clearTimeout(timer);
@@ -182,10 +188,12 @@ var CaptureSend = (function () {
         // (two crossing the link from this phone at most, this photo's or the one before's; a
         // photo's last piece whose bytes have crossed waits only on the office making the photo)
         if (current.length >= 3 || stillCrossing() >= 2) { timer = setTimeout(launch, 50); return; }
-        var offset = next, size = pieceSize(blob.size - offset, meter.signal), started = Date.now();
+        var offset = next, started = Date.now(), size = pieceSize(blob.size - offset, meter.signal);
+        if (resuming && blob.size - offset > 1) { offset = blob.size - 1; size = 1; }
         var range = "bytes " + offset + "-" + (offset + size - 1) + "/" + blob.size;
         // (a little early: a link the rate was short of fills, and shows its rate by the spacing)
-        var leaves = meter.signal.rate ? EARLY * size / meter.signal.rate : null;
+        var leaves = meter.signal.rate && !resuming ? EARLY * size / meter.signal.rate : null;
+        resuming = false;
         var alone = !current.length;
         var mark = { until: leaves === null ? Infinity : started + leaves / EARLY * 1000 };
         crossing.push(mark);
