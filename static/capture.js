@@ -414,7 +414,7 @@
   var shrinker = null, shrinkJobs = {}, shrinkCount = 0;
 
   function shrinkElsewhere(file) {
-    var address = form.getAttribute("data-shrink-src");
+    var address = form.getAttribute("data-shrinker");
     if (shrinker === false) { return Promise.reject(new Error("no worker")); }
     if (!shrinker) {
       if (!address || !window.Worker || !window.OffscreenCanvas || !window.createImageBitmap) {
