@@ -1,9 +1,8 @@
 /* Sending one kept ticket on a weak signal, shared by the capture page and its service worker:
  * the text first (small, safe to repeat by the phone's reference; its answer names the photos
  * the server holds), then each photo the server lacks, a piece at a time (Content-Range, from
- * the byte the server holds on), then the signature. Two pieces cross the link at once, half
- * a round apart, so the link never idles for a round trip while an answer comes back, and the
- * next photo leaves while the office is still making the one before of its last piece. Each
+ * the byte the server holds on), then the signature. Two pieces are on their way at once, half
+ * a round apart, so the link never idles for a round trip while an answer comes back. Each
  * piece is sized from the signal measured on the last pieces (its rate and the wait beyond a
  * piece's bytes, told apart by fitting each piece's time to its size) to take PIECE_SECONDS
  * and at least ROUNDS round trips, so a drop costs at most about that much. How far each photo
@@ -30,7 +29,6 @@ var CaptureSend = (function () {
   var LOCK = "capture-send";
   var REFUSED = [400, 404, 410, 413];
   var current = [];  // the uploads on their way, to give up at once when the phone loses signal
-  var crossing = [];  // when each piece on its way should have crossed, at the measured rate
   var tried = {};     // the photo addresses sending began for on this page
 
   /* The phone says it has no signal: stop waiting on the uploads under way; they resume later. */
@@ -185,9 +183,8 @@ var CaptureSend = (function () {
         clearTimeout(timer);
         if (over || going >= 2 || next >= blob.size) { return; }  // (an answer launches again)
         if (going && due > Date.now()) { timer = setTimeout(launch, due - Date.now()); return; }
-        // (two crossing the link from this phone at most, this photo's or the one before's; a
-        // photo's last piece whose bytes have crossed waits only on the office making the photo)
-        if (current.length >= 3 || stillCrossing() >= 2) { timer = setTimeout(launch, 50); return; }
+        // (two on their way from this phone at most, this photo's or the one before's)
+        if (current.length >= 2) { timer = setTimeout(launch, 50); return; }
         var offset = next, started = Date.now(), size = pieceSize(blob.size - offset, meter.signal);
         if (resuming && blob.size - offset > 1) { offset = blob.size - 1; size = 1; }
         var range = "bytes " + offset + "-" + (offset + size - 1) + "/" + blob.size;
@@ -195,15 +192,12 @@ var CaptureSend = (function () {
         var leaves = meter.signal.rate && !resuming ? EARLY * size / meter.signal.rate : null;
         resuming = false;
         var alone = !current.length;
-        var mark = { until: leaves === null ? Infinity : started + leaves / EARLY * 1000 };
-        crossing.push(mark);
         next = offset + size;
         going += 1;
         due = leaves === null ? Infinity : started + leaves * 1000;
         if (leaves !== null && next < blob.size) { timer = setTimeout(launch, leaves * 1000); }
         if (next >= blob.size && lastLeaving) { lastLeaving(leaves); }
         upload("PUT", url, blob.slice(offset, offset + size), blob.type, range).then(function (outcome) {
-          crossing.splice(crossing.indexOf(mark), 1);
           going -= 1;
           if (over) { return; }
           var at = offsetOf(outcome), now = Date.now();
@@ -227,12 +221,6 @@ var CaptureSend = (function () {
       }
       launch();
     });
-  }
-
-  /* Pieces on their way whose bytes should still be crossing the link. */
-  function stillCrossing() {
-    var now = Date.now();
-    return crossing.filter(function (mark) { return mark.until > now; }).length;
   }
 
   function codeOf(outcome) { return (((outcome && outcome.body) || {}).error || {}).code; }
@@ -303,15 +291,6 @@ var CaptureSend = (function () {
 
     function keep() { return store.set(PROGRESS_PREFIX + ref, done).catch(function () {}); }
     function holds(key) { return (answer.photo_keys || []).indexOf(key) >= 0; }
-    /* The office's answer to a photo: the ticket as it stands, with every photo any answer
-     * named (photos made side by side may each be answered before the other was kept). */
-    function heard(body) {
-      if (!body) { return; }
-      var keys = (answer.photo_keys || []).slice();
-      (body.photo_keys || []).forEach(function (key) { if (keys.indexOf(key) < 0) { keys.push(key); } });
-      answer = body;
-      answer.photo_keys = keys;
-    }
 
     return store.get(PROGRESS_PREFIX + ref).catch(function () { return null; }).then(function (found) {
       done = found || blank();
@@ -324,23 +303,12 @@ var CaptureSend = (function () {
       if (outcome.state !== "sent") { return outcome; }
       done.text = answer = outcome.body || {};
       return keep().then(function () {
-        // Each photo in turn, the next leaving as the last piece of the one before should
-        // have crossed (not once the office made the photo of it): the link never idles for it.
-        return new Promise(function (resolve) {
-          var index = -1, going = 0, stopped = null;
-          function settle() {
-            if (!going && (stopped || index >= photos.length)) { resolve(stopped || outcome); }
-          }
-          function next() {
-            index += 1;
-            if (stopped || index >= photos.length) { settle(); return; }
-            var photo = photos[index], key = photoKey(photo, index), blob = blobs[index];
-            if (holds(key) || done.photos[key] === "refused") {
-              settled += blob.size; finished += 1; next(); return;
-            }
+        return photos.reduce(function (chain, photo, index) {
+          return chain.then(function (last) {
+            if (last.state !== "sent") { return last; }
+            var key = photoKey(photo, index), blob = blobs[index];
+            if (holds(key) || done.photos[key] === "refused") { settled += blob.size; finished += 1; return last; }
             var step = { part: "photo", number: index + 1, of: photos.length, total: blob.size, size: size };
-            var followed = false;
-            function follow() { if (!followed) { followed = true; next(); } }
             // acknowledged: the office's answer to a piece, not where an earlier try stopped
             function tell(offset, acknowledged) {
               step.loaded = offset;
@@ -354,19 +322,16 @@ var CaptureSend = (function () {
             var coords = photo.coords || {};
             var url = partsBase(entry) + "/photos/" + encodeURIComponent(key) +
               query({ name: photo.name, taken_at: photo.taken_at, lat: coords.lat, lng: coords.lng });
-            going += 1;
-            sendPieces(url, blob, done.offsets[key] || 0, function (offset) {
+            return sendPieces(url, blob, done.offsets[key] || 0, function (offset) {
               done.offsets[key] = offset;
               tell(offset, true);
               return keep();
-            }, function (seconds) {
-              if (seconds !== null) { setTimeout(follow, seconds * 1000); }
             }).then(function (result) {
               if (result.state === "sent" || refusedForGood(result)) {
                 // Kept by the server, or an image it can never take (not an image, too big, or a
                 // ticket written or already holding 12 photos): either way, not sent again.
                 if (result.state === "sent") {
-                  heard(result.body);
+                  answer = result.body || answer;
                   done.photos[key] = true;
                   tell(blob.size, true);  // its last piece, acknowledged
                 }
@@ -377,15 +342,12 @@ var CaptureSend = (function () {
                 delete done.offsets[key];
                 settled += blob.size;
                 finished += 1;
-                return keep().then(function () { going -= 1; follow(); settle(); });
+                return keep().then(function () { return last; });
               }
-              stopped = stopped || result;
-              going -= 1;
-              settle();
+              return result;
             });
-          }
-          next();
-        });
+          });
+        }, Promise.resolve(outcome));
       });
     }).then(function (outcome) {
       if (outcome.state !== "sent" || !signature || answer.signed || done.signature) { return outcome; }
