@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import base64
 import statistics
+import tempfile
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from support.capture_page import fill_ticket, sign
 from support.network import ThrottlingProxy, photo_key, ticket_upload
@@ -267,8 +269,10 @@ def compress_photo(browser, capture_url: str, jpeg: bytes, runs: int = 3) -> Pho
                         ceiling_runs_ms=ceiling_times, ceiling_bytes=ceiling_bytes)
 
 
-# The north star's signal: 200 kbit/s up (one bar), 1.6 Mbit/s down, 150 ms round trip.
+# The north star's signal: 200 kbit/s up (one bar), 1.6 Mbit/s down, 150 ms round trip; the
+# far one the same with a 300 ms round trip.
 ONE_BAR = {"up_bps": 200e3 / 8, "down_bps": 1.6e6 / 8, "latency_s": 0.075}
+FAR_BAR = {**ONE_BAR, "latency_s": 0.150}
 OUTAGE_S = 3.0
 
 
@@ -286,6 +290,8 @@ class NorthStar:
     outage_seconds: float = 0.0
     header_bytes: int = 0
     where: str = "between photos, mid-photo"
+    round_trip_ms: float = 150.0
+    pieces: int = 0  # photo requests the app saw, resent ones included
 
     @property
     def ratio(self) -> float:
@@ -293,9 +299,10 @@ class NorthStar:
         return self.uploaded_bytes / self.ticket_bytes if self.ticket_bytes else 0.0
 
 
-def north_star(browser, url: str, camera: bytes, photos: int = 12) -> NorthStar:
+def north_star(browser, url: str, camera: bytes, photos: int = 12, signal: dict = ONE_BAR
+               ) -> NorthStar:
     """3 lines, `photos` camera photos and a signature, on one bar through a throttling proxy
-    (support/network.py: 200 kbit/s up, 1.6 Mbit/s down, 150 ms; CPU 4x), which counts
+    (support/network.py: 200 kbit/s up, 1.6 Mbit/s down, 150 ms or `signal`'s; CPU 4x), which counts
     the page's and the service worker's bytes alike. The signal is cut for OUTAGE_S twice
     while the photos go up: once just after a photo's last byte arrived, once halfway through
     another photo.
@@ -303,12 +310,16 @@ def north_star(browser, url: str, camera: bytes, photos: int = 12) -> NorthStar:
     Uploaded bytes are the bodies of every ticket upload the app received (text, photos and
     their pieces, resent ones too, signature); the ticket's own are the compressed photos,
     the signature and the text as the phone keeps them. The floor is the ticket's own bytes
-    at the signal's upload rate.
+    at the signal's upload rate; the time without signal comes on top of it.
     """
     from urllib.parse import urlsplit
 
     target = urlsplit(url)
-    proxy = ThrottlingProxy(target.port, **ONE_BAR)
+    folder = tempfile.TemporaryDirectory(prefix="ewt-bench-camera-")
+    files = [Path(folder.name) / f"photo-{i + 1}.jpg" for i in range(photos)]
+    for path in files:
+        path.write_bytes(camera)
+    proxy = ThrottlingProxy(target.port, **signal)
     context = browser.new_context(**PHONE)
     try:
         page = context.new_page()
@@ -316,14 +327,15 @@ def north_star(browser, url: str, camera: bytes, photos: int = 12) -> NorthStar:
         page.goto(proxy.url + target.path + (f"?{target.query}" if target.query else ""))
         _throttle(context, page, network=False)
         _wait(page, "document.documentElement.classList.contains('js')")
+        # The crew takes the photos first and writes while they go up. The photos are handed
+        # over as files, as a phone's camera does (as buffers, Playwright spends seconds moving
+        # them into the page before it sees any).
+        page.set_input_files("#photo-gallery", files=[str(path) for path in files])
         fill_ticket(page)
         page.fill('input[name="equipment[0].description"]', "Core drill")
         page.fill('input[name="equipment[0].hours"]', "2")
         page.fill('input[name="materials[0].description"]', "Non-shrink grout")
         page.fill('input[name="materials[0].quantity"]', "4")
-        page.set_input_files("#photo-gallery", files=[
-            {"name": f"photo-{i + 1}.jpg", "mimeType": "image/jpeg", "buffer": camera}
-            for i in range(photos)])
 
         def completed() -> int:
             """Photos whose last byte reached the app."""
@@ -361,8 +373,11 @@ def north_star(browser, url: str, camera: bytes, photos: int = 12) -> NorthStar:
         uploads = proxy.seen(ticket_upload)
         return NorthStar(seconds=seconds, photos=photos, drops=2,
                          uploaded_bytes=sum(r.body_sent for r in uploads), ticket_bytes=int(own),
-                         floor_seconds=own / ONE_BAR["up_bps"], outage_seconds=2 * OUTAGE_S,
-                         header_bytes=sum(r.header_bytes for r in uploads))
+                         floor_seconds=own / signal["up_bps"], outage_seconds=2 * OUTAGE_S,
+                         header_bytes=sum(r.header_bytes for r in uploads),
+                         round_trip_ms=2000 * signal["latency_s"],
+                         pieces=sum(1 for r in uploads if photo_key(r)))
     finally:
         context.close()
         proxy.close()
+        folder.cleanup()

@@ -284,6 +284,9 @@ def run_sections(workdir: Path, service, camera: bytes, args, results: dict,
             compressed = browser.compress_photo(chromium, company["capture_url"], camera)
             log("capture on one bar: open link to Sent, 12 photos, cut between photos and mid-photo")
             results["north_star"] = browser.north_star(chromium, company["capture_url"], camera)
+            log("the same at 300 ms round trip")
+            results["north_star_far"] = browser.north_star(chromium, company["capture_url"], camera,
+                                                           signal=browser.FAR_BAR)
         finally:
             chromium.close()
     results["photo_browser"] = compressed

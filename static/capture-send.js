@@ -1,8 +1,11 @@
 /* Sending one kept ticket on a weak signal, shared by the capture page and its service worker:
  * the text first (small, safe to repeat by the phone's reference; its answer names the photos
  * the server holds), then each photo the server lacks, a piece at a time (Content-Range, from
- * the byte the server holds on), then the signature. Each piece is sized to take about
- * PIECE_SECONDS on the signal there is, so a drop costs at most that much; how far each photo
+ * the byte the server holds on), then the signature. Two pieces are on their way at once, half
+ * a round apart, so the link never idles for a round trip while an answer comes back. Each
+ * piece is sized from the signal measured on the last pieces (its rate and the wait beyond a
+ * piece's bytes, told apart by fitting each piece's time to its size) to take PIECE_SECONDS
+ * and at least ROUNDS round trips, so a drop costs at most about that much. How far each photo
  * has come is remembered on the phone after every piece. Progress is what the server has
  * acknowledged, never what left the phone. "Sent" is said only when the server's own answer
  * lists every photo and the signature. There is no overall time limit; an upload that makes
@@ -13,20 +16,23 @@ var CaptureSend = (function () {
   "use strict";
 
   var STALL_MS = 45000;
-  var PIECE_SECONDS = 1.2;
+  var PIECE_SECONDS = 0.8;
+  var ROUNDS = 2;
+  var EARLY = 0.7;               // the next piece leaves when this share of the one before crossed
   var FIRST_PIECE = 32 * 1024;
   var MIN_PIECE = 16 * 1024;     // the server takes no smaller piece but a photo's last
   var MAX_PIECE = 1024 * 1024;
-  var rate = 0;                  // bytes a second the last pieces went at
+  var SAMPLES = 6;
   var PROGRESS_PREFIX = "progress:";
   var SENT_PREFIX = "sent:";
   var KEEP_SENT = 20;
   var LOCK = "capture-send";
   var REFUSED = [400, 404, 410, 413];
-  var current = null;  // the upload on its way, to give up at once when the phone loses signal
+  var current = [];  // the uploads on their way, to give up at once when the phone loses signal
+  var tried = {};     // the photo addresses sending began for on this page
 
-  /* The phone says it has no signal: stop waiting on the upload under way; it resumes later. */
-  function abort() { if (current) { current.abort(); } }
+  /* The phone says it has no signal: stop waiting on the uploads under way; they resume later. */
+  function abort() { current.slice().forEach(function (request) { request.abort(); }); }
 
   function withLock(work) {
     var locks = typeof navigator !== "undefined" && navigator.locks;
@@ -75,36 +81,75 @@ var CaptureSend = (function () {
       request.upload.onprogress = nudge;
       request.onload = function () {
         clearTimeout(watchdog);
-        current = null;
+        current.splice(current.indexOf(request), 1);
         var json = null;
         try { json = JSON.parse(request.responseText); } catch (e) { json = null; }
         resolve(outcomeOf(request.status, json));
       };
       request.onerror = request.onabort = request.ontimeout = function () {
         clearTimeout(watchdog);
-        current = null;
+        current.splice(current.indexOf(request), 1);
         resolve({ state: "later" });
       };
       nudge();
-      current = request;
+      current.push(request);
       request.send(body);
     });
   }
 
-  /* The next piece's size: about PIECE_SECONDS at the rate the last pieces went; a rest too
-   * small to be a piece of its own is shared with this one. */
-  function pieceSize(left) {
-    var size = rate ? Math.round(rate * PIECE_SECONDS) : FIRST_PIECE;
+  /* What the last pieces say of the signal: {rate} bytes a second and {rtt} seconds each
+   * request waits beyond its bytes (round trip and the server's answer), fitted as a line
+   * through the (size, seconds) of pieces that went alone; while they are too alike in size to
+   * fit one, the round trip is kept and the rate read from the last piece beyond it. Pieces
+   * answered one after another while both were on their way tell the rate by their spacing. */
+  function Meter() {
+    var samples = [], signal = { rate: 0, rtt: 0 };
+    function learn(bytes, seconds) {
+      seconds = Math.max(seconds, 0.001);
+      samples.push([bytes, seconds]);
+      if (samples.length > SAMPLES) { samples.shift(); }
+      var n = samples.length, sx = 0, sy = 0, sxx = 0, sxy = 0;
+      samples.forEach(function (s) { sx += s[0]; sy += s[1]; sxx += s[0] * s[0]; sxy += s[0] * s[1]; });
+      var spread = n * sxx - sx * sx, slope = spread > 0 ? (n * sxy - sx * sy) / spread : 0;
+      var rtt = slope > 0 ? (sy - slope * sx) / n : -1;
+      // (no faster than four times the best piece went as a whole: a stalled piece skews a fit)
+      var best = Math.max.apply(null, samples.map(function (s) { return s[0] / s[1]; }));
+      var fitted = Math.sqrt(spread) / n > MIN_PIECE / 4 && rtt >= 0 && 1 / slope <= 4 * best;
+      if (fitted) { signal.rtt = Math.min(rtt, 5); signal.rate = 1 / slope; return signal; }
+      var sample = bytes / Math.max(seconds - signal.rtt, seconds / 4);
+      signal.rate = signal.rate ? (signal.rate + sample) / 2 : sample;
+      return signal;
+    }
+    /* A piece answered `seconds` after the one before it while both were on their way: the
+     * link carried its bytes in that time, or faster when it idled between them. */
+    function spaced(bytes, seconds) {
+      // (two answers may come back to back: a rate grows by at most half at a time)
+      var sample = Math.min(bytes / Math.max(seconds, 0.001), signal.rate ? 1.5 * signal.rate : Infinity);
+      signal.rate = signal.rate ? (signal.rate + sample) / 2 : sample;
+      return signal;
+    }
+    return { learn: learn, spaced: spaced, signal: signal };
+  }
+
+  /* The next piece's size for `left` bytes on `signal`: PIECE_SECONDS of sending and at least
+   * ROUNDS round trips' worth; a rest too small to be a piece of its own goes with it. */
+  function pieceSize(left, signal) {
+    var size = signal && signal.rate
+      ? Math.round(signal.rate * Math.max(PIECE_SECONDS, ROUNDS * signal.rtt)) : FIRST_PIECE;
     size = Math.max(MIN_PIECE, Math.min(MAX_PIECE, size));
-    if (left <= size) { return left; }
-    if (left - size < MIN_PIECE) { return left >= 2 * MIN_PIECE ? Math.ceil(left / 2) : left; }
+    if (left <= size + Math.max(MIN_PIECE, size / 4)) { return left; }
     return size;
   }
 
-  function learn(bytes, ms) {
-    var sample = bytes * 1000 / Math.max(ms, 1);
-    rate = rate ? (rate + sample) / 2 : sample;
+  /* Seconds the phone still needs for `bytes` in `pieces` requests at the measured signal
+   * (null until a piece has been measured). */
+  function secondsLeft(bytes, pieces) {
+    var signal = meter.signal;
+    if (!signal.rate) { return null; }
+    return bytes / signal.rate + Math.max(pieces || 1, 1) * signal.rtt;
   }
+
+  var meter = Meter();
 
   /* Where the server says a photo's next piece starts, from a 202 or a 409 upload_offset_mismatch. */
   function offsetOf(outcome) {
@@ -117,21 +162,65 @@ var CaptureSend = (function () {
   }
 
   /* Send a photo a piece at a time from byte `from`; acknowledged(offset) after each piece the
-   * server kept. Resolves with the outcome of the last piece (200 once the photo is whole). */
-  function sendPieces(url, blob, from, acknowledged) {
-    function next(offset, mismatches) {
-      var size = pieceSize(blob.size - offset), started = Date.now();
-      var range = "bytes " + offset + "-" + (offset + size - 1) + "/" + blob.size;
-      return upload("PUT", url, blob.slice(offset, offset + size), blob.type, range).then(function (outcome) {
-        var held = offsetOf(outcome);
-        if (held === null || held >= blob.size || mismatches > 2) { return outcome; }
-        if (outcome.status === 202) { learn(size, Date.now() - started); }
-        return Promise.resolve(acknowledged(held)).then(function () {
-          return next(held, outcome.status === 409 ? mismatches + 1 : 0);
+   * server kept. Two pieces go half a round apart: the next leaves once the bytes of the one
+   * before should have crossed at the measured rate, so one's round trip is spent sending the
+   * other; the server has long kept the first by the time the second is whole (a piece it
+   * cannot place yet is answered with where it stands, and sending goes on from there once
+   * the other is answered). lastLeaving(seconds), if given, is told when the photo's last
+   * piece is on its way and when its bytes should have crossed. Resolves with the outcome of
+   * the last piece (200 once the photo is whole). */
+  function sendPieces(url, blob, from, acknowledged, lastLeaving) {
+    return new Promise(function (resolve) {
+      var held = from >= 0 && from < blob.size ? from : 0, next = held, going = 0, mismatches = 0;
+      var over = false, timer = null, due = 0, answered = 0;
+      // A photo begun before (a drop, a reload) may be further along in the office than the
+      // phone heard: it first sends the photo's last byte alone, whose answer is the photo (every
+      // byte held) or where the office stands (409), for one byte instead of a piece sent round.
+      var resuming = held > 0 || tried[url] === true;
+      tried[url] = true;
+      function finish(outcome) { if (!over) { over = true; clearTimeout(timer); resolve(outcome); } }
+      function launch() {
+        clearTimeout(timer);
+        if (over || going >= 2 || next >= blob.size) { return; }  // (an answer launches again)
+        if (going && due > Date.now()) { timer = setTimeout(launch, due - Date.now()); return; }
+        // (two on their way from this phone at most, this photo's or the one before's)
+        if (current.length >= 2) { timer = setTimeout(launch, 50); return; }
+        var offset = next, started = Date.now(), size = pieceSize(blob.size - offset, meter.signal);
+        if (resuming && blob.size - offset > 1) { offset = blob.size - 1; size = 1; }
+        var range = "bytes " + offset + "-" + (offset + size - 1) + "/" + blob.size;
+        // (a little early: a link the rate was short of fills, and shows its rate by the spacing)
+        var leaves = meter.signal.rate && !resuming ? EARLY * size / meter.signal.rate : null;
+        resuming = false;
+        var alone = !current.length;
+        next = offset + size;
+        going += 1;
+        due = leaves === null ? Infinity : started + leaves * 1000;
+        if (leaves !== null && next < blob.size) { timer = setTimeout(launch, leaves * 1000); }
+        if (next >= blob.size && lastLeaving) { lastLeaving(leaves); }
+        upload("PUT", url, blob.slice(offset, offset + size), blob.type, range).then(function (outcome) {
+          going -= 1;
+          if (over) { return; }
+          var at = offsetOf(outcome), now = Date.now();
+          // (a photo's last answer waits on the server checking the whole photo: no measure of
+          // the signal, once there is one)
+          if (outcome.status === 202 || (outcome.status === 200 && !meter.signal.rate)) {
+            if (alone && !current.length) { meter.learn(size, (now - started) / 1000); }
+            else if (outcome.status === 202 && answered > started) { meter.spaced(size, (now - answered) / 1000); }
+          }
+          if (outcome.status === 202) { answered = now; }
+          if (at === null || at >= blob.size) { finish(outcome); return; }
+          if (outcome.status === 409) {
+            mismatches += 1;
+            if (mismatches > 3) { finish(outcome); return; }
+            if (going) { return; }  // the piece before it is still on its way: its answer says more
+            held = at;  // the server's word, even below what the phone thought it held
+          } else { mismatches = 0; held = Math.max(held, at); }
+          if (!going) { next = held; }
+          Promise.resolve(acknowledged(held)).then(launch);
         });
-      });
-    }
-    return next(from >= 0 && from < blob.size ? from : 0, 0);
+      }
+      launch();
+    });
   }
 
   function codeOf(outcome) { return (((outcome && outcome.body) || {}).error || {}).code; }
@@ -198,7 +287,7 @@ var CaptureSend = (function () {
     var signature = entry.payload.signature && entry.payload.signature.image ? entry.payload.signature : null;
     var blobs = photos.map(function (photo) { return toBlob(photo.data_url); });
     var size = blobs.reduce(function (sum, blob) { return sum + blob.size; }, 0);
-    var done, answer, settled = 0;
+    var done, answer, settled = 0, finished = 0;  // bytes and photos done with
 
     function keep() { return store.set(PROGRESS_PREFIX + ref, done).catch(function () {}); }
     function holds(key) { return (answer.photo_keys || []).indexOf(key) >= 0; }
@@ -218,12 +307,14 @@ var CaptureSend = (function () {
           return chain.then(function (last) {
             if (last.state !== "sent") { return last; }
             var key = photoKey(photo, index), blob = blobs[index];
-            if (holds(key) || done.photos[key] === "refused") { settled += blob.size; return last; }
+            if (holds(key) || done.photos[key] === "refused") { settled += blob.size; finished += 1; return last; }
             var step = { part: "photo", number: index + 1, of: photos.length, total: blob.size, size: size };
             // acknowledged: the office's answer to a piece, not where an earlier try stopped
             function tell(offset, acknowledged) {
               step.loaded = offset;
               step.sent = settled + offset;
+              step.held = finished + (offset >= blob.size ? 1 : 0);
+              step.left = secondsLeft(size - step.sent, photos.length - step.held);
               step.acknowledged = acknowledged;
               say(step);
             }
@@ -250,6 +341,7 @@ var CaptureSend = (function () {
                 }
                 delete done.offsets[key];
                 settled += blob.size;
+                finished += 1;
                 return keep().then(function () { return last; });
               }
               return result;
@@ -312,8 +404,9 @@ var CaptureSend = (function () {
 
   /* A photo sent ahead while its ticket is still being written (PUT .../drafts/<ref>/photos/<key>),
    * a piece at a time like any other; onProgress(offset, total, acknowledged) before the first
-   * piece (where an earlier try stopped) and after each piece the office kept. */
-  function stagePhoto(token, ref, photo, store, onProgress) {
+   * piece (where an earlier try stopped) and after each piece the office kept; lastLeaving as
+   * sendPieces tells it. */
+  function stagePhoto(token, ref, photo, store, onProgress, lastLeaving) {
     var coords = photo.coords || {};
     var url = "/c/" + encodeURIComponent(token) + "/drafts/" + encodeURIComponent(ref) + "/photos/" +
       encodeURIComponent(photo.key) + query({ name: photo.name, taken_at: photo.taken_at, lat: coords.lat, lng: coords.lng });
@@ -327,7 +420,7 @@ var CaptureSend = (function () {
           now.offsets[photo.key] = offset;
           return store.set(PROGRESS_PREFIX + ref, now);
         }).catch(function () {});
-      }).then(function (result) {
+      }, lastLeaving).then(function (result) {
         if (result.state === "sent" && onProgress) { onProgress(blob.size, blob.size, true); }
         if (result.state !== "sent" && refusedForGood(result)) {
           return { state: "refused", status: result.status, body: result.body };
@@ -358,5 +451,5 @@ var CaptureSend = (function () {
 
   return { send: send, withLock: withLock, forget: forget, abort: abort, stagePhoto: stagePhoto,
            markHeld: markHeld, recordSent: recordSent, waitsOnOffice: waitsOnOffice, codeOf: codeOf,
-           PROGRESS_PREFIX: PROGRESS_PREFIX };
+           secondsLeft: secondsLeft, Meter: Meter, pieceSize: pieceSize, PROGRESS_PREFIX: PROGRESS_PREFIX };
 })();

@@ -50,6 +50,8 @@
   var draftRef = null;      // the phone's reference for the ticket being written
   var photosRef = null;     // the reference of the ticket `photos` belongs to: kept only while it is draftRef
   var staging = false;
+  var restage = false;       // asked to send photos ahead while a turn was under way
+  var onTheWay = {};        // bytes the office acknowledged of each photo going ahead, by key
   var preparing = Promise.resolve();  // photos being shrunk: Send waits for them
   var preparingStep = null; // {number, count} while a photo is shrunk, for the tray
 
@@ -378,8 +380,15 @@
   function blobToDataUrl(blob) { return readBlob(blob, "readAsDataURL"); }
 
   /* Scale to at most 2048 px on the long edge and re-encode as JPEG, lowering the
-   * quality until the photo fits the target size. Re-encoding also drops EXIF. */
+   * quality until the photo fits the target size. Re-encoding also drops EXIF. In the
+   * shrinking worker where the browser has one (OffscreenCanvas), else on the page. */
   function compress(file) {
+    return shrinkElsewhere(file).catch(function () { return shrinkHere(file); }).then(function (blob) {
+      return blobToDataUrl(blob).then(function (url) { return { dataUrl: url, size: blob.size, blob: blob }; });
+    });
+  }
+
+  function shrinkHere(file) {
     return loadBitmap(file).then(function (bitmap) {
       var width = bitmap.width, height = bitmap.height;
       var scale = Math.min(1, LONG_EDGE / Math.max(width, height));
@@ -396,8 +405,39 @@
         });
       }
       return attempt(0);
-    }).then(function (blob) {
-      return blobToDataUrl(blob).then(function (url) { return { dataUrl: url, size: blob.size, blob: blob }; });
+    });
+  }
+
+  /* The shrinking worker (static/capture-shrink.js), started with the first photo; a photo it
+   * cannot shrink is shrunk on the page instead, and every photo once its script could not
+   * load (no signal, no copy kept). */
+  var shrinker = null, shrinkJobs = {}, shrinkCount = 0;
+
+  function shrinkElsewhere(file) {
+    var address = form.getAttribute("data-shrinker");
+    if (shrinker === false) { return Promise.reject(new Error("no worker")); }
+    if (!shrinker) {
+      if (!address || !window.Worker || !window.OffscreenCanvas || !window.createImageBitmap) {
+        shrinker = false;
+        return Promise.reject(new Error("no worker"));
+      }
+      try { shrinker = new Worker(address); } catch (e) { shrinker = false; return Promise.reject(e); }
+      shrinker.onmessage = function (event) {
+        var job = shrinkJobs[event.data.id];
+        delete shrinkJobs[event.data.id];
+        if (job) { job(event.data); }
+      };
+      shrinker.onerror = function () {
+        shrinker = false;
+        Object.keys(shrinkJobs).forEach(function (id) { shrinkJobs[id]({ error: "worker" }); });
+        shrinkJobs = {};
+      };
+    }
+    shrinkCount += 1;
+    var id = shrinkCount;
+    return new Promise(function (resolve, reject) {
+      shrinkJobs[id] = function (answer) { if (answer.blob) { resolve(answer.blob); } else { reject(new Error(answer.error)); } };
+      shrinker.postMessage({ id: id, file: file, longEdge: LONG_EDGE, targetBytes: TARGET_BYTES });
     });
   }
 
@@ -560,7 +600,7 @@
             photo.key = key;
             photos.push(photo);
             renderPhotos();
-            return savePhotos();
+            return savePhotos().then(function () { stagePhotos(); });  // it goes up while the next is shrunk
           });
         }).catch(function () {
           error.textContent = t("Could not read {name}; try taking it again.", { name: file.name || t("a photo") });
@@ -599,45 +639,91 @@
     }).catch(function () { return photoKeyFor(); });
   }
 
-  /* Photos go ahead as they are taken, while the crew keeps writing: one at a time, under the
-   * send lock, each remembered once the server holds it so sending the ticket skips it. */
+  /* Photos go ahead as they are taken, while the crew keeps writing and the next ones are
+   * shrunk, under the send lock, each remembered once the server holds it so sending the
+   * ticket skips it; photos added meanwhile follow in the same turn. The next photo leaves as
+   * the last bytes of the one before should cross, not a round trip later; one that could
+   * not go stops the turn. */
   function stagePhotos() {
+    if (staging) { restage = true; }  // (once this turn is over: a retry is never lost)
     if (!store || staging || !draftRef || !window.CaptureSend || navigator.onLine === false) { return Promise.resolve(); }
+    restage = false;
     // (a photo the office holds on the ticket being corrected is not sent again)
-    var todo = photos.filter(function (photo) {
-      return !photo.staged && !photo.held && photo.key && photo.refused !== draftRef;
-    });
-    if (!todo.length) { return Promise.resolve(); }
+    function todo() {
+      return photos.filter(function (photo) {
+        return !photo.staged && !photo.held && photo.key && photo.refused !== draftRef && !(photo.key in onTheWay);
+      });
+    }
+    if (!todo().length) { return Promise.resolve(); }
     staging = true;
     var ref = draftRef;
     return window.CaptureSend.withLock(function () {
-      return todo.reduce(function (chain, photo) {
-        return chain.then(function (going) {
-          var number = photos.indexOf(photo) + 1, of = photos.length;
-          if (!going || ref !== draftRef || number === 0 || photo.staged) { return going; }
-          return window.CaptureSend.stagePhoto(token, ref, photo, store, function (loaded, total, acknowledged) {
-            if (ref === draftRef) {
-              sayProgress({ part: "photo", number: number, of: of, loaded: loaded, total: total, acknowledged: acknowledged });
-            }
-          }).then(function (result) {
+      return new Promise(function (resolve) {
+        var going = 0, stopped = false;
+        function settle() { if (!going) { resolve(); } }
+        function next() {
+          var photo = todo()[0];
+          if (stopped || !photo || ref !== draftRef) { settle(); return; }
+          var started = false;
+          function follow() { if (!started) { started = true; next(); } }
+          onTheWay[photo.key] = 0;
+          going += 1;
+          window.CaptureSend.stagePhoto(token, ref, photo, store, function (loaded, total, acknowledged) {
+            onTheWay[photo.key] = loaded;
+            if (ref === draftRef) { sayProgress(overall(acknowledged)); }
+          }, function (seconds) {
+            if (seconds !== null) { setTimeout(follow, seconds * 1000); }
+          }).catch(function () { return { state: "later" }; }).then(function (result) {
+            delete onTheWay[photo.key];
             if (result.state !== "sent") {
+              going -= 1;
               if (result.state === "refused" && result.status !== 404 && result.status !== 410) {
                 photo.refused = ref;  // never taken: the ticket's own sending tells the crew why
-                return true;
+                if (started) { settle(); } else { follow(); }
+                return;
               }
+              stopped = true;
               if (result.state === "later") { retrySoon(result); }
-              return false;
+              settle();
+              return;
             }
             photo.staged = ref;
             retries = 0;  // the signal is good again: a later drop starts from the shortest wait
-            return window.CaptureSend.markHeld(store, ref, photo.key).then(function () { return true; });
+            return window.CaptureSend.markHeld(store, ref, photo.key).then(function () {
+              going -= 1;
+              if (started) { settle(); } else { follow(); }
+            });
           });
-        });
-      }, Promise.resolve(true));
+        }
+        next();
+      });
     }).catch(function () {}).then(function () {
       staging = false;
       return savePhotos();
-    }).then(function () { if (!form.hidden && !sending) { return showQuietState(); } });
+    }).then(function () {
+      if (restage) { stagePhotos(); }
+      if (!form.hidden && !sending) { return showQuietState(); }
+    });
+  }
+
+  /* A photo's bytes, from its data URL. */
+  function photoBytes(photo) {
+    var url = photo.data_url || "";
+    return Math.floor((url.length - url.indexOf(",") - 1) * 3 / 4);
+  }
+
+  /* Where the form's photos stand while they go up, by what the office acknowledged of each:
+   * a progress step over them all, as a ticket's sending tells it. */
+  function overall(acknowledged) {
+    var size = 0, sent = 0, held = 0;
+    photos.forEach(function (photo) {
+      var bytes = photoBytes(photo), done = photo.staged || photo.held ? bytes : Math.min(onTheWay[photo.key] || 0, bytes);
+      size += bytes;
+      sent += done;
+      if (done >= bytes) { held += 1; }
+    });
+    return { part: "photo", held: held, of: photos.length, sent: sent, size: size, acknowledged: acknowledged,
+             left: window.CaptureSend.secondsLeft(size - sent, photos.length - held) };
   }
 
   /* ---- Signature: kept as stroke data, so it is redrawn at any size. ---- */
@@ -1039,10 +1125,14 @@
     if (step.part === "text") { showStatus("sending", t("Sending the ticket…")); return; }
     if (step.part === "signature") { showStatus("sending", t("Sending the signature…")); return; }
     if (!step.acknowledged) { return; }  // where an earlier try stopped is no sign of signal
-    var words = t("Sending photo {number} of {count}", { number: num(step.number), count: num(step.of) });
-    if (step.total) {
-      var share = Math.floor(100 * (step.loaded || 0) / step.total) / 100;
-      words += " (" + new Intl.NumberFormat(LANG, { style: "percent" }).format(share) + ")";
+    var share = step.size ? Math.floor(100 * (step.sent || 0) / step.size) / 100 : 0;
+    var words = t("{held} of {count} photos, {share}", {
+      held: num(step.held), count: num(step.of),
+      share: new Intl.NumberFormat(LANG, { style: "percent" }).format(share) });
+    var left = step.left;
+    if (typeof left === "number" && step.sent < step.size) {
+      words += ", " + (left < 60 ? t("under 1 min left")
+        : t("{minutes} min left", { minutes: num(Math.ceil(left / 60)) }));
     }
     showStatus("sending", words);
     if (!progress.hidden && step.size) { progress.value = Math.floor(100 * (step.sent || 0) / step.size); }
@@ -1053,10 +1143,10 @@
     return status === 507 ? t("The office is out of space.") + " " : "";
   }
 
-  /* With the page open, a try the signal cut is tried again within seconds (2, 4, then every
+  /* With the page open, a try the signal cut is tried again within seconds (1, 1, 2, 4, then every
    * 8 s), not when the browser next wakes the service worker; "online" tries at once. One the
    * office turned away for now (busy, out of space) waits a minute. */
-  var RETRY_MS = [2000, 4000, 8000];
+  var RETRY_MS = [1000, 1000, 2000, 4000, 8000];
   var OFFICE_RETRY_MS = 60000;
   var retries = 0;
   var retryTimer = null;

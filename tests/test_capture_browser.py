@@ -1118,7 +1118,7 @@ def test_a_12_photo_ticket_goes_through_at_200_kbps_up(client, acme, live_server
     # 1200 x 900): each still takes over half a second on this link, with its 300 ms latency.
     add_site_photos(page, 12, 640, 480)
     # The photos go ahead one by one while the crew keeps writing.
-    page.wait_for_function("() => /Sending photo \\d+ of 12/.test("
+    page.wait_for_function("() => /\\d+ of 12 photos/.test("
                            "document.getElementById('queue-status').textContent)", timeout=60_000)
     fill_ticket(page)
     sign(page)
@@ -1132,7 +1132,7 @@ def test_a_12_photo_ticket_goes_through_at_200_kbps_up(client, acme, live_server
     keys = uploads.photo_keys()
     assert len(keys) == 12 and len(set(keys)) == 12
     assert max(uploads.size(r) for r in uploads.requests) < 400 * 1024
-    assert uploads.most_at_once == 1
+    assert uploads.most_at_once <= 2  # two pieces on their way at most, half a round apart
 
 
 def test_a_drop_in_the_middle_resumes_without_resending_what_the_server_holds(
@@ -1178,7 +1178,7 @@ def test_a_drop_in_the_middle_resumes_without_resending_what_the_server_holds(
     photo_bytes = sum(uploads.size(r) for r in answered_puts)
     biggest = max(uploads.size(r) for r in answered_puts)
     assert photo_bytes <= own_bytes + biggest
-    assert uploads.most_at_once == 1
+    assert uploads.most_at_once <= 2  # two pieces on their way at most, half a round apart
 
 
 def sync_waker(cdp, page, origin: str):
@@ -1215,7 +1215,7 @@ def test_the_page_and_the_service_worker_never_upload_at_the_same_time(client, a
     with app.app_context():
         (ticket,) = db.session.query(Ticket).all()
         assert ticket.photo_count == 3
-    assert uploads.most_at_once == 1
+    assert uploads.most_at_once <= 2  # two pieces on their way at most, half a round apart
     # Each photo was taken by the server once (one cut off by the drop may have started twice).
     taken = [r.url.split("/photos/")[1].split("?")[0] for r in uploads.requests
              if "/photos/" in r.url and uploads.answers.get(id(r)) == 200]
@@ -1378,7 +1378,7 @@ def test_photos_go_ahead_while_the_crew_keeps_writing(client, acme, live_server,
     assert all("/drafts/" in r.url for r in photo_puts) and len(set(uploads.photo_keys())) == 3
     pieces = [(r.url, r.headers.get("content-range")) for r in photo_puts]
     assert len(pieces) == len(set(pieces))
-    assert uploads.most_at_once == 1
+    assert uploads.most_at_once <= 2  # two pieces on their way at most, half a round apart
 
 
 UNUSABLE_PHOTO = {

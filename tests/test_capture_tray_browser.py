@@ -3,6 +3,7 @@ what it says, sampled each second, is held against what the signal really did.""
 from __future__ import annotations
 
 import itertools
+import re
 import time
 
 import pytest
@@ -46,7 +47,7 @@ class Seconds:
     def sending_without_bytes(self) -> list:
         """Each second that said "Sending" while no byte of the ticket reached the app."""
         return [(i, now) for i, (before, now) in enumerate(itertools.pairwise(self.samples))
-                if now[0].startswith("Sending photo") and now[1] == before[1]]
+                if re.match(r"\d+ of \d+ photos", now[0]) and now[1] == before[1]]
 
     def waiting_for_signal_online(self) -> list:
         """Each second that said "Waiting for signal" with the phone online a second already."""
@@ -86,7 +87,7 @@ def test_each_second_the_tray_says_what_the_signal_does(client, acme, app, signa
     tray.run(120, until=lambda words: words.startswith("Sent T-"))
     assert tray.samples[-1][0].startswith("Sent T-"), tray.samples[-5:]
     shown = [words for words, _, _ in tray.samples]
-    assert any(words.startswith("Sending photo") for words in shown), shown
+    assert any(re.match(r"\d+ of 4 photos", words) for words in shown), shown
     assert not tray.sending_without_bytes(), tray.samples
     assert not tray.waiting_for_signal_online(), tray.samples
     assert all(lines_of(page, "#queue-status") == 1 for _ in [0])
@@ -138,13 +139,13 @@ def test_the_tray_is_one_line_that_never_covers_the_form(client, acme, live_serv
         page.wait_for_timeout(300)
         # The longest words the tray says fit whole; longer ones keep to the one line.
         status = page.locator("#queue-status")
-        for words in ("Sending photo 12 of 12 (100 %)", "This link was closed by the office",
-                      "Enviando foto 12 de 12 (100 %)", "La oficina cerró este enlace"):
+        for words in ("11 of 12 photos, 99%, 10 min left", "This link was closed by the office",
+                      "11/12 fotos, 99 %, quedan 10 min", "La oficina cerró este enlace"):
             page.evaluate("(words) => document.getElementById('queue-status').textContent = words",
                           words)
             assert status.evaluate("box => box.scrollWidth <= box.clientWidth"), words
         page.evaluate("document.getElementById('queue-status').textContent = "
-                      "'Sending photo 12 of 12 (100 %) and a good deal more words than fit'")
+                      "'11 of 12 photos, 99%, 10 min left and a good deal more words than fit'")
         assert lines_of(page, "#queue-status") == 1
         tray = page.locator("#tray").bounding_box()
         # one line: a glove-sized button (48 px) and its margins, whatever the words
@@ -188,3 +189,50 @@ def test_the_kept_card_says_no_signal_only_when_the_phone_is_offline(client, acm
     page.wait_for_selector("#kept:not([hidden])", timeout=30_000)
     said = page.inner_text("#kept")
     assert "No hay señal" in said and "Todavía no hubo respuesta" not in said, said
+
+
+def test_the_tray_says_how_far_the_photos_are_and_the_time_left(client, acme, app, signal, phone):
+    from models import Ticket, db
+    from support.network import photo_key
+
+    link = create_link(client, acme)
+    page = open_capture(phone, through(signal, link))
+    fill_ticket(page)
+    signal.set_rates(15 * KB, None)
+    page.set_input_files("#photo-gallery", files=[
+        {"name": f"site-{i + 1}.jpg", "mimeType": "image/jpeg", "buffer": site_photo(i, 1800, 1350)}
+        for i in range(4)])
+    shown: list[str] = []
+
+    def watch(seconds: float, until=lambda words: False) -> None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            words = page.inner_text("#queue-status")
+            if not shown or shown[-1] != words:
+                shown.append(words)
+            if until(words):
+                return
+            page.wait_for_timeout(100)
+
+    # Photos go ahead as they are shrunk; halfway through the second, the signal goes.
+    watch(60, until=lambda words: words.startswith("1 of 4 photos"))
+    signal.cut()
+    watch(3)
+    signal.restore()
+    watch(120, until=lambda words: words == "Nothing waiting to send.")
+    overall = [words for words in shown if re.match(r"\d of 4 photos", words)]
+    pattern = r"(\d) of 4 photos, (\d+)%(, (under 1 min left|\d+ min left))?"
+    assert overall and all(re.fullmatch(pattern, words) for words in overall), shown
+    # Overall progress by what the office acknowledged never goes back, even across the cut;
+    # the time left is said once the signal is measured, until all is there.
+    said = [(int(m[1]), int(m[2])) for m in (re.fullmatch(pattern, w) for w in overall)]
+    assert said == sorted(said), said
+    assert any("left" in words for words in overall), overall
+    assert said[-1][0] >= 3, overall  # (the tray moves on to "Nothing waiting" once all is there)
+    # Each photo arrived whole after the cut: the ticket sent now holds all four.
+    assert len({photo_key(r) for r in signal.seen(lambda r: r.completes and photo_key(r))}) == 4
+    page.click("button[type=submit]")
+    page.wait_for_selector("#done:not([hidden])", timeout=60_000)
+    with app.app_context():
+        (ticket,) = db.session.query(Ticket).all()
+        assert ticket.photo_count == 4

@@ -1,0 +1,132 @@
+"""Two pieces of a photo on their way at once, meeting a loaded server and a drop: the office
+still keeping the first piece when the second arrives (sent round, 409), and the signal cut
+while one piece is in the office and the other on the wire. The `hold` fixture holds the office
+on the photo's second piece, so each overlap happens every time, with no load and no sleep; the
+photo arrives whole within seconds, each byte range sent at most once more than needed."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from models import Ticket, db
+from services.files import photo_uploads
+from support.images import noise_jpeg
+from support.network import photo_key
+from tests.test_capture_browser import (
+    create_link,
+    fill_ticket,
+    open_capture,
+    wait_for,
+)
+from tests.test_capture_overlap_browser import PhotoAnswers, queued_ticket
+from tests.test_capture_signal_browser import through
+
+pytestmark = pytest.mark.browser
+
+UP_BYTES_S = 15_000  # one bar: a piece takes a second or more, long enough to cut it mid-way
+
+
+class Gate:
+    """photo_uploads.receive as the app calls it; the hold fixture holds this one's first call."""
+
+    def __init__(self) -> None:
+        self.receive = photo_uploads.receive
+
+
+def hold_second_piece(hold, monkeypatch):
+    """Hold the office on the first piece that does not start a photo (the second lane's first
+    chance to overlap): its bytes have all come, its answer waits until released."""
+    gate = Gate()
+    original = photo_uploads.receive
+    held = hold(gate, "receive")
+
+    def receive(company_id, link_token, upload, raw, header):
+        if header and not header.startswith("bytes 0-"):
+            return gate.receive(company_id, link_token, upload, raw, header)
+        return original(company_id, link_token, upload, raw, header)
+    monkeypatch.setattr(photo_uploads, "receive", receive)
+    return held
+
+
+def one_big_photo(phone, page, signal) -> dict:
+    """A ticket with one photo of several pieces, kept on the phone with no signal."""
+    phone.set_offline(True)
+    fill_ticket(page)
+    # (grain that does not compress away: the phone keeps it at some 150 KB)
+    page.set_input_files("#photo-gallery", files=[
+        {"name": "site-1.jpg", "mimeType": "image/jpeg", "buffer": noise_jpeg(600, 450)}])
+    page.wait_for_function("() => document.querySelectorAll('#photo-list img').length === 1",
+                           timeout=60_000)
+    page.click("button[type=submit]")
+    page.wait_for_selector("#queue-status.saved")
+    (photo,) = queued_ticket(page)["photos"]
+    assert photo["size"] > 100_000, photo  # a first piece, then at least two lanes' worth
+    signal.set_rates(UP_BYTES_S, None)
+    return photo
+
+
+def photo_bytes_sent(signal, key: str) -> int:
+    """Body bytes of the photo's pieces that reached the office, a piece sent again counted again."""
+    return sum(r.body_sent for r in signal.seen(lambda r: photo_key(r) == key))
+
+
+def photo_on_the_ticket(app) -> int:
+    """How many photos the one ticket holds."""
+    with app.app_context():
+        (ticket,) = db.session.query(Ticket).all()
+        return ticket.photo_count
+
+
+def test_a_piece_sent_round_while_the_other_lane_is_kept_goes_on_from_the_office(
+        client, acme, app, signal, phone_without_worker, hold, monkeypatch):
+    phone = phone_without_worker
+    link = create_link(client, acme)
+    page = open_capture(phone, through(signal, link))
+    photo = one_big_photo(phone, page, signal)
+    answers = PhotoAnswers(page)
+    held = hold_second_piece(hold, monkeypatch)
+    phone.set_offline(False)
+    # The office keeps the second piece (slowly, on a loaded server) when the third comes: it
+    # is sent round, and the phone waits for the second's answer rather than for a minute.
+    wait_for(page, held.entered.is_set, timeout_s=60)
+    wait_for(page, lambda: answers.sent_round(), timeout_s=60)
+    assert answers.sent_round() == [("tickets", 409, "upload_offset_mismatch")], answers.seen
+    started = time.monotonic()
+    held.release()
+    page.wait_for_selector("#queue-status.sent", timeout=20_000)
+    assert time.monotonic() - started < 15
+    assert photo_on_the_ticket(app) == 1
+    # One piece went twice (the one sent round), nothing more.
+    assert photo_bytes_sent(signal, photo["key"]) <= photo["size"] + 40_000, answers.seen
+
+
+def test_a_cut_with_both_lanes_on_their_way_resumes_where_the_office_stands(
+        client, acme, app, signal, phone_without_worker, hold, monkeypatch):
+    phone = phone_without_worker
+    link = create_link(client, acme)
+    page = open_capture(phone, through(signal, link))
+    photo = one_big_photo(phone, page, signal)
+    answers = PhotoAnswers(page)
+    held = hold_second_piece(hold, monkeypatch)
+    phone.set_offline(False)
+    wait_for(page, held.entered.is_set, timeout_s=60)
+
+    def on_the_wire():
+        return [r for r in signal.seen(lambda r: photo_key(r) == photo["key"])
+                if r.range_first > 0 and 0 < r.body_sent < r.body_length]
+    # The second piece is in the office, the third half on the wire: the signal drops.
+    wait_for(page, on_the_wire, timeout_s=60)
+    signal.cut()
+    # The office keeps the second piece, its answer lost; the phone still thinks it lacks it.
+    held.wait_until_done()
+    started = time.monotonic()
+    signal.restore()
+    page.wait_for_selector("#queue-status.sent", timeout=20_000)
+    # Within the signal's back-off and a few pieces, never the office's minute.
+    assert time.monotonic() - started < 15
+    assert photo_on_the_ticket(app) == 1
+    # The phone asked where the office stands (a piece sent round names it) and went on from
+    # there: the kept second piece was not sent again.
+    assert ("tickets", 409, "upload_offset_mismatch") in answers.seen, answers.seen
+    assert photo_bytes_sent(signal, photo["key"]) <= photo["size"] + 60_000, answers.seen
