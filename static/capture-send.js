@@ -5,7 +5,8 @@
  * a round apart, so the link never idles for a round trip while an answer comes back. Each
  * piece is sized from the signal measured on the last pieces (its rate and the wait beyond a
  * piece's bytes, told apart by fitting each piece's time to its size) to take PIECE_SECONDS
- * and at least ROUNDS round trips, so a drop costs at most about that much. How far each photo
+ * and a little more than a round trip (ROUNDS), never over LONGEST_PIECE seconds, so a drop
+ * costs at most about that much. How far each photo
  * has come is remembered on the phone after every piece. Progress is what the server has
  * acknowledged, never what left the phone. "Sent" is said only when the server's own answer
  * lists every photo and the signature. There is no overall time limit; an upload that makes
@@ -17,7 +18,8 @@ var CaptureSend = (function () {
 
   var STALL_MS = 45000;
   var PIECE_SECONDS = 0.8;
-  var ROUNDS = 2;
+  var ROUNDS = 1.2;              // with two on their way, one is sent while the other is answered
+  var LONGEST_PIECE = 2;         // seconds of sending: a cut loses the pieces under way
   var EARLY = 0.7;               // the next piece leaves when this share of the one before crossed
   var FIRST_PIECE = 32 * 1024;
   var MIN_PIECE = 16 * 1024;     // the server takes no smaller piece but a photo's last
@@ -132,10 +134,13 @@ var CaptureSend = (function () {
   }
 
   /* The next piece's size for `left` bytes on `signal`: PIECE_SECONDS of sending and at least
-   * ROUNDS round trips' worth; a rest too small to be a piece of its own goes with it. */
+   * ROUNDS round trips' worth, at most LONGEST_PIECE; a rest too small to be a piece of its own
+   * goes with it. */
   function pieceSize(left, signal) {
-    var size = signal && signal.rate
-      ? Math.round(signal.rate * Math.max(PIECE_SECONDS, ROUNDS * signal.rtt)) : FIRST_PIECE;
+    var size = FIRST_PIECE;
+    if (signal && signal.rate) {
+      size = Math.round(signal.rate * Math.min(LONGEST_PIECE, Math.max(PIECE_SECONDS, ROUNDS * signal.rtt)));
+    }
     size = Math.max(MIN_PIECE, Math.min(MAX_PIECE, size));
     if (left <= size + Math.max(MIN_PIECE, size / 4)) { return left; }
     return size;
@@ -223,6 +228,13 @@ var CaptureSend = (function () {
     });
   }
 
+  /* Resolves once fewer than two uploads are on their way from this phone. */
+  function laneFree() {
+    return new Promise(function (resolve) {
+      (function check() { if (current.length < 2) { resolve(); } else { setTimeout(check, 50); } })();
+    });
+  }
+
   function codeOf(outcome) { return (((outcome && outcome.body) || {}).error || {}).code; }
 
   /* An answer that sending the same photo again can never change (a 409 about where a piece
@@ -287,10 +299,118 @@ var CaptureSend = (function () {
     var signature = entry.payload.signature && entry.payload.signature.image ? entry.payload.signature : null;
     var blobs = photos.map(function (photo) { return toBlob(photo.data_url); });
     var size = blobs.reduce(function (sum, blob) { return sum + blob.size; }, 0);
-    var done, answer, settled = 0, finished = 0;  // bytes and photos done with
+    var done, answer, acked = {};  // bytes of each photo the office acknowledged, by index
 
     function keep() { return store.set(PROGRESS_PREFIX + ref, done).catch(function () {}); }
     function holds(key) { return (answer.photo_keys || []).indexOf(key) >= 0; }
+    /* The office's answer to a photo or the signature: the ticket as it stands, with every
+     * photo and the signature any answer named (answers made side by side may each come before
+     * the other was kept). */
+    function heard(body) {
+      if (!body) { return; }
+      var keys = (answer.photo_keys || []).slice();
+      (body.photo_keys || []).forEach(function (key) { if (keys.indexOf(key) < 0) { keys.push(key); } });
+      var signed = answer.signed;
+      answer = body;
+      answer.photo_keys = keys;
+      answer.signed = answer.signed || signed;
+    }
+
+    /* Where all the photos stand, by what the office acknowledged of each, told to the tray. */
+    function tell(step, acknowledged) {
+      var sent = 0, held = 0;
+      blobs.forEach(function (blob, index) {
+        var got = Math.min(acked[index] || 0, blob.size);
+        sent += got;
+        if (got >= blob.size) { held += 1; }
+      });
+      step.sent = sent;
+      step.held = held;
+      step.left = secondsLeft(size - sent, photos.length - held);
+      step.acknowledged = acknowledged;
+      say(step);
+    }
+
+    /* One photo a piece at a time; lastLeaving as sendPieces tells it. Resolves with null once
+     * the office kept it or can never take it, else with the outcome that stopped it. */
+    function sendPhoto(index, lastLeaving) {
+      var photo = photos[index], key = photoKey(photo, index), blob = blobs[index];
+      var step = { part: "photo", number: index + 1, of: photos.length, total: blob.size, size: size };
+      acked[index] = done.offsets[key] || 0;
+      tell(step, false);  // where an earlier try stopped, not yet the office's word
+      var coords = photo.coords || {};
+      var url = partsBase(entry) + "/photos/" + encodeURIComponent(key) +
+        query({ name: photo.name, taken_at: photo.taken_at, lat: coords.lat, lng: coords.lng });
+      return sendPieces(url, blob, done.offsets[key] || 0, function (offset) {
+        done.offsets[key] = acked[index] = offset;
+        tell(step, true);
+        return keep();
+      }, lastLeaving).then(function (result) {
+        if (result.state !== "sent" && !refusedForGood(result)) { return result; }
+        // Kept by the server, or an image it can never take (not an image, too big, or a
+        // ticket written or already holding 12 photos): either way, not sent again.
+        if (result.state === "sent") {
+          heard(result.body);
+          done.photos[key] = true;
+        } else {
+          done.photos[key] = "refused";
+          done.refusals[key] = { name: photo.name || "", why: refusalOf(result) };
+        }
+        delete done.offsets[key];
+        acked[index] = blob.size;
+        tell(step, true);  // its last piece, acknowledged
+        return keep().then(function () { return null; });
+      });
+    }
+
+    /* Each photo the office lacks in turn, the next leaving as the last piece of the one
+     * before should have crossed (not once the office has made the photo of it), so the link
+     * does not idle at every photo; lastLeft() once the last has left. Resolves with `outcome`,
+     * or with what stopped a photo. */
+    function sendPhotos(outcome, lastLeft) {
+      return new Promise(function (resolve) {
+        var index = -1, going = 0, stopped = null;
+        function settle() { if (!going && (stopped || index >= photos.length)) { resolve(stopped || outcome); } }
+        function next() {
+          index += 1;
+          if (!stopped && index === photos.length) { lastLeft(); }
+          if (stopped || index >= photos.length) { settle(); return; }
+          var key = photoKey(photos[index], index);
+          if (holds(key) || done.photos[key] === "refused") { acked[index] = blobs[index].size; next(); return; }
+          var followed = false;
+          function follow() { if (!followed) { followed = true; next(); } }
+          going += 1;
+          sendPhoto(index, function (seconds) {
+            if (seconds !== null) { setTimeout(follow, seconds * 1000); }
+          }).then(function (result) {
+            going -= 1;
+            if (result) { stopped = stopped || result; settle(); return; }
+            follow();
+            settle();
+          });
+        }
+        next();
+      });
+    }
+
+    /* The signature, unless the office holds it already. Resolves with `outcome`, or with what
+     * stopped it. */
+    function sendSignature(outcome) {
+      if (!signature || answer.signed || done.signature) { return Promise.resolve(outcome); }
+      say({ part: "signature" });
+      var blob = toBlob(signature.image);
+      var url = partsBase(entry) + "/signature" +
+        query({ name: signature.name, role: signature.role, signed_at: signature.signed_at,
+                qualifier: signature.qualifier, qualifier_reason: signature.qualifier_reason });
+      return laneFree().then(function () { return upload("PUT", url, blob, blob.type); }).then(function (result) {
+        if (result.state === "sent") { heard(result.body); return outcome; }
+        if (result.status === 400) {  // an image it can never use: not sent again
+          done.signature = true;
+          return keep().then(function () { return outcome; });
+        }
+        return result;
+      });
+    }
 
     return store.get(PROGRESS_PREFIX + ref).catch(function () { return null; }).then(function (found) {
       done = found || blank();
@@ -302,67 +422,12 @@ var CaptureSend = (function () {
     }).then(function (outcome) {
       if (outcome.state !== "sent") { return outcome; }
       done.text = answer = outcome.body || {};
-      return keep().then(function () {
-        return photos.reduce(function (chain, photo, index) {
-          return chain.then(function (last) {
-            if (last.state !== "sent") { return last; }
-            var key = photoKey(photo, index), blob = blobs[index];
-            if (holds(key) || done.photos[key] === "refused") { settled += blob.size; finished += 1; return last; }
-            var step = { part: "photo", number: index + 1, of: photos.length, total: blob.size, size: size };
-            // acknowledged: the office's answer to a piece, not where an earlier try stopped
-            function tell(offset, acknowledged) {
-              step.loaded = offset;
-              step.sent = settled + offset;
-              step.held = finished + (offset >= blob.size ? 1 : 0);
-              step.left = secondsLeft(size - step.sent, photos.length - step.held);
-              step.acknowledged = acknowledged;
-              say(step);
-            }
-            tell(done.offsets[key] || 0, false);
-            var coords = photo.coords || {};
-            var url = partsBase(entry) + "/photos/" + encodeURIComponent(key) +
-              query({ name: photo.name, taken_at: photo.taken_at, lat: coords.lat, lng: coords.lng });
-            return sendPieces(url, blob, done.offsets[key] || 0, function (offset) {
-              done.offsets[key] = offset;
-              tell(offset, true);
-              return keep();
-            }).then(function (result) {
-              if (result.state === "sent" || refusedForGood(result)) {
-                // Kept by the server, or an image it can never take (not an image, too big, or a
-                // ticket written or already holding 12 photos): either way, not sent again.
-                if (result.state === "sent") {
-                  answer = result.body || answer;
-                  done.photos[key] = true;
-                  tell(blob.size, true);  // its last piece, acknowledged
-                }
-                else {
-                  done.photos[key] = "refused";
-                  done.refusals[key] = { name: photo.name || "", why: refusalOf(result) };
-                }
-                delete done.offsets[key];
-                settled += blob.size;
-                finished += 1;
-                return keep().then(function () { return last; });
-              }
-              return result;
-            });
-          });
-        }, Promise.resolve(outcome));
-      });
-    }).then(function (outcome) {
-      if (outcome.state !== "sent" || !signature || answer.signed || done.signature) { return outcome; }
-      say({ part: "signature" });
-      var blob = toBlob(signature.image);
-      var url = partsBase(entry) + "/signature" +
-        query({ name: signature.name, role: signature.role, signed_at: signature.signed_at,
-                qualifier: signature.qualifier, qualifier_reason: signature.qualifier_reason });
-      return upload("PUT", url, blob, blob.type).then(function (result) {
-        if (result.state === "sent") { answer = result.body || answer; return outcome; }
-        if (result.status === 400) {  // an image it can never use: not sent again
-          done.signature = true;
-          return keep().then(function () { return outcome; });
-        }
-        return result;
+      // The signature leaves as the last photo's last piece should have crossed.
+      var signing = null;
+      function sign() { signing = signing || sendSignature(outcome); return signing; }
+      return keep().then(function () { return sendPhotos(outcome, sign); }).then(function (result) {
+        if (result.state === "sent") { return sign(); }
+        return signing ? signing.then(function () { return result; }) : result;  // (nothing left on its way)
       });
     }).then(function (outcome) {
       if (outcome.state !== "sent") { return outcome; }

@@ -25,3 +25,24 @@ def sign(page) -> None:
     for step in range(1, 12):
         page.mouse.move(box["x"] + 20 + step * 22, box["y"] + box["height"] / 2 + (-1) ** step * 30)
     page.mouse.up()
+
+
+# Every change of the tray's words, kept in the page as it happens (no polling to miss one).
+_WATCH_TRAY = """() => {
+  const box = document.getElementById("queue-status");
+  const said = window.trayWords = [];
+  let last = box.textContent;
+  new MutationObserver(() => {
+    if (last !== box.textContent) { said.push(last = box.textContent); }
+  }).observe(box, {childList: true, characterData: true, subtree: true});
+}"""
+
+
+def watch_tray(page) -> None:
+    """From now on, keep every change of the tray's words in the page."""
+    page.evaluate(_WATCH_TRAY)
+
+
+def tray_said(page) -> list[str]:
+    """Each new wording of the tray since watch_tray, in order."""
+    return page.evaluate("window.trayWords.slice()")

@@ -7,7 +7,9 @@ import re
 import time
 
 import pytest
+from playwright.sync_api import expect
 
+from support.capture_page import tray_said, watch_tray
 from support.network import ticket_upload
 from tests.test_capture_browser import (
     add_site_photos,
@@ -99,15 +101,12 @@ def test_while_photos_are_shrunk_the_tray_says_so(client, acme, live_server, pho
     page.wait_for_selector("#queue-status.idle")
     cdp = phone.new_cdp_session(page)
     cdp.send("Emulation.setCPUThrottlingRate", {"rate": 12})  # an older phone, busy
+    watch_tray(page)
     page.set_input_files("#photo-gallery", files=[
         {"name": f"site-{i + 1}.jpg", "mimeType": "image/jpeg", "buffer": site_photo(i, 2400, 1800)}
         for i in range(3)])
-    said = []
-    deadline = time.monotonic() + 90
-    while page.locator("#photo-list img").count() < 3:
-        said.append(page.inner_text("#queue-status"))
-        assert time.monotonic() < deadline, said[-3:]
-        page.wait_for_timeout(50)
+    expect(page.locator("#photo-list img")).to_have_count(3, timeout=90_000)
+    said = tray_said(page)
     cdp.send("Emulation.setCPUThrottlingRate", {"rate": 1})
     assert "Preparing photo 1 of 3" in said and "Nothing waiting to send." not in said, said
     assert {words for words in said if words.startswith("Preparing")} <= {
@@ -199,27 +198,18 @@ def test_the_tray_says_how_far_the_photos_are_and_the_time_left(client, acme, ap
     page = open_capture(phone, through(signal, link))
     fill_ticket(page)
     signal.set_rates(15 * KB, None)
+    watch_tray(page)
     page.set_input_files("#photo-gallery", files=[
         {"name": f"site-{i + 1}.jpg", "mimeType": "image/jpeg", "buffer": site_photo(i, 1800, 1350)}
         for i in range(4)])
-    shown: list[str] = []
-
-    def watch(seconds: float, until=lambda words: False) -> None:
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            words = page.inner_text("#queue-status")
-            if not shown or shown[-1] != words:
-                shown.append(words)
-            if until(words):
-                return
-            page.wait_for_timeout(100)
-
     # Photos go ahead as they are shrunk; halfway through the second, the signal goes.
-    watch(60, until=lambda words: words.startswith("1 of 4 photos"))
+    status = page.locator("#queue-status")
+    expect(status).to_have_text(re.compile(r"^1 of 4 photos"), timeout=60_000)
     signal.cut()
-    watch(3)
+    page.wait_for_timeout(3000)
     signal.restore()
-    watch(120, until=lambda words: words == "Nothing waiting to send.")
+    expect(status).to_have_text("Nothing waiting to send.", timeout=120_000)
+    shown = tray_said(page)
     overall = [words for words in shown if re.match(r"\d of 4 photos", words)]
     pattern = r"(\d) of 4 photos, (\d+)%(, (under 1 min left|\d+ min left))?"
     assert overall and all(re.fullmatch(pattern, words) for words in overall), shown
