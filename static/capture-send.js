@@ -172,9 +172,11 @@ var CaptureSend = (function () {
    * other; the server has long kept the first by the time the second is whole (a piece it
    * cannot place yet is answered with where it stands, and sending goes on from there once
    * the other is answered). lastLeaving(seconds), if given, is told when the photo's last
-   * piece is on its way and when its bytes should have crossed. Resolves with the outcome of
-   * the last piece (200 once the photo is whole). */
-  function sendPieces(url, blob, from, acknowledged, lastLeaving) {
+   * piece is on its way and when its bytes should have crossed. With `after` (the photo
+   * before's sending), the last piece waits for it to settle, so the office keeps the photos
+   * in the phone's order. Resolves with the outcome of the last piece (200 once the photo is
+   * whole). */
+  function sendPieces(url, blob, from, acknowledged, lastLeaving, after) {
     return new Promise(function (resolve) {
       var held = from >= 0 && from < blob.size ? from : 0, next = held, going = 0, mismatches = 0;
       var over = false, timer = null, due = 0, answered = 0;
@@ -183,6 +185,7 @@ var CaptureSend = (function () {
       // byte held) or where the office stands (409), for one byte instead of a piece sent round.
       var resuming = held > 0 || tried[url] === true;
       tried[url] = true;
+      var ready = !after;  // the photo before settled: this one's last piece may go
       function finish(outcome) { if (!over) { over = true; clearTimeout(timer); resolve(outcome); } }
       function launch() {
         clearTimeout(timer);
@@ -192,6 +195,7 @@ var CaptureSend = (function () {
         if (current.length >= 2) { timer = setTimeout(launch, 50); return; }
         var offset = next, started = Date.now(), size = pieceSize(blob.size - offset, meter.signal);
         if (resuming && blob.size - offset > 1) { offset = blob.size - 1; size = 1; }
+        if (!ready && offset + size >= blob.size) { return; }  // (launched again once it settles)
         var range = "bytes " + offset + "-" + (offset + size - 1) + "/" + blob.size;
         // (a little early: a link the rate was short of fills, and shows its rate by the spacing)
         var leaves = meter.signal.rate && !resuming ? EARLY * size / meter.signal.rate : null;
@@ -224,6 +228,7 @@ var CaptureSend = (function () {
           Promise.resolve(acknowledged(held)).then(launch);
         });
       }
+      if (after) { after.then(function () { ready = true; launch(); }); }
       launch();
     });
   }
@@ -331,9 +336,9 @@ var CaptureSend = (function () {
       say(step);
     }
 
-    /* One photo a piece at a time; lastLeaving as sendPieces tells it. Resolves with null once
-     * the office kept it or can never take it, else with the outcome that stopped it. */
-    function sendPhoto(index, lastLeaving) {
+    /* One photo a piece at a time; lastLeaving and after as sendPieces takes them. Resolves
+     * with null once the office kept it or can never take it, else with what stopped it. */
+    function sendPhoto(index, lastLeaving, after) {
       var photo = photos[index], key = photoKey(photo, index), blob = blobs[index];
       var step = { part: "photo", number: index + 1, of: photos.length, total: blob.size, size: size };
       acked[index] = done.offsets[key] || 0;
@@ -345,7 +350,7 @@ var CaptureSend = (function () {
         done.offsets[key] = acked[index] = offset;
         tell(step, true);
         return keep();
-      }, lastLeaving).then(function (result) {
+      }, lastLeaving, after).then(function (result) {
         if (result.state !== "sent" && !refusedForGood(result)) { return result; }
         // Kept by the server, or an image it can never take (not an image, too big, or a
         // ticket written or already holding 12 photos): either way, not sent again.
@@ -369,7 +374,7 @@ var CaptureSend = (function () {
      * or with what stopped a photo. */
     function sendPhotos(outcome, lastLeft) {
       return new Promise(function (resolve) {
-        var index = -1, going = 0, stopped = null;
+        var index = -1, going = 0, stopped = null, before = null;
         function settle() { if (!going && (stopped || index >= photos.length)) { resolve(stopped || outcome); } }
         function next() {
           index += 1;
@@ -380,9 +385,10 @@ var CaptureSend = (function () {
           var followed = false;
           function follow() { if (!followed) { followed = true; next(); } }
           going += 1;
-          sendPhoto(index, function (seconds) {
+          before = sendPhoto(index, function (seconds) {
             if (seconds !== null) { setTimeout(follow, seconds * 1000); }
-          }).then(function (result) {
+          }, before);
+          before.then(function (result) {
             going -= 1;
             if (result) { stopped = stopped || result; settle(); return; }
             follow();

@@ -5,6 +5,7 @@ on the photo's second piece, so each overlap happens every time, with no load an
 photo arrives whole within seconds, each byte range sent at most once more than needed."""
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -17,6 +18,7 @@ from tests.test_capture_browser import (
     create_link,
     fill_ticket,
     open_capture,
+    sign,
     wait_for,
 )
 from tests.test_capture_overlap_browser import PhotoAnswers, queued_ticket
@@ -130,3 +132,81 @@ def test_a_cut_with_both_lanes_on_their_way_resumes_where_the_office_stands(
     # there: the kept second piece was not sent again.
     assert ("tickets", 409, "upload_offset_mismatch") in answers.seen, answers.seen
     assert photo_bytes_sent(signal, photo["key"]) <= photo["size"] + 60_000, answers.seen
+
+
+def hold_a_photos_last_piece(hold, monkeypatch):
+    """Hold the office on the first piece that ends a photo without starting it: its bytes have
+    all come, and the office makes the photo of them only once released."""
+    gate = Gate()
+    original = photo_uploads.receive
+    held = hold(gate, "receive")
+
+    def receive(company_id, link_token, upload, raw, header):
+        piece = re.fullmatch(r"bytes (\d+)-(\d+)/(\d+)", header or "")
+        if piece and int(piece[1]) > 0 and int(piece[2]) + 1 == int(piece[3]):
+            return gate.receive(company_id, link_token, upload, raw, header)
+        return original(company_id, link_token, upload, raw, header)
+    monkeypatch.setattr(photo_uploads, "receive", receive)
+    return held
+
+
+def kept_with_big_photos(phone, page, sizes: list[tuple[int, int]]) -> list[str]:
+    """A signed ticket with photos of grain of these sizes (two pieces or more each), kept on
+    the phone with no signal; the photos' keys in the phone's order."""
+    phone.set_offline(True)
+    fill_ticket(page)
+    page.set_input_files("#photo-gallery", files=[
+        {"name": f"site-{i + 1}.jpg", "mimeType": "image/jpeg", "buffer": noise_jpeg(*size, i)}
+        for i, size in enumerate(sizes)])
+    page.wait_for_function(f"() => document.querySelectorAll('#photo-list img').length === {len(sizes)}",
+                           timeout=60_000)
+    sign(page)
+    page.click("button[type=submit]")
+    page.wait_for_selector("#queue-status.saved")
+    return [photo["key"] for photo in queued_ticket(page)["photos"]]
+
+
+def test_the_next_photo_leaves_while_the_office_makes_the_one_before_and_keeps_their_order(
+        client, acme, app, signal, phone_without_worker, hold, monkeypatch):
+    phone = phone_without_worker
+    link = create_link(client, acme)
+    page = open_capture(phone, through(signal, link))
+    # (the second about 70 KB: a first piece and its last)
+    first, second = kept_with_big_photos(phone, page, [(600, 450), (400, 300)])
+    signal.set_rates(60_000, None)
+    held = hold_a_photos_last_piece(hold, monkeypatch)
+    phone.set_offline(False)
+    wait_for(page, held.entered.is_set, timeout_s=60)
+    # The first photo's last bytes are in the office, which has not made the photo yet: the
+    # link does not wait for it, the second photo's first piece goes meanwhile.
+    wait_for(page, lambda: signal.seen(lambda r: photo_key(r) == second and r.whole), timeout_s=30)
+    # Its last piece (a second of this link) waits for the first photo to be made, so the
+    # office keeps the photos in the phone's order.
+    page.wait_for_timeout(2500)
+    assert not signal.seen(lambda r: photo_key(r) == second and r.completes)
+    held.release()
+    page.wait_for_selector("#queue-status.sent", timeout=30_000)
+    with app.app_context():
+        (ticket,) = db.session.query(Ticket).all()
+        # The second photo's last piece waited for the first photo: the order is the phone's.
+        assert [photo.client_key for photo in ticket.photos] == [first, second]
+
+
+def test_the_signature_leaves_while_the_office_makes_the_last_photo(
+        client, acme, app, signal, phone_without_worker, hold, monkeypatch):
+    phone = phone_without_worker
+    link = create_link(client, acme)
+    page = open_capture(phone, through(signal, link))
+    kept_with_big_photos(phone, page, [(600, 450)])
+    signal.set_rates(60_000, None)
+    held = hold_a_photos_last_piece(hold, monkeypatch)
+    phone.set_offline(False)
+    wait_for(page, held.entered.is_set, timeout_s=60)
+    # (the signature's PUT, whole in the office, while the photo is still being made)
+    wait_for(page, lambda: signal.seen(lambda r: r.method == "PUT" and r.whole
+                                       and r.path.split("?")[0].endswith("/signature")), timeout_s=30)
+    held.release()
+    page.wait_for_selector("#queue-status.sent", timeout=30_000)
+    with app.app_context():
+        (ticket,) = db.session.query(Ticket).all()
+        assert ticket.photo_count == 1 and ticket.signature is not None
