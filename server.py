@@ -8,7 +8,6 @@ from __future__ import annotations
 import sys
 
 from services.platform.serving import make_server, serve
-from webapp import create_web_app
 
 
 def main(argv: list[str]) -> None:
@@ -19,4 +18,8 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
+    # Only when run: each image worker process imports this module again (as __mp_main__),
+    # and would load the whole app with it (1 s and some 70 MB a worker).
+    from webapp import create_web_app
+
     main(sys.argv[1:])

@@ -1,4 +1,5 @@
-"""SIGKILL during a create-and-approve load: nothing acknowledged is lost, nothing written twice."""
+"""SIGKILL during a create-and-approve load: nothing acknowledged is lost, nothing written twice;
+and the served app's image workers hold what images need, not the app."""
 from __future__ import annotations
 
 import os
@@ -13,9 +14,10 @@ import pytest
 import requests
 
 from models import Ticket, db
+from support.images import data_url, jpeg_bytes
 from support.servers import free_port
 from tests.plugins.storage import storage_env
-from tests.test_approval import control, origin_rows
+from tests.test_approval import control, origin_rows, ticket_body
 from tests.test_faults import attachments
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -114,3 +116,35 @@ def test_sigkill_mid_load_loses_nothing_and_duplicates_nothing(app, acme, sandbo
             ticket = db.session.get(Ticket, ticket_id)
             assert ticket.status == "written"
             assert [d.action for d in ticket.decisions].count("approved") == 1
+
+
+@pytest.mark.live
+def test_the_image_workers_of_the_served_app_do_not_load_the_app(app, acme, sandbox_server, tmp_path):
+    port = free_port()
+    server = start_server(app, sandbox_server, tmp_path, port)
+    try:
+        body = ticket_body(acme.project()["id"],
+                           photos=[{"name": "a.jpg", "data_url": data_url(jpeg_bytes())}])
+        answer = requests.post(f"http://127.0.0.1:{port}/v1/tickets", headers=acme.headers, json=body,
+                               timeout=60)
+        assert answer.status_code == 200, answer.text
+        # The photo was read in a worker from the fork server. A worker that imported the
+        # served module again with the app (as multiprocessing does with __main__) maps
+        # SQLAlchemy's compiled parts; one that holds only what images need does not.
+        workers = [pid for pid in os.listdir("/proc") if pid.isdigit() and pid != str(server.pid)
+                   and _group_of(int(pid)) == server.pid
+                   and b"multiprocessing.forkserver" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+        maps = {pid: Path(f"/proc/{pid}/maps").read_text() for pid in workers}
+        assert any("PIL" in text for text in maps.values()), workers  # a worker read the photo
+        assert not [pid for pid, text in maps.items() if "sqlalchemy" in text], workers
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
+
+
+def _group_of(pid: int) -> int | None:
+    """The process group of `pid`, None once it is gone."""
+    try:
+        return os.getpgid(pid)
+    except ProcessLookupError:
+        return None

@@ -126,7 +126,7 @@ COMMANDS_ONLY = ("alembic", "flask_migrate", "blueprints.cli", "services.demo", 
 
 
 def test_the_serving_process_loads_nothing_only_the_commands_use(tmp_path):
-    script = ("import sys\nimport server\nserver.create_web_app()\n"
+    script = ("import sys\nimport server\nimport webapp\nwebapp.create_web_app()\n"
               "print('MODULES', *sorted(sys.modules))\n"
               "import app\napp.create_app()\nprint('MODULES', *sorted(sys.modules))\n")
     env = dict(os.environ, EWT_INSTANCE_PATH=str(tmp_path / "instance"))
