@@ -1145,8 +1145,8 @@
 
   /* With the page open, a try the signal cut is tried again within seconds (each second for the
    * first three, as most cuts are short, then 2, 4, then every 8 s), not when the browser next
-   * wakes the service worker; "online" tries at once. One the
-   * office turned away for now (busy, out of space) waits a minute. */
+   * wakes the service worker; "online" tries at once. One the office turned away for now (busy,
+   * out of space) waits a minute. */
   var RETRY_MS = [1000, 1000, 1000, 2000, 4000, 8000];
   var OFFICE_RETRY_MS = 60000;
   var retries = 0;
