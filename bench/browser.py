@@ -292,11 +292,28 @@ class NorthStar:
     where: str = "between photos, mid-photo"
     round_trip_ms: float = 150.0
     pieces: int = 0  # photo requests the app saw, resent ones included
+    link_use: float = 0.0  # share of the link the upload used with signal (see north_star)
 
     @property
     def ratio(self) -> float:
         """Bytes uploaded against the ticket's own bytes (target at most 1.05)."""
         return self.uploaded_bytes / self.ticket_bytes if self.ticket_bytes else 0.0
+
+
+def link_use(uploads: list, cuts: list[tuple[float, float]], rate: float) -> float:
+    """The share of the link the ticket's upload used while the phone had signal: its body bytes
+    against the rate over the time from its first request to its last byte, less each cut and
+    the wait from the signal's return to the phone's next request (the phone cannot see a
+    signal come back; it tries again a second apart)."""
+    if not uploads:
+        return 0.0
+    first = min(r.started for r in uploads)
+    last = max(r.finished or r.started for r in uploads)
+    lost = 0.0
+    for cut, back in cuts:
+        again = min((r.started for r in uploads if r.started >= back), default=back)
+        lost += again - cut
+    return sum(r.body_sent for r in uploads) / (rate * max(last - first - lost, 1e-9))
 
 
 def north_star(browser, url: str, camera: bytes, photos: int = 12, signal: dict = ONE_BAR
@@ -341,10 +358,14 @@ def north_star(browser, url: str, camera: bytes, photos: int = 12, signal: dict 
             """Photos whose last byte reached the app."""
             return len({photo_key(r) for r in proxy.seen(lambda r: r.completes and photo_key(r))})
 
+        cuts: list[tuple[float, float]] = []
+
         def outage() -> None:
+            cut = time.monotonic()
             proxy.cut()
             page.wait_for_timeout(OUTAGE_S * 1000)
             proxy.restore()
+            cuts.append((cut, time.monotonic()))
 
         deadline = time.monotonic() + 600
         while completed() < photos // 3 and time.monotonic() < deadline:
@@ -376,7 +397,8 @@ def north_star(browser, url: str, camera: bytes, photos: int = 12, signal: dict 
                          floor_seconds=own / signal["up_bps"], outage_seconds=2 * OUTAGE_S,
                          header_bytes=sum(r.header_bytes for r in uploads),
                          round_trip_ms=2000 * signal["latency_s"],
-                         pieces=sum(1 for r in uploads if photo_key(r)))
+                         pieces=sum(1 for r in uploads if photo_key(r)),
+                         link_use=link_use(uploads, cuts, signal["up_bps"]))
     finally:
         context.close()
         proxy.close()

@@ -187,6 +187,13 @@ def signal_rows(r: dict, number: int) -> list[dict]:
         rows.append(_fig(f"capture.north_star.{trip:g}.bytes", section,
                          f"Bytes uploaded against the ticket's own bytes at {trip:g} ms", ratio,
                          "×", None, f"≤ {target:g}×", ratio <= target))
+        if ns.get("link_use"):  # runs from before it was measured have none
+            use = 100 * ns["link_use"]
+            rows.append(_fig(f"capture.north_star.{trip:g}.use", section,
+                             f"Link used by the upload at {trip:g} ms, with signal (from its "
+                             "first request to its last byte, less each cut and the wait to the "
+                             "next try once the signal is back)", use, "%", 100.0, "≥ 85 %",
+                             use >= 85))
     return rows
 
 

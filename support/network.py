@@ -27,6 +27,7 @@ class SeenRequest:
     body_length: int
     body_sent: int = 0
     started: float = 0.0
+    finished: float = 0.0  # when its last body byte was delivered (0 until then)
     range_first: int = 0  # where a piece goes in its photo, from its Content-Range
     range_total: int | None = None  # a piece's photo size
 
@@ -85,6 +86,8 @@ class _RequestReader:
                 take = min(len(data), self.current.body_length - self.current.body_sent)
                 with self.lock:
                     self.current.body_sent += take
+                    if self.current.body_sent >= self.current.body_length:
+                        self.current.finished = time.monotonic()
                 data = data[take:]
                 continue
             self.head += data

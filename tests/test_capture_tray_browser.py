@@ -95,13 +95,26 @@ def test_each_second_the_tray_says_what_the_signal_does(client, acme, app, signa
     assert all(lines_of(page, "#queue-status") == 1 for _ in [0])
 
 
-def test_while_photos_are_shrunk_the_tray_says_so(client, acme, live_server, phone):
+# The page's clock when the form first shows `count` photos.
+ALL_SHOWN = """(count) => new MutationObserver((_, observer) => {
+  if (document.querySelectorAll('#photo-list img').length >= count) {
+    window.allShown = performance.now();
+    observer.disconnect();
+  }
+}).observe(document.getElementById('photo-list'), {childList: true, subtree: true})"""
+
+
+def test_photos_are_shrunk_in_a_worker_while_the_first_goes_up_and_the_tray_says_so(
+        client, acme, live_server, phone):
     link = create_link(client, acme)
     page = open_capture(phone, link["url"])
     page.wait_for_selector("#queue-status.idle")
+    workers: list[str] = []
+    page.on("worker", lambda worker: workers.append(worker.url))
     cdp = phone.new_cdp_session(page)
     cdp.send("Emulation.setCPUThrottlingRate", {"rate": 12})  # an older phone, busy
     watch_tray(page)
+    page.evaluate(ALL_SHOWN, 3)
     page.set_input_files("#photo-gallery", files=[
         {"name": f"site-{i + 1}.jpg", "mimeType": "image/jpeg", "buffer": site_photo(i, 2400, 1800)}
         for i in range(3)])
@@ -111,6 +124,12 @@ def test_while_photos_are_shrunk_the_tray_says_so(client, acme, live_server, pho
     assert "Preparing photo 1 of 3" in said and "Nothing waiting to send." not in said, said
     assert {words for words in said if words.startswith("Preparing")} <= {
         "Preparing photo 1 of 3", "Preparing photo 2 of 3", "Preparing photo 3 of 3"}
+    # Off the page's thread, in the shrinking worker; the first photo went up before the last
+    # was shrunk.
+    assert any("/static/capture-shrink.js" in url for url in workers), workers
+    first_up = page.evaluate("""() => Math.min(...performance.getEntriesByType('resource')
+        .filter(entry => entry.name.includes('/photos/')).map(entry => entry.startTime))""")
+    assert first_up < page.evaluate("window.allShown")
 
 
 def test_a_revoked_link_says_so_in_the_tray(client, acme, live_server, phone):
