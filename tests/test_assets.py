@@ -27,6 +27,8 @@ def test_static_addresses_name_the_files_content_and_are_kept_a_year(client, acm
         with client.get(address) as answer:
             assert answer.status_code == 200
             assert answer.headers["Cache-Control"] == f"public, {YEAR}, immutable", name
+            # (bytes on one bar: nothing the kept answer never uses)
+            assert not {"Content-Disposition", "Last-Modified"} & set(answer.headers.keys()), name
     # An address without the digest, or with another file's, is checked again every time.
     for address in ("/static/capture.js", "/static/capture.js?v=0123456789abcdef"):
         with client.get(address) as answer:
