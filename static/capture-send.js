@@ -61,9 +61,11 @@ var CaptureSend = (function () {
   function upload(method, url, body, type, range) {
     var headers = { "Content-Type": type, "Accept": "application/json" };
     if (range) { headers["Content-Range"] = range; }
-    if (typeof XMLHttpRequest === "undefined") {
+    if (typeof XMLHttpRequest === "undefined") {  // (the service worker)
       var controller = new AbortController();
-      var timer = setTimeout(function () { controller.abort(); }, STALL_MS * 4);
+      var going = { abort: function () { controller.abort(); } };
+      var timer = setTimeout(going.abort, STALL_MS * 4);
+      current.push(going);
       return fetch(url, { method: method, body: body, credentials: "omit", signal: controller.signal,
                           headers: headers })
         .then(function (response) {
@@ -71,7 +73,11 @@ var CaptureSend = (function () {
             return outcomeOf(response.status, json);
           });
         }).catch(function () { return { state: "later" }; })
-        .then(function (outcome) { clearTimeout(timer); return outcome; });
+        .then(function (outcome) {
+          clearTimeout(timer);
+          current.splice(current.indexOf(going), 1);
+          return outcome;
+        });
     }
     return new Promise(function (resolve) {
       var request = new XMLHttpRequest();
