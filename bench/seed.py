@@ -69,6 +69,9 @@ def seed_tickets(app: Flask, company_id: int, template_id: str, target: int,
                                    .where(Ticket.company_id == company_id))
         start = oldest - dt.timedelta(seconds=20)
         db.session.expunge_all()
+        # (the reads' transaction ends here: on SQLite, one that read before a write of the
+        # service's and then writes is refused at once, whatever the busy timeout)
+        db.session.commit()
         added = 0
         while added < missing:
             batch = range(added, min(missing, added + chunk))
