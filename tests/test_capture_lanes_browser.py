@@ -26,7 +26,7 @@ from tests.test_capture_signal_browser import through
 
 pytestmark = pytest.mark.browser
 
-UP_BYTES_S = 30_000  # one bar: a piece takes most of a second, long enough to cut it mid-way
+UP_BYTES_S = 15_000  # one bar: a piece takes a second or more, long enough to cut it mid-way
 
 
 class Gate:
