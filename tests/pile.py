@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import time
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -10,6 +11,7 @@ from sqlalchemy import update
 from models import Ticket, db, utcnow
 from models.schemas import TicketInput
 from services.capture import links, tickets
+from services.project_system import projects
 from support.images import data_url, png_bytes
 
 SUBS = ("Apex Concrete", "Bolt Electric", "Cedar Framing", "Delta Drywall")
@@ -78,3 +80,16 @@ def seed_pile(app, tenant, count: int = 60, now: dt.datetime | None = None) -> l
                                .values(captured_at=captured_at))
         db.session.commit()
     return seeded
+
+
+def procore_reads_settled(app, tenant, timeout_s: float = 30) -> None:
+    """Wait until the app's reads of Procore have ended and the company is not thought away.
+
+    On a loaded machine a page's first read of a company can outlast the page's wait: the page
+    is then drawn from what was known (nothing yet) and says Procore is away until the read ends.
+    """
+    deadline = time.monotonic() + timeout_s
+    with app.app_context():
+        projects.wait_for_background_reads(timeout_s)
+        while projects.away_since(tenant.company_id) is not None and time.monotonic() < deadline:
+            time.sleep(0.05)

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from tests.pile import SUGGESTED_COMMITMENT, seed_pile
+from tests.pile import SUGGESTED_COMMITMENT, procore_reads_settled, seed_pile
 from tests.test_review_pages import sign_in
 from tests.test_review_triage import browser_sign_in
 
@@ -150,18 +150,13 @@ def refreshed_after(page, ms: int) -> None:
 
 def test_a_bulk_approval_that_finds_procore_away_says_so_on_the_queue(app, client, acme, pile,
                                                                      sandbox_server):
-    from services.project_system import projects
     from tests.test_approval import origin_rows
     browser = sign_in(app, client, acme)
     target = next(t for t in pile if t.clean and t.signed and t.sub not in SUGGESTED_COMMITMENT)
     # The queue's reads end with Procore answering (on a loaded machine a first read can take
     # longer than a page waits for it, which the page tells as Procore away until it ends).
     browser.get("/queue")
-    deadline = time.monotonic() + 30
-    with app.app_context():
-        projects.wait_for_background_reads(30)
-        while projects.away_since(acme.company_id) is not None and time.monotonic() < deadline:
-            time.sleep(0.05)
+    procore_reads_settled(app, acme)
     html = browser.post("/queue/bulk", {"ids": [target.id]}, htmx=True).get_data(as_text=True)
     assert "Procore is not answering" not in html
     app.config["SANDBOX_URL"] = "http://127.0.0.1:9"  # what the pages read is still fresh
