@@ -20,7 +20,6 @@ import json
 import os
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,7 +31,6 @@ import requests
 from bench import report, sections, seed
 from bench.servers import (
     BENCH,
-    ROOT,
     answer_of,
     paced,
     start_ceiling,
@@ -396,17 +394,7 @@ def main() -> int:
             lr = measure(service, Path(workdir), app, key, company, project_id, template_id)
         finally:
             service.stop()
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
-                            capture_output=True).stdout.strip()
-    if subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "services",
-                       "bench/learning.py"], cwd=ROOT, text=True,
-                      capture_output=True).stdout.strip():
-        commit += " (with uncommitted changes)"
-    lr.update(load=(load_before, os.getloadavg()[0]), commit=commit,
-              date=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
-    (BENCH / "out").mkdir(exist_ok=True)
-    (BENCH / "out" / "learning.json").write_text(json.dumps(lr, indent=2, default=str))
-    print(json.dumps(lr, indent=2, default=str), file=sys.stderr)
+    sections.kept_result("learning", lr, load_before, "services", "bench/learning.py")
     update(lr)
     return 0
 

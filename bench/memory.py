@@ -9,17 +9,14 @@ it reads the worker's memory; writes its row into bench/RESULTS.md (a section of
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import json
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 from bench import report, sections, seed
 from bench.run import DEFAULTS, latency_runs, load
-from bench.servers import BENCH, ROOT, rss_mb, start_ceiling, start_service
+from bench.servers import BENCH, rss_mb, start_ceiling, start_service
 
 START, END = "<!-- memory -->", "<!-- /memory -->"
 
@@ -78,16 +75,7 @@ def main() -> int:
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="ewt-bench-memory-") as workdir:
         mem = measure(Path(workdir), args)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
-                            capture_output=True).stdout.strip()
-    if subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
-                      text=True, capture_output=True).stdout.strip():
-        commit += " (with uncommitted changes)"
-    mem.update(load=(load_before, os.getloadavg()[0]), commit=commit,
-               date=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
-    (BENCH / "out").mkdir(exist_ok=True)
-    (BENCH / "out" / "memory.json").write_text(json.dumps(mem, indent=2))
-    print(json.dumps(mem, indent=2), file=sys.stderr)
+    sections.kept_result("memory", mem, load_before)
     if args.seconds >= DEFAULTS["seconds"]:  # a shorter look stays in bench/out/
         sections.put(BENCH / "RESULTS.md", section(mem), START, END)
     return 0

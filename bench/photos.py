@@ -6,12 +6,9 @@ crew's photos on one bar of signal.
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import io
-import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -21,7 +18,7 @@ from pathlib import Path
 from PIL import Image
 
 from bench import report, sections
-from bench.servers import BENCH, ROOT
+from bench.servers import BENCH
 
 START, END = "<!-- signal -->", "<!-- /signal -->"
 
@@ -119,16 +116,7 @@ def main() -> int:
         finally:
             service.stop()
     result = {name: dataclasses.asdict(ns) for name, ns in result.items()}
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
-                            capture_output=True).stdout.strip()
-    if subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "static",
-                       "bench"], cwd=ROOT, text=True, capture_output=True).stdout.strip():
-        commit += " (with uncommitted changes)"
-    result.update(load=(load_before, os.getloadavg()[0]), commit=commit,
-                  date=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
-    (BENCH / "out").mkdir(exist_ok=True)
-    (BENCH / "out" / "photos.json").write_text(json.dumps(result, indent=2, default=str))
-    print(json.dumps(result, indent=2, default=str), file=sys.stderr)
+    sections.kept_result("photos", result, load_before, "static", "bench")
     sections.put(BENCH / "RESULTS.md", section(result), START, END)
     return 0
 

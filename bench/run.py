@@ -22,7 +22,7 @@ from pathlib import Path
 
 import requests
 
-from bench import approve, browser, bucket, learning, photos, pm_session, report, seed
+from bench import approve, browser, bucket, learning, photos, pm_session, report, sections, seed
 from bench.servers import (
     BENCH,
     ROOT,
@@ -56,15 +56,11 @@ def machine() -> dict:
                platform.processor() or "unknown")
     mem_kb = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
                   if line.startswith("MemTotal:"))
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
-                            capture_output=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
-                           text=True, capture_output=True).stdout.strip()
     chromium = subprocess.run([browser.CHROMIUM, "--version"], text=True,
                               capture_output=True).stdout.strip()
     return {"cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(mem_kb / 1024 / 1024, 1),
             "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "commit": commit + (" (with uncommitted changes)" if dirty else ""),
+            "commit": sections.measured_commit(),
             "python": platform.python_version(), "chromium": chromium}
 
 

@@ -1,7 +1,14 @@
 """Sections of RESULTS.md that a measurement run alone writes between their own marks."""
 from __future__ import annotations
 
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
+
+from bench.servers import BENCH, ROOT
 
 
 def put(path: Path, lines: list[str], start: str, end: str) -> None:
@@ -22,3 +29,23 @@ def kept(text: str, start: str, end: str) -> list[str]:
     if start not in text or end not in text:
         return []
     return (start + text.split(start, 1)[1].split(end, 1)[0] + end).split("\n")
+
+
+def measured_commit(*paths: str) -> str:
+    """The commit measured, marked when `paths` (every tracked file if none) have uncommitted changes."""
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
+                            capture_output=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", *paths],
+                           cwd=ROOT, text=True, capture_output=True).stdout.strip()
+    return commit + (" (with uncommitted changes)" if dirty else "")
+
+
+def kept_result(name: str, result: dict, load_before: float, *paths: str) -> dict:
+    """A section's result stamped with the load before and after, commit and date, kept in
+    bench/out/<name>.json and printed."""
+    result.update(load=(load_before, os.getloadavg()[0]), commit=measured_commit(*paths),
+                  date=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+    (BENCH / "out").mkdir(exist_ok=True)
+    (BENCH / "out" / f"{name}.json").write_text(json.dumps(result, indent=2, default=str))
+    print(json.dumps(result, indent=2, default=str), file=sys.stderr)
+    return result

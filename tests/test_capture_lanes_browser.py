@@ -68,6 +68,19 @@ def one_big_photo(phone, page, signal) -> dict:
     return photo
 
 
+def held_on_its_second_piece(client, acme, signal, phone, hold, monkeypatch):
+    """A capture page through the signal with one big photo kept offline, the office set to hold
+    the photo's second piece, then back online: the page, the photo, its answers and the hold,
+    once the second piece is held."""
+    page = open_capture(phone, through(signal, create_link(client, acme)))
+    photo = one_big_photo(phone, page, signal)
+    answers = PhotoAnswers(page)
+    held = hold_second_piece(hold, monkeypatch)
+    phone.set_offline(False)
+    wait_for(page, held.entered.is_set, timeout_s=60)
+    return page, photo, answers, held
+
+
 def photo_bytes_sent(signal, key: str) -> int:
     """Body bytes of the photo's pieces that reached the office, a piece sent again counted again."""
     return sum(r.body_sent for r in signal.seen(lambda r: photo_key(r) == key))
@@ -82,16 +95,10 @@ def photo_on_the_ticket(app) -> int:
 
 def test_a_piece_sent_round_while_the_other_lane_is_kept_goes_on_from_the_office(
         client, acme, app, signal, phone_without_worker, hold, monkeypatch):
-    phone = phone_without_worker
-    link = create_link(client, acme)
-    page = open_capture(phone, through(signal, link))
-    photo = one_big_photo(phone, page, signal)
-    answers = PhotoAnswers(page)
-    held = hold_second_piece(hold, monkeypatch)
-    phone.set_offline(False)
     # The office keeps the second piece (slowly, on a loaded server) when the third comes: it
     # is sent round, and the phone waits for the second's answer rather than for a minute.
-    wait_for(page, held.entered.is_set, timeout_s=60)
+    page, photo, answers, held = held_on_its_second_piece(client, acme, signal, phone_without_worker,
+                                                          hold, monkeypatch)
     wait_for(page, lambda: answers.sent_round(), timeout_s=60)
     assert answers.sent_round() == [("tickets", 409, "upload_offset_mismatch")], answers.seen
     started = time.monotonic()
@@ -105,14 +112,8 @@ def test_a_piece_sent_round_while_the_other_lane_is_kept_goes_on_from_the_office
 
 def test_a_cut_with_both_lanes_on_their_way_resumes_where_the_office_stands(
         client, acme, app, signal, phone_without_worker, hold, monkeypatch):
-    phone = phone_without_worker
-    link = create_link(client, acme)
-    page = open_capture(phone, through(signal, link))
-    photo = one_big_photo(phone, page, signal)
-    answers = PhotoAnswers(page)
-    held = hold_second_piece(hold, monkeypatch)
-    phone.set_offline(False)
-    wait_for(page, held.entered.is_set, timeout_s=60)
+    page, photo, answers, held = held_on_its_second_piece(client, acme, signal, phone_without_worker,
+                                                          hold, monkeypatch)
 
     def on_the_wire():
         return [r for r in signal.seen(lambda r: photo_key(r) == photo["key"])
