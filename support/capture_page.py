@@ -30,10 +30,10 @@ def sign(page) -> None:
 # Every change of the tray's words, kept in the page as it happens (no polling to miss one).
 _WATCH_TRAY = """() => {
   const box = document.getElementById("queue-status");
-  const said = window.trayWords = [];
+  const said = window.trayWords = [], at = window.trayTimes = [];
   let last = box.textContent;
   new MutationObserver(() => {
-    if (last !== box.textContent) { said.push(last = box.textContent); }
+    if (last !== box.textContent) { said.push(last = box.textContent); at.push(performance.now()); }
   }).observe(box, {childList: true, characterData: true, subtree: true});
 }"""
 
@@ -43,6 +43,10 @@ def watch_tray(page) -> None:
     page.evaluate(_WATCH_TRAY)
 
 
-def tray_said(page) -> list[str]:
-    """Each new wording of the tray since watch_tray, in order."""
-    return page.evaluate("window.trayWords.slice()")
+def tray_said(page, before: str | None = None) -> list[str]:
+    """Each new wording of the tray since watch_tray, in order; with `before` (a script giving a
+    moment on the page's clock), only those said before that moment."""
+    if before is None:
+        return page.evaluate("window.trayWords.slice()")
+    return page.evaluate(f"(() => {{ const moment = {before}; return window.trayWords.filter("
+                         "(words, i) => window.trayTimes[i] < moment); })()")
