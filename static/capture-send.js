@@ -63,7 +63,7 @@ var CaptureSend = (function () {
     if (range) { headers["Content-Range"] = range; }
     if (typeof XMLHttpRequest === "undefined") {  // (the service worker)
       var controller = new AbortController();
-      var going = { abort: function () { controller.abort(); } };
+      var going = { abort: function () { controller.abort(); }, bytes: body.size || 0 };
       var timer = setTimeout(going.abort, STALL_MS * 4);
       current.push(going);
       return fetch(url, { method: method, body: body, credentials: "omit", signal: controller.signal,
@@ -100,6 +100,7 @@ var CaptureSend = (function () {
         resolve({ state: "later" });
       };
       nudge();
+      request.bytes = body.size || 0;
       current.push(request);
       request.send(body);
     });
@@ -161,6 +162,15 @@ var CaptureSend = (function () {
   }
 
   var meter = Meter();
+
+  /* Seconds within which the office's next answer is due: the bytes on their way and the next
+   * piece's, at the measured rate, and a round trip (null until a piece was measured). */
+  function answerDue() {
+    var signal = meter.signal;
+    if (!signal.rate) { return null; }
+    var bytes = current.reduce(function (sum, going) { return sum + (going.bytes || 0); }, 0);
+    return Math.min((bytes + pieceSize(Infinity, signal)) / signal.rate + signal.rtt, 30);
+  }
 
   /* Where the server says a photo's next piece starts, from a 202 or a 409 upload_offset_mismatch. */
   function offsetOf(outcome) {
@@ -338,6 +348,7 @@ var CaptureSend = (function () {
       step.sent = sent;
       step.held = held;
       step.left = secondsLeft(size - sent, photos.length - held);
+      step.due = answerDue();
       step.acknowledged = acknowledged;
       say(step);
     }
@@ -528,5 +539,5 @@ var CaptureSend = (function () {
 
   return { send: send, withLock: withLock, forget: forget, abort: abort, stagePhoto: stagePhoto,
            markHeld: markHeld, recordSent: recordSent, waitsOnOffice: waitsOnOffice, codeOf: codeOf,
-           secondsLeft: secondsLeft, Meter: Meter, pieceSize: pieceSize, PROGRESS_PREFIX: PROGRESS_PREFIX };
+           secondsLeft: secondsLeft, answerDue: answerDue, Meter: Meter, pieceSize: pieceSize, PROGRESS_PREFIX: PROGRESS_PREFIX };
 })();

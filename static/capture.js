@@ -104,11 +104,12 @@
   /* ---- The tray: one line saying what happened, actions, and this phone's tickets. ---- */
 
   /* The tray's one line. "Sending" stands only while the office acknowledges bytes: with no
-   * answer for STALE_MS it says so instead. */
+   * answer for STALE_MS, or for `dueMs` when a slow signal answers a piece less often, it says
+   * so instead. */
   var STALE_MS = 1000;
   var staleTimer = null;
 
-  function showStatus(kind, text) {
+  function showStatus(kind, text, dueMs) {
     statusBox.className = "queue-status " + kind;
     statusBox.textContent = text;
     statusBox.title = text;
@@ -118,7 +119,7 @@
       staleTimer = setTimeout(function () {
         showStatus(navigator.onLine === false ? "saved" : "waiting-answer",
                    navigator.onLine === false ? t("Waiting for signal") : t("Waiting for an answer…"));
-      }, STALE_MS);
+      }, Math.max(STALE_MS, dueMs || 0));
     }
     if (kind !== "saved") { stopCountdown(); }
   }
@@ -723,7 +724,8 @@
       if (done >= bytes) { held += 1; }
     });
     return { part: "photo", held: held, of: photos.length, sent: sent, size: size, acknowledged: acknowledged,
-             left: window.CaptureSend.secondsLeft(size - sent, photos.length - held) };
+             left: window.CaptureSend.secondsLeft(size - sent, photos.length - held),
+             due: window.CaptureSend.answerDue() };
   }
 
   /* ---- Signature: kept as stroke data, so it is redrawn at any size. ---- */
@@ -1130,11 +1132,11 @@
       held: num(step.held), count: num(step.of),
       share: new Intl.NumberFormat(LANG, { style: "percent" }).format(share) });
     var left = step.left;
-    if (typeof left === "number" && step.sent < step.size) {
-      words += ", " + (left < 60 ? t("under 1 min left")
-        : t("{minutes} min left", { minutes: num(Math.ceil(left / 60)) }));
+    if (typeof left === "number" && step.sent < step.size) {  // (whole minutes, rounded up)
+      var minutes = Math.max(1, Math.ceil(left / 60));
+      words += ", " + tn("{minutes} min left", "{minutes} min left", minutes, { minutes: num(minutes) });
     }
-    showStatus("sending", words);
+    showStatus("sending", words, step.due ? 1000 * step.due : 0);
     if (!progress.hidden && step.size) { progress.value = Math.floor(100 * (step.sent || 0) / step.size); }
   }
 
