@@ -253,12 +253,12 @@ def test_the_tray_says_how_far_the_photos_are_and_the_time_left(client, acme, ap
 
 def test_on_a_slow_signal_the_tray_keeps_the_photos_progress_between_answers(client, acme, app,
                                                                               signal, phone):
-    # At 50 kbps a piece takes seconds and the office answers each once it is whole: between
+    # At 64 kbps a piece takes two seconds and the office answers each once it is whole: between
     # two answers the photos are still going up, and the tray says how far they are.
     link = create_link(client, acme)
     page = open_capture(phone, through(signal, link))
     fill_ticket(page)
-    signal.set_rates(6 * KB, None)
+    signal.set_rates(8 * KB, None)
     page.set_input_files("#photo-gallery", files=[
         {"name": f"site-{i + 1}.jpg", "mimeType": "image/jpeg", "buffer": site_photo(i, 3000, 2250)}
         for i in range(3)])
@@ -267,9 +267,10 @@ def test_on_a_slow_signal_the_tray_keeps_the_photos_progress_between_answers(cli
     tray.samples.clear()  # from the first answer that measured the signal
     tray.run(60, until=lambda words: words == "Nothing waiting to send.")
     said = [words for words, _, _ in tray.samples[:-1]]
-    assert len(said) >= 10, tray.samples  # (the photos take some 25 s at 6 KB/s)
+    assert len(said) >= 10, tray.samples  # (the photos take some 18 s at 8 KB/s)
     progress = [words for words in said if re.match(r"\d of 3 photos, \d+%", words)]
-    # (answers due within the bytes on their way: "Waiting for an answer" said 13 of 17 seconds
-    # when it came 1 s after each answer)
-    assert len(progress) >= 0.75 * len(said), said
+    # Progress in 13 of 13 seconds on a quiet machine, 12 of 18 on a loaded one (the office
+    # answers a photo's last piece once it has made the photo); it was 4 of 13 when "Waiting
+    # for an answer" came a second after each answer.
+    assert len(progress) >= 0.5 * len(said), said
     assert not tray.sending_without_bytes(), tray.samples
