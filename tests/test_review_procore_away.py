@@ -166,3 +166,26 @@ def test_a_bulk_approval_that_finds_procore_away_says_so_on_the_queue(app, clien
     assert "0 written" in html and "Procore is not answering; approvals will wait" in html
     assert "Procore is not answering" in browser.get("/queue").get_data(as_text=True)
     assert origin_rows(sandbox_server, "change_events", target.id) == []
+
+
+def test_a_first_read_slower_than_a_page_waits_is_not_told_as_procore_away(app, client, acme,
+                                                                           pile, sandbox_server):
+    from services.project_system import projects
+    from tests.test_approval import control
+    browser = sign_in(app, client, acme)
+    procore_reads_settled(app, acme)
+    with app.app_context():
+        projects.clear_caches()  # as in a process that never read anything: a deploy, a restart
+    # Each call slower than a page waits for a first answer, well within a call's timeout.
+    procore = control(sandbox_server, acme)
+    procore.set_latency(1000 * (projects.PAGE_WAIT_S + 0.8))
+    html = browser.get("/queue").get_data(as_text=True)
+    assert 'title="The budget codes could not be read"' in html  # drawn before Procore answered
+    assert "Procore is not answering" not in html
+    procore_reads_settled(app, acme)  # (the slow reads end, answered)
+    procore.set_latency(None)
+    for _ in range(5):  # the reads the first page could not start come with the next pages
+        html = browser.get("/queue").get_data(as_text=True)
+        assert "Procore is not answering" not in html
+        procore_reads_settled(app, acme)
+    assert 'title="The budget codes could not be read"' not in html

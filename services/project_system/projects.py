@@ -3,9 +3,9 @@
 Every answer goes through one cache per app: fresh for its TTL, then kept as the last answer
 known. API calls wait for the project system. Pages and approvals read `briefly`: an answer
 known, even stale, is used at once while a fresh one loads in the background; with nothing
-known they wait at most PAGE_WAIT_S (an approval longer: `waiting_up_to`). After a failure
-they keep to what is known for PAGE_RETRY_S before asking again; `away_since` says since when
-the project system has not answered them.
+known they wait at most PAGE_WAIT_S (an approval longer: `waiting_up_to`). After a failure, or
+a first read slower than that, they keep to what is known until it ends or PAGE_RETRY_S;
+`away_since` says since when the project system has failed them (not merely been slow).
 """
 from __future__ import annotations
 
@@ -102,6 +102,11 @@ class _Away:
             self.since.setdefault(company_id, utcnow())
             self.failed_at[company_id] = time.monotonic()
 
+    def slow(self, company_id: int) -> None:
+        """A first read outlasted a page's wait: pages keep to what they know, not told it is away."""
+        with self.lock:
+            self.failed_at[company_id] = time.monotonic()
+
     def back(self, company_id: int) -> None:
         with self.lock:
             self.since.pop(company_id, None)
@@ -152,7 +157,7 @@ def cached_read(company_id: int, cache_name: str, key: tuple, ttl_s: float, load
         def loading() -> T:
             asked.append(True)
             return load()
-        future = _in_background(lambda: cache.get_or_load(key, ttl_s, loading))
+        future = background_read(lambda: cache.get_or_load(key, ttl_s, loading))
         note = functools.partial(_note_outcome, away, company_id, asked=asked)
         future.add_done_callback(note)
         if has_request_context():
@@ -171,6 +176,8 @@ def _first_answer(future: Future, away: _Away, company_id: int) -> Any:
         return future.result(timeout=_FIRST_WAIT.get())
     except FutureTimeout:
         refuse_while_paced(company_id)
+        away.slow(company_id)  # slow is not away: a hung one fails its read within its timeout
+        raise Unknown(NOTHING_KNOWN) from None
     except ProjectSystemBusy:
         raise  # its rate limit: it answers, later
     except ServiceError as error:
@@ -208,7 +215,7 @@ def _note_outcome(away: _Away, company_id: int, done: Future, asked: list[bool])
 _pool: list[ThreadPoolExecutor] = []
 
 
-def _in_background(load: Callable[[], T]) -> Future:
+def background_read(load: Callable[[], T]) -> Future:
     """Run a read on the process's pool of read threads (made on first use), in the app's context."""
     app = current_app._get_current_object()
     with _setup_lock:
@@ -226,11 +233,6 @@ def _in_background(load: Callable[[], T]) -> Future:
         under_way.add(future)
     future.add_done_callback(lambda done: _forget_read(under_way, done))
     return future
-
-
-def background_read(load: Callable[[], T]) -> Future:
-    """Run a read of the project system on the pool pages read from (`load` keeps its answer)."""
-    return _in_background(load)
 
 
 def _forget_read(under_way: set, done: Future) -> None:
