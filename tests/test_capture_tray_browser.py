@@ -269,7 +269,7 @@ def test_on_a_slow_signal_the_tray_keeps_the_photos_progress_between_answers(cli
     said = [words for words, _, _ in tray.samples[:-1]]
     assert len(said) >= 10, tray.samples  # (the photos take some 18 s at 8 KB/s)
     progress = [words for words in said if re.match(r"\d of 3 photos, \d+%", words)]
-    # Progress in 13 of 13 seconds on a quiet machine, 12 of 18 on a loaded one (the office
+    # Progress in 12 of 13 seconds on a quiet machine, 12 of 18 on a loaded one (the office
     # answers a photo's last piece once it has made the photo); it was 4 of 13 when "Waiting
     # for an answer" came a second after each answer.
     assert len(progress) >= 0.5 * len(said), said
